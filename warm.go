@@ -2,8 +2,8 @@ package main
 
 import (
 	_ "github.com/coder/websocket"
-	_ "github.com/docker/docker/client"
 	_ "github.com/docker/docker/api/types/container"
+	_ "github.com/docker/docker/client"
 	_ "github.com/docker/docker/pkg/stdcopy"
 	_ "github.com/hanwen/go-fuse/v2/fs"
 	_ "github.com/hanwen/go-fuse/v2/fuse"
