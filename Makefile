@@ -1,0 +1,69 @@
+# filepath — build, run and test. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/filepath
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+DATA ?= ./data
+ADDR ?= 127.0.0.1:8080
+
+.PHONY: help run build binary web images test go-test web-test e2e lint gen gen-check bench deps fuzz clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+run: deps-run build images ## build everything and serve on $(ADDR) with data in $(DATA)
+	$(BIN) serve --addr $(ADDR) --data $(DATA)
+
+build: web binary ## build the UI and the binary (bin/filepath, UI embedded)
+
+binary:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/filepath
+
+web: ## build the Svelte UI into web/build
+	cd web && npm run build
+
+images: ## build the agent images locally (no registry needed)
+	images/build.sh
+
+test: deps lint gen-check web-test images build go-test e2e ## everything CI runs
+
+go-test: ## Go unit + integration tests (real SQLite, Docker, FUSE), with the race detector
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+web-test: ## component tests (vitest)
+	cd web && npm test
+
+e2e: ## end-to-end: the real binary, a real agent container, headless Chromium
+	cd web && npm run e2e
+
+lint: ## gofmt, go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+gen: ## regenerate the JSON Schema and the UI's TypeScript protocol types
+	$(GO) generate ./protocol/...
+	cd web && npm run gen
+
+gen-check: ## fail when generated files are stale
+	$(GO) test -count=1 -run 'TestSchemaUpToDate' ./protocol/
+	cd web && npm run gen:check
+
+bench: ## benchmarks (numbers go to docs/benchmarks.md)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./... >/dev/null
+	@echo "see docs/benchmarks.md for the commands behind each number"
+
+fuzz: ## run every fuzz target for 60 s
+	$(GO) test -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 60s ./protocol/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeInput -fuzztime 60s ./protocol/
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 60s ./protocol/
+	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 60s ./orchestrator/vfs/
+
+deps: ## install what the tests need (Debian packages, npm packages, dockerd)
+	scripts/deps.sh
+
+deps-run:
+	scripts/deps.sh --run
+
+clean:
+	rm -rf bin web/build/_app web/build/*.html
