@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# build.sh builds the local Docker images filepath needs, without a registry.
+#
+#   images/build.sh [base|testagent|byo-echo ...]     (no argument: all; `make images` runs this)
+#
+#   filepath/testagent:latest  FROM scratch + the static test agent (adapters/testagent)
+#   filepath/base:bookworm     a minimal Debian made with debootstrap + docker import
+#                              (git, ca-certificates, jq); skipped when it exists
+#   filepath/byo-echo:latest   the tutorial's reference BYO agent, FROM the base above
+#
+# Environment:
+#   FILEPATH_BASE         use this local image as BASE for byo-echo instead of building
+#                         filepath/base:bookworm (e.g. debian:bookworm-slim where a registry works)
+#   FILEPATH_CACHE_DIR    where the debootstrap tarball is cached (default ~/.cache/filepath)
+#   DEBIAN_MIRROR         debootstrap mirror (default http://deb.debian.org/debian)
+#
+# The catalog images (filepath/agent-<type>) are not built here yet.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${FILEPATH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/filepath}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+base_image=filepath/base:bookworm
+export DOCKER_BUILDKIT=0
+
+say() { printf 'images: %s\n' "$*" >&2; }
+die() { printf 'images: error: %s\n' "$*" >&2; exit 1; }
+
+# quiet runs a command and shows its output only when it fails.
+quiet() {
+	local out
+	if ! out=$("$@" 2>&1); then
+		printf '%s\n' "$out" >&2
+		return 1
+	fi
+}
+
+have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+build_testagent() {
+	command -v go >/dev/null || die "go is not installed (needed to build adapters/testagent)"
+	local ctx
+	ctx=$(mktemp -d)
+	trap 'rm -rf "$ctx"' RETURN
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/testagent" ./adapters/testagent) \
+		|| die "go build ./adapters/testagent failed"
+	cp "$root/images/testagent/Dockerfile" "$ctx/Dockerfile"
+	quiet docker build -q -t filepath/testagent:latest "$ctx" || die "docker build filepath/testagent failed"
+	say "built filepath/testagent:latest"
+}
+
+build_base() {
+	if [[ -n ${FILEPATH_BASE:-} ]]; then
+		have_image "$FILEPATH_BASE" || die "FILEPATH_BASE=$FILEPATH_BASE is not a local image"
+		return
+	fi
+	if have_image "$base_image"; then
+		say "$base_image exists, skipping"
+		return
+	fi
+	local tarball=$cache/base-bookworm.tar
+	if [[ ! -s $tarball ]]; then
+		command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap), or set FILEPATH_BASE"
+		[[ $(id -u) == 0 ]] || die "debootstrap needs root to build $base_image (or set FILEPATH_BASE to a local image)"
+		mkdir -p "$cache"
+		local dir
+		dir=$(mktemp -d)
+		say "debootstrap bookworm from $mirror (a few minutes, once; log: $cache/debootstrap.log)"
+		if ! debootstrap --variant=minbase --include=git,ca-certificates,jq bookworm "$dir" "$mirror" >"$cache/debootstrap.log" 2>&1; then
+			rm -rf "$dir"
+			die "debootstrap failed, see $cache/debootstrap.log"
+		fi
+		rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
+		tar -C "$dir" --numeric-owner -cf "$tarball.tmp" .
+		mv "$tarball.tmp" "$tarball"
+		rm -rf "$dir"
+	fi
+	docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+		"$tarball" "$base_image" >/dev/null || die "docker import $tarball failed"
+	say "built $base_image (from $tarball)"
+}
+
+build_byo_echo() {
+	local base=${FILEPATH_BASE:-$base_image}
+	have_image "$base" || build_base
+	quiet docker build -q --build-arg "BASE=$base" -t filepath/byo-echo:latest "$root/images/byo-echo" \
+		|| die "docker build filepath/byo-echo failed"
+	say "built filepath/byo-echo:latest (BASE=$base)"
+}
+
+docker info >/dev/null 2>&1 || die "no Docker engine answers (is dockerd running? DOCKER_HOST=${DOCKER_HOST:-unset})"
+
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(testagent base byo-echo)
+for t in "${targets[@]}"; do
+	case $t in
+	testagent) build_testagent ;;
+	base) build_base ;;
+	byo-echo) build_byo_echo ;;
+	*) die "unknown target $t (want testagent, base or byo-echo)" ;;
+	esac
+done
