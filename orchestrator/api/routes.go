@@ -1,0 +1,77 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// apiPrefix is where every JSON route lives.
+const apiPrefix = "/api/v1"
+
+// route is one /api/v1 route: how it is served and how it is documented.
+type route struct {
+	method  string
+	path    string // below apiPrefix, Echo syntax (":id")
+	handler func(s *Server, c echo.Context) error
+	doc     opDoc
+}
+
+// apiRoutes lists every /api/v1 route of this package. routes() registers
+// them and the OpenAPI document describes them.
+func apiRoutes() []route {
+	return []route{
+		{http.MethodGet, "/me", (*Server).getMe, opDoc{summary: "The authenticated user", status: 200, resp: "User"}},
+		{http.MethodGet, "/agents", (*Server).listAgents, opDoc{summary: "The agent catalog", status: 200, resp: "AgentList"}},
+		{http.MethodGet, "/models", (*Server).listModels, opDoc{summary: "Models grouped by provider", status: 200, resp: "ModelList"}},
+		{http.MethodGet, "/openapi.json", (*Server).getOpenAPI, opDoc{summary: "This document", status: 200, resp: "object"}},
+		{http.MethodPost, "/sessions", (*Server).createSession, opDoc{summary: "Create a session", status: 201, req: "NewSession", resp: "Session"}},
+		{http.MethodGet, "/sessions", (*Server).listSessions, opDoc{summary: "List the user's sessions", status: 200, resp: "SessionList"}},
+		{http.MethodGet, "/sessions/:id", (*Server).getSession, opDoc{summary: "Get a session", status: 200, resp: "Session"}},
+		{http.MethodDelete, "/sessions/:id", (*Server).deleteSession, opDoc{summary: "Delete a session with its nodes and log", status: 204}},
+		{http.MethodPost, "/sessions/:id/start", (*Server).startSession, opDoc{summary: "Start the session's agents", status: 202, resp: "Session"}},
+		{http.MethodPost, "/sessions/:id/stop", (*Server).stopSession, opDoc{summary: "Stop the session's agents", status: 202, resp: "Session"}},
+		{http.MethodGet, "/sessions/:id/tree", (*Server).getTree, opDoc{summary: "The agent tree as a flat list", status: 200, resp: "NodeList"}},
+		{http.MethodGet, "/sessions/:id/stream", (*Server).stream, opDoc{summary: "WebSocket: one JSON Record per text message, replay after `after` then live", status: 101, query: []string{"after"}}},
+		{http.MethodPost, "/sessions/:id/nodes", (*Server).createNode, opDoc{summary: "Create a node", status: 201, req: "NewNode", resp: "Node"}},
+		{http.MethodPatch, "/sessions/:id/nodes/:node", (*Server).patchNode, opDoc{summary: "Update a node", status: 200, req: "NodePatch", resp: "Node"}},
+		{http.MethodDelete, "/sessions/:id/nodes/:node", (*Server).deleteNode, opDoc{summary: "Delete a node and its subtree", status: 204}},
+		{http.MethodPost, "/sessions/:id/nodes/:node/move", (*Server).moveNode, opDoc{summary: "Move a node under another parent", status: 200, req: "NodeMove", resp: "Node"}},
+		{http.MethodGet, "/sessions/:id/nodes/:node/messages", (*Server).listMessages, opDoc{summary: "A node's log records, paged", status: 200, resp: "RecordPage", query: []string{"after", "limit"}}},
+		{http.MethodPost, "/sessions/:id/nodes/:node/messages", (*Server).postMessage, opDoc{summary: "Send a message to a node", status: 202, req: "NewMessage", resp: "Record"}},
+		{http.MethodPost, "/sessions/:id/nodes/:node/signal", (*Server).postSignal, opDoc{summary: "Send a signal to a node", status: 202, req: "NewSignal", resp: "Record"}},
+		{http.MethodGet, "/sessions/:id/nodes/:node/logs", (*Server).nodeLogs, opDoc{summary: "The tail of a node's stderr log", status: 200, resp: "text", query: []string{"tail"}}},
+	}
+}
+
+// routes builds the router: public /healthz and /login, the authenticated
+// /api/v1 group, and the UI for every other GET.
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = echo.ExtractIPDirect()
+
+	e.Use(s.recoverPanic, s.logRequests, s.authenticate)
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]bool{"ok": true}) })
+	e.GET("/login", s.login)
+
+	g := e.Group(apiPrefix, limitBody(s.cfg.MaxBody))
+	for _, r := range apiRoutes() {
+		h := r.handler
+		g.Add(r.method, r.path, func(c echo.Context) error { return h(s, c) })
+	}
+	for _, reg := range s.cfg.Routes {
+		reg(g)
+	}
+	// Unknown /api paths answer 404 JSON (the UI fallback must not catch them).
+	e.RouteNotFound("/api/*", func(c echo.Context) error { return echo.ErrNotFound })
+	e.RouteNotFound("/*", s.serveUI)
+	return e
+}
+
+// isAPI reports whether path is an API path (never served by the UI).
+func isAPI(path string) bool { return path == "/api" || strings.HasPrefix(path, "/api/") }

@@ -1,0 +1,291 @@
+// Package api is the HTTP edge of the orchestrator: the REST API under
+// /api/v1, the live session stream, login and API-key auth, the OpenAPI
+// document and the embedded UI.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/filepath-dev/filepath/orchestrator/hub"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+	"github.com/filepath-dev/filepath/web"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBody      = 1 << 20
+	DefaultPingInterval = 30 * time.Second
+	DefaultPingTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultLoginTTL     = 24 * time.Hour
+	DefaultSessionTTL   = 30 * 24 * time.Hour
+	DefaultReplayPage   = 500
+)
+
+// Runner starts and stops sessions and delivers inputs to running agents. The
+// lifecycle package implements it; the API only calls it.
+type Runner interface {
+	// StartSession starts the containers of the session's nodes. The session
+	// belongs to userID (already checked by the API).
+	StartSession(ctx context.Context, userID, sessionID string) error
+	// StopSession stops them (signal stop, grace period, kill).
+	StopSession(ctx context.Context, userID, sessionID string) error
+	// Deliver appends in to the session log as an input record of nodeID
+	// and queues it for the node's stdin; it returns the appended record.
+	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+}
+
+// LogSource reads the tail of a node's stderr log.
+type LogSource interface {
+	NodeLog(ctx context.Context, sessionID, nodeID string, tailLines int) ([]byte, error)
+}
+
+// Config is everything a Server needs. Store and Hub are required.
+type Config struct {
+	// Addr is the listen address, e.g. "127.0.0.1:8080" or "127.0.0.1:0".
+	Addr   string
+	Store  *store.Store
+	Hub    *hub.Hub[store.Record]
+	Runner Runner    // nil: inputs are only appended; start/stop answer 503
+	Logs   LogSource // nil: node logs are empty
+	Models ModelSource
+	Logger *slog.Logger
+	// Stdout receives the one-line login URL printed on first start.
+	Stdout io.Writer
+	// UI is the built web UI (nil: web.Assets()).
+	UI fs.FS
+	// AllowedOrigins are extra WebSocket origin patterns (path.Match on the
+	// host, or on scheme://host when the pattern has "://"). The request's own
+	// host is always allowed.
+	AllowedOrigins []string
+	MaxBody        int64         // bytes of a JSON request body (default 1 MiB)
+	PingInterval   time.Duration // WebSocket keepalive (default 30s)
+	PingTimeout    time.Duration // a pong must arrive within (default 10s)
+	WriteTimeout   time.Duration // one stream message write (default 10s)
+	LoginTTL       time.Duration // first-start login link lifetime (default 24h)
+	SessionTTL     time.Duration // login cookie lifetime (default 30 days)
+	ReplayPage     int           // records per store read when replaying (default 500)
+	// Routes registers more /api/v1 routes (e.g. the session VFS); they get
+	// the auth and body-limit middleware.
+	Routes []func(g *echo.Group)
+	// RouteDocs documents the Routes in the OpenAPI document.
+	RouteDocs []RouteDoc
+}
+
+func (c *Config) setDefaults() error {
+	if c.Store == nil || c.Hub == nil {
+		return errors.New("api config: Store and Hub are required")
+	}
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8080"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	if c.UI == nil {
+		c.UI = web.Assets()
+	}
+	if c.Models == nil {
+		c.Models = StaticModels()
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.PingInterval <= 0 {
+		c.PingInterval = DefaultPingInterval
+	}
+	if c.PingTimeout <= 0 {
+		c.PingTimeout = DefaultPingTimeout
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.LoginTTL <= 0 {
+		c.LoginTTL = DefaultLoginTTL
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.ReplayPage <= 0 {
+		c.ReplayPage = DefaultReplayPage
+	}
+	c.ReplayPage = min(c.ReplayPage, store.MaxRecordsLimit)
+	return nil
+}
+
+// Server serves the API. Build it with New, then Run; Close stops it.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	store *store.Store
+	hub   *hub.Hub[store.Record]
+	e     *echo.Echo
+	ln    net.Listener
+	http  *http.Server
+
+	// streamCtx is canceled at shutdown; stream handlers then close their
+	// WebSocket with 1001 going away. streams counts running handlers.
+	streamCtx    context.Context
+	stopStreams  context.CancelFunc
+	streamsMu    sync.Mutex // orders streams.Add against shutdown's Wait
+	streams      sync.WaitGroup
+	closeOnce    sync.Once
+	runDone      chan struct{}
+	runStarted   bool
+	runStartedMu sync.Mutex
+}
+
+// New validates cfg, builds the routes and binds the listen address (so Addr
+// is known before Run).
+func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, hub: cfg.Hub, runDone: make(chan struct{})}
+	s.streamCtx, s.stopStreams = context.WithCancel(context.Background())
+	s.e = s.routes()
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	s.ln = ln
+	s.http = &http.Server{
+		Handler:           s.e,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+// Addr returns the bound address, e.g. "127.0.0.1:41234".
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// URL returns the base URL of the server, e.g. "http://127.0.0.1:41234".
+func (s *Server) URL() string { return "http://" + displayAddr(s.Addr()) }
+
+// Echo returns the router (tests walk its routes).
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// displayAddr turns an unspecified listen host into localhost for URLs.
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Run bootstraps the first user when the database is empty (printing a login
+// URL to Config.Stdout), then serves until ctx is canceled or Close is called,
+// then shuts down gracefully: streams close with 1001, in-flight requests
+// finish, and Run returns when every handler has returned.
+func (s *Server) Run(ctx context.Context) error {
+	s.runStartedMu.Lock()
+	if s.runStarted {
+		s.runStartedMu.Unlock()
+		return errors.New("api server: Run called twice")
+	}
+	s.runStarted = true
+	s.runStartedMu.Unlock()
+	defer close(s.runDone)
+
+	if err := s.bootstrap(ctx); err != nil {
+		s.ln.Close()
+		s.stopStreams()
+		return err
+	}
+	s.log.Info("listening", "addr", s.Addr(), "url", s.URL())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.http.Serve(s.ln) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case <-s.streamCtx.Done():
+	case err = <-serveErr:
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	}
+	s.streamsMu.Lock()
+	s.stopStreams()
+	s.streamsMu.Unlock()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if serr := s.http.Shutdown(shutCtx); serr != nil && err == nil {
+		err = fmt.Errorf("shut down http server: %w", serr)
+	}
+	s.streams.Wait()
+	s.log.Info("stopped")
+	return err
+}
+
+// Close stops a running server and waits for Run to return. Safe to call
+// twice, and without Run.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.stopStreams()
+		s.runStartedMu.Lock()
+		started := s.runStarted
+		s.runStarted = true // a later Run must not start
+		s.runStartedMu.Unlock()
+		if !started {
+			s.ln.Close()
+			close(s.runDone)
+		}
+	})
+	<-s.runDone
+	return nil
+}
+
+// bootstrap creates the first (admin) user of an empty database and prints
+// its login URL.
+func (s *Server) bootstrap(ctx context.Context) error {
+	n, err := s.store.CountUsers(ctx)
+	if err != nil {
+		return fmt.Errorf("count users: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	u, err := s.store.CreateUser(ctx, "admin", true)
+	if err != nil {
+		return fmt.Errorf("create first user: %w", err)
+	}
+	tok, err := s.store.CreateLoginToken(ctx, u.ID, s.cfg.LoginTTL)
+	if err != nil {
+		return fmt.Errorf("create login token: %w", err)
+	}
+	if _, err := fmt.Fprintf(s.cfg.Stdout, "login: %s\n", LoginURL(s.URL(), tok)); err != nil {
+		return fmt.Errorf("print login url: %w", err)
+	}
+	return nil
+}
+
+// LoginURL returns the one-time login link for a token on a server at base
+// (e.g. "http://127.0.0.1:8080").
+func LoginURL(base, token string) string {
+	return base + "/login?token=" + token
+}

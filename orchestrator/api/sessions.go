@@ -1,0 +1,344 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+)
+
+// Message paging bounds of GET .../messages.
+const (
+	defaultMessageLimit = 100
+	maxMessageLimit     = 1000
+)
+
+type listBody[T any] struct {
+	Data []T `json:"data"`
+}
+
+func list[T any](items []T) listBody[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return listBody[T]{Data: items}
+}
+
+func (s *Server) listAgents(c echo.Context) error {
+	return c.JSON(http.StatusOK, orchestrator.Catalog())
+}
+
+func (s *Server) listModels(c echo.Context) error {
+	ps, err := s.cfg.Models.Models(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ModelList{Providers: ps})
+}
+
+type newSessionReq struct {
+	Name       *string `json:"name"`
+	GitRepoURL *string `json:"git_repo_url"`
+}
+
+func (s *Server) createSession(c echo.Context) error {
+	var req newSessionReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Name == nil {
+		return orchestrator.FieldErrorf("name", "field \"name\" is required")
+	}
+	in := store.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL}
+	sess, err := s.store.CreateSession(c.Request().Context(), user(c).ID, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, sess)
+}
+
+func (s *Server) listSessions(c echo.Context) error {
+	ss, err := s.store.ListSessions(c.Request().Context(), user(c).ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list(ss))
+}
+
+func (s *Server) getSession(c echo.Context) error {
+	sess, err := s.store.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess)
+}
+
+func (s *Server) deleteSession(c echo.Context) error {
+	ctx := c.Request().Context()
+	uid, sid := user(c).ID, c.Param("id")
+	sess, err := s.store.GetSession(ctx, uid, sid)
+	if err != nil {
+		return err
+	}
+	if s.cfg.Runner != nil && sess.Status == store.SessionRunning {
+		if err := s.cfg.Runner.StopSession(ctx, uid, sid); err != nil {
+			return err
+		}
+	}
+	if err := s.store.DeleteSession(ctx, uid, sid); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// errNoRunner answers start/stop when no lifecycle runner is configured.
+var errNoRunner = orchestrator.Errorf(orchestrator.EUnavailable, "agents cannot be started or stopped: this server has no runtime configured")
+
+func (s *Server) startSession(c echo.Context) error {
+	return s.lifecycle(c, func(r Runner, uid, sid string) error {
+		return r.StartSession(c.Request().Context(), uid, sid)
+	})
+}
+
+func (s *Server) stopSession(c echo.Context) error {
+	return s.lifecycle(c, func(r Runner, uid, sid string) error {
+		return r.StopSession(c.Request().Context(), uid, sid)
+	})
+}
+
+func (s *Server) lifecycle(c echo.Context, do func(r Runner, uid, sid string) error) error {
+	ctx := c.Request().Context()
+	uid, sid := user(c).ID, c.Param("id")
+	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+		return err
+	}
+	if s.cfg.Runner == nil {
+		return errNoRunner
+	}
+	if err := do(s.cfg.Runner, uid, sid); err != nil {
+		return err
+	}
+	sess, err := s.store.GetSession(ctx, uid, sid)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, sess)
+}
+
+func (s *Server) getTree(c echo.Context) error {
+	nodes, err := s.store.Tree(c.Request().Context(), user(c).ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list(nodes))
+}
+
+type newNodeReq struct {
+	Name      string          `json:"name"`
+	AgentType *string         `json:"agent_type"`
+	Model     string          `json:"model"`
+	ParentID  *string         `json:"parent_id"`
+	Image     string          `json:"image"`
+	Task      string          `json:"task"`
+	Config    json.RawMessage `json:"config"`
+}
+
+func (s *Server) createNode(c echo.Context) error {
+	var req newNodeReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.AgentType == nil {
+		return orchestrator.FieldErrorf("agent_type", "field \"agent_type\" is required")
+	}
+	if err := objectField("config", req.Config); err != nil {
+		return err
+	}
+	in := store.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
+	n, err := s.store.CreateNode(c.Request().Context(), user(c).ID, c.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, n)
+}
+
+// objectField checks that an optional raw JSON field is an object (or absent).
+func objectField(name string, raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if t := strings.TrimSpace(string(raw)); !strings.HasPrefix(t, "{") {
+		return badRequest(name, "field %q must be an object", name)
+	}
+	return nil
+}
+
+type patchNodeReq struct {
+	Name   *string         `json:"name"`
+	Status *string         `json:"status"`
+	Config json.RawMessage `json:"config"`
+}
+
+func (s *Server) patchNode(c echo.Context) error {
+	var req patchNodeReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := objectField("config", req.Config); err != nil {
+		return err
+	}
+	p := store.NodePatch{Name: req.Name, Status: req.Status}
+	if len(req.Config) > 0 && string(req.Config) != "null" {
+		p.Config = &req.Config
+	}
+	n, err := s.store.UpdateNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, n)
+}
+
+func (s *Server) deleteNode(c echo.Context) error {
+	if _, err := s.store.DeleteNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type moveNodeReq struct {
+	ParentID  *string `json:"parent_id"`
+	SortOrder *int    `json:"sort_order"`
+}
+
+func (s *Server) moveNode(c echo.Context) error {
+	var req moveNodeReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.SortOrder == nil {
+		return orchestrator.FieldErrorf("sort_order", "field \"sort_order\" is required")
+	}
+	n, err := s.store.MoveNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), req.ParentID, *req.SortOrder)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, n)
+}
+
+type recordPage struct {
+	Data      []store.Record `json:"data"`
+	NextAfter int64          `json:"next_after"`
+}
+
+func (s *Server) listMessages(c echo.Context) error {
+	after, err := queryInt(c, "after", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", defaultMessageLimit, 1, maxMessageLimit)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sid, nid := c.Param("id"), c.Param("node")
+	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+		return err
+	}
+	recs, err := s.store.Records(ctx, sid, after, int(limit), nid)
+	if err != nil {
+		return err
+	}
+	next := after
+	if len(recs) > 0 {
+		next = recs[len(recs)-1].Seq
+	}
+	if recs == nil {
+		recs = []store.Record{}
+	}
+	return c.JSON(http.StatusOK, recordPage{Data: recs, NextAfter: next})
+}
+
+type messageReq struct {
+	Content *string `json:"content"`
+}
+
+func (s *Server) postMessage(c echo.Context) error {
+	var req messageReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Content == nil || strings.TrimSpace(*req.Content) == "" {
+		return orchestrator.FieldErrorf("content", "field \"content\" is required and must not be empty")
+	}
+	return s.deliver(c, protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromUser, Content: *req.Content})
+}
+
+type signalReq struct {
+	Action *string `json:"action"`
+}
+
+func (s *Server) postSignal(c echo.Context) error {
+	var req signalReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Action == nil {
+		return orchestrator.FieldErrorf("action", "field \"action\" is required: stop, pause or resume")
+	}
+	switch *req.Action {
+	case protocol.ActionStop, protocol.ActionPause, protocol.ActionResume:
+	default:
+		return orchestrator.FieldErrorf("action", "field \"action\" must be stop, pause or resume, not %q", *req.Action)
+	}
+	return s.deliver(c, protocol.SignalInput{Type: protocol.TypeSignal, Action: *req.Action})
+}
+
+// deliver hands an input to the runner, or with no runner appends it to the
+// log as an input record; it answers 202 with the record.
+func (s *Server) deliver(c echo.Context, in protocol.Input) error {
+	ctx := c.Request().Context()
+	sid, nid := c.Param("id"), c.Param("node")
+	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+		return err
+	}
+	if s.cfg.Runner != nil {
+		rec, err := s.cfg.Runner.Deliver(ctx, sid, nid, in)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusAccepted, rec)
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	recs, err := s.store.Append(ctx, sid, store.NewRecord{NodeID: nid, Kind: store.KindInput, Data: data})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, recs[0])
+}
+
+func (s *Server) nodeLogs(c echo.Context) error {
+	tail, err := queryInt(c, "tail", 200, 1, 100000)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sid, nid := c.Param("id"), c.Param("node")
+	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+		return err
+	}
+	var b []byte
+	if s.cfg.Logs != nil {
+		if b, err = s.cfg.Logs.NodeLog(ctx, sid, nid, int(tail)); err != nil {
+			return err
+		}
+	}
+	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, b)
+}

@@ -1,0 +1,253 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/labstack/echo/v4"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/hub"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+)
+
+// Close reasons of the stream.
+const (
+	reasonShutdown = "server shutting down"
+)
+
+// stream serves GET /api/v1/sessions/:id/stream?after=N: it subscribes to the
+// hub first, replays the records after N from the store in pages, then
+// forwards live records, skipping any seq already sent and fetching any gap
+// from the store, so the client sees every record after N exactly once, in
+// order (DESIGN invariant 2). A client too slow for its buffer is closed with
+// 1013 and resumes with after=<last seq>.
+func (s *Server) stream(c echo.Context) error {
+	r := c.Request()
+	ctx := r.Context()
+	uid, sid := user(c).ID, c.Param("id")
+	after, err := queryInt(c, "after", 0, 0, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+		return err
+	}
+	if err := checkOrigin(r, s.cfg.AllowedOrigins); err != nil {
+		return err
+	}
+	if !isUpgrade(r) {
+		return badRequest("", "this route is a WebSocket: send an Upgrade: websocket request")
+	}
+	if !s.trackStream() {
+		return orchestrator.Errorf(orchestrator.EUnavailable, "server shutting down")
+	}
+	defer s.streams.Done()
+
+	sub := s.hub.Subscribe(sid) // before the replay: nothing falls between them
+	defer sub.Close()
+
+	conn, err := websocket.Accept(c.Response(), r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
+	if err != nil {
+		s.log.Debug("websocket accept", "err", err)
+		return nil // Accept has answered
+	}
+	defer conn.CloseNow()
+
+	// The reader goroutine (pongs, client close) must outlive shutdown so
+	// that we can still send the 1001 close frame: it ends with the conn.
+	readCtx := conn.CloseRead(context.Background())
+	ctx, cancel := context.WithCancel(readCtx)
+	defer cancel()
+	stopOnShutdown := context.AfterFunc(s.streamCtx, cancel)
+	defer stopOnShutdown()
+
+	pingDone := make(chan struct{})
+	go func() {
+		defer close(pingDone)
+		s.keepalive(ctx, cancel, conn)
+	}()
+	defer func() { cancel(); <-pingDone }()
+
+	st := &streamer{s: s, conn: conn, sid: sid, last: after}
+	err = st.run(ctx, sub)
+	code, reason := websocket.StatusNormalClosure, ""
+	switch {
+	case errors.Is(err, hub.ErrTooSlow):
+		code, reason = websocket.StatusTryAgainLater, fmt.Sprintf("too slow; reconnect with after=%d", st.last)
+		s.log.Info("stream client too slow", "session", sid, "last_seq", st.last)
+	case s.streamCtx.Err() != nil, errors.Is(err, hub.ErrClosed):
+		code, reason = websocket.StatusGoingAway, reasonShutdown
+	case readCtx.Err() != nil:
+		return nil // the client went away or closed
+	case err != nil && ctx.Err() != nil:
+		return nil // keepalive failed: the conn is dead
+	case err != nil:
+		s.log.Warn("stream failed", "session", sid, "last_seq", st.last, "err", err)
+		code, reason = websocket.StatusInternalError, "internal error; reconnect with after="+fmt.Sprint(st.last)
+	}
+	_ = conn.Close(code, reason)
+	return nil
+}
+
+// trackStream counts a stream handler unless the server is shutting down.
+func (s *Server) trackStream() bool {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streamCtx.Err() != nil {
+		return false
+	}
+	s.streams.Add(1)
+	return true
+}
+
+// keepalive pings the client every PingInterval; a missing pong within
+// PingTimeout cancels the stream.
+func (s *Server) keepalive(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn) {
+	t := time.NewTicker(s.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, pcancel := context.WithTimeout(ctx, s.cfg.PingTimeout)
+			err := conn.Ping(pctx)
+			pcancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Debug("stream ping failed", "err", err)
+				}
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+// streamer sends one session's records over one WebSocket. last is the seq of
+// the last record sent.
+type streamer struct {
+	s    *Server
+	conn *websocket.Conn
+	sid  string
+	last int64
+}
+
+// run replays then forwards live records until ctx ends or the subscription
+// is dropped (its error is returned).
+func (st *streamer) run(ctx context.Context, sub *hub.Subscription[store.Record]) error {
+	if err := st.catchUp(ctx, math.MaxInt64); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case rec, ok := <-sub.C():
+			if !ok {
+				if err := sub.Err(); err != nil {
+					return err
+				}
+				return hub.ErrClosed
+			}
+			if rec.Seq <= st.last {
+				continue // already sent by the replay
+			}
+			if rec.Seq > st.last+1 {
+				// A gap (e.g. published out of order): read it from the store.
+				if err := st.catchUp(ctx, rec.Seq-1); err != nil {
+					return err
+				}
+			}
+			if rec.Seq <= st.last {
+				continue
+			}
+			if err := st.send(ctx, rec); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// catchUp sends the stored records after st.last up to seq upto, in pages.
+func (st *streamer) catchUp(ctx context.Context, upto int64) error {
+	page := st.s.cfg.ReplayPage
+	for st.last < upto {
+		recs, err := st.s.store.Records(ctx, st.sid, st.last, page, "")
+		if err != nil {
+			return fmt.Errorf("replay session %s after %d: %w", st.sid, st.last, err)
+		}
+		for _, rec := range recs {
+			if rec.Seq > upto {
+				return nil
+			}
+			if err := st.send(ctx, rec); err != nil {
+				return err
+			}
+		}
+		if len(recs) < page {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (st *streamer) send(ctx context.Context, rec store.Record) error {
+	if rec.Seq <= st.last {
+		return nil
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode record %d: %w", rec.Seq, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, st.s.cfg.WriteTimeout)
+	defer cancel()
+	if err := st.conn.Write(wctx, websocket.MessageText, b); err != nil {
+		return fmt.Errorf("write record %d: %w", rec.Seq, err)
+	}
+	st.last = rec.Seq
+	return nil
+}
+
+// isUpgrade reports whether r asks for a WebSocket.
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
+		strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
+}
+
+// checkOrigin allows a request without Origin (not a browser), one from the
+// request's own host, or one matching a configured pattern (the same rule as
+// websocket.Accept, answered as a JSON 403).
+func checkOrigin(r *http.Request, patterns []string) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return orchestrator.Errorf(orchestrator.EForbidden, "origin %q is not a valid URL with a host", origin)
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return nil
+	}
+	for _, p := range patterns {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
+			return nil
+		}
+	}
+	return orchestrator.Errorf(orchestrator.EForbidden, "origin %q is not allowed for host %q: add it with --allowed-origins", origin, r.Host)
+}
