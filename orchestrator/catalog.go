@@ -1,0 +1,43 @@
+package orchestrator
+
+// Agent describes one agent type of the catalog (northstar.md "Agent catalog").
+type Agent struct {
+	Type         string `json:"type"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Icon         string `json:"icon"` // lucide icon name
+	DefaultModel string `json:"default_model"`
+	// Image is the local image the agent runs in; "" for custom, whose
+	// node names its own image.
+	Image string `json:"image"`
+}
+
+// AgentCustom is the bring-your-own agent type: its node must name an image.
+const AgentCustom = "custom"
+
+// AgentImage returns the local image name of a built-in agent type.
+func AgentImage(agentType string) string { return "filepath/agent-" + agentType + ":latest" }
+
+// Catalog returns the agent types in display order. The slice is new on each
+// call; callers may modify it.
+func Catalog() []Agent {
+	return []Agent{
+		{Type: "shelley", Name: "Shelley", Description: "Full-stack engineering agent. filepath-native reference implementation.", Icon: "shell", DefaultModel: "claude-sonnet-4", Image: AgentImage("shelley")},
+		{Type: "pi", Name: "Pi", Description: "Research and analysis. Deep dives into docs, APIs, codebases.", Icon: "search", DefaultModel: "claude-sonnet-4", Image: AgentImage("pi")},
+		{Type: "claude-code", Name: "Claude Code", Description: "Anthropic's agentic coding tool. Complex multi-file changes.", Icon: "bot", DefaultModel: "claude-sonnet-4", Image: AgentImage("claude-code")},
+		{Type: "codex", Name: "Codex", Description: "OpenAI's coding agent. Strong at Python, scripting, data.", Icon: "scroll", DefaultModel: "o3", Image: AgentImage("codex")},
+		{Type: "cursor", Name: "Cursor", Description: "Cursor's agent mode via CLI. IDE-grade code intelligence.", Icon: "mouse-pointer", DefaultModel: "claude-sonnet-4", Image: AgentImage("cursor")},
+		{Type: "amp", Name: "Amp", Description: "Sourcegraph's agent. Large codebase navigation, cross-repo changes.", Icon: "zap", DefaultModel: "claude-sonnet-4", Image: AgentImage("amp")},
+		{Type: AgentCustom, Name: "Custom", Description: "Bring your own agent. Dockerfile that speaks the filepath protocol.", Icon: "box", DefaultModel: "claude-sonnet-4"},
+	}
+}
+
+// AgentByType returns the catalog entry of agentType and whether it exists.
+func AgentByType(agentType string) (Agent, bool) {
+	for _, a := range Catalog() {
+		if a.Type == agentType {
+			return a, true
+		}
+	}
+	return Agent{}, false
+}

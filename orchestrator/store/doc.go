@@ -1,0 +1,87 @@
+// Package store keeps the orchestrator's durable state in one SQLite file:
+// users and their credentials, agent sessions, node trees and each session's
+// ordered log.
+//
+// # Connections and durability
+//
+// Open uses mattn/go-sqlite3 (cgo) through gorm with WAL, foreign_keys=ON,
+// busy_timeout and _txlock=immediate. All writes go through ONE connection
+// (SQLite has one writer; queueing in database/sql beats SQLITE_BUSY
+// retries); reads (Get*, List*, Tree, Records, ...) use a separate read-only
+// pool that runs beside the writer. Consequence for callers of DB()/SQL(): a
+// query on DB() while a transaction from DB() is open waits forever for the
+// single connection — inside a transaction use only its handle.
+//
+// synchronous=NORMAL by default (Config.Synchronous): a committed
+// transaction survives kill -9 of the process (it is in the WAL in the OS
+// page cache) but may be lost on power loss or kernel crash if no checkpoint
+// has synced it yet; the file never corrupts. SyncFull fsyncs every commit.
+// Batch with Append(ctx, sid, recs...) — one transaction, one fsync.
+//
+// # Migrations
+//
+// migrations/NNNN_name.sql are embedded and applied in version order, each in
+// its own transaction with its row in schema_migrations. A database holding a
+// version this binary does not know is refused. 0001_core.sql is the store's;
+// 0002_vfs.sql belongs to the vfs package.
+//
+// # The session log (DESIGN invariants 1 and 2)
+//
+// Every record gets seq = last+1 within its session inside the write
+// transaction; after the commit it is handed to Config.Publisher, in seq
+// order: a per-session mutex is held across insert, commit and publish, and
+// the last seq is cached per session. Tree changes (create, update, move,
+// delete) append their "node" record in the same transaction as the change.
+// WithLog gives other packages the same guarantee for their own changes
+// (e.g. the vfs appending a "file" record with a write).
+//
+// Lock order: per-session log mutex, then the write connection.
+//
+// # Scoping (DESIGN invariant 9)
+//
+// Every method taking a userID only sees that user's rows: another user's
+// session or node is not_found, exactly like a missing one. Methods without
+// a userID (SessionByID, NodeByID, ActiveNodes, SessionsByStatus, PatchNode,
+// UpdateSessionStatus, Append, Records, LastSeq, WithLog) are for the
+// runner, relays and handlers that have already authorized the session.
+//
+// # API
+//
+// Errors are *orchestrator.Error (codes invalid with Field, not_found,
+// conflict, unauthorized) or wrapped internal errors.
+//
+//	Open(ctx, Config) (*Store, error); Close() error
+//	DB() *gorm.DB; SQL() *sql.DB; ReadDB() *gorm.DB; Now() time.Time
+//	EmbeddedMigrations() ([]Migration, error)
+//
+//	CreateUser(ctx, name, admin) (User, error)   // conflict on a taken name
+//	UserByName(ctx, name); UserByID(ctx, id) (User, error); ListUsers(ctx); CountUsers(ctx) (int, error)
+//	CreateLoginToken(ctx, userID, ttl) (token string, err)   // single use, stored hashed
+//	ConsumeLoginToken(ctx, token) (User, error)               // unauthorized when used/expired/unknown
+//	CreateAPIKey(ctx, userID, name) (key string, APIKey, error)   // "fp_…", shown once, stored as sha256
+//	CreateNodeAPIKey(ctx, userID, sessionID, nodeID) (key string, APIKey, error)
+//	AuthAPIKey(ctx, key) (Principal{User, SessionID, NodeID}, error)
+//	UserByAPIKey(ctx, key) (User, error)   // user keys only; node keys → unauthorized
+//	ListAPIKeys(ctx, userID) ([]APIKey, error); DeleteAPIKey(ctx, userID, keyID) error
+//	CreateWebSession(ctx, userID, ttl) (cookie string, err); UserByWebSession(ctx, cookie) (User, error)
+//	DeleteWebSession(ctx, cookie) error; DeleteExpired(ctx) (int64, error)
+//
+//	CreateSession(ctx, userID, NewSession{Name, GitRepoURL}) (Session, error)
+//	GetSession(ctx, userID, id) (Session, error); ListSessions(ctx, userID) ([]Session, error)
+//	DeleteSession(ctx, userID, id) error     // cascades nodes, log, node keys, vfs tables
+//	SessionByID(ctx, id) (Session, error); SessionsByStatus(ctx, statuses...) ([]Session, error)
+//	UpdateSessionStatus(ctx, sessionID, status) error   // running sets started_at
+//
+//	CreateNode(ctx, userID, sessionID, NewNode{Name, AgentType, Model, ParentID, Image, Task, Config}) (Node, error)
+//	GetNode(ctx, userID, sessionID, nodeID) (Node, error); NodeByID(ctx, nodeID) (Node, error)
+//	Tree(ctx, userID, sessionID) ([]Node, error)   // depth-first, with done/total
+//	UpdateNode(ctx, userID, sessionID, nodeID, NodePatch) (Node, error)
+//	PatchNode(ctx, sessionID, nodeID, NodePatch) (Node, error)   // runner/relay, any owner
+//	MoveNode(ctx, userID, sessionID, nodeID, parentID *string, sortOrder int) (Node, error)
+//	DeleteNode(ctx, userID, sessionID, nodeID) (removedIDs []string, err error)
+//	ActiveNodes(ctx) ([]Node, error)   // for reconcile at start-up
+//
+//	Append(ctx, sessionID, recs ...NewRecord) ([]Record, error)
+//	WithLog(ctx, sessionID, func(*Tx) error) ([]Record, error); (*Tx).DB(); (*Tx).Append(recs...)
+//	Records(ctx, sessionID, after, limit, nodeID) ([]Record, error); LastSeq(ctx, sessionID) (int64, error)
+package store

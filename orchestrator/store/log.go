@@ -1,0 +1,264 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+// Records limits.
+const (
+	DefaultRecordsLimit = 100
+	MaxRecordsLimit     = 1000
+	// maxRowsPerInsert keeps one multi-row INSERT under SQLite's bound
+	// variable limit (6 variables per row).
+	maxRowsPerInsert = 500
+)
+
+// logState is the per-session append state. Lock order: logState.mu, then
+// the write connection (a transaction). Store.logsMu is only held briefly to
+// find or drop a logState, never while waiting for either.
+type logState struct {
+	mu    sync.Mutex // held across insert, commit and publish
+	last  int64      // last committed seq; valid when known
+	known bool
+	refs  int // guarded by Store.logsMu
+}
+
+func (s *Store) acquireLog(sessionID string) *logState {
+	s.logsMu.Lock()
+	st := s.logs[sessionID]
+	if st == nil {
+		st = &logState{}
+		s.logs[sessionID] = st
+	}
+	st.refs++
+	s.logsMu.Unlock()
+	st.mu.Lock()
+	return st
+}
+
+// releaseLog unlocks st and forgets it when nobody uses it and it holds
+// nothing worth caching (so bogus session ids do not accumulate).
+func (s *Store) releaseLog(sessionID string, st *logState, forget bool) {
+	if forget {
+		st.known = false
+	}
+	keep := st.known
+	st.mu.Unlock()
+	s.logsMu.Lock()
+	st.refs--
+	if st.refs == 0 && !keep && s.logs[sessionID] == st {
+		delete(s.logs, sessionID)
+	}
+	s.logsMu.Unlock()
+}
+
+// Tx is a write transaction bound to one session's log: records appended
+// through it get the next seqs, are committed with the transaction's other
+// changes, and are published after the commit.
+type Tx struct {
+	ctx       context.Context
+	g         *gorm.DB
+	s         *Store
+	sessionID string
+	now       time.Time
+	last      int64
+	recs      []Record
+}
+
+// DB returns the transaction's gorm handle. Use it for every statement of
+// the transaction; never call Store methods inside WithLog.
+func (t *Tx) DB() *gorm.DB { return t.g }
+
+// Now is the transaction's clock reading (the At of its records).
+func (t *Tx) Now() time.Time { return t.now }
+
+// WithLog runs fn in one write transaction on sessionID's log and returns the
+// records fn appended. After the commit it publishes those records in seq
+// order; if fn returns an error or the commit fails, nothing is stored or
+// published. Calls for the same session are serialized, so publish order is
+// seq order (DESIGN invariants 1 and 2). fn must not call Store methods.
+func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) error) ([]Record, error) {
+	st := s.acquireLog(sessionID)
+	failed := true
+	defer func() { s.releaseLog(sessionID, st, failed) }()
+
+	t := &Tx{ctx: ctx, s: s, sessionID: sessionID, now: s.now()}
+	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
+		t.g = g
+		if !st.known {
+			var row struct {
+				Exists int
+				Last   int64
+			}
+			if err := g.Raw(`SELECT
+				(SELECT COUNT(*) FROM agent_session WHERE id = ?) AS "exists",
+				COALESCE((SELECT MAX(seq) FROM session_log WHERE session_id = ?), 0) AS last`,
+				sessionID, sessionID).Scan(&row).Error; err != nil {
+				return fmt.Errorf("read last seq: %w", err)
+			}
+			if row.Exists == 0 {
+				return notFound("session", sessionID)
+			}
+			t.last = row.Last
+		} else {
+			t.last = st.last
+		}
+		return fn(t)
+	})
+	if err != nil {
+		if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+			// The session was deleted since its last seq was cached.
+			return nil, notFound("session", sessionID)
+		}
+		return nil, err
+	}
+	st.last, st.known, failed = t.last, true, false
+	for _, r := range t.recs {
+		s.pub.Publish(r)
+	}
+	return t.recs, nil
+}
+
+// Append stores records in the transaction with the next seqs and returns
+// them (published after commit by WithLog).
+func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	for i := range recs {
+		if err := checkNewRecord(&recs[i]); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Record, len(recs))
+	at := ms(t.now)
+	pool := t.g.Statement.ConnPool
+	var q strings.Builder
+	args := make([]any, 0, 6*min(len(recs), maxRowsPerInsert))
+	for start := 0; start < len(recs); start += maxRowsPerInsert {
+		chunk := recs[start:min(len(recs), start+maxRowsPerInsert)]
+		q.Reset()
+		args = args[:0]
+		q.WriteString(`INSERT INTO session_log (session_id, seq, node_id, kind, payload, created_at) VALUES `)
+		for i, r := range chunk {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?,?,?,?,?,?)")
+			seq := t.last + int64(start+i) + 1
+			args = append(args, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at)
+			out[start+i] = Record{SessionID: t.sessionID, Seq: seq, Kind: r.Kind, NodeID: r.NodeID,
+				At: fromMS(at), Data: r.Data}
+		}
+		if _, err := pool.ExecContext(t.ctx, q.String(), args...); err != nil {
+			return nil, fmt.Errorf("append to session %s log: %w", t.sessionID, err)
+		}
+	}
+	t.last += int64(len(recs))
+	t.recs = append(t.recs, out...)
+	return out, nil
+}
+
+// appendJSON appends one record whose data is v encoded as JSON.
+func (t *Tx) appendJSON(nodeID, kind string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s record: %w", kind, err)
+	}
+	_, err = t.Append(NewRecord{NodeID: nodeID, Kind: kind, Data: b})
+	return err
+}
+
+func checkNewRecord(r *NewRecord) error {
+	switch r.Kind {
+	case KindEvent, KindInput, KindNode, KindFile, KindError:
+	default:
+		return orchestrator.FieldErrorf("kind", "record kind %q: want event, input, node, file or error", r.Kind)
+	}
+	d := bytes.TrimSpace(r.Data)
+	if len(d) == 0 || d[0] != '{' || !json.Valid(d) {
+		return orchestrator.FieldErrorf("data", "record data must be a JSON object")
+	}
+	r.Data = d
+	return nil
+}
+
+// Append stores recs in sessionID's log in one transaction, assigning
+// consecutive seqs, and after the commit publishes them in seq order. Each
+// record's Data must be a JSON object. An unknown session is not_found.
+func (s *Store) Append(ctx context.Context, sessionID string, recs ...NewRecord) ([]Record, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	for i := range recs {
+		if err := checkNewRecord(&recs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return s.WithLog(ctx, sessionID, func(tx *Tx) error {
+		_, err := tx.Append(recs...)
+		return err
+	})
+}
+
+// Records returns up to limit records of sessionID's log with seq > after,
+// ascending; with nodeID != "" only that node's records. limit <= 0 means
+// DefaultRecordsLimit; it is capped at MaxRecordsLimit. It does not check
+// who owns the session: callers authorize first (GetSession).
+func (s *Store) Records(ctx context.Context, sessionID string, after int64, limit int, nodeID string) ([]Record, error) {
+	if limit <= 0 {
+		limit = DefaultRecordsLimit
+	}
+	limit = min(limit, MaxRecordsLimit)
+	q := `SELECT seq, node_id, kind, payload, created_at FROM session_log WHERE session_id = ? AND seq > ?`
+	args := []any{sessionID, after}
+	if nodeID != "" {
+		q += ` AND node_id = ?`
+		args = append(args, nodeID)
+	}
+	q += ` ORDER BY seq LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.rsql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read session %s log: %w", sessionID, err)
+	}
+	defer rows.Close()
+	out := []Record{}
+	for rows.Next() {
+		r := Record{SessionID: sessionID}
+		var payload []byte
+		var at int64
+		if err := rows.Scan(&r.Seq, &r.NodeID, &r.Kind, &payload, &at); err != nil {
+			return nil, fmt.Errorf("read session %s log: %w", sessionID, err)
+		}
+		r.Data = json.RawMessage(payload)
+		r.At = fromMS(at)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read session %s log: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// LastSeq returns the seq of the last record of sessionID's log (0 if none).
+func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
+	var last int64
+	err := s.rsql.QueryRowContext(ctx,
+		`SELECT COALESCE(MAX(seq), 0) FROM session_log WHERE session_id = ?`, sessionID).Scan(&last)
+	if err != nil {
+		return 0, fmt.Errorf("read session %s last seq: %w", sessionID, err)
+	}
+	return last, nil
+}

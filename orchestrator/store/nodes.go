@@ -1,0 +1,736 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+// Limits on node fields.
+const (
+	MaxNodeNameLen  = 100      // runes
+	MaxModelLen     = 200      // bytes
+	MaxImageLen     = 512      // bytes
+	MaxConfigBytes  = 64 << 10 // bytes of config JSON
+	MaxTaskBytes    = 1 << 20  // bytes of the first message
+	MaxContainerLen = 256      // bytes of container_id
+	MaxLogCursorLen = 1024     // bytes of log_cursor
+)
+
+type nodeRow struct {
+	ID          string
+	SessionID   string
+	ParentID    *string
+	Name        string
+	AgentType   string
+	Model       string
+	Image       string
+	Status      string
+	ContextPct  *float64
+	Config      string
+	ContainerID string
+	SortOrder   int
+	Tokens      int64
+	LogCursor   string
+	ExitCode    *int
+	CreatedAt   int64
+	UpdatedAt   int64
+}
+
+const nodeCols = `id, session_id, parent_id, name, agent_type, model, image, status, context_pct, config,
+	container_id, sort_order, tokens, log_cursor, exit_code, created_at, updated_at`
+
+func (r *nodeRow) node() Node {
+	return Node{
+		ID: r.ID, SessionID: r.SessionID, ParentID: r.ParentID, Name: r.Name, AgentType: r.AgentType,
+		Model: r.Model, Image: r.Image, Status: r.Status, ContextPct: r.ContextPct,
+		Config: json.RawMessage(r.Config), ContainerID: r.ContainerID, SortOrder: r.SortOrder,
+		Tokens: r.Tokens, ExitCode: r.ExitCode, LogCursor: r.LogCursor,
+		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt),
+	}
+}
+
+// tree is a session's nodes with parent links resolved.
+type tree struct {
+	byID     map[string]*nodeRow
+	children map[string][]*nodeRow // by parent id; "" for roots (and orphans)
+}
+
+func loadTree(g *gorm.DB, sessionID string) (*tree, error) {
+	var rows []nodeRow
+	if err := g.Raw(`SELECT `+nodeCols+` FROM agent_node WHERE session_id = ? ORDER BY sort_order, created_at, id`,
+		sessionID).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read session %s nodes: %w", sessionID, err)
+	}
+	t := &tree{byID: make(map[string]*nodeRow, len(rows)), children: map[string][]*nodeRow{}}
+	for i := range rows {
+		t.byID[rows[i].ID] = &rows[i]
+	}
+	for i := range rows {
+		r := &rows[i]
+		key := ""
+		if r.ParentID != nil && t.byID[*r.ParentID] != nil {
+			key = *r.ParentID
+		}
+		t.children[key] = append(t.children[key], r)
+	}
+	return t, nil
+}
+
+// counts returns the leaf counts of id's subtree.
+func (t *tree) counts(id string) (done, total int) {
+	kids := t.children[id]
+	if len(kids) == 0 {
+		if t.byID[id] != nil && t.byID[id].Status == NodeDone {
+			return 1, 1
+		}
+		return 0, 1
+	}
+	for _, k := range kids {
+		d, n := t.counts(k.ID)
+		done += d
+		total += n
+	}
+	return done, total
+}
+
+// node returns id as a Node with its leaf counts.
+func (t *tree) node(id string) Node {
+	n := t.byID[id].node()
+	n.Done, n.Total = t.counts(id)
+	return n
+}
+
+// list returns every node in depth-first pre-order (siblings by sort_order),
+// with leaf counts, computed in one pass.
+func (t *tree) list() []Node {
+	out := make([]Node, 0, len(t.byID))
+	var walk func(r *nodeRow) (done, total int)
+	walk = func(r *nodeRow) (int, int) {
+		i := len(out)
+		out = append(out, r.node())
+		kids := t.children[r.ID]
+		done, total := 0, 0
+		if len(kids) == 0 {
+			total = 1
+			if r.Status == NodeDone {
+				done = 1
+			}
+		}
+		for _, k := range kids {
+			d, n := walk(k)
+			done += d
+			total += n
+		}
+		out[i].Done, out[i].Total = done, total
+		return done, total
+	}
+	for _, r := range t.children[""] {
+		walk(r)
+	}
+	return out
+}
+
+// isDescendant reports whether id is in the subtree of ancestor (or is it).
+func (t *tree) isDescendant(id, ancestor string) bool {
+	for seen := 0; seen <= len(t.byID); seen++ {
+		if id == ancestor {
+			return true
+		}
+		r := t.byID[id]
+		if r == nil || r.ParentID == nil {
+			return false
+		}
+		id = *r.ParentID
+	}
+	return true // a cycle already exists: treat as related
+}
+
+// subtree returns id and all its descendants, parents before children.
+func (t *tree) subtree(id string) []string {
+	ids := []string{id}
+	for i := 0; i < len(ids); i++ {
+		for _, k := range t.children[ids[i]] {
+			ids = append(ids, k.ID)
+		}
+	}
+	return ids
+}
+
+// ownedSession checks that the session exists and belongs to scope ("" for
+// any owner) and returns its root node id.
+func ownedSession(g *gorm.DB, scope, sessionID string) (*string, error) {
+	q := `SELECT root_node_id FROM agent_session WHERE id = ?`
+	args := []any{sessionID}
+	if scope != "" {
+		q += ` AND user_id = ?`
+		args = append(args, scope)
+	}
+	var rows []struct{ RootNodeID *string }
+	if err := g.Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read session %s: %w", sessionID, err)
+	}
+	if len(rows) == 0 {
+		return nil, notFound("session", sessionID)
+	}
+	return rows[0].RootNodeID, nil
+}
+
+func validNodeName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case utf8.RuneCountInString(name) > MaxNodeNameLen:
+		return "", orchestrator.FieldErrorf("name", "name is longer than %d characters", MaxNodeNameLen)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "", orchestrator.FieldErrorf("name", "name must not contain control characters")
+	}
+	return name, nil
+}
+
+func validConfig(c json.RawMessage) (json.RawMessage, error) {
+	c = bytes.TrimSpace(c)
+	if len(c) > MaxConfigBytes {
+		return nil, orchestrator.FieldErrorf("config", "config is larger than %d bytes", MaxConfigBytes)
+	}
+	if len(c) == 0 || c[0] != '{' || !json.Valid(c) {
+		return nil, orchestrator.FieldErrorf("config", "config must be a JSON object")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, c); err != nil {
+		return nil, orchestrator.FieldErrorf("config", "config must be a JSON object")
+	}
+	return buf.Bytes(), nil
+}
+
+func validStatus(status string) error {
+	switch status {
+	case NodeIdle, NodeThinking, NodeRunning, NodeDone, NodeError:
+		return nil
+	}
+	return orchestrator.FieldErrorf("status", "status %q: want idle, thinking, running, done or error", status)
+}
+
+func noControl(field, v string, maxLen int) error {
+	if len(v) > maxLen {
+		return orchestrator.FieldErrorf(field, "%s is longer than %d bytes", field, maxLen)
+	}
+	if strings.IndexFunc(v, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0 {
+		return orchestrator.FieldErrorf(field, "%s must not contain spaces or control characters", field)
+	}
+	return nil
+}
+
+// CreateNode adds a node to userID's session. Without ParentID it becomes the
+// root, which is only allowed while the session has none. The node and its
+// "created" record (and, with a Task, the first input message) are committed
+// together.
+func (s *Store) CreateNode(ctx context.Context, userID, sessionID string, in NewNode) (Node, error) {
+	return s.createNode(ctx, requireUser(userID), sessionID, in)
+}
+
+func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewNode) (Node, error) {
+	agent, ok := orchestrator.AgentByType(in.AgentType)
+	if !ok {
+		types := []string{}
+		for _, a := range orchestrator.Catalog() {
+			types = append(types, a.Type)
+		}
+		return Node{}, orchestrator.FieldErrorf("agent_type", "agent_type %q: want one of %s", in.AgentType, strings.Join(types, ", "))
+	}
+	name, err := validNodeName(in.Name)
+	if err != nil {
+		return Node{}, err
+	}
+	model := strings.TrimSpace(in.Model)
+	if model == "" {
+		model = agent.DefaultModel
+	}
+	if err := noControl("model", model, MaxModelLen); err != nil {
+		return Node{}, err
+	}
+	image := strings.TrimSpace(in.Image)
+	if agent.Type == orchestrator.AgentCustom {
+		if image == "" {
+			return Node{}, orchestrator.FieldErrorf("image", "image is required for a custom agent")
+		}
+		if err := noControl("image", image, MaxImageLen); err != nil {
+			return Node{}, err
+		}
+		if strings.HasPrefix(image, "-") {
+			return Node{}, orchestrator.FieldErrorf("image", "image must not start with '-'")
+		}
+	} else {
+		if image != "" && image != agent.Image {
+			return Node{}, orchestrator.FieldErrorf("image", "image can only be set for a custom agent")
+		}
+		image = agent.Image
+	}
+	config := json.RawMessage(`{}`)
+	if len(bytes.TrimSpace(in.Config)) > 0 && string(bytes.TrimSpace(in.Config)) != "null" {
+		if config, err = validConfig(in.Config); err != nil {
+			return Node{}, err
+		}
+	}
+	if len(in.Task) > MaxTaskBytes {
+		return Node{}, orchestrator.FieldErrorf("task", "task is larger than %d bytes", MaxTaskBytes)
+	}
+
+	var created Node
+	_, err = s.WithLog(ctx, sessionID, func(tx *Tx) error {
+		g := tx.DB()
+		root, err := ownedSession(g, scope, sessionID)
+		if err != nil {
+			return err
+		}
+		t, err := loadTree(g, sessionID)
+		if err != nil {
+			return err
+		}
+		parentKey := ""
+		if in.ParentID == nil || *in.ParentID == "" {
+			if root != nil {
+				return orchestrator.FieldErrorf("parent_id", "session already has a root; give parent_id")
+			}
+		} else {
+			p := t.byID[*in.ParentID]
+			if p == nil {
+				return orchestrator.FieldErrorf("parent_id", "parent node %q not found in this session", *in.ParentID)
+			}
+			parentKey = p.ID
+		}
+		if name == "" {
+			name = uniqueName(t)
+		}
+		now := ms(tx.Now())
+		r := nodeRow{
+			ID: newID(), SessionID: sessionID, Name: name, AgentType: agent.Type, Model: model,
+			Image: image, Status: NodeIdle, Config: string(config),
+			SortOrder: len(t.children[parentKey]), CreatedAt: now, UpdatedAt: now,
+		}
+		if parentKey != "" {
+			r.ParentID = &parentKey
+		}
+		if err := g.Exec(`INSERT INTO agent_node (id, session_id, parent_id, name, agent_type, model, image,
+			status, config, sort_order, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+			r.ID, r.SessionID, r.ParentID, r.Name, r.AgentType, r.Model, r.Image, r.Status, r.Config,
+			r.SortOrder, r.CreatedAt, r.UpdatedAt).Error; err != nil {
+			return fmt.Errorf("insert node: %w", err)
+		}
+		if parentKey == "" {
+			if err := g.Exec(`UPDATE agent_session SET root_node_id = ?, updated_at = ? WHERE id = ?`,
+				r.ID, now, sessionID).Error; err != nil {
+				return fmt.Errorf("set root node: %w", err)
+			}
+		}
+		created = r.node()
+		created.Done, created.Total = 0, 1
+		if err := tx.appendJSON(r.ID, KindNode, NodeChange{Op: OpCreated, Node: created}); err != nil {
+			return err
+		}
+		if in.Task != "" {
+			from := "user"
+			if parentKey != "" {
+				from = "parent"
+			}
+			msg := map[string]string{"type": "message", "from": from, "content": in.Task}
+			if err := tx.appendJSON(r.ID, KindInput, msg); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Node{}, err
+	}
+	return created, nil
+}
+
+func uniqueName(t *tree) string {
+	used := make(map[string]bool, len(t.byID))
+	for _, r := range t.byID {
+		used[r.Name] = true
+	}
+	name := orchestrator.NewNodeName()
+	for i := 0; i < 20 && used[name]; i++ {
+		name = orchestrator.NewNodeName()
+	}
+	return name
+}
+
+// GetNode returns one node of userID's session, with its leaf counts.
+func (s *Store) GetNode(ctx context.Context, userID, sessionID, nodeID string) (Node, error) {
+	g := s.rdb.WithContext(ctx)
+	if _, err := ownedSession(g, requireUser(userID), sessionID); err != nil {
+		return Node{}, err
+	}
+	t, err := loadTree(g, sessionID)
+	if err != nil {
+		return Node{}, err
+	}
+	if t.byID[nodeID] == nil {
+		return Node{}, notFound("node", nodeID)
+	}
+	return t.node(nodeID), nil
+}
+
+// NodeByID returns a node whoever owns it (for the runner and relays; never
+// for request handlers). Done and Total are not computed.
+func (s *Store) NodeByID(ctx context.Context, nodeID string) (Node, error) {
+	var rows []nodeRow
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT `+nodeCols+` FROM agent_node WHERE id = ?`, nodeID).
+		Scan(&rows).Error; err != nil {
+		return Node{}, fmt.Errorf("read node %s: %w", nodeID, err)
+	}
+	if len(rows) == 0 {
+		return Node{}, notFound("node", nodeID)
+	}
+	return rows[0].node(), nil
+}
+
+// ActiveNodes returns every node, of any user, that has a container or a
+// status other than idle, done and error: what the runner reconciles with
+// the real containers at start-up.
+func (s *Store) ActiveNodes(ctx context.Context) ([]Node, error) {
+	var rows []nodeRow
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT ` + nodeCols + ` FROM agent_node
+		WHERE container_id != '' OR status IN ('thinking', 'running') ORDER BY session_id, created_at, id`).
+		Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read active nodes: %w", err)
+	}
+	out := make([]Node, len(rows))
+	for i := range rows {
+		out[i] = rows[i].node()
+	}
+	return out, nil
+}
+
+// Tree returns every node of userID's session in depth-first order (siblings
+// by sort_order), each with its leaf counts, from one query.
+func (s *Store) Tree(ctx context.Context, userID, sessionID string) ([]Node, error) {
+	g := s.rdb.WithContext(ctx)
+	if _, err := ownedSession(g, requireUser(userID), sessionID); err != nil {
+		return nil, err
+	}
+	t, err := loadTree(g, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return t.list(), nil
+}
+
+func validatePatch(p *NodePatch) error {
+	if p.Name != nil {
+		n, err := validNodeName(*p.Name)
+		if err != nil {
+			return err
+		}
+		if n == "" {
+			return orchestrator.FieldErrorf("name", "name must not be empty")
+		}
+		p.Name = &n
+	}
+	if p.Status != nil {
+		if err := validStatus(*p.Status); err != nil {
+			return err
+		}
+	}
+	if p.Config != nil {
+		c, err := validConfig(*p.Config)
+		if err != nil {
+			return err
+		}
+		p.Config = &c
+	}
+	if p.ContextPct != nil {
+		if v := *p.ContextPct; math.IsNaN(v) || v < 0 || v > 1 {
+			return orchestrator.FieldErrorf("context_pct", "context_pct %v: want a number from 0 to 1", v)
+		}
+	}
+	if p.Tokens != nil && *p.Tokens < 0 {
+		return orchestrator.FieldErrorf("tokens", "tokens must not be negative")
+	}
+	if p.ContainerID != nil && len(*p.ContainerID) > MaxContainerLen {
+		return orchestrator.FieldErrorf("container_id", "container_id is longer than %d bytes", MaxContainerLen)
+	}
+	if p.LogCursor != nil && len(*p.LogCursor) > MaxLogCursorLen {
+		return orchestrator.FieldErrorf("log_cursor", "log_cursor is longer than %d bytes", MaxLogCursorLen)
+	}
+	return nil
+}
+
+// UpdateNode changes the fields set in p on a node of userID's session. A
+// change other than LogCursor alone appends an "updated" record in the same
+// transaction; a patch that changes nothing appends nothing.
+func (s *Store) UpdateNode(ctx context.Context, userID, sessionID, nodeID string, p NodePatch) (Node, error) {
+	return s.updateNode(ctx, requireUser(userID), sessionID, nodeID, p)
+}
+
+// PatchNode is UpdateNode for the runner and relays: any owner.
+func (s *Store) PatchNode(ctx context.Context, sessionID, nodeID string, p NodePatch) (Node, error) {
+	return s.updateNode(ctx, "", sessionID, nodeID, p)
+}
+
+func (s *Store) updateNode(ctx context.Context, scope, sessionID, nodeID string, p NodePatch) (Node, error) {
+	if err := validatePatch(&p); err != nil {
+		return Node{}, err
+	}
+	var out Node
+	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+		g := tx.DB()
+		if _, err := ownedSession(g, scope, sessionID); err != nil {
+			return err
+		}
+		t, err := loadTree(g, sessionID)
+		if err != nil {
+			return err
+		}
+		r := t.byID[nodeID]
+		if r == nil {
+			return notFound("node", nodeID)
+		}
+		old := *r
+		set := map[string]any{}
+		if p.Name != nil {
+			r.Name = *p.Name
+		}
+		if p.Status != nil {
+			r.Status = *p.Status
+		}
+		if p.Config != nil {
+			r.Config = string(*p.Config)
+		}
+		if p.ContextPct != nil {
+			v := *p.ContextPct
+			r.ContextPct = &v
+		} else if p.ClearContextPct {
+			r.ContextPct = nil
+		}
+		if p.Tokens != nil {
+			r.Tokens = *p.Tokens
+		}
+		if p.ContainerID != nil {
+			r.ContainerID = *p.ContainerID
+		}
+		if p.LogCursor != nil {
+			r.LogCursor = *p.LogCursor
+		}
+		if p.ExitCode != nil {
+			v := *p.ExitCode
+			r.ExitCode = &v
+		} else if p.ClearExitCode {
+			r.ExitCode = nil
+		}
+		visible := r.Name != old.Name || r.Status != old.Status || r.Config != old.Config ||
+			!eqPtr(r.ContextPct, old.ContextPct) || r.Tokens != old.Tokens ||
+			r.ContainerID != old.ContainerID || !eqPtr(r.ExitCode, old.ExitCode)
+		if !visible && r.LogCursor == old.LogCursor {
+			out = t.node(nodeID)
+			return nil
+		}
+		if visible {
+			r.UpdatedAt = ms(tx.Now())
+		}
+		set["name"], set["status"], set["config"], set["context_pct"] = r.Name, r.Status, r.Config, r.ContextPct
+		set["tokens"], set["container_id"], set["log_cursor"], set["exit_code"] = r.Tokens, r.ContainerID, r.LogCursor, r.ExitCode
+		set["updated_at"] = r.UpdatedAt
+		if err := g.Table("agent_node").Where("id = ?", nodeID).Updates(set).Error; err != nil {
+			return fmt.Errorf("update node %s: %w", nodeID, err)
+		}
+		out = t.node(nodeID)
+		if visible {
+			return tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpUpdated, Node: out})
+		}
+		return nil
+	})
+	if err != nil {
+		return Node{}, err
+	}
+	return out, nil
+}
+
+func eqPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// MoveNode moves a node of userID's session to position sortOrder (0-based,
+// clamped to the end) among the children of parentID (nil: its current
+// parent), renumbering both sibling lists contiguously. The root cannot be
+// moved, and a node cannot move under itself or a descendant. It appends a
+// "moved" record for the node and an "updated" record for every other node
+// whose sort_order changed, in the same transaction.
+func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, parentID *string, sortOrder int) (Node, error) {
+	if sortOrder < 0 {
+		return Node{}, orchestrator.FieldErrorf("sort_order", "sort_order must not be negative")
+	}
+	var out Node
+	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+		g := tx.DB()
+		if _, err := ownedSession(g, requireUser(userID), sessionID); err != nil {
+			return err
+		}
+		t, err := loadTree(g, sessionID)
+		if err != nil {
+			return err
+		}
+		r := t.byID[nodeID]
+		if r == nil {
+			return notFound("node", nodeID)
+		}
+		if r.ParentID == nil {
+			return orchestrator.FieldErrorf("parent_id", "the root node cannot be moved")
+		}
+		oldParent := *r.ParentID
+		newParent := oldParent
+		if parentID != nil && *parentID != "" {
+			newParent = *parentID
+			if t.byID[newParent] == nil {
+				return orchestrator.FieldErrorf("parent_id", "parent node %q not found in this session", newParent)
+			}
+			if t.isDescendant(newParent, nodeID) {
+				return orchestrator.FieldErrorf("parent_id", "moving node %q under %q would create a cycle", nodeID, newParent)
+			}
+		}
+		before := map[string]int{}
+		for _, k := range t.children[oldParent] {
+			before[k.ID] = k.SortOrder
+		}
+		for _, k := range t.children[newParent] {
+			before[k.ID] = k.SortOrder
+		}
+		// Take the node out of its old list, insert into the new one.
+		oldList := removeRow(t.children[oldParent], nodeID)
+		t.children[oldParent] = oldList
+		newList := removeRow(t.children[newParent], nodeID)
+		pos := min(sortOrder, len(newList))
+		newList = append(newList[:pos], append([]*nodeRow{r}, newList[pos:]...)...)
+		t.children[newParent] = newList
+		np := newParent
+		r.ParentID = &np
+		now := ms(tx.Now())
+		r.UpdatedAt = now
+		if err := g.Exec(`UPDATE agent_node SET parent_id = ?, updated_at = ? WHERE id = ?`, newParent, now, nodeID).Error; err != nil {
+			return fmt.Errorf("move node %s: %w", nodeID, err)
+		}
+		var changed []string
+		for _, list := range [][]*nodeRow{oldList, newList} {
+			for i, k := range list {
+				k.SortOrder = i
+				if before[k.ID] == i && k.ID != nodeID {
+					continue
+				}
+				if k.ID != nodeID {
+					k.UpdatedAt = now
+					changed = append(changed, k.ID)
+				}
+				if err := g.Exec(`UPDATE agent_node SET sort_order = ?, updated_at = ? WHERE id = ?`, i, now, k.ID).Error; err != nil {
+					return fmt.Errorf("renumber node %s: %w", k.ID, err)
+				}
+			}
+		}
+		out = t.node(nodeID)
+		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpMoved, Node: out}); err != nil {
+			return err
+		}
+		sort.Strings(changed)
+		for _, id := range changed {
+			if err := tx.appendJSON(id, KindNode, NodeChange{Op: OpUpdated, Node: t.node(id)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Node{}, err
+	}
+	return out, nil
+}
+
+func removeRow(list []*nodeRow, id string) []*nodeRow {
+	out := make([]*nodeRow, 0, len(list))
+	for _, r := range list {
+		if r.ID != id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// DeleteNode deletes a node of userID's session with its whole subtree and
+// returns the removed ids (the node first, parents before children). Deleting
+// the root clears the session's root_node_id. The remaining siblings are
+// renumbered. One "deleted" record (with every removed id) is appended in the
+// same transaction. Stop the subtree's containers first.
+func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string) ([]string, error) {
+	var ids []string
+	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+		g := tx.DB()
+		root, err := ownedSession(g, requireUser(userID), sessionID)
+		if err != nil {
+			return err
+		}
+		t, err := loadTree(g, sessionID)
+		if err != nil {
+			return err
+		}
+		r := t.byID[nodeID]
+		if r == nil {
+			return notFound("node", nodeID)
+		}
+		gone := t.node(nodeID)
+		ids = t.subtree(nodeID)
+		// Children first so the parent_id foreign key never sees a dangling row.
+		for i := len(ids) - 1; i >= 0; i-- {
+			if err := g.Exec(`DELETE FROM agent_node WHERE id = ?`, ids[i]).Error; err != nil {
+				return fmt.Errorf("delete node %s: %w", ids[i], err)
+			}
+		}
+		now := ms(tx.Now())
+		if root != nil && *root == nodeID {
+			if err := g.Exec(`UPDATE agent_session SET root_node_id = NULL, updated_at = ? WHERE id = ?`, now, sessionID).Error; err != nil {
+				return fmt.Errorf("clear root node: %w", err)
+			}
+		}
+		parentKey := ""
+		if r.ParentID != nil {
+			parentKey = *r.ParentID
+		}
+		siblings := removeRow(t.children[parentKey], nodeID)
+		t.children[parentKey] = siblings
+		for _, id := range ids {
+			delete(t.byID, id)
+		}
+		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpDeleted, Node: gone, IDs: ids}); err != nil {
+			return err
+		}
+		for i, k := range siblings {
+			if k.SortOrder == i {
+				continue
+			}
+			k.SortOrder, k.UpdatedAt = i, now
+			if err := g.Exec(`UPDATE agent_node SET sort_order = ?, updated_at = ? WHERE id = ?`, i, now, k.ID).Error; err != nil {
+				return fmt.Errorf("renumber node %s: %w", k.ID, err)
+			}
+			if err := tx.appendJSON(k.ID, KindNode, NodeChange{Op: OpUpdated, Node: t.node(k.ID)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}

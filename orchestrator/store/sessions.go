@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+// Limits on session fields.
+const (
+	MaxSessionNameLen = 200  // runes
+	MaxGitURLLen      = 2048 // bytes
+)
+
+// sessionRow is agent_session as stored, plus the computed columns of
+// sessionSelect.
+type sessionRow struct {
+	ID         string
+	UserID     string
+	Name       string
+	GitRepoURL *string
+	Status     string
+	RootNodeID *string
+	StartedAt  *int64
+	CreatedAt  int64
+	UpdatedAt  int64
+	NodeCount  int
+	LastLogAt  *int64
+}
+
+const sessionSelect = `SELECT s.id, s.user_id, s.name, s.git_repo_url, s.status, s.root_node_id,
+	s.started_at, s.created_at, s.updated_at,
+	(SELECT COUNT(*) FROM agent_node n WHERE n.session_id = s.id) AS node_count,
+	(SELECT l.created_at FROM session_log l WHERE l.session_id = s.id ORDER BY l.seq DESC LIMIT 1) AS last_log_at
+	FROM agent_session s`
+
+func (r sessionRow) session() Session {
+	s := Session{
+		ID: r.ID, UserID: r.UserID, Name: r.Name, GitRepoURL: r.GitRepoURL, Status: r.Status,
+		RootNodeID: r.RootNodeID, StartedAt: fromMSPtr(r.StartedAt),
+		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt), NodeCount: r.NodeCount,
+	}
+	s.LastActivity = s.UpdatedAt
+	if r.LastLogAt != nil && *r.LastLogAt > r.UpdatedAt {
+		s.LastActivity = fromMS(*r.LastLogAt)
+	}
+	return s
+}
+
+// getSession reads one session; userID "" skips the owner check (internal
+// callers). Another user's session is not_found.
+func getSession(g *gorm.DB, userID, id string) (Session, error) {
+	q := sessionSelect + ` WHERE s.id = ?`
+	args := []any{id}
+	if userID != "" {
+		q += ` AND s.user_id = ?`
+		args = append(args, userID)
+	}
+	var rows []sessionRow
+	if err := g.Raw(q, args...).Scan(&rows).Error; err != nil {
+		return Session{}, fmt.Errorf("read session %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return Session{}, notFound("session", id)
+	}
+	return rows[0].session(), nil
+}
+
+func validateSessionName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "":
+		return "", orchestrator.FieldErrorf("name", "name is required")
+	case utf8.RuneCountInString(name) > MaxSessionNameLen:
+		return "", orchestrator.FieldErrorf("name", "name is longer than %d characters", MaxSessionNameLen)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "", orchestrator.FieldErrorf("name", "name must not contain control characters")
+	}
+	return name, nil
+}
+
+// validateGitURL accepts https, http, ssh and git URLs and scp-like
+// user@host:path. It refuses local paths and file:// (they would read the
+// orchestrator's disk) and anything git could take for an option.
+func validateGitURL(raw string) (string, error) {
+	u := strings.TrimSpace(raw)
+	bad := func(format string, args ...any) (string, error) {
+		return "", orchestrator.FieldErrorf("git_repo_url", format, args...)
+	}
+	switch {
+	case u == "":
+		return bad("git_repo_url is empty; omit it for a session without a repository")
+	case len(u) > MaxGitURLLen:
+		return bad("git_repo_url is longer than %d bytes", MaxGitURLLen)
+	case strings.HasPrefix(u, "-"):
+		return bad("git_repo_url must not start with '-'")
+	case strings.IndexFunc(u, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return bad("git_repo_url must not contain spaces or control characters")
+	}
+	if scheme, _, ok := strings.Cut(u, "://"); ok {
+		switch strings.ToLower(scheme) {
+		case "https", "http", "ssh", "git":
+		default:
+			return bad("git_repo_url scheme %q is not allowed; use https, http, ssh or git", scheme)
+		}
+		p, err := url.Parse(u)
+		if err != nil || p.Host == "" {
+			return bad("git_repo_url %q is not a valid URL with a host", u)
+		}
+		return u, nil
+	}
+	// scp-like syntax: [user@]host:path, where host has no slash.
+	host, path, ok := strings.Cut(u, ":")
+	if !ok || host == "" || path == "" || strings.Contains(host, "/") {
+		return bad("git_repo_url %q is neither a URL (https://, ssh://, git://) nor user@host:path", u)
+	}
+	return u, nil
+}
+
+// CreateSession creates a draft session owned by userID.
+func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession) (Session, error) {
+	name, err := validateSessionName(in.Name)
+	if err != nil {
+		return Session{}, err
+	}
+	var gitURL *string
+	if in.GitRepoURL != nil && strings.TrimSpace(*in.GitRepoURL) != "" {
+		u, err := validateGitURL(*in.GitRepoURL)
+		if err != nil {
+			return Session{}, err
+		}
+		gitURL = &u
+	}
+	now := ms(s.now())
+	id := newID()
+	err = s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
+		var n int64
+		if err := g.Raw(`SELECT COUNT(*) FROM users WHERE id = ?`, userID).Scan(&n).Error; err != nil {
+			return fmt.Errorf("read user: %w", err)
+		}
+		if n == 0 {
+			return notFound("user", userID)
+		}
+		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 'draft', ?, ?)`, id, userID, name, gitURL, now, now).Error
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("create session: %w", err)
+	}
+	return getSession(s.rdb.WithContext(ctx), userID, id)
+}
+
+// GetSession returns userID's session id (another user's → not_found).
+func (s *Store) GetSession(ctx context.Context, userID, id string) (Session, error) {
+	return getSession(s.rdb.WithContext(ctx), requireUser(userID), id)
+}
+
+// SessionByID returns a session whoever owns it. For the runner and relays,
+// which act for the session's owner; never for request handlers.
+func (s *Store) SessionByID(ctx context.Context, id string) (Session, error) {
+	return getSession(s.rdb.WithContext(ctx), "", id)
+}
+
+// ListSessions returns userID's sessions, newest first.
+func (s *Store) ListSessions(ctx context.Context, userID string) ([]Session, error) {
+	var rows []sessionRow
+	if err := s.rdb.WithContext(ctx).Raw(sessionSelect+` WHERE s.user_id = ? ORDER BY s.created_at DESC, s.id`,
+		requireUser(userID)).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	out := make([]Session, len(rows))
+	for i, r := range rows {
+		out[i] = r.session()
+	}
+	return out, nil
+}
+
+// SessionsByStatus returns every user's sessions with one of the statuses
+// (for reconciling at start-up).
+func (s *Store) SessionsByStatus(ctx context.Context, statuses ...string) ([]Session, error) {
+	var rows []sessionRow
+	if err := s.rdb.WithContext(ctx).Raw(sessionSelect+` WHERE s.status IN ? ORDER BY s.created_at, s.id`,
+		statuses).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list sessions by status: %w", err)
+	}
+	out := make([]Session, len(rows))
+	for i, r := range rows {
+		out[i] = r.session()
+	}
+	return out, nil
+}
+
+// DeleteSession deletes userID's session with its nodes, log and files (by
+// foreign-key cascade). Stop its containers first.
+func (s *Store) DeleteSession(ctx context.Context, userID, id string) error {
+	st := s.acquireLog(id)
+	defer s.releaseLog(id, st, true)
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM agent_session WHERE id = ? AND user_id = ?`, id, requireUser(userID))
+	if res.Error != nil {
+		return fmt.Errorf("delete session %s: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return notFound("session", id)
+	}
+	return nil
+}
+
+// UpdateSessionStatus sets a session's status (any owner: for the runner).
+// Becoming running sets started_at.
+func (s *Store) UpdateSessionStatus(ctx context.Context, sessionID, status string) error {
+	switch status {
+	case SessionDraft, SessionRunning, SessionPaused, SessionStopped, SessionError:
+	default:
+		return orchestrator.FieldErrorf("status", "session status %q: want draft, running, paused, stopped or error", status)
+	}
+	now := ms(s.now())
+	q := `UPDATE agent_session SET status = ?, updated_at = ? WHERE id = ?`
+	args := []any{status, now, sessionID}
+	if status == SessionRunning {
+		q = `UPDATE agent_session SET status = ?, updated_at = ?, started_at = ? WHERE id = ?`
+		args = []any{status, now, now, sessionID}
+	}
+	res := s.db.WithContext(ctx).Exec(q, args...)
+	if res.Error != nil {
+		return fmt.Errorf("update session %s status: %w", sessionID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return notFound("session", sessionID)
+	}
+	return nil
+}
+
+// requireUser maps an empty user id, which would disable scoping, to one that
+// matches nothing.
+func requireUser(userID string) string {
+	if userID == "" {
+		return "\x00no-user"
+	}
+	return userID
+}

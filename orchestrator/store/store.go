@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+// Publisher receives every committed log record, after its transaction
+// committed, in seq order per session. hub.Hub satisfies it. Publish must not
+// block: it runs while the session's log lock is held.
+type Publisher interface {
+	Publish(Record)
+}
+
+// Synchronous settings for Config.Synchronous.
+const (
+	// SyncNormal (the default): in WAL mode a commit is written to the WAL
+	// (the OS page cache) before it returns, and the WAL is fsynced only at
+	// checkpoints. Every committed transaction survives a crash or kill -9 of
+	// the process. A power loss or kernel crash may lose the transactions
+	// committed since the last checkpoint (the database stays consistent: it
+	// rolls back to a transaction boundary, never corrupts).
+	SyncNormal = "NORMAL"
+	// SyncFull fsyncs the WAL on every commit: committed transactions survive
+	// power loss too, at the price of one fsync per transaction (batch with
+	// Append(ctx, sid, recs...) to amortize it).
+	SyncFull = "FULL"
+)
+
+// Config configures Open.
+type Config struct {
+	// Path is the SQLite database file (e.g. <data>/filepath.db). Required.
+	Path string
+	// Publisher gets each record after commit (nil: records are only stored).
+	Publisher Publisher
+	// Now is the clock (default time.Now). Tests inject it.
+	Now func() time.Time
+	// Synchronous is SyncNormal (default) or SyncFull.
+	Synchronous string
+	// BusyTimeout bounds how long a statement waits for a lock held by
+	// another connection or process (default 5s).
+	BusyTimeout time.Duration
+	// ReadConns is the size of the read-only connection pool (default
+	// max(4, GOMAXPROCS)). Writes always go through one connection.
+	ReadConns int
+	// Migrations replaces the embedded migrations (tests only; nil: the
+	// embedded list).
+	Migrations []Migration
+}
+
+// Store is the orchestrator's durable state in one SQLite file. It is safe
+// for concurrent use.
+type Store struct {
+	cfg    Config
+	now    func() time.Time
+	wsql   *sql.DB  // the one write connection (SQLite has a single writer)
+	rsql   *sql.DB  // read-only pool (WAL readers never block the writer)
+	db     *gorm.DB // over wsql
+	rdb    *gorm.DB // over rsql
+	pub    Publisher
+	logsMu sync.Mutex // guards logs; never held while waiting for the database
+	logs   map[string]*logState
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the database at cfg.Path, applies pending
+// migrations and returns the Store.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("open store: database path is empty")
+	}
+	if strings.ContainsAny(cfg.Path, "?#") {
+		return nil, fmt.Errorf("open store: database path %q must not contain '?' or '#'", cfg.Path)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	switch strings.ToUpper(cfg.Synchronous) {
+	case "":
+		cfg.Synchronous = SyncNormal
+	case SyncNormal, SyncFull:
+		cfg.Synchronous = strings.ToUpper(cfg.Synchronous)
+	default:
+		return nil, fmt.Errorf("open store: synchronous %q: want NORMAL or FULL", cfg.Synchronous)
+	}
+	if cfg.BusyTimeout <= 0 {
+		cfg.BusyTimeout = 5 * time.Second
+	}
+	if cfg.ReadConns <= 0 {
+		cfg.ReadConns = max(4, runtime.GOMAXPROCS(0))
+	}
+	if cfg.Migrations == nil {
+		ms, err := EmbeddedMigrations()
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		cfg.Migrations = ms
+	}
+
+	wsql, err := sql.Open("sqlite3", dsn(cfg, false))
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	// One writer connection: SQLite serializes writers anyway, and queueing
+	// in database/sql is cheaper and fairer than SQLITE_BUSY retries.
+	wsql.SetMaxOpenConns(1)
+	wsql.SetMaxIdleConns(1)
+	wsql.SetConnMaxLifetime(0)
+	wsql.SetConnMaxIdleTime(0)
+	if err := wsql.PingContext(ctx); err != nil {
+		wsql.Close()
+		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	if err := migrate(ctx, wsql, cfg.Migrations, cfg.Now); err != nil {
+		wsql.Close()
+		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	rsql, err := sql.Open("sqlite3", dsn(cfg, true))
+	if err != nil {
+		wsql.Close()
+		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	rsql.SetMaxOpenConns(cfg.ReadConns)
+	rsql.SetMaxIdleConns(cfg.ReadConns)
+
+	gcfg := func() *gorm.Config {
+		return &gorm.Config{
+			SkipDefaultTransaction: true,
+			Logger:                 logger.Discard,
+			NowFunc:                cfg.Now,
+			TranslateError:         false,
+		}
+	}
+	db, err := gorm.Open(sqlite.New(sqlite.Config{Conn: wsql}), gcfg())
+	if err != nil {
+		wsql.Close()
+		rsql.Close()
+		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	rdb, err := gorm.Open(sqlite.New(sqlite.Config{Conn: rsql}), gcfg())
+	if err != nil {
+		wsql.Close()
+		rsql.Close()
+		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	pub := cfg.Publisher
+	if pub == nil {
+		pub = nopPublisher{}
+	}
+	return &Store{
+		cfg: cfg, now: cfg.Now, wsql: wsql, rsql: rsql, db: db, rdb: rdb, pub: pub,
+		logs: make(map[string]*logState),
+	}, nil
+}
+
+// dsn builds the mattn/go-sqlite3 data source name. Every connection gets
+// WAL, foreign keys and the busy timeout; writers begin transactions with
+// BEGIN IMMEDIATE so that a read-then-write transaction never fails with
+// SQLITE_BUSY on lock upgrade.
+func dsn(cfg Config, readOnly bool) string {
+	v := url.Values{}
+	v.Set("_journal_mode", "WAL")
+	v.Set("_foreign_keys", "on")
+	v.Set("_busy_timeout", fmt.Sprint(cfg.BusyTimeout.Milliseconds()))
+	v.Set("_synchronous", cfg.Synchronous)
+	v.Set("_cache_size", "-16000") // KiB: 16 MB page cache per connection
+	if readOnly {
+		v.Set("_query_only", "true")
+		v.Set("_txlock", "deferred")
+	} else {
+		v.Set("_txlock", "immediate")
+	}
+	return cfg.Path + "?" + v.Encode()
+}
+
+type nopPublisher struct{}
+
+func (nopPublisher) Publish(Record) {}
+
+// Close closes the database. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.rsql.Close(), s.wsql.Close())
+	})
+	return s.closeErr
+}
+
+// DB returns the gorm handle over the single write connection, for packages
+// that keep their own tables in this database (vfs). Because there is one
+// write connection, never use DB() (or any Store method) while holding a
+// transaction from it: use the transaction's handle, or you deadlock.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// SQL returns the database/sql handle of the write connection (see DB).
+func (s *Store) SQL() *sql.DB { return s.wsql }
+
+// ReadDB returns a gorm handle over the read-only connection pool. Reads there
+// run concurrently with the writer and see every committed transaction.
+func (s *Store) ReadDB() *gorm.DB { return s.rdb }
+
+// Now returns the store's clock reading.
+func (s *Store) Now() time.Time { return s.now() }
+
+// newID returns a random UUID (version 4) string.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// hashSecret returns the hex sha256 of a secret (tokens, keys, cookies): the
+// database never holds a usable credential.
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func fromMSPtr(v *int64) *time.Time {
+	if v == nil {
+		return nil
+	}
+	t := fromMS(*v)
+	return &t
+}
+
+// isConstraint reports whether err is a SQLite constraint violation of the
+// given extended code (e.g. sqlite3.ErrConstraintUnique).
+func isConstraint(err error, code sqlite3.ErrNoExtended) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == code
+}
+
+func notFound(what, id string) error {
+	return orchestrator.Errorf(orchestrator.ENotFound, "%s %q not found", what, id)
+}

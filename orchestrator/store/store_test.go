@@ -1,0 +1,207 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+)
+
+// recorder is a Publisher that keeps everything it is given.
+type recorder struct {
+	mu   sync.Mutex
+	recs []store.Record
+}
+
+func (r *recorder) Publish(rec store.Record) {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+}
+
+func (r *recorder) all() []store.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]store.Record(nil), r.recs...)
+}
+
+// clock is an injectable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type env struct {
+	s     *store.Store
+	pub   *recorder
+	clock *clock
+	path  string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{pub: &recorder{}, clock: &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		path: filepath.Join(t.TempDir(), "filepath.db")}
+	s, err := store.Open(context.Background(), store.Config{Path: e.path, Publisher: e.pub, Now: e.clock.Now})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	e.s = s
+	return e
+}
+
+func (e *env) user(t *testing.T, name string) store.User {
+	t.Helper()
+	u, err := e.s.CreateUser(context.Background(), name, false)
+	if err != nil {
+		t.Fatalf("create user %s: %v", name, err)
+	}
+	return u
+}
+
+func (e *env) session(t *testing.T, userID, name string) store.Session {
+	t.Helper()
+	s, err := e.s.CreateSession(context.Background(), userID, store.NewSession{Name: name})
+	if err != nil {
+		t.Fatalf("create session: %v", err)
+	}
+	return s
+}
+
+func (e *env) node(t *testing.T, userID, sessionID string, parent *store.Node, name string) store.Node {
+	t.Helper()
+	in := store.NewNode{Name: name, AgentType: "shelley"}
+	if parent != nil {
+		in.ParentID = &parent.ID
+	}
+	n, err := e.s.CreateNode(context.Background(), userID, sessionID, in)
+	if err != nil {
+		t.Fatalf("create node %s: %v", name, err)
+	}
+	return n
+}
+
+func wantCode(t *testing.T, err error, code, field string) {
+	t.Helper()
+	if got := orchestrator.ErrorCode(err); got != code {
+		t.Fatalf("error %v: code %q, want %q", err, got, code)
+	}
+	if field != "" && orchestrator.ErrorField(err) != field {
+		t.Fatalf("error %v: field %q, want %q", err, orchestrator.ErrorField(err), field)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestSessionCRUD(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+
+	s, err := e.s.CreateSession(ctx, u.ID, store.NewSession{Name: "  demo  ", GitRepoURL: ptr("https://github.com/a/b.git")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "demo" || s.Status != store.SessionDraft || s.UserID != u.ID || s.RootNodeID != nil ||
+		s.GitRepoURL == nil || *s.GitRepoURL != "https://github.com/a/b.git" || !s.CreatedAt.Equal(e.clock.Now()) {
+		t.Fatalf("created session = %+v", s)
+	}
+	got, err := e.s.GetSession(ctx, u.ID, s.ID)
+	if err != nil || got.ID != s.ID || got.NodeCount != 0 {
+		t.Fatalf("get = %+v, %v", got, err)
+	}
+	e.clock.Add(time.Second)
+	s2 := e.session(t, u.ID, "second")
+	list, err := e.s.ListSessions(ctx, u.ID)
+	if err != nil || len(list) != 2 || list[0].ID != s2.ID || list[1].ID != s.ID {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	got, _ = e.s.GetSession(ctx, u.ID, s.ID)
+	if got.NodeCount != 1 || got.RootNodeID == nil || *got.RootNodeID != root.ID {
+		t.Fatalf("after root: %+v", got)
+	}
+	e.clock.Add(time.Minute)
+	if err := e.s.UpdateSessionStatus(ctx, s.ID, store.SessionRunning); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = e.s.GetSession(ctx, u.ID, s.ID)
+	if got.Status != store.SessionRunning || got.StartedAt == nil || !got.StartedAt.Equal(e.clock.Now()) ||
+		!got.LastActivity.Equal(e.clock.Now()) {
+		t.Fatalf("after running: %+v", got)
+	}
+	wantCode(t, e.s.UpdateSessionStatus(ctx, s.ID, "flying"), orchestrator.EInvalid, "status")
+
+	if err := e.s.DeleteSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.GetSession(ctx, u.ID, s.ID)
+	wantCode(t, err, orchestrator.ENotFound, "")
+	wantCode(t, e.s.DeleteSession(ctx, u.ID, s.ID), orchestrator.ENotFound, "")
+}
+
+func TestSessionValidation(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	tests := []struct {
+		name  string
+		in    store.NewSession
+		field string
+	}{
+		{"empty name", store.NewSession{Name: "  "}, "name"},
+		{"control char", store.NewSession{Name: "a\x00b"}, "name"},
+		{"file url", store.NewSession{Name: "x", GitRepoURL: ptr("file:///etc")}, "git_repo_url"},
+		{"local path", store.NewSession{Name: "x", GitRepoURL: ptr("/etc/passwd")}, "git_repo_url"},
+		{"option", store.NewSession{Name: "x", GitRepoURL: ptr("--upload-pack=evil")}, "git_repo_url"},
+		{"space", store.NewSession{Name: "x", GitRepoURL: ptr("https://a b")}, "git_repo_url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.s.CreateSession(ctx, u.ID, tt.in)
+			wantCode(t, err, orchestrator.EInvalid, tt.field)
+		})
+	}
+	for _, ok := range []string{"git@github.com:a/b.git", "ssh://git@host/x", "http://host/x"} {
+		if _, err := e.s.CreateSession(ctx, u.ID, store.NewSession{Name: "ok", GitRepoURL: &ok}); err != nil {
+			t.Errorf("git url %q: %v", ok, err)
+		}
+	}
+	list, _ := e.s.ListSessions(ctx, u.ID)
+	if len(list) != 3 {
+		t.Fatalf("want only the 3 valid sessions, got %d", len(list))
+	}
+	_, err := e.s.CreateSession(ctx, "nobody", store.NewSession{Name: "x"})
+	wantCode(t, err, orchestrator.ENotFound, "")
+}

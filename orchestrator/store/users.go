@@ -1,0 +1,353 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+// APIKeyPrefix starts every API key.
+const APIKeyPrefix = "fp_"
+
+// apiKeyUseResolution bounds how often last_used_at is written for a key.
+const apiKeyUseResolution = time.Minute
+
+var userNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`)
+
+type userRow struct {
+	ID        string
+	Name      string
+	IsAdmin   bool
+	CreatedAt int64
+}
+
+func (r userRow) user() User {
+	return User{ID: r.ID, Name: r.Name, IsAdmin: r.IsAdmin, CreatedAt: fromMS(r.CreatedAt)}
+}
+
+// randomSecret returns n random bytes, base64url without padding.
+func randomSecret(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func errUnauthorized(what string) error {
+	return orchestrator.Errorf(orchestrator.EUnauthorized, "%s is invalid or expired", what)
+}
+
+// CreateUser creates a user. name is 1-64 of [a-zA-Z0-9._-], starting with a
+// letter or digit, unique (conflict otherwise).
+func (s *Store) CreateUser(ctx context.Context, name string, admin bool) (User, error) {
+	if !userNameRE.MatchString(name) {
+		return User{}, orchestrator.FieldErrorf("name", "user name %q: want 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	r := userRow{ID: newID(), Name: name, IsAdmin: admin, CreatedAt: ms(s.now())}
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO users (id, name, is_admin, created_at) VALUES (?, ?, ?, ?)`,
+		r.ID, r.Name, r.IsAdmin, r.CreatedAt).Error
+	if isConstraint(err, sqlite3.ErrConstraintUnique) {
+		return User{}, &orchestrator.Error{Code: orchestrator.EConflict, Field: "name", Message: fmt.Sprintf("user %q already exists", name)}
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("create user %s: %w", name, err)
+	}
+	return r.user(), nil
+}
+
+func (s *Store) userWhere(ctx context.Context, what, q string, arg any) (User, error) {
+	var rows []userRow
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT id, name, is_admin, created_at FROM users WHERE `+q, arg).
+		Scan(&rows).Error; err != nil {
+		return User{}, fmt.Errorf("read user: %w", err)
+	}
+	if len(rows) == 0 {
+		return User{}, notFound("user", what)
+	}
+	return rows[0].user(), nil
+}
+
+// UserByName returns the user called name.
+func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
+	return s.userWhere(ctx, name, `name = ?`, name)
+}
+
+// UserByID returns the user with id.
+func (s *Store) UserByID(ctx context.Context, id string) (User, error) {
+	return s.userWhere(ctx, id, `id = ?`, id)
+}
+
+// ListUsers returns every user, oldest first.
+func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
+	var rows []userRow
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT id, name, is_admin, created_at FROM users ORDER BY created_at, name`).
+		Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	out := make([]User, len(rows))
+	for i, r := range rows {
+		out[i] = r.user()
+	}
+	return out, nil
+}
+
+// CountUsers returns the number of users.
+func (s *Store) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT COUNT(*) FROM users`).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("count users: %w", err)
+	}
+	return n, nil
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl <= 0 {
+		return orchestrator.FieldErrorf("ttl", "ttl must be positive, got %s", ttl)
+	}
+	return nil
+}
+
+// CreateLoginToken returns a single-use login token for userID, valid for
+// ttl. Only its hash is stored.
+func (s *Store) CreateLoginToken(ctx context.Context, userID string, ttl time.Duration) (string, error) {
+	if err := checkTTL(ttl); err != nil {
+		return "", err
+	}
+	token := randomSecret(32)
+	now := s.now()
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO login_tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+		hashSecret(token), userID, ms(now), ms(now.Add(ttl))).Error
+	if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		return "", notFound("user", userID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create login token: %w", err)
+	}
+	return token, nil
+}
+
+// ConsumeLoginToken marks token used and returns its user. A token works
+// once, before it expires; otherwise unauthorized.
+func (s *Store) ConsumeLoginToken(ctx context.Context, token string) (User, error) {
+	var userID string
+	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
+		now := ms(s.now())
+		var ids []string
+		if err := g.Raw(`UPDATE login_tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL AND expires_at > ? RETURNING user_id`,
+			now, hashSecret(token), now).Scan(&ids).Error; err != nil {
+			return fmt.Errorf("consume login token: %w", err)
+		}
+		if len(ids) == 0 {
+			return errUnauthorized("login token")
+		}
+		userID = ids[0]
+		return nil
+	})
+	if err != nil {
+		return User{}, err
+	}
+	return s.UserByID(ctx, userID)
+}
+
+// CreateAPIKey returns a new API key for userID: "fp_" and 43 random
+// characters. It is shown only now; the store keeps its sha256.
+func (s *Store) CreateAPIKey(ctx context.Context, userID, name string) (string, APIKey, error) {
+	return s.createAPIKey(ctx, userID, name, nil, nil)
+}
+
+// CreateNodeAPIKey returns a key for the container of one node of userID's
+// session. It authenticates only as that node (Principal.NodeID) and is
+// deleted with the node.
+func (s *Store) CreateNodeAPIKey(ctx context.Context, userID, sessionID, nodeID string) (string, APIKey, error) {
+	var n int64
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT COUNT(*) FROM agent_node n JOIN agent_session s ON s.id = n.session_id
+		WHERE n.id = ? AND n.session_id = ? AND s.user_id = ?`, nodeID, sessionID, requireUser(userID)).Scan(&n).Error; err != nil {
+		return "", APIKey{}, fmt.Errorf("read node %s: %w", nodeID, err)
+	}
+	if n == 0 {
+		return "", APIKey{}, notFound("node", nodeID)
+	}
+	return s.createAPIKey(ctx, userID, "node "+nodeID, &sessionID, &nodeID)
+}
+
+func (s *Store) createAPIKey(ctx context.Context, userID, name string, sessionID, nodeID *string) (string, APIKey, error) {
+	name = strings.TrimSpace(name)
+	if len(name) > 200 {
+		return "", APIKey{}, orchestrator.FieldErrorf("name", "key name is longer than 200 bytes")
+	}
+	key := APIKeyPrefix + randomSecret(32)
+	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: key[:len(APIKeyPrefix)+6], CreatedAt: fromMS(ms(s.now()))}
+	if sessionID != nil {
+		k.SessionID, k.NodeID = *sessionID, *nodeID
+	}
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO api_keys (id, user_id, session_id, node_id, name, hash, prefix, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, userID, sessionID, nodeID, name, hashSecret(key), k.Prefix, ms(k.CreatedAt)).Error
+	if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		return "", APIKey{}, notFound("user", userID)
+	}
+	if err != nil {
+		return "", APIKey{}, fmt.Errorf("create api key: %w", err)
+	}
+	return key, k, nil
+}
+
+// AuthAPIKey returns who key authenticates: a user, or one node (node keys).
+// An unknown key is unauthorized.
+func (s *Store) AuthAPIKey(ctx context.Context, key string) (Principal, error) {
+	if !strings.HasPrefix(key, APIKeyPrefix) {
+		return Principal{}, errUnauthorized("api key")
+	}
+	var rows []struct {
+		KeyID      string
+		SessionID  *string
+		NodeID     *string
+		LastUsedAt *int64
+		UserID     string
+		UserName   string
+		IsAdmin    bool
+		CreatedAt  int64
+	}
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT k.id AS key_id, k.session_id, k.node_id, k.last_used_at,
+		u.id AS user_id, u.name AS user_name, u.is_admin, u.created_at
+		FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.hash = ?`, hashSecret(key)).Scan(&rows).Error; err != nil {
+		return Principal{}, fmt.Errorf("read api key: %w", err)
+	}
+	if len(rows) == 0 {
+		return Principal{}, errUnauthorized("api key")
+	}
+	r := rows[0]
+	now := s.now()
+	if r.LastUsedAt == nil || now.Sub(fromMS(*r.LastUsedAt)) >= apiKeyUseResolution {
+		if err := s.db.WithContext(ctx).Exec(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ms(now), r.KeyID).Error; err != nil {
+			return Principal{}, fmt.Errorf("record api key use: %w", err)
+		}
+	}
+	p := Principal{User: userRow{ID: r.UserID, Name: r.UserName, IsAdmin: r.IsAdmin, CreatedAt: r.CreatedAt}.user()}
+	if r.NodeID != nil {
+		p.SessionID, p.NodeID = deref(r.SessionID), *r.NodeID
+	}
+	return p, nil
+}
+
+// UserByAPIKey returns the user of a user API key. Node keys are refused
+// (unauthorized): they must go through AuthAPIKey, which tells their scope.
+func (s *Store) UserByAPIKey(ctx context.Context, key string) (User, error) {
+	p, err := s.AuthAPIKey(ctx, key)
+	if err != nil {
+		return User{}, err
+	}
+	if p.NodeID != "" {
+		return User{}, orchestrator.Errorf(orchestrator.EUnauthorized, "api key belongs to a node and cannot act as the user")
+	}
+	return p.User, nil
+}
+
+// ListAPIKeys returns userID's keys (user and node keys), newest first.
+func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error) {
+	var rows []struct {
+		ID, UserID, Name, Prefix string
+		SessionID, NodeID        *string
+		CreatedAt                int64
+		LastUsedAt               *int64
+	}
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT id, user_id, session_id, node_id, name, prefix, created_at, last_used_at
+		FROM api_keys WHERE user_id = ? ORDER BY created_at DESC, id`, requireUser(userID)).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	out := make([]APIKey, len(rows))
+	for i, r := range rows {
+		out[i] = APIKey{ID: r.ID, UserID: r.UserID, SessionID: deref(r.SessionID), NodeID: deref(r.NodeID),
+			Name: r.Name, Prefix: r.Prefix, CreatedAt: fromMS(r.CreatedAt), LastUsedAt: fromMSPtr(r.LastUsedAt)}
+	}
+	return out, nil
+}
+
+// DeleteAPIKey deletes one of userID's keys.
+func (s *Store) DeleteAPIKey(ctx context.Context, userID, keyID string) error {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM api_keys WHERE id = ? AND user_id = ?`, keyID, requireUser(userID))
+	if res.Error != nil {
+		return fmt.Errorf("delete api key: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return notFound("api key", keyID)
+	}
+	return nil
+}
+
+// CreateWebSession returns a new browser session cookie value for userID,
+// valid for ttl. Only its hash is stored.
+func (s *Store) CreateWebSession(ctx context.Context, userID string, ttl time.Duration) (string, error) {
+	if err := checkTTL(ttl); err != nil {
+		return "", err
+	}
+	cookie := randomSecret(32)
+	now := s.now()
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO web_sessions (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+		hashSecret(cookie), userID, ms(now), ms(now.Add(ttl))).Error
+	if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		return "", notFound("user", userID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create web session: %w", err)
+	}
+	return cookie, nil
+}
+
+// UserByWebSession returns the user of an unexpired session cookie value;
+// otherwise unauthorized.
+func (s *Store) UserByWebSession(ctx context.Context, cookie string) (User, error) {
+	var rows []userRow
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT u.id, u.name, u.is_admin, u.created_at
+		FROM web_sessions w JOIN users u ON u.id = w.user_id WHERE w.hash = ? AND w.expires_at > ?`,
+		hashSecret(cookie), ms(s.now())).Scan(&rows).Error; err != nil {
+		return User{}, fmt.Errorf("read web session: %w", err)
+	}
+	if len(rows) == 0 {
+		return User{}, errUnauthorized("session cookie")
+	}
+	return rows[0].user(), nil
+}
+
+// DeleteWebSession ends a browser session (logout). Unknown values are fine.
+func (s *Store) DeleteWebSession(ctx context.Context, cookie string) error {
+	if err := s.db.WithContext(ctx).Exec(`DELETE FROM web_sessions WHERE hash = ?`, hashSecret(cookie)).Error; err != nil {
+		return fmt.Errorf("delete web session: %w", err)
+	}
+	return nil
+}
+
+// DeleteExpired removes expired login tokens and web sessions and returns
+// how many rows went.
+func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {
+	now := ms(s.now())
+	var total int64
+	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
+		for _, q := range []string{`DELETE FROM login_tokens WHERE expires_at <= ?`, `DELETE FROM web_sessions WHERE expires_at <= ?`} {
+			res := g.Exec(q, now)
+			if res.Error != nil {
+				return res.Error
+			}
+			total += res.RowsAffected
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete expired credentials: %w", err)
+	}
+	return total, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
