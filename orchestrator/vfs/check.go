@@ -1,0 +1,85 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Check verifies the agentfs consistency rules for one session, plus this
+// package's own invariants, and returns every violation found (nil when
+// consistent). Rule 8 allows orphans (open unlinked inodes) listed in fs_orphan.
+func (v *VFS) Check(ctx context.Context, sessionID string) error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	count := func(q string, args ...any) int64 {
+		var n int64
+		if err := v.r.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+			bad("query %q: %v", q, err)
+		}
+		return n
+	}
+	sid := sessionID
+	// 1. root exists and is a directory
+	if n := count(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND ino=1 AND mode & 61440 = 16384`, sid); n != 1 {
+		bad("rule 1: root inode 1 missing or not a directory")
+	}
+	// 2. every dentry references a valid inode
+	if n := count(`SELECT COUNT(*) FROM fs_dentry d WHERE d.session_id=? AND NOT EXISTS (SELECT 1 FROM fs_inode i WHERE i.session_id=d.session_id AND i.ino=d.ino)`, sid); n > 0 {
+		bad("rule 2: %d dentries reference a missing inode", n)
+	}
+	// 3. every dentry references a valid parent directory
+	if n := count(`SELECT COUNT(*) FROM fs_dentry d WHERE d.session_id=? AND NOT EXISTS (SELECT 1 FROM fs_inode i WHERE i.session_id=d.session_id AND i.ino=d.parent_ino AND i.mode & 61440 = 16384)`, sid); n > 0 {
+		bad("rule 3: %d dentries reference a missing or non-directory parent", n)
+	}
+	// 4. no duplicate names
+	if n := count(`SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? GROUP BY parent_ino, name HAVING COUNT(*) > 1)`, sid); n > 0 {
+		bad("rule 4: %d duplicate names", n)
+	}
+	// 5/6. every inode is a directory, regular file or symlink
+	if n := count(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND (mode & 61440) NOT IN (16384, 32768, 40960)`, sid); n > 0 {
+		bad("rules 5/6: %d inodes with an unknown type", n)
+	}
+	// 7. regular file size = sum of chunk sizes; chunk layout; only regular files have data
+	if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND i.size != COALESCE((SELECT SUM(size) FROM fs_data d WHERE d.session_id=i.session_id AND d.ino=i.ino), 0) AND i.mode & 61440 = 32768`, sid); n > 0 {
+		bad("rule 7: %d files whose size differs from their chunks", n)
+	}
+	if n := count(`SELECT COUNT(*) FROM fs_data d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino WHERE d.session_id=? AND i.mode & 61440 != 32768`, sid); n > 0 {
+		bad("rule 7: %d data chunks belong to a directory or symlink", n)
+	}
+	if n := count(`SELECT COUNT(*) FROM fs_data d WHERE d.session_id=? AND NOT EXISTS (SELECT 1 FROM fs_inode i WHERE i.session_id=d.session_id AND i.ino=d.ino)`, sid); n > 0 {
+		bad("rule 7: %d data chunks of missing inodes", n)
+	}
+	if n := count(`SELECT COUNT(*) FROM fs_data d JOIN fs_meta m ON m.session_id=d.session_id JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
+		WHERE d.session_id=? AND (d.size != length(d.data) OR d.offset % m.chunk_size != 0 OR d.size != MIN(m.chunk_size, i.size - d.offset) OR d.size <= 0)`, sid); n > 0 {
+		bad("chunks: %d chunks break the fixed-size layout", n)
+	}
+	// 8. every inode but the root has a dentry (or is an open orphan)
+	if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND i.ino != 1
+		AND NOT EXISTS (SELECT 1 FROM fs_dentry d WHERE d.session_id=i.session_id AND d.ino=i.ino)
+		AND NOT EXISTS (SELECT 1 FROM fs_orphan o WHERE o.session_id=i.session_id AND o.ino=i.ino)`, sid); n > 0 {
+		bad("rule 8: %d inodes without a dentry", n)
+	}
+	// extensions
+	if n := count(`SELECT COUNT(*) FROM fs_dentry WHERE session_id=? AND ino=1`, sid); n > 0 {
+		bad("root has a dentry")
+	}
+	if n := count(`SELECT COUNT(*) FROM (SELECT d.ino FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino WHERE d.session_id=? AND i.mode & 61440 = 16384 GROUP BY d.ino HAVING COUNT(*) > 1)`, sid); n > 0 {
+		bad("%d directories with more than one name", n)
+	}
+	if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND (i.mode & 61440 = 40960) != EXISTS (SELECT 1 FROM fs_symlink s WHERE s.session_id=i.session_id AND s.ino=i.ino)`, sid); n > 0 {
+		bad("%d inodes whose symlink row does not match their type", n)
+	}
+	if n := count(`SELECT COUNT(*) FROM fs_meta m WHERE m.session_id=? AND m.used_bytes != COALESCE((SELECT SUM(size) FROM fs_inode i WHERE i.session_id=m.session_id AND i.mode & 61440 = 32768), 0)`, sid); n > 0 {
+		bad("quota: used_bytes differs from the sum of file sizes")
+	}
+	if n := count(`SELECT COUNT(*) FROM fs_meta m WHERE m.session_id=? AND m.next_ino <= (SELECT MAX(ino) FROM fs_inode i WHERE i.session_id=m.session_id)`, sid); n > 0 {
+		bad("next_ino is not above every inode number")
+	}
+	// every directory reaches the root (no cycles, no detached subtrees)
+	if n := count(`WITH RECURSIVE reach(ino) AS (SELECT 1 UNION SELECT d.ino FROM fs_dentry d JOIN reach r ON d.parent_ino=r.ino WHERE d.session_id=?)
+		SELECT COUNT(*) FROM fs_dentry d WHERE d.session_id=? AND d.ino NOT IN (SELECT ino FROM reach)`, sid, sid); n > 0 {
+		bad("%d dentries not reachable from the root", n)
+	}
+	return errors.Join(errs...)
+}

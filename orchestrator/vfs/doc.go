@@ -1,0 +1,30 @@
+// Package vfs is the session virtual filesystem: agentfs inode storage in SQLite,
+// an inode-level API for the FUSE mount, a path-level API and REST handlers,
+// path security, audit, key-value state, live file events and agentfs export.
+//
+// Storage (orchestrator/store/migrations/0002_vfs.sql) follows agentfs-spec.md
+// with every table scoped by session_id and inode numbers per session
+// (PRIMARY KEY(session_id, ino)); ino 1 is each session's root, created lazily
+// on first use. Extensions, each documented in the migration:
+//
+//   - atime_ns/mtime_ns/ctime_ns hold the sub-second part of each time (git and
+//     make compare nanoseconds); created_ns is the creation time. agentfs
+//     columns stay in seconds, so an export is a valid agentfs file.
+//   - is_readonly (session-vfs.md), sha256 + data_gen (cached content hash,
+//     recomputed lazily after inode-level writes).
+//   - fs_meta per session: next inode number (never reused), bytes used (the
+//     quota counts the size of every regular-file inode once) and the chunk size.
+//   - fs_orphan: an inode whose last dentry was removed while the mount had it
+//     open is kept, listed here, until Release; PurgeOrphans removes leftovers at
+//     start. This is the one exception to consistency rule 8.
+//   - fs_audit: insert-only security audit (tool_calls columns).
+//
+// File data is stored in fixed-size chunks (Config.ChunkSize, 64 KiB by default,
+// see docs/benchmarks/vfs.md): chunk k starts at k*ChunkSize and every chunk but
+// the last is full, so a write at an offset rewrites only the chunks it touches.
+// Holes are stored as zeros, keeping rule 7 (size = sum of chunk sizes).
+//
+// Every change is one transaction that commits before the call returns, so
+// Fsync is a no-op. Directory nlink is the dentry count (1), as agentfs defines
+// it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.
+package vfs

@@ -1,0 +1,143 @@
+package vfs
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+)
+
+// openTestDB opens a fresh SQLite file the way the store does (one writer
+// connection with BEGIN IMMEDIATE, a read pool) and applies every migration
+// file in ../store/migrations.
+func openTestDB(tb testing.TB, dir string) (w, r *sql.DB) {
+	tb.Helper()
+	path := filepath.Join(dir, "filepath.db")
+	dsn := func(ro bool) string {
+		v := url.Values{}
+		v.Set("_journal_mode", "WAL")
+		v.Set("_foreign_keys", "on")
+		v.Set("_busy_timeout", "5000")
+		v.Set("_synchronous", "NORMAL")
+		if ro {
+			v.Set("_query_only", "true")
+			v.Set("_txlock", "deferred")
+		} else {
+			v.Set("_txlock", "immediate")
+		}
+		return path + "?" + v.Encode()
+	}
+	w, err := sql.Open("sqlite3", dsn(false))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w.SetMaxOpenConns(1)
+	files, err := filepath.Glob("../store/migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no migrations found: %v", err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := w.Exec(string(b)); err != nil {
+			tb.Fatalf("apply %s: %v", f, err)
+		}
+	}
+	r, err = sql.Open("sqlite3", dsn(true))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close(); w.Close() })
+	return w, r
+}
+
+var sessionSeq struct {
+	sync.Mutex
+	n int
+}
+
+// newSession inserts a user (if needed) and a session row and returns the session id.
+func newSession(tb testing.TB, db *sql.DB) string {
+	tb.Helper()
+	sessionSeq.Lock()
+	sessionSeq.n++
+	n := sessionSeq.n
+	sessionSeq.Unlock()
+	now := time.Now().UnixMilli()
+	if _, err := db.Exec(`INSERT OR IGNORE INTO users(id, name, is_admin, created_at) VALUES('u1','alice',0,?)`, now); err != nil {
+		tb.Fatal(err)
+	}
+	id := fmt.Sprintf("s%04d", n)
+	if _, err := db.Exec(`INSERT INTO agent_session(id, user_id, name, created_at, updated_at) VALUES(?, 'u1', ?, ?, ?)`, id, "session "+id, now, now); err != nil {
+		tb.Fatal(err)
+	}
+	return id
+}
+
+// recorder is a Notifier that keeps every change.
+type recorder struct {
+	mu  sync.Mutex
+	evs []string
+}
+
+func (r *recorder) FileChanged(sid, op, path string, size int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, op+" "+path)
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.evs
+	r.evs = nil
+	return out
+}
+
+type fixture struct {
+	v   *VFS
+	fs  *FS
+	sid string
+	rec *recorder
+	db  *sql.DB
+}
+
+func newFixture(tb testing.TB, cfg Config) *fixture {
+	tb.Helper()
+	w, r := openTestDB(tb, tb.TempDir())
+	rec := &recorder{}
+	if cfg.Notifier == nil {
+		cfg.Notifier = rec
+	}
+	cfg.ReadDB = r
+	v := New(w, cfg)
+	sid := newSession(tb, w)
+	return &fixture{v: v, fs: v.Session(sid), sid: sid, rec: rec, db: w}
+}
+
+func (f *fixture) check(tb testing.TB) {
+	tb.Helper()
+	if err := f.v.Check(context.Background(), f.sid); err != nil {
+		tb.Fatalf("consistency check: %v", err)
+	}
+}
+
+func ctxT(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+var _ = strings.TrimSpace

@@ -1,0 +1,806 @@
+package vfs
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// Rename flags (linux/fs.h).
+const (
+	RenameNoReplace = 1 << 0
+	RenameExchange  = 1 << 1
+)
+
+// Limits on names and paths.
+const (
+	MaxNameLen  = 255
+	MaxPathLen  = 4096
+	MaxSymlinks = 40
+)
+
+// DirEntry is one entry of a directory listing.
+type DirEntry struct {
+	Name string
+	Ino  int64
+	Mode uint32
+}
+
+// AttrChange lists the attributes SetAttr changes; nil fields stay as they are.
+type AttrChange struct {
+	Mode  *uint32 // permission bits only; the type is kept
+	Size  *int64  // truncate or zero-extend a regular file
+	Atime *time.Time
+	Mtime *time.Time
+	UID   *uint32
+	GID   *uint32
+}
+
+// Statfs is the quota-based filesystem usage.
+type Statfs struct {
+	Bsize   uint32
+	Blocks  uint64
+	Bfree   uint64
+	Bavail  uint64
+	Files   uint64
+	Ffree   uint64
+	NameLen uint32
+}
+
+// WithOwner returns a view of fs whose new inodes get uid and gid.
+func (fs *FS) WithOwner(uid, gid uint32) *FS {
+	c := *fs
+	c.uid, c.gid = uid, gid
+	return &c
+}
+
+func validName(name string) error {
+	switch {
+	case name == "" || name == "." || name == "..":
+		return errorf(syscall.EINVAL, name, "invalid name %q", name)
+	case len(name) > MaxNameLen:
+		return errorf(syscall.ENAMETOOLONG, name, "name %.32q... is longer than %d bytes", name, MaxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == '/' || name[i] == 0 {
+			return errorf(syscall.EINVAL, name, "name %q contains '/' or NUL", name)
+		}
+	}
+	return nil
+}
+
+// GetAttr returns the attributes of ino.
+func (fs *FS) GetAttr(ctx context.Context, ino int64) (Attr, error) {
+	if _, err := fs.init(ctx); err != nil {
+		return Attr{}, err
+	}
+	return fs.getAttr(ctx, fs.v.r, ino)
+}
+
+// Lookup returns the attributes of the entry name in directory parent.
+func (fs *FS) Lookup(ctx context.Context, parent int64, name string) (Attr, error) {
+	if _, err := fs.init(ctx); err != nil {
+		return Attr{}, err
+	}
+	if err := fs.checkInodeAccess(ctx, "lookup", parent, name, false); err != nil {
+		return Attr{}, err
+	}
+	return fs.lookup(ctx, fs.v.r, parent, name)
+}
+
+// ReadDir lists directory ino ordered by name, without "." and "..".
+func (fs *FS) ReadDir(ctx context.Context, ino int64) ([]DirEntry, error) {
+	if _, err := fs.init(ctx); err != nil {
+		return nil, err
+	}
+	a, err := fs.getAttr(ctx, fs.v.r, ino)
+	if err != nil {
+		return nil, err
+	}
+	if !a.IsDir() {
+		return nil, errorf(syscall.ENOTDIR, "", "inode %d is not a directory", ino)
+	}
+	rows, err := fs.v.r.QueryContext(ctx, `SELECT d.name, d.ino, i.mode FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
+		WHERE d.session_id=? AND d.parent_ino=? ORDER BY d.name`, fs.sid, ino)
+	if err != nil {
+		return nil, fmt.Errorf("read directory %d: %w", ino, err)
+	}
+	defer rows.Close()
+	var out []DirEntry
+	for rows.Next() {
+		var e DirEntry
+		if err := rows.Scan(&e.Name, &e.Ino, &e.Mode); err != nil {
+			return nil, fmt.Errorf("read directory %d: %w", ino, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read directory %d: %w", ino, err)
+	}
+	if fs.allowed != nil {
+		dir, err := fs.pathOf(ctx, fs.v.r, ino)
+		if err != nil {
+			return nil, err
+		}
+		kept := out[:0]
+		for _, e := range out {
+			if fs.allowedPath(joinPath(dir, e.Name), false) {
+				kept = append(kept, e)
+			}
+		}
+		out = kept
+	}
+	return out, nil
+}
+
+// SetAttr changes the attributes named in ch and returns the new attributes.
+func (fs *FS) SetAttr(ctx context.Context, ino int64, ch AttrChange) (Attr, error) {
+	cs, err := fs.init(ctx)
+	if err != nil {
+		return Attr{}, err
+	}
+	if err := fs.checkInodeAccess(ctx, "setattr", ino, "", true); err != nil {
+		return Attr{}, err
+	}
+	now := fs.v.cfg.Now()
+	var out Attr
+	var ev event
+	err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+		a, err := fs.getAttr(ctx, tx, ino)
+		if err != nil {
+			return err
+		}
+		if ch.Size != nil {
+			if a.IsDir() {
+				return errorf(syscall.EISDIR, "", "cannot truncate a directory")
+			}
+			if !a.IsRegular() {
+				return errorf(syscall.EINVAL, "", "cannot truncate a non-regular file")
+			}
+			if *ch.Size < 0 {
+				return errorf(syscall.EINVAL, "", "negative size %d", *ch.Size)
+			}
+			if a.Readonly && *ch.Size != a.Size {
+				return errorf(syscall.EACCES, "", "file is readonly")
+			}
+			if err := fs.resize(ctx, tx, ino, cs, a.Size, *ch.Size); err != nil {
+				return err
+			}
+			if err := fs.touch(ctx, tx, ino, now); err != nil {
+				return err
+			}
+			ev = event{op: OpModified, ino: ino, size: *ch.Size}
+		}
+		if ch.Mode != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mode=? WHERE session_id=? AND ino=?`, a.Mode&ModeType|*ch.Mode&ModePerm, fs.sid, ino); err != nil {
+				return fmt.Errorf("chmod: %w", err)
+			}
+		}
+		if ch.UID != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET uid=? WHERE session_id=? AND ino=?`, *ch.UID, fs.sid, ino); err != nil {
+				return fmt.Errorf("chown: %w", err)
+			}
+		}
+		if ch.GID != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET gid=? WHERE session_id=? AND ino=?`, *ch.GID, fs.sid, ino); err != nil {
+				return fmt.Errorf("chown: %w", err)
+			}
+		}
+		if ch.Atime != nil {
+			s, ns := splitTime(*ch.Atime)
+			if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET atime=?, atime_ns=? WHERE session_id=? AND ino=?`, s, ns, fs.sid, ino); err != nil {
+				return fmt.Errorf("set atime: %w", err)
+			}
+		}
+		if ch.Mtime != nil {
+			s, ns := splitTime(*ch.Mtime)
+			if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mtime=?, mtime_ns=? WHERE session_id=? AND ino=?`, s, ns, fs.sid, ino); err != nil {
+				return fmt.Errorf("set mtime: %w", err)
+			}
+		}
+		if err := fs.touchCtime(ctx, tx, ino, now); err != nil {
+			return err
+		}
+		if ev.op != "" {
+			if err := fs.resolveEvent(ctx, tx, &ev); err != nil {
+				return err
+			}
+		}
+		out, err = fs.getAttr(ctx, tx, ino)
+		return err
+	})
+	if err != nil {
+		return Attr{}, err
+	}
+	fs.notify(ev)
+	return out, nil
+}
+
+// Create creates a regular file name in parent with permission bits mode. If
+// it exists and exclusive is false, the existing file is returned (O_CREAT
+// without O_EXCL); a directory there is EISDIR.
+func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32, exclusive bool) (Attr, error) {
+	if err := validName(name); err != nil {
+		return Attr{}, err
+	}
+	if _, err := fs.init(ctx); err != nil {
+		return Attr{}, err
+	}
+	if err := fs.checkInodeAccess(ctx, "create", parent, name, true); err != nil {
+		return Attr{}, err
+	}
+	var out Attr
+	var ev event
+	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+		if a, err := fs.lookup(ctx, tx, parent, name); err == nil {
+			if exclusive {
+				return errorf(syscall.EEXIST, name, "%s already exists", name)
+			}
+			if a.IsDir() {
+				return errorf(syscall.EISDIR, name, "%s is a directory", name)
+			}
+			out = a
+			return nil
+		}
+		a, err := fs.mknod(ctx, tx, parent, name, ModeRegular|mode&ModePerm, "")
+		if err != nil {
+			return err
+		}
+		out = a
+		ev = event{op: OpCreated, parent: parent, name: name}
+		return fs.resolveEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return Attr{}, err
+	}
+	fs.notify(ev)
+	return out, nil
+}
+
+// Mkdir creates directory name in parent.
+func (fs *FS) Mkdir(ctx context.Context, parent int64, name string, mode uint32) (Attr, error) {
+	return fs.makeNode(ctx, "mkdir", parent, name, ModeDir|mode&ModePerm, "")
+}
+
+// Symlink creates a symbolic link name in parent pointing to target.
+func (fs *FS) Symlink(ctx context.Context, parent int64, name, target string) (Attr, error) {
+	if target == "" || len(target) > MaxPathLen {
+		return Attr{}, errorf(syscall.EINVAL, name, "symlink target must be 1 to %d bytes", MaxPathLen)
+	}
+	return fs.makeNode(ctx, "symlink", parent, name, ModeSymlink|0o777, target)
+}
+
+func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string, mode uint32, target string) (Attr, error) {
+	if err := validName(name); err != nil {
+		return Attr{}, err
+	}
+	if _, err := fs.init(ctx); err != nil {
+		return Attr{}, err
+	}
+	if err := fs.checkInodeAccess(ctx, op, parent, name, true); err != nil {
+		return Attr{}, err
+	}
+	var out Attr
+	var ev event
+	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+		a, err := fs.mknod(ctx, tx, parent, name, mode, target)
+		if err != nil {
+			return err
+		}
+		out = a
+		ev = event{op: OpCreated, parent: parent, name: name, size: a.Size}
+		return fs.resolveEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return Attr{}, err
+	}
+	fs.notify(ev)
+	return out, nil
+}
+
+// mknod creates an inode of mode (with target for a symlink) under parent.
+func (fs *FS) mknod(ctx context.Context, tx *sql.Tx, parent int64, name string, mode uint32, target string) (Attr, error) {
+	pa, err := fs.getAttr(ctx, tx, parent)
+	if err != nil {
+		return Attr{}, err
+	}
+	if !pa.IsDir() {
+		return Attr{}, errorf(syscall.ENOTDIR, name, "parent of %s is not a directory", name)
+	}
+	now := fs.v.cfg.Now()
+	var size int64
+	if mode&ModeType == ModeSymlink {
+		size = int64(len(target))
+	}
+	if err := fs.checkInodeCount(ctx, tx); err != nil {
+		return Attr{}, err
+	}
+	ino, err := fs.newInode(ctx, tx, mode, fs.uid, fs.gid, size, now)
+	if err != nil {
+		return Attr{}, err
+	}
+	if err := fs.addDentry(ctx, tx, parent, name, ino); err != nil {
+		return Attr{}, err
+	}
+	if mode&ModeType == ModeSymlink {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO fs_symlink(session_id, ino, target) VALUES(?,?,?)`, fs.sid, ino, target); err != nil {
+			return Attr{}, fmt.Errorf("insert symlink: %w", err)
+		}
+	}
+	if err := fs.touch(ctx, tx, parent, now); err != nil {
+		return Attr{}, err
+	}
+	return fs.getAttr(ctx, tx, ino)
+}
+
+func (fs *FS) checkInodeCount(ctx context.Context, tx *sql.Tx) error {
+	var next int64
+	if err := tx.QueryRowContext(ctx, `SELECT next_ino FROM fs_meta WHERE session_id=?`, fs.sid).Scan(&next); err != nil {
+		return fmt.Errorf("read meta: %w", err)
+	}
+	if next > DefaultMaxInodes*4 {
+		// next_ino only grows; count the live inodes when it is large
+		var n int64
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_inode WHERE session_id=?`, fs.sid).Scan(&n); err != nil {
+			return fmt.Errorf("count inodes: %w", err)
+		}
+		if n >= DefaultMaxInodes {
+			return errorf(syscall.ENOSPC, "", "session limit of %d files reached", DefaultMaxInodes)
+		}
+	}
+	return nil
+}
+
+// Readlink returns the target of symlink ino.
+func (fs *FS) Readlink(ctx context.Context, ino int64) (string, error) {
+	if _, err := fs.init(ctx); err != nil {
+		return "", err
+	}
+	return fs.readlink(ctx, fs.v.r, ino)
+}
+
+func (fs *FS) readlink(ctx context.Context, q querier, ino int64) (string, error) {
+	var t string
+	err := q.QueryRowContext(ctx, `SELECT target FROM fs_symlink WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&t)
+	if err == sql.ErrNoRows {
+		return "", errorf(syscall.EINVAL, "", "inode %d is not a symlink", ino)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read symlink: %w", err)
+	}
+	return t, nil
+}
+
+// Link adds the name newName in newParent for ino (a hard link). Directories
+// cannot be linked (EPERM).
+func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (Attr, error) {
+	if err := validName(newName); err != nil {
+		return Attr{}, err
+	}
+	if _, err := fs.init(ctx); err != nil {
+		return Attr{}, err
+	}
+	if err := fs.checkInodeAccess(ctx, "link", newParent, newName, true); err != nil {
+		return Attr{}, err
+	}
+	var out Attr
+	var ev event
+	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+		a, err := fs.getAttr(ctx, tx, ino)
+		if err != nil {
+			return err
+		}
+		if a.IsDir() {
+			return errorf(syscall.EPERM, newName, "cannot hard-link a directory")
+		}
+		pa, err := fs.getAttr(ctx, tx, newParent)
+		if err != nil {
+			return err
+		}
+		if !pa.IsDir() {
+			return errorf(syscall.ENOTDIR, newName, "parent of %s is not a directory", newName)
+		}
+		if err := fs.addDentry(ctx, tx, newParent, newName, ino); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM fs_orphan WHERE session_id=? AND ino=?`, fs.sid, ino); err != nil {
+			return fmt.Errorf("link: %w", err)
+		}
+		now := fs.v.cfg.Now()
+		if err := fs.touch(ctx, tx, newParent, now); err != nil {
+			return err
+		}
+		if err := fs.touchCtime(ctx, tx, ino, now); err != nil {
+			return err
+		}
+		out, err = fs.getAttr(ctx, tx, ino)
+		ev = event{op: OpCreated, parent: newParent, name: newName, size: a.Size}
+		if err == nil {
+			err = fs.resolveEvent(ctx, tx, &ev)
+		}
+		return err
+	})
+	if err != nil {
+		return Attr{}, err
+	}
+	fs.notify(ev)
+	return out, nil
+}
+
+// Unlink removes the non-directory entry name from parent. The inode goes
+// when its last name goes, unless it is open (see Open/Release).
+func (fs *FS) Unlink(ctx context.Context, parent int64, name string) error {
+	return fs.remove(ctx, "unlink", parent, name, false)
+}
+
+// Rmdir removes the empty directory name from parent (ENOTEMPTY otherwise).
+func (fs *FS) Rmdir(ctx context.Context, parent int64, name string) error {
+	return fs.remove(ctx, "rmdir", parent, name, true)
+}
+
+func (fs *FS) remove(ctx context.Context, op string, parent int64, name string, dir bool) error {
+	if _, err := fs.init(ctx); err != nil {
+		return err
+	}
+	if err := fs.checkInodeAccess(ctx, op, parent, name, true); err != nil {
+		return err
+	}
+	var ev event
+	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+		a, err := fs.lookup(ctx, tx, parent, name)
+		if err != nil {
+			return err
+		}
+		if dir && !a.IsDir() {
+			return errorf(syscall.ENOTDIR, name, "%s is not a directory", name)
+		}
+		if !dir && a.IsDir() {
+			return errorf(syscall.EISDIR, name, "%s is a directory", name)
+		}
+		if dir {
+			if err := fs.checkEmpty(ctx, tx, a.Ino, name); err != nil {
+				return err
+			}
+		}
+		ev = event{op: OpDeleted, parent: parent, name: name}
+		if err := fs.resolveEvent(ctx, tx, &ev); err != nil {
+			return err
+		}
+		if err := fs.unlinkEntry(ctx, tx, parent, name, a.Ino); err != nil {
+			return err
+		}
+		return fs.touch(ctx, tx, parent, fs.v.cfg.Now())
+	})
+	if err != nil {
+		return err
+	}
+	fs.notify(ev)
+	return nil
+}
+
+func (fs *FS) checkEmpty(ctx context.Context, q querier, ino int64, name string) error {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? AND parent_ino=? LIMIT 1)`, fs.sid, ino).Scan(&n); err != nil {
+		return fmt.Errorf("check empty: %w", err)
+	}
+	if n > 0 {
+		return errorf(syscall.ENOTEMPTY, name, "directory %s is not empty", name)
+	}
+	return nil
+}
+
+func (fs *FS) unlinkEntry(ctx context.Context, tx *sql.Tx, parent int64, name string, ino int64) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM fs_dentry WHERE session_id=? AND parent_ino=? AND name=?`, fs.sid, parent, name); err != nil {
+		return fmt.Errorf("delete dentry %q: %w", name, err)
+	}
+	if err := fs.touchCtime(ctx, tx, ino, fs.v.cfg.Now()); err != nil {
+		return err
+	}
+	return fs.removeInodeIfUnlinked(ctx, tx, ino)
+}
+
+// isAncestor reports whether dir is anc or lies below anc.
+func (fs *FS) isAncestor(ctx context.Context, q querier, anc, dir int64) (bool, error) {
+	for i := 0; i < MaxPathLen; i++ {
+		if dir == anc {
+			return true, nil
+		}
+		if dir == RootIno {
+			return false, nil
+		}
+		if err := q.QueryRowContext(ctx, `SELECT parent_ino FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, dir).Scan(&dir); err != nil {
+			if err == sql.ErrNoRows {
+				return false, nil
+			}
+			return false, fmt.Errorf("walk parents: %w", err)
+		}
+	}
+	return false, errorf(syscall.ELOOP, "", "directory tree too deep")
+}
+
+// Rename moves oldParent/oldName to newParent/newName in one transaction,
+// atomically replacing an existing target (unless RenameNoReplace) or
+// swapping the two (RenameExchange).
+func (fs *FS) Rename(ctx context.Context, oldParent int64, oldName string, newParent int64, newName string, flags uint32) error {
+	if err := validName(newName); err != nil {
+		return err
+	}
+	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
+		return errorf(syscall.EINVAL, newName, "unsupported rename flags %#x", flags)
+	}
+	if _, err := fs.init(ctx); err != nil {
+		return err
+	}
+	if err := fs.checkInodeAccess(ctx, "rename", oldParent, oldName, true); err != nil {
+		return err
+	}
+	if err := fs.checkInodeAccess(ctx, "rename", newParent, newName, true); err != nil {
+		return err
+	}
+	var evs []event
+	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		evs, err = fs.rename(ctx, tx, oldParent, oldName, newParent, newName, flags)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		fs.notify(ev)
+	}
+	return nil
+}
+
+func (fs *FS) rename(ctx context.Context, tx *sql.Tx, oldParent int64, oldName string, newParent int64, newName string, flags uint32) ([]event, error) {
+	src, err := fs.lookup(ctx, tx, oldParent, oldName)
+	if err != nil {
+		return nil, err
+	}
+	np, err := fs.getAttr(ctx, tx, newParent)
+	if err != nil {
+		return nil, err
+	}
+	if !np.IsDir() {
+		return nil, errorf(syscall.ENOTDIR, newName, "target parent is not a directory")
+	}
+	if oldParent == newParent && oldName == newName {
+		return nil, nil
+	}
+	if src.IsDir() {
+		inside, err := fs.isAncestor(ctx, tx, src.Ino, newParent)
+		if err != nil {
+			return nil, err
+		}
+		if inside {
+			return nil, errorf(syscall.EINVAL, newName, "cannot move directory %s into itself", oldName)
+		}
+	}
+	dst, err := fs.lookup(ctx, tx, newParent, newName)
+	exists := err == nil
+	if err != nil && !IsErrno(err, syscall.ENOENT) {
+		return nil, err
+	}
+	oldEv := event{op: OpDeleted, parent: oldParent, name: oldName}
+	newEv := event{op: OpCreated, parent: newParent, name: newName, size: src.Size}
+	if err := fs.resolveEvent(ctx, tx, &oldEv); err != nil {
+		return nil, err
+	}
+	if err := fs.resolveEvent(ctx, tx, &newEv); err != nil {
+		return nil, err
+	}
+	now := fs.v.cfg.Now()
+	if flags&RenameExchange != 0 {
+		if !exists {
+			return nil, errorf(syscall.ENOENT, newName, "%s not found", newName)
+		}
+		if dst.IsDir() {
+			inside, err := fs.isAncestor(ctx, tx, dst.Ino, oldParent)
+			if err != nil {
+				return nil, err
+			}
+			if inside {
+				return nil, errorf(syscall.EINVAL, newName, "cannot move directory %s into itself", newName)
+			}
+		}
+		for _, u := range []struct {
+			parent int64
+			name   string
+			ino    int64
+		}{{oldParent, oldName, dst.Ino}, {newParent, newName, src.Ino}} {
+			if _, err := tx.ExecContext(ctx, `UPDATE fs_dentry SET ino=? WHERE session_id=? AND parent_ino=? AND name=?`, u.ino, fs.sid, u.parent, u.name); err != nil {
+				return nil, fmt.Errorf("exchange: %w", err)
+			}
+		}
+		for _, ino := range []int64{oldParent, newParent} {
+			if err := fs.touch(ctx, tx, ino, now); err != nil {
+				return nil, err
+			}
+		}
+		oldEv.op, oldEv.size = OpModified, dst.Size
+		newEv.op = OpModified
+		return []event{oldEv, newEv}, nil
+	}
+	if exists {
+		if flags&RenameNoReplace != 0 {
+			return nil, errorf(syscall.EEXIST, newName, "%s already exists", newName)
+		}
+		if dst.Ino == src.Ino {
+			return nil, nil // both names are links to one inode: POSIX does nothing
+		}
+		if src.IsDir() {
+			if !dst.IsDir() {
+				return nil, errorf(syscall.ENOTDIR, newName, "%s is not a directory", newName)
+			}
+			if err := fs.checkEmpty(ctx, tx, dst.Ino, newName); err != nil {
+				return nil, err
+			}
+		} else if dst.IsDir() {
+			return nil, errorf(syscall.EISDIR, newName, "%s is a directory", newName)
+		}
+		if err := fs.unlinkEntry(ctx, tx, newParent, newName, dst.Ino); err != nil {
+			return nil, err
+		}
+		newEv.op = OpModified
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE fs_dentry SET parent_ino=?, name=? WHERE session_id=? AND parent_ino=? AND name=?`,
+		newParent, newName, fs.sid, oldParent, oldName); err != nil {
+		return nil, fmt.Errorf("rename: %w", err)
+	}
+	for _, ino := range []int64{oldParent, newParent} {
+		if err := fs.touch(ctx, tx, ino, now); err != nil {
+			return nil, err
+		}
+	}
+	if err := fs.touchCtime(ctx, tx, src.Ino, now); err != nil {
+		return nil, err
+	}
+	return []event{oldEv, newEv}, nil
+}
+
+// ReadAt reads up to len(p) bytes of regular file ino at off. It returns
+// fewer bytes (and no error) at the end of the file. Reads do not update
+// atime (noatime: a read must not cost a write transaction).
+func (fs *FS) ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, error) {
+	cs, err := fs.init(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, errorf(syscall.EINVAL, "", "negative offset")
+	}
+	var size int64
+	var mode uint32
+	if err := fs.v.r.QueryRowContext(ctx, `SELECT mode, size FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&mode, &size); err != nil {
+		if err == sql.ErrNoRows {
+			return 0, errorf(syscall.ENOENT, "", "inode %d not found", ino)
+		}
+		return 0, fmt.Errorf("read inode %d: %w", ino, err)
+	}
+	if mode&ModeType == ModeDir {
+		return 0, errorf(syscall.EISDIR, "", "inode %d is a directory", ino)
+	}
+	if off >= size {
+		return 0, nil
+	}
+	n := int(min(int64(len(p)), size-off))
+	if err := fs.readChunks(ctx, fs.v.r, ino, cs, p[:n], off); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// WriteAt writes p at off into regular file ino, extending it (a gap is zero
+// filled). The write commits before WriteAt returns.
+func (fs *FS) WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int, error) {
+	cs, err := fs.init(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, errorf(syscall.EINVAL, "", "negative offset")
+	}
+	if err := fs.checkInodeAccess(ctx, "write", ino, "", true); err != nil {
+		return 0, err
+	}
+	var ev event
+	err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+		var size int64
+		var mode uint32
+		var ro int
+		if err := tx.QueryRowContext(ctx, `SELECT mode, size, is_readonly FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&mode, &size, &ro); err != nil {
+			if err == sql.ErrNoRows {
+				return errorf(syscall.ENOENT, "", "inode %d not found", ino)
+			}
+			return fmt.Errorf("read inode %d: %w", ino, err)
+		}
+		if mode&ModeType != ModeRegular {
+			return errorf(syscall.EISDIR, "", "inode %d is not a regular file", ino)
+		}
+		if ro != 0 {
+			return errorf(syscall.EACCES, "", "file is readonly")
+		}
+		end := off + int64(len(p))
+		if end > size {
+			if err := fs.checkFileSize(end, ""); err != nil {
+				return err
+			}
+			if err := fs.addUsage(ctx, tx, end-size); err != nil {
+				return err
+			}
+		}
+		newSize, err := fs.writeChunks(ctx, tx, ino, cs, size, p, off)
+		if err != nil {
+			return err
+		}
+		s, ns := splitTime(fs.v.cfg.Now())
+		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET size=?, mtime=?, mtime_ns=?, ctime=?, ctime_ns=?, sha256=NULL, data_gen=data_gen+1 WHERE session_id=? AND ino=?`,
+			newSize, s, ns, s, ns, fs.sid, ino); err != nil {
+			return fmt.Errorf("update inode %d: %w", ino, err)
+		}
+		ev = event{op: OpModified, ino: ino, size: newSize}
+		return fs.resolveEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return 0, err
+	}
+	fs.notify(ev)
+	return len(p), nil
+}
+
+// Fsync is a no-op: every change commits before its call returns.
+func (fs *FS) Fsync(ctx context.Context, ino int64) error { return nil }
+
+// Statfs reports the quota as the filesystem size.
+func (fs *FS) Statfs(ctx context.Context) (Statfs, error) {
+	if _, err := fs.init(ctx); err != nil {
+		return Statfs{}, err
+	}
+	var used, files int64
+	if err := fs.v.r.QueryRowContext(ctx, `SELECT used_bytes, (SELECT COUNT(*) FROM fs_inode WHERE session_id=?) FROM fs_meta WHERE session_id=?`, fs.sid, fs.sid).Scan(&used, &files); err != nil {
+		return Statfs{}, fmt.Errorf("statfs: %w", err)
+	}
+	const bs = 4096
+	quota := fs.v.cfg.SessionQuota
+	free := max(quota-used, 0)
+	return Statfs{
+		Bsize: bs, Blocks: uint64(quota / bs), Bfree: uint64(free / bs), Bavail: uint64(free / bs),
+		Files: uint64(DefaultMaxInodes), Ffree: uint64(max(DefaultMaxInodes-files, 0)), NameLen: MaxNameLen,
+	}, nil
+}
+
+// PathOf returns a path of ino (its first name when it has hard links).
+func (fs *FS) PathOf(ctx context.Context, ino int64) (string, error) {
+	if _, err := fs.init(ctx); err != nil {
+		return "", err
+	}
+	return fs.pathOf(ctx, fs.v.r, ino)
+}
+
+func (fs *FS) pathOf(ctx context.Context, q querier, ino int64) (string, error) {
+	var parts []string
+	for cur := ino; cur != RootIno; {
+		if len(parts) > MaxPathLen/2 {
+			return "", errorf(syscall.ELOOP, "", "directory tree too deep")
+		}
+		var name string
+		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&cur, &name)
+		if err == sql.ErrNoRows {
+			return "", errorf(syscall.ENOENT, "", "inode %d has no name", ino)
+		}
+		if err != nil {
+			return "", fmt.Errorf("path of inode %d: %w", ino, err)
+		}
+		parts = append(parts, name)
+	}
+	p := ""
+	for i := len(parts) - 1; i >= 0; i-- {
+		p += "/" + parts[i]
+	}
+	if p == "" {
+		p = "/"
+	}
+	return p, nil
+}
