@@ -1,0 +1,441 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/protocol"
+)
+
+// trace is a shared, ordered list of what happened, to assert that side
+// effects come after the appends that cover them.
+type trace struct {
+	mu sync.Mutex
+	ev []string
+}
+
+func (t *trace) add(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ev = append(t.ev, fmt.Sprintf(format, args...))
+}
+
+func (t *trace) list() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.ev...)
+}
+
+func (t *trace) index(s string) int {
+	for i, e := range t.list() {
+		if e == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// fakeProcess is a Process built from function fields.
+type fakeProcess struct {
+	LogsFn    func(ctx context.Context, id string, since time.Time, follow bool) iter.Seq2[LogLine, error]
+	AttachFn  func(ctx context.Context, id string) (io.WriteCloser, error)
+	WaitFn    func(ctx context.Context, id string) (int, error)
+	StopFn    func(ctx context.Context, id string, grace time.Duration) error
+	PauseFn   func(ctx context.Context, id string) error
+	UnpauseFn func(ctx context.Context, id string) error
+}
+
+func (p *fakeProcess) Logs(ctx context.Context, id string, since time.Time, follow bool) iter.Seq2[LogLine, error] {
+	return p.LogsFn(ctx, id, since, follow)
+}
+func (p *fakeProcess) AttachStdin(ctx context.Context, id string) (io.WriteCloser, error) {
+	return p.AttachFn(ctx, id)
+}
+func (p *fakeProcess) Wait(ctx context.Context, id string) (int, error) { return p.WaitFn(ctx, id) }
+func (p *fakeProcess) Stop(ctx context.Context, id string, grace time.Duration) error {
+	return p.StopFn(ctx, id, grace)
+}
+func (p *fakeProcess) Pause(ctx context.Context, id string) error   { return p.PauseFn(ctx, id) }
+func (p *fakeProcess) Unpause(ctx context.Context, id string) error { return p.UnpauseFn(ctx, id) }
+
+// fakeContainer plays a container whose log behaves like Docker's json-file
+// log: lines with timestamps, an inclusive since filter, follow until exit.
+type fakeContainer struct {
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change
+	lines   []LogLine
+	exited  bool
+	code    int
+	waitErr error
+	stdin   bytes.Buffer
+	// secondSince makes the since filter whole seconds, like a runtime that
+	// formats since as a Unix second: the relay must skip the extra lines.
+	secondSince bool
+	t0          time.Time
+}
+
+func newContainer() *fakeContainer {
+	return &fakeContainer{changed: make(chan struct{}), t0: time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeContainer) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// emit appends a line stamped t0 + ns nanoseconds.
+func (c *fakeContainer) emit(stream string, ns int, line string) {
+	c.emitLine(LogLine{Stream: stream, Time: c.t0.Add(time.Duration(ns)), Line: []byte(line)})
+}
+
+func (c *fakeContainer) emitLine(ln LogLine) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lines = append(c.lines, ln)
+	c.notify()
+}
+
+func (c *fakeContainer) exit(code int, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.exited, c.code, c.waitErr = true, code, err
+	c.notify()
+}
+
+func (c *fakeContainer) stdinText() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stdin.String()
+}
+
+func (c *fakeContainer) logs(ctx context.Context, _ string, since time.Time, follow bool) iter.Seq2[LogLine, error] {
+	if c.secondSince {
+		since = since.Truncate(time.Second)
+	}
+	return func(yield func(LogLine, error) bool) {
+		i := 0
+		for {
+			c.mu.Lock()
+			for i < len(c.lines) {
+				ln := c.lines[i]
+				i++
+				if !since.IsZero() && ln.Time.Before(since) {
+					continue
+				}
+				ln.Line = bytes.Clone(ln.Line)
+				c.mu.Unlock()
+				if !yield(ln, nil) {
+					return
+				}
+				c.mu.Lock()
+			}
+			exited, ch := c.exited, c.changed
+			c.mu.Unlock()
+			if !follow || exited {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				yield(LogLine{}, ctx.Err())
+				return
+			case <-ch:
+			}
+		}
+	}
+}
+
+func (c *fakeContainer) wait(ctx context.Context, _ string) (int, error) {
+	for {
+		c.mu.Lock()
+		exited, code, err, ch := c.exited, c.code, c.waitErr, c.changed
+		c.mu.Unlock()
+		if exited {
+			return code, err
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+type stdinWriter struct {
+	c  *fakeContainer
+	tr *trace
+}
+
+func (w stdinWriter) Write(p []byte) (int, error) {
+	w.c.mu.Lock()
+	w.c.stdin.Write(p)
+	w.c.mu.Unlock()
+	if w.tr != nil {
+		w.tr.add("stdin %s", bytes.TrimSpace(p))
+	}
+	return len(p), nil
+}
+func (stdinWriter) Close() error { return nil }
+
+func (c *fakeContainer) process(tr *trace) *fakeProcess {
+	return &fakeProcess{
+		LogsFn: c.logs,
+		AttachFn: func(context.Context, string) (io.WriteCloser, error) {
+			return stdinWriter{c: c, tr: tr}, nil
+		},
+		WaitFn: c.wait,
+		StopFn: func(_ context.Context, _ string, grace time.Duration) error {
+			tr.add("stop %s", grace)
+			c.exit(137, nil)
+			return nil
+		},
+		PauseFn:   func(context.Context, string) error { tr.add("pause"); return nil },
+		UnpauseFn: func(context.Context, string) error { tr.add("unpause"); return nil },
+	}
+}
+
+// fakeLog is a Log recording every append.
+type fakeLog struct {
+	mu      sync.Mutex
+	tr      *trace
+	seq     int64
+	recs    []Record
+	batches []int
+	cursor  string
+	cursors []string // the cursor after each AppendWithCursor
+	failFn  func(n int) error
+	calls   int
+}
+
+func (l *fakeLog) append(cursor *string, recs []Record) ([]int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	if l.failFn != nil {
+		if err := l.failFn(l.calls); err != nil {
+			return nil, err
+		}
+	}
+	seqs := make([]int64, len(recs))
+	var kinds []string
+	for i, r := range recs {
+		l.seq++
+		r.Seq = l.seq
+		r.Data = bytes.Clone(r.Data)
+		seqs[i] = l.seq
+		l.recs = append(l.recs, r)
+		kinds = append(kinds, fmt.Sprintf("%d:%s", r.Seq, r.Data))
+	}
+	l.batches = append(l.batches, len(recs))
+	if cursor != nil {
+		l.cursor = *cursor
+		l.cursors = append(l.cursors, *cursor)
+	}
+	if l.tr != nil {
+		for _, k := range kinds {
+			l.tr.add("append %s", k)
+		}
+	}
+	return seqs, nil
+}
+
+func (l *fakeLog) Append(_ context.Context, _ string, recs ...Record) ([]int64, error) {
+	return l.append(nil, recs)
+}
+
+func (l *fakeLog) AppendWithCursor(_ context.Context, _, _, cursor string, recs ...Record) ([]int64, error) {
+	return l.append(&cursor, recs)
+}
+
+func (l *fakeLog) records() []Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Record(nil), l.recs...)
+}
+
+// fakeEffects is an Effects built from function fields; nil fields record
+// into the trace.
+type fakeEffects struct {
+	tr        *trace
+	SpawnFn   func(ctx context.Context, parent Node, ev protocol.SpawnEvent) error
+	StatusFn  func(ctx context.Context, node Node, ev protocol.StatusEvent) error
+	DoneFn    func(ctx context.Context, node Node, ev protocol.DoneEvent) error
+	ExitedFn  func(ctx context.Context, node Node, exit Exit) error
+	mu        sync.Mutex
+	exits     []Exit
+	exitedCh  chan struct{}
+	closeOnce sync.Once
+}
+
+func newEffects(tr *trace) *fakeEffects { return &fakeEffects{tr: tr, exitedCh: make(chan struct{})} }
+
+func (e *fakeEffects) Spawn(ctx context.Context, parent Node, ev protocol.SpawnEvent) error {
+	e.tr.add("spawn %s", ev.Name)
+	if e.SpawnFn != nil {
+		return e.SpawnFn(ctx, parent, ev)
+	}
+	return nil
+}
+
+func (e *fakeEffects) StatusChanged(ctx context.Context, node Node, ev protocol.StatusEvent) error {
+	e.tr.add("status %s", ev.State)
+	if e.StatusFn != nil {
+		return e.StatusFn(ctx, node, ev)
+	}
+	return nil
+}
+
+func (e *fakeEffects) Done(ctx context.Context, node Node, ev protocol.DoneEvent) error {
+	e.tr.add("done")
+	if e.DoneFn != nil {
+		return e.DoneFn(ctx, node, ev)
+	}
+	return nil
+}
+
+func (e *fakeEffects) Exited(ctx context.Context, node Node, exit Exit) error {
+	e.tr.add("exited %d", exit.Code)
+	e.mu.Lock()
+	e.exits = append(e.exits, exit)
+	e.mu.Unlock()
+	e.closeOnce.Do(func() { close(e.exitedCh) })
+	if e.ExitedFn != nil {
+		return e.ExitedFn(ctx, node, exit)
+	}
+	return nil
+}
+
+func (e *fakeEffects) lastExit(t *testing.T) Exit {
+	t.Helper()
+	select {
+	case <-e.exitedCh:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Effects.Exited not called within 10s")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.exits[len(e.exits)-1]
+}
+
+// fakeClock is a Clock whose time moves only with Advance.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []fakeTimer
+}
+
+type fakeTimer struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.now
+		return ch
+	}
+	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), ch: ch})
+	return ch
+}
+
+func (c *fakeClock) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	keep := c.timers[:0]
+	for _, t := range c.timers {
+		if !t.at.After(c.now) {
+			t.ch <- c.now
+		} else {
+			keep = append(keep, t)
+		}
+	}
+	c.timers = keep
+}
+
+// checkFor polls cond until it holds or the deadline passes.
+func checkFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+var testNode = Node{SessionID: "s1", ID: "n1", ParentID: "p1", Name: "worker", ContainerID: "c1"}
+
+type harness struct {
+	c   *fakeContainer
+	tr  *trace
+	log *fakeLog
+	eff *fakeEffects
+	p   *fakeProcess
+	cfg Config
+}
+
+func newHarness() *harness {
+	h := &harness{c: newContainer(), tr: &trace{}}
+	h.log = &fakeLog{tr: h.tr}
+	h.eff = newEffects(h.tr)
+	h.p = h.c.process(h.tr)
+	h.cfg = Config{Node: testNode, Log: h.log, Process: h.p, Effects: h.eff}
+	return h
+}
+
+func (h *harness) start(t *testing.T) *Relay {
+	t.Helper()
+	r, err := Start(context.Background(), h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// dataOf decodes a record's data into a map.
+func dataOf(t *testing.T, r Record) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Data, &m); err != nil {
+		t.Fatalf("record data %s: %v", r.Data, err)
+	}
+	return m
+}
+
+func summary(recs []Record) string {
+	var b strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&b, "%s %s\n", r.Kind, r.Data)
+	}
+	return b.String()
+}
+
+var errBoom = errors.New("boom")

@@ -1,0 +1,770 @@
+// Package relay runs one actor per running agent node: it follows the node's
+// container log, validates each stdout line, appends it to the session log
+// with the log cursor, applies side effects after the append, and writes
+// inputs to the container's stdin.
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/filepath-dev/filepath/protocol"
+)
+
+// Record kinds a relay appends.
+const (
+	KindEvent = "event"
+	KindInput = "input"
+	KindError = "error"
+)
+
+// Sources of an error record a relay appends.
+const (
+	SourceStdout  = "stdout"
+	SourceExit    = "exit"
+	SourceRuntime = "runtime"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBatch   = 512
+	DefaultMailboxLen = 64
+	DefaultMaxRaw     = 4 << 10
+	DefaultStopGrace  = 10 * time.Second
+	DefaultKillGrace  = 10 * time.Second
+	DefaultTailLines  = 20
+	maxTailLine       = 1 << 10
+	maxBackoff        = 5 * time.Second
+)
+
+// Errors of Deliver.
+var (
+	// ErrMailboxFull: the relay already holds MailboxLen undelivered inputs.
+	ErrMailboxFull = errors.New("mailbox full")
+	// ErrExited: the container has exited; nothing more can be delivered.
+	ErrExited = errors.New("agent is not running")
+	// ErrClosed: the relay has ended.
+	ErrClosed = errors.New("relay closed")
+)
+
+// Record is one session log record a relay appends. The Log sets Seq.
+type Record struct {
+	Seq    int64
+	Kind   string
+	NodeID string
+	At     time.Time
+	Data   json.RawMessage
+}
+
+// Log is the durable, ordered session log (the store).
+type Log interface {
+	// Append appends recs in one transaction and returns their seqs.
+	Append(ctx context.Context, sessionID string, recs ...Record) ([]int64, error)
+	// AppendWithCursor appends recs and sets the node's log cursor in the
+	// same transaction, so that the cursor never covers a line whose records
+	// are not committed, nor the reverse. recs may be empty: then only the
+	// cursor moves.
+	AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...Record) ([]int64, error)
+}
+
+// Node is the node a relay serves.
+type Node struct {
+	SessionID   string
+	ID          string
+	ParentID    string
+	Name        string
+	ContainerID string
+}
+
+// Effects are the side effects of a node's events, run by the relay after
+// the events are appended, in the order of the events.
+type Effects interface {
+	// Spawn creates a child node of parent and starts its container.
+	Spawn(ctx context.Context, parent Node, ev protocol.SpawnEvent) error
+	// StatusChanged records the node's new state and context use.
+	StatusChanged(ctx context.Context, node Node, ev protocol.StatusEvent) error
+	// Done marks the node done and tells its parent.
+	Done(ctx context.Context, node Node, ev protocol.DoneEvent) error
+	// Exited records that the container has exited; the relay then ends.
+	Exited(ctx context.Context, node Node, exit Exit) error
+}
+
+// Exit describes how a node's container ended.
+type Exit struct {
+	Code       int    // exit code; -1 when Err is set
+	Done       bool   // a done event came before the exit
+	Stopped    bool   // a stop signal was delivered through this relay
+	StderrTail string // the last stderr lines
+	Err        error  // waiting for the container failed (e.g. it was removed)
+	// Replayed: the exit was appended before a restart; only Effects.Exited
+	// runs again.
+	Replayed bool
+}
+
+// Clean reports whether the exit is a normal end: code 0 after a done event.
+func (e Exit) Clean() bool { return e.Err == nil && e.Code == 0 && e.Done }
+
+// Config configures one relay.
+type Config struct {
+	Node    Node
+	Cursor  string // the node's saved log cursor; "" reads the log from its start
+	Log     Log
+	Process Process
+	Effects Effects
+	LogDir  *LogDir // where stderr goes; nil keeps only the tail
+	Clock   Clock   // nil: the real clock
+	Logger  *slog.Logger
+
+	MaxBatch   int           // lines appended in one transaction (DefaultMaxBatch)
+	MailboxLen int           // undelivered inputs held (DefaultMailboxLen)
+	MaxLine    int           // the runtime's line limit, named in the error of a cut line
+	MaxRaw     int           // bytes of a bad line kept in its error record (DefaultMaxRaw)
+	StopGrace  time.Duration // after signal{stop}, before the runtime's stop (DefaultStopGrace)
+	KillGrace  time.Duration // runtime stop: SIGTERM, then SIGKILL after this (DefaultKillGrace)
+	TailLines  int           // stderr lines kept for the exit record (DefaultTailLines)
+}
+
+// Relay is the actor of one node. Its state is owned by one goroutine; other
+// goroutines talk to it through Deliver.
+type Relay struct {
+	cfg    Config
+	log    *slog.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+
+	mailbox chan request
+	writes  chan writeJob
+	lines   chan logItem
+	exitCh  chan exitResult // buffered 1: the waiter never blocks
+	exited  chan struct{}   // closed once the container has exited
+
+	// Owned by the run goroutine.
+	cur         Cursor
+	exit        *exitResult
+	stopSent    bool
+	stopTimer   <-chan time.Time
+	tail        []string
+	batch       []logItem
+	recs        []Record
+	effects     []protocol.Event
+	stderrLines [][]byte
+}
+
+type request struct {
+	in    protocol.Input
+	reply chan result
+}
+
+type result struct {
+	rec Record
+	err error
+}
+
+type logItem struct {
+	LogLine
+	pos Cursor // the cursor just after this line
+}
+
+type exitResult struct {
+	code int
+	err  error
+}
+
+// Start validates cfg and starts the relay of cfg.Node. The relay runs until
+// the container has exited and Effects.Exited has run, or until ctx ends or
+// Close is called (which leaves the container running: a later relay
+// resumes from the saved cursor).
+func Start(ctx context.Context, cfg Config) (*Relay, error) {
+	switch {
+	case cfg.Log == nil || cfg.Process == nil || cfg.Effects == nil:
+		return nil, errors.New("relay config: Log, Process and Effects are required")
+	case cfg.Node.SessionID == "" || cfg.Node.ID == "" || cfg.Node.ContainerID == "":
+		return nil, errors.New("relay config: node session id, id and container id are required")
+	}
+	cur, err := ParseCursor(cfg.Cursor)
+	if err != nil {
+		return nil, fmt.Errorf("relay config: %w", err)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	setDefault(&cfg.MaxBatch, DefaultMaxBatch)
+	setDefault(&cfg.MailboxLen, DefaultMailboxLen)
+	setDefault(&cfg.MaxRaw, DefaultMaxRaw)
+	setDefault(&cfg.TailLines, DefaultTailLines)
+	setDefault(&cfg.StopGrace, DefaultStopGrace)
+	setDefault(&cfg.KillGrace, DefaultKillGrace)
+
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Relay{
+		cfg:     cfg,
+		log:     cfg.Logger.With("session", cfg.Node.SessionID, "node", cfg.Node.ID),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		mailbox: make(chan request, cfg.MailboxLen),
+		writes:  make(chan writeJob, cfg.MailboxLen),
+		lines:   make(chan logItem, cfg.MaxBatch),
+		exitCh:  make(chan exitResult, 1),
+		exited:  make(chan struct{}),
+		cur:     cur,
+	}
+	go r.run(ctx)
+	return r, nil
+}
+
+func setDefault[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// Node returns the node the relay serves.
+func (r *Relay) Node() Node { return r.cfg.Node }
+
+// Done is closed when the relay has ended.
+func (r *Relay) Done() <-chan struct{} { return r.done }
+
+// Close ends the relay without touching the container and waits for its
+// goroutines. Safe to call more than once.
+func (r *Relay) Close() error {
+	r.once.Do(r.cancel)
+	<-r.done
+	return nil
+}
+
+// Deliver appends the input to the session log and then writes it to the
+// container's stdin. It returns the appended record once the line is
+// written (for pause and resume: once the container is paused/unpaused).
+// It fails at once with ErrMailboxFull when too many inputs are pending.
+func (r *Relay) Deliver(ctx context.Context, in protocol.Input) (Record, error) {
+	req := request{in: in, reply: make(chan result, 1)}
+	select {
+	case <-r.done:
+		return Record{}, ErrClosed
+	default:
+	}
+	select {
+	case r.mailbox <- req:
+	default:
+		return Record{}, fmt.Errorf("deliver to node %s: %w (%d inputs pending)", r.cfg.Node.ID, ErrMailboxFull, r.cfg.MailboxLen)
+	}
+	select {
+	case res := <-req.reply:
+		return res.rec, res.err
+	case <-r.done:
+		select {
+		case res := <-req.reply:
+			return res.rec, res.err
+		default:
+			return Record{}, ErrClosed
+		}
+	case <-ctx.Done():
+		return Record{}, ctx.Err()
+	}
+}
+
+func (r *Relay) run(ctx context.Context) {
+	inner, stopInner := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		stopInner()
+		wg.Wait()
+		r.drain()
+		if r.cfg.LogDir != nil {
+			r.cfg.LogDir.Release(r.cfg.Node.ID)
+		}
+		r.once.Do(r.cancel)
+		close(r.done)
+	}()
+
+	if r.cur.Exited {
+		// The exit was appended before a restart; make sure its effect ran.
+		r.callExited(ctx, Exit{Code: r.cur.ExitCode, Done: r.cur.SawDone, Replayed: true})
+		return
+	}
+	wg.Go(func() { r.readLoop(inner, r.cur) })
+	wg.Go(func() { r.waitLoop(inner) })
+	wg.Go(func() { r.writeLoop(inner) })
+
+	lines := r.lines
+	linesDone := false
+	for {
+		if linesDone && r.exit != nil {
+			r.finish(ctx)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case it, ok := <-lines:
+			if !ok {
+				lines, linesDone = nil, true
+				continue
+			}
+			r.batch = append(r.batch[:0], it)
+		collect:
+			for len(r.batch) < r.cfg.MaxBatch {
+				select {
+				case it, ok := <-lines:
+					if !ok {
+						lines, linesDone = nil, true
+						break collect
+					}
+					r.batch = append(r.batch, it)
+				default:
+					break collect
+				}
+			}
+			r.process(ctx, r.batch)
+		case req := <-r.mailbox:
+			r.handle(ctx, req)
+		case ex := <-r.exitCh:
+			r.exit = &ex
+		case <-r.stopTimer:
+			r.stopTimer = nil
+			if r.exit == nil {
+				r.log.Info("agent did not stop after signal; stopping container", "grace", r.cfg.StopGrace)
+				wg.Go(func() {
+					if err := r.cfg.Process.Stop(inner, r.cfg.Node.ContainerID, r.cfg.KillGrace); err != nil && inner.Err() == nil {
+						r.log.Warn("stop container", "err", err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// drain answers every request still queued once the goroutines have ended.
+func (r *Relay) drain() {
+	for {
+		select {
+		case req := <-r.mailbox:
+			req.reply <- result{err: ErrClosed}
+		case j := <-r.writes:
+			j.reply <- result{rec: j.rec, err: fmt.Errorf("input seq %d appended but not written: %w", j.rec.Seq, ErrClosed)}
+		default:
+			return
+		}
+	}
+}
+
+// process appends one batch of log lines with the cursor after its last
+// line, then runs the side effects of its events in order.
+func (r *Relay) process(ctx context.Context, batch []logItem) {
+	recs, effects, stderr := r.recs[:0], r.effects[:0], r.stderrLines[:0]
+	cur := r.cur
+	now := r.cfg.Clock.Now()
+	for i := range batch {
+		it := &batch[i]
+		cur.Stdout, cur.Stderr = it.pos.Stdout, it.pos.Stderr
+		if it.Stream == Stderr {
+			stderr = append(stderr, it.Line)
+			r.pushTail(it.Line)
+			continue
+		}
+		line := bytes.TrimSuffix(it.Line, []byte{'\r'})
+		if len(bytes.TrimSpace(line)) == 0 && !it.Truncated {
+			continue
+		}
+		at := it.Time
+		if at.IsZero() {
+			at = now
+		}
+		if it.Truncated {
+			msg := "line longer than the line limit; cut"
+			if r.cfg.MaxLine > 0 {
+				msg = fmt.Sprintf("line longer than the %d-byte line limit; cut", r.cfg.MaxLine)
+			}
+			recs = append(recs, r.errorRecord(at, errorData{Message: msg, Raw: r.raw(line), Source: SourceStdout}))
+			continue
+		}
+		ev, err := protocol.DecodeEvent(line)
+		if err != nil {
+			recs = append(recs, r.errorRecord(at, errorData{Message: err.Error(), Raw: r.raw(line), Source: SourceStdout}))
+			continue
+		}
+		data, err := json.Marshal(ev)
+		if err != nil { // cannot happen for the protocol's structs
+			recs = append(recs, r.errorRecord(at, errorData{Message: "encode event: " + err.Error(), Raw: r.raw(line), Source: SourceStdout}))
+			continue
+		}
+		recs = append(recs, Record{Kind: KindEvent, NodeID: r.cfg.Node.ID, At: at, Data: data})
+		switch ev.(type) {
+		case protocol.SpawnEvent, protocol.StatusEvent:
+			effects = append(effects, ev)
+		case protocol.DoneEvent:
+			cur.SawDone = true
+			effects = append(effects, ev)
+		}
+	}
+	r.recs, r.effects, r.stderrLines = recs, effects, stderr
+	if len(stderr) > 0 && r.cfg.LogDir != nil {
+		// Written before the cursor moves: after a crash in between, these
+		// lines appear twice in the node's log, never zero times.
+		if err := r.cfg.LogDir.Write(r.cfg.Node.ID, stderr...); err != nil {
+			r.log.Warn("write node log", "err", err)
+		}
+	}
+	if _, err := r.appendRetry(ctx, cur, recs); err != nil {
+		return
+	}
+	r.cur = cur
+	for _, ev := range effects {
+		r.apply(ctx, ev)
+	}
+	clear(recs)
+	clear(stderr)
+}
+
+// appendRetry appends recs with cur until it succeeds or ctx ends: the lines
+// stay in the container's log, so a failed append is retried, never dropped.
+func (r *Relay) appendRetry(ctx context.Context, cur Cursor, recs []Record) ([]int64, error) {
+	backoff := 50 * time.Millisecond
+	cs := cur.String()
+	for {
+		seqs, err := r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cs, recs...)
+		if err == nil {
+			return seqs, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.log.Warn("append to session log failed; retrying", "records", len(recs), "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-r.cfg.Clock.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+func (r *Relay) apply(ctx context.Context, ev protocol.Event) {
+	var err error
+	var what string
+	switch e := ev.(type) {
+	case protocol.SpawnEvent:
+		what = "spawn " + strconv.Quote(e.Name)
+		err = r.cfg.Effects.Spawn(ctx, r.cfg.Node, e)
+	case protocol.StatusEvent:
+		what = "status " + e.State
+		err = r.cfg.Effects.StatusChanged(ctx, r.cfg.Node, e)
+	case protocol.DoneEvent:
+		what = "done"
+		err = r.cfg.Effects.Done(ctx, r.cfg.Node, e)
+	}
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	r.log.Warn("side effect failed", "effect", what, "err", err)
+	rec := r.errorRecord(r.cfg.Clock.Now(), errorData{Message: what + ": " + err.Error(), Source: SourceRuntime})
+	if _, err := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec); err != nil {
+		r.log.Warn("append side effect error", "err", err)
+	}
+}
+
+// finish appends the exit (once: the cursor remembers it) and runs
+// Effects.Exited.
+func (r *Relay) finish(ctx context.Context) {
+	ex := Exit{Code: r.exit.code, Err: r.exit.err, Done: r.cur.SawDone, Stopped: r.stopSent, StderrTail: r.tailText()}
+	if ex.Err != nil {
+		ex.Code = -1
+	}
+	var recs []Record
+	if !ex.Clean() && !ex.Stopped {
+		d := errorData{Source: SourceExit, StderrTail: ex.StderrTail}
+		if ex.Err != nil {
+			d.Message = "lost the agent's container: " + ex.Err.Error()
+		} else {
+			code := ex.Code
+			d.ExitCode = &code
+			d.Message = fmt.Sprintf("agent exited with code %d", code)
+			if code == 0 {
+				d.Message += " without a done event"
+			}
+		}
+		recs = append(recs, r.errorRecord(r.cfg.Clock.Now(), d))
+	}
+	cur := r.cur
+	cur.Exited, cur.ExitCode = true, ex.Code
+	if _, err := r.appendRetry(ctx, cur, recs); err != nil {
+		return
+	}
+	r.cur = cur
+	r.callExited(ctx, ex)
+}
+
+func (r *Relay) callExited(ctx context.Context, ex Exit) {
+	if err := r.cfg.Effects.Exited(ctx, r.cfg.Node, ex); err != nil && ctx.Err() == nil {
+		r.log.Warn("record exit", "err", err)
+	}
+}
+
+// handle appends an input and queues it for the stdin writer.
+func (r *Relay) handle(ctx context.Context, req request) {
+	if r.exit != nil {
+		req.reply <- result{err: ErrExited}
+		return
+	}
+	if len(r.writes) == cap(r.writes) { // only this goroutine sends: the send below cannot block
+		req.reply <- result{err: fmt.Errorf("deliver to node %s: %w (%d inputs not yet written to stdin)", r.cfg.Node.ID, ErrMailboxFull, cap(r.writes))}
+		return
+	}
+	data, err := json.Marshal(req.in)
+	if err == nil {
+		_, err = protocol.DecodeInput(data)
+	}
+	if err != nil {
+		req.reply <- result{err: fmt.Errorf("invalid input: %w", err)}
+		return
+	}
+	rec := Record{Kind: KindInput, NodeID: r.cfg.Node.ID, At: r.cfg.Clock.Now(), Data: data}
+	seqs, err := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec)
+	if err != nil {
+		req.reply <- result{err: fmt.Errorf("append input: %w", err)}
+		return
+	}
+	if len(seqs) > 0 {
+		rec.Seq = seqs[0]
+	}
+	job := writeJob{line: append(data, '\n'), rec: rec, reply: req.reply}
+	if sig, ok := req.in.(protocol.SignalInput); ok {
+		id := r.cfg.Node.ContainerID
+		switch sig.Action {
+		case protocol.ActionStop:
+			if !r.stopSent {
+				r.stopSent = true
+				r.stopTimer = r.cfg.Clock.After(r.cfg.StopGrace)
+			}
+		case protocol.ActionPause:
+			job.after = func(ctx context.Context) error { return r.cfg.Process.Pause(ctx, id) }
+		case protocol.ActionResume:
+			job.before = func(ctx context.Context) error { return r.cfg.Process.Unpause(ctx, id) }
+		}
+	}
+	r.writes <- job
+}
+
+type errorData struct {
+	Message    string `json:"message"`
+	Raw        string `json:"raw,omitempty"`
+	Source     string `json:"source"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+}
+
+func (r *Relay) errorRecord(at time.Time, d errorData) Record {
+	data, _ := json.Marshal(d) // strings and an int: cannot fail
+	return Record{Kind: KindError, NodeID: r.cfg.Node.ID, At: at, Data: data}
+}
+
+// raw cuts a bad line to MaxRaw bytes for its error record. Invalid UTF-8 is
+// replaced by U+FFFD when the record is encoded as JSON.
+func (r *Relay) raw(line []byte) string {
+	if len(line) > r.cfg.MaxRaw {
+		line = line[:r.cfg.MaxRaw]
+	}
+	return string(line)
+}
+
+func (r *Relay) pushTail(line []byte) {
+	if len(line) > maxTailLine {
+		line = line[:maxTailLine]
+	}
+	if len(r.tail) == r.cfg.TailLines {
+		copy(r.tail, r.tail[1:])
+		r.tail = r.tail[:len(r.tail)-1]
+	}
+	r.tail = append(r.tail, string(line))
+}
+
+func (r *Relay) tailText() string {
+	var b bytes.Buffer
+	for _, l := range r.tail {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// readLoop follows the container's log from the cursor and feeds lines to
+// the run goroutine. When a follow ends before the container has exited, it
+// re-opens the log from where it stopped; once the container has exited it
+// reads the log one last time (without follow) and closes r.lines.
+func (r *Relay) readLoop(ctx context.Context, from Cursor) {
+	defer close(r.lines)
+	pos := from
+	backoff := 100 * time.Millisecond
+	for {
+		final := false
+		select {
+		case <-r.exited:
+			final = true
+		default:
+		}
+		sk := skipper{from: pos}
+		var streamErr error
+		got := false
+		for ln, err := range r.cfg.Process.Logs(ctx, r.cfg.Node.ContainerID, pos.since(), !final) {
+			if err != nil {
+				streamErr = err
+				break
+			}
+			s := 0
+			if ln.Stream == Stderr {
+				s = 1
+			}
+			if sk.skip(s, ln.Time) {
+				continue
+			}
+			if s == 0 {
+				pos.Stdout = pos.Stdout.advance(ln.Time)
+			} else {
+				pos.Stderr = pos.Stderr.advance(ln.Time)
+			}
+			got = true
+			select {
+			case r.lines <- logItem{LogLine: ln, pos: pos}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if final {
+			if streamErr != nil {
+				r.log.Warn("read the exited container's log", "err", streamErr)
+			}
+			return
+		}
+		if streamErr != nil {
+			r.log.Warn("follow container log; re-opening", "err", streamErr, "backoff", backoff)
+		}
+		if got {
+			backoff = 100 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.exited:
+		case <-r.cfg.Clock.After(backoff):
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+}
+
+func (r *Relay) waitLoop(ctx context.Context) {
+	code, err := r.cfg.Process.Wait(ctx, r.cfg.Node.ContainerID)
+	if ctx.Err() != nil {
+		return
+	}
+	r.exitCh <- exitResult{code: code, err: err}
+	close(r.exited)
+}
+
+type writeJob struct {
+	line          []byte
+	rec           Record
+	before, after func(context.Context) error
+	reply         chan result
+}
+
+// writeLoop owns the container's stdin: it writes queued inputs in order,
+// attaching (again) when there is no working attachment.
+func (r *Relay) writeLoop(ctx context.Context) {
+	var mu sync.Mutex // guards w against the close on cancel
+	var w io.WriteCloser
+	stop := context.AfterFunc(ctx, func() {
+		// A write to an agent that does not read its stdin blocks; closing
+		// the attachment ends it.
+		mu.Lock()
+		defer mu.Unlock()
+		if w != nil {
+			w.Close()
+			w = nil
+		}
+	})
+	defer func() {
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if w != nil {
+			w.Close()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-r.writes:
+			err := r.write(ctx, &mu, &w, j)
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("write input", "seq", j.rec.Seq, "err", err)
+				rec := r.errorRecord(r.cfg.Clock.Now(), errorData{Message: fmt.Sprintf("input seq %d not delivered: %v", j.rec.Seq, err), Source: SourceRuntime})
+				if _, aerr := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec); aerr != nil {
+					r.log.Warn("append write error", "err", aerr)
+				}
+			}
+			j.reply <- result{rec: j.rec, err: err}
+		}
+	}
+}
+
+func (r *Relay) write(ctx context.Context, mu *sync.Mutex, w *io.WriteCloser, j writeJob) error {
+	if j.before != nil {
+		if err := j.before(ctx); err != nil {
+			return err
+		}
+	}
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		mu.Lock()
+		cur := *w
+		mu.Unlock()
+		if cur == nil {
+			cur, err = r.cfg.Process.AttachStdin(ctx, r.cfg.Node.ContainerID)
+			if err != nil {
+				err = fmt.Errorf("attach stdin: %w", err)
+				continue
+			}
+			mu.Lock()
+			if ctx.Err() != nil {
+				mu.Unlock()
+				cur.Close()
+				return ctx.Err()
+			}
+			*w = cur
+			mu.Unlock()
+		}
+		if _, err = cur.Write(j.line); err == nil {
+			break
+		}
+		err = fmt.Errorf("write stdin: %w", err)
+		mu.Lock()
+		if *w == cur {
+			cur.Close()
+			*w = nil
+		}
+		mu.Unlock()
+	}
+	if err != nil {
+		return err
+	}
+	if j.after != nil {
+		return j.after(ctx)
+	}
+	return nil
+}
