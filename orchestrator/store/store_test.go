@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -203,5 +205,123 @@ func TestSessionValidation(t *testing.T) {
 		t.Fatalf("want only the 3 valid sessions, got %d", len(list))
 	}
 	_, err := e.s.CreateSession(ctx, "nobody", store.NewSession{Name: "x"})
+	wantCode(t, err, orchestrator.ENotFound, "")
+}
+
+// dump returns every row of every table as text: a snapshot to compare.
+func dump(t *testing.T, s *store.Store) string {
+	t.Helper()
+	db := s.SQL()
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	var out strings.Builder
+	for _, tb := range tables {
+		rows, err := db.Query(`SELECT * FROM "` + tb + `" ORDER BY 1, 2`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&out, "%s %v\n", tb, vals)
+		}
+		rows.Close()
+	}
+	return out.String()
+}
+
+func TestScopedToUser(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	alice, bob := e.user(t, "alice"), e.user(t, "bob")
+	s := e.session(t, alice.ID, "mine")
+	root := e.node(t, alice.ID, s.ID, nil, "root")
+	child := e.node(t, alice.ID, s.ID, &root, "child")
+	before := dump(t, e.s)
+
+	ops := []struct {
+		name string
+		op   func() error
+	}{
+		{"GetSession", func() error { _, err := e.s.GetSession(ctx, bob.ID, s.ID); return err }},
+		{"DeleteSession", func() error { return e.s.DeleteSession(ctx, bob.ID, s.ID) }},
+		{"CreateNode", func() error {
+			_, err := e.s.CreateNode(ctx, bob.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID})
+			return err
+		}},
+		{"GetNode", func() error { _, err := e.s.GetNode(ctx, bob.ID, s.ID, root.ID); return err }},
+		{"Tree", func() error { _, err := e.s.Tree(ctx, bob.ID, s.ID); return err }},
+		{"UpdateNode", func() error {
+			_, err := e.s.UpdateNode(ctx, bob.ID, s.ID, root.ID, store.NodePatch{Name: ptr("x")})
+			return err
+		}},
+		{"MoveNode", func() error { _, err := e.s.MoveNode(ctx, bob.ID, s.ID, child.ID, nil, 0); return err }},
+		{"DeleteNode", func() error { _, err := e.s.DeleteNode(ctx, bob.ID, s.ID, child.ID); return err }},
+		{"CreateNodeAPIKey", func() error { _, _, err := e.s.CreateNodeAPIKey(ctx, bob.ID, s.ID, root.ID); return err }},
+		{"empty user", func() error { _, err := e.s.GetSession(ctx, "", s.ID); return err }},
+		{"empty user tree", func() error { _, err := e.s.Tree(ctx, "", s.ID); return err }},
+	}
+	for _, tt := range ops {
+		t.Run(tt.name, func(t *testing.T) { wantCode(t, tt.op(), orchestrator.ENotFound, "") })
+	}
+	list, err := e.s.ListSessions(ctx, bob.ID)
+	if err != nil || len(list) != 0 {
+		t.Fatalf("bob lists %v, %v", list, err)
+	}
+	if after := dump(t, e.s); after != before {
+		t.Fatalf("another user's calls changed the database:\n%s\n---\n%s", before, after)
+	}
+}
+
+func TestDeleteSessionCascades(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	keep := e.session(t, u.ID, "keep")
+	keepRoot := e.node(t, u.ID, keep.ID, nil, "root")
+	s := e.session(t, u.ID, "doomed")
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	e.node(t, u.ID, s.ID, &root, "child")
+	if _, _, err := e.s.CreateNodeAPIKey(ctx, u.ID, s.ID, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Append(ctx, s.ID, store.NewRecord{Kind: store.KindEvent, NodeID: root.ID, Data: json.RawMessage(`{"type":"text","content":"hi"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.DeleteSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`SELECT COUNT(*) FROM agent_node WHERE session_id = '` + s.ID + `'`,
+		`SELECT COUNT(*) FROM session_log WHERE session_id = '` + s.ID + `'`,
+		`SELECT COUNT(*) FROM api_keys WHERE session_id = '` + s.ID + `'`,
+	} {
+		var n int
+		if err := e.s.SQL().QueryRow(q).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s = %d, %v; want 0", q, n, err)
+		}
+	}
+	if _, err := e.s.GetNode(ctx, u.ID, keep.ID, keepRoot.ID); err != nil {
+		t.Fatalf("other session damaged: %v", err)
+	}
+	_, err := e.s.Append(ctx, s.ID, store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(`{}`)})
 	wantCode(t, err, orchestrator.ENotFound, "")
 }

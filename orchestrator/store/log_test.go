@@ -1,0 +1,181 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+)
+
+func ev(text string) store.NewRecord {
+	return store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(fmt.Sprintf(`{"type":"text","content":%q}`, text))}
+}
+
+func TestAppendConcurrentOrder(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	other := e.session(t, u.ID, "other")
+
+	const writers, perWriter = 8, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				recs := []store.NewRecord{ev(fmt.Sprintf("w%d-%d", w, i))}
+				if i%5 == 0 { // some batches
+					recs = append(recs, ev("b1"), ev("b2"))
+				}
+				sid := s.ID
+				if i%7 == 0 {
+					sid = other.ID
+				}
+				got, err := e.s.Append(ctx, sid, recs...)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for j := 1; j < len(got); j++ {
+					if got[j].Seq != got[j-1].Seq+1 {
+						errs <- fmt.Errorf("batch seqs not consecutive: %d, %d", got[j-1].Seq, got[j].Seq)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Published in seq order per session, with no gap, matching the store.
+	next := map[string]int64{}
+	for _, r := range e.pub.all() {
+		if r.Seq != next[r.SessionID]+1 {
+			t.Fatalf("session %s published seq %d after %d", r.SessionID, r.Seq, next[r.SessionID])
+		}
+		next[r.SessionID] = r.Seq
+	}
+	for _, sid := range []string{s.ID, other.ID} {
+		last, err := e.s.LastSeq(ctx, sid)
+		if err != nil || last != next[sid] {
+			t.Fatalf("last seq %d, published up to %d (%v)", last, next[sid], err)
+		}
+		var stored []store.Record
+		for after := int64(0); ; {
+			page, err := e.s.Records(ctx, sid, after, 37, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			stored = append(stored, page...)
+			after = page[len(page)-1].Seq
+		}
+		if int64(len(stored)) != last {
+			t.Fatalf("paged %d records, last seq %d", len(stored), last)
+		}
+		for i, r := range stored {
+			if r.Seq != int64(i+1) {
+				t.Fatalf("stored seq %d at %d", r.Seq, i)
+			}
+		}
+	}
+	if next[s.ID]+next[other.ID] != writers*(perWriter+2*perWriter/5) {
+		t.Fatalf("total %d", next[s.ID]+next[other.ID])
+	}
+}
+
+func TestAppendInvalidLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	if _, err := e.s.Append(ctx, s.ID, ev("one")); err != nil {
+		t.Fatal(err)
+	}
+	before, npub := dump(t, e.s), len(e.pub.all())
+
+	tests := []struct {
+		name  string
+		recs  []store.NewRecord
+		field string
+	}{
+		{"bad json in batch", []store.NewRecord{ev("ok"), {Kind: store.KindEvent, Data: json.RawMessage(`{"a":`)}}, "data"},
+		{"not an object", []store.NewRecord{{Kind: store.KindEvent, Data: json.RawMessage(`[1]`)}}, "data"},
+		{"empty", []store.NewRecord{{Kind: store.KindEvent}}, "data"},
+		{"bad kind", []store.NewRecord{ev("ok"), {Kind: "chat", Data: json.RawMessage(`{}`)}}, "kind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.s.Append(ctx, s.ID, tt.recs...)
+			wantCode(t, err, orchestrator.EInvalid, tt.field)
+		})
+	}
+	// A WithLog whose function fails after appending rolls everything back.
+	boom := errors.New("boom")
+	_, err := e.s.WithLog(ctx, s.ID, func(tx *store.Tx) error {
+		if _, err := tx.Append(ev("x"), ev("y")); err != nil {
+			return err
+		}
+		if err := tx.DB().Exec(`UPDATE agent_session SET name = 'changed' WHERE id = ?`, s.ID).Error; err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("WithLog error %v", err)
+	}
+	_, err = e.s.Append(ctx, "missing", ev("x"))
+	wantCode(t, err, orchestrator.ENotFound, "")
+
+	if dump(t, e.s) != before || len(e.pub.all()) != npub {
+		t.Fatal("refused appends changed the database or published")
+	}
+	// The seq cache was not advanced by the failures.
+	got, err := e.s.Append(ctx, s.ID, ev("two"))
+	if err != nil || got[0].Seq != 2 {
+		t.Fatalf("next append %+v, %v", got, err)
+	}
+}
+
+func TestRecordsFilter(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	r1, r2 := ev("a"), ev("b")
+	r1.NodeID, r2.NodeID = "n1", "n2"
+	if _, err := e.s.Append(ctx, s.ID, r1, r2, r1, ev("session")); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.s.Records(ctx, s.ID, 0, 10, "n1")
+	if err != nil || len(recs) != 2 || recs[0].Seq != 1 || recs[1].Seq != 3 {
+		t.Fatalf("n1 records %+v, %v", recs, err)
+	}
+	recs, _ = e.s.Records(ctx, s.ID, 1, 2, "")
+	if len(recs) != 2 || recs[0].Seq != 2 || recs[1].Seq != 3 {
+		t.Fatalf("page %+v", recs)
+	}
+	b, _ := json.Marshal(recs[0])
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	if _, ok := m["session_id"]; ok || m["kind"] != "event" || m["node_id"] != "n2" || m["data"].(map[string]any)["content"] != "b" {
+		t.Fatalf("record JSON %s", b)
+	}
+	recs, _ = e.s.Records(ctx, s.ID, 4, 10, "")
+	if len(recs) != 0 || recs == nil {
+		t.Fatalf("past the end: %#v", recs)
+	}
+}

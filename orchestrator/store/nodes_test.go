@@ -1,0 +1,373 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+)
+
+func names(nodes []store.Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Name
+	}
+	return out
+}
+
+func byName(t *testing.T, nodes []store.Node) map[string]store.Node {
+	t.Helper()
+	m := map[string]store.Node{}
+	for _, n := range nodes {
+		m[n.Name] = n
+	}
+	return m
+}
+
+func TestCreateNode(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+
+	root, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "codex", Task: "build it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^[a-z]+-[0-9]+$`).MatchString(root.Name) {
+		t.Errorf("generated name %q, want adjective-number", root.Name)
+	}
+	if root.Model != "o3" || root.Image != "filepath/agent-codex:latest" || root.Status != store.NodeIdle ||
+		root.ParentID != nil || string(root.Config) != "{}" || root.Total != 1 || root.Done != 0 {
+		t.Errorf("root = %+v", root)
+	}
+	child, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "kid", AgentType: "custom", Image: "me/agent:1",
+		Model: "gpt-x", ParentID: &root.ID, Task: "sub", Config: json.RawMessage(`{"maxTokens": 5}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if child.Image != "me/agent:1" || child.Model != "gpt-x" || *child.ParentID != root.ID || string(child.Config) != `{"maxTokens":5}` {
+		t.Errorf("child = %+v", child)
+	}
+	sess, _ := e.s.GetSession(ctx, u.ID, s.ID)
+	if sess.RootNodeID == nil || *sess.RootNodeID != root.ID {
+		t.Fatalf("root_node_id = %v", sess.RootNodeID)
+	}
+	// The log: created + task input for each node, in order.
+	recs, err := e.s.Records(ctx, s.ID, 0, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kindOp struct{ kind, node, op string }
+	var got []kindOp
+	for _, r := range recs {
+		var d struct {
+			Op   string `json:"op"`
+			From string `json:"from"`
+		}
+		_ = json.Unmarshal(r.Data, &d)
+		got = append(got, kindOp{r.Kind, r.NodeID, d.Op + d.From})
+	}
+	want := []kindOp{{"node", root.ID, "created"}, {"input", root.ID, "user"}, {"node", child.ID, "created"}, {"input", child.ID, "parent"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("records = %+v, want %+v", got, want)
+	}
+	var in map[string]string
+	_ = json.Unmarshal(recs[1].Data, &in)
+	if !reflect.DeepEqual(in, map[string]string{"type": "message", "from": "user", "content": "build it"}) {
+		t.Fatalf("task record = %s", recs[1].Data)
+	}
+	if pub := e.pub.all(); len(pub) != 4 || pub[3].Seq != 4 || pub[0].SessionID != s.ID {
+		t.Fatalf("published %+v", pub)
+	}
+
+	tests := []struct {
+		name  string
+		in    store.NewNode
+		code  string
+		field string
+	}{
+		{"unknown agent", store.NewNode{AgentType: "hal", ParentID: &root.ID}, orchestrator.EInvalid, "agent_type"},
+		{"custom needs image", store.NewNode{AgentType: "custom", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
+		{"image only for custom", store.NewNode{AgentType: "pi", Image: "x:1", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
+		{"second root", store.NewNode{AgentType: "pi"}, orchestrator.EInvalid, "parent_id"},
+		{"unknown parent", store.NewNode{AgentType: "pi", ParentID: ptr("nope")}, orchestrator.EInvalid, "parent_id"},
+		{"config not object", store.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`[1]`)}, orchestrator.EInvalid, "config"},
+		{"bad name", store.NewNode{Name: "a\nb", AgentType: "pi", ParentID: &root.ID}, orchestrator.EInvalid, "name"},
+		{"unknown session", store.NewNode{AgentType: "pi"}, orchestrator.ENotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sid := s.ID
+			if tt.code == orchestrator.ENotFound {
+				sid = "missing"
+			}
+			_, err := e.s.CreateNode(ctx, u.ID, sid, tt.in)
+			wantCode(t, err, tt.code, tt.field)
+		})
+	}
+}
+
+// buildTree makes root → {a → {a1, a2}, b}, i.e. 3 levels.
+func buildTree(t *testing.T, e *env, userID, sessionID string) map[string]store.Node {
+	t.Helper()
+	root := e.node(t, userID, sessionID, nil, "root")
+	a := e.node(t, userID, sessionID, &root, "a")
+	e.node(t, userID, sessionID, &a, "a1")
+	e.node(t, userID, sessionID, &a, "a2")
+	e.node(t, userID, sessionID, &root, "b")
+	nodes, err := e.s.Tree(context.Background(), userID, sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return byName(t, nodes)
+}
+
+func TestTreeCounts(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	n := buildTree(t, e, u.ID, s.ID)
+	for _, name := range []string{"a1", "b"} {
+		if _, err := e.s.UpdateNode(ctx, u.ID, s.ID, n[name].ID, store.NodePatch{Status: ptr(store.NodeDone)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes, err := e.s.Tree(ctx, u.ID, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(nodes), []string{"root", "a", "a1", "a2", "b"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	want := map[string][2]int{"root": {2, 3}, "a": {1, 2}, "a1": {1, 1}, "a2": {0, 1}, "b": {1, 1}}
+	for _, nd := range nodes {
+		if got := [2]int{nd.Done, nd.Total}; got != want[nd.Name] {
+			t.Errorf("%s done/total = %v, want %v", nd.Name, got, want[nd.Name])
+		}
+	}
+	got, err := e.s.GetNode(ctx, u.ID, s.ID, n["a"].ID)
+	if err != nil || got.Done != 1 || got.Total != 2 {
+		t.Fatalf("GetNode(a) = %+v, %v", got, err)
+	}
+}
+
+func TestUpdateNode(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	cfg := json.RawMessage(`{"systemPrompt":"be nice"}`)
+	n, err := e.s.UpdateNode(ctx, u.ID, s.ID, root.ID, store.NodePatch{Name: ptr("boss"), Status: ptr(store.NodeThinking),
+		Config: &cfg, ContextPct: ptr(0.5), Tokens: ptr(int64(42)), ContainerID: ptr("c1"), ExitCode: ptr(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Name != "boss" || n.Status != "thinking" || string(n.Config) != string(cfg) || *n.ContextPct != 0.5 ||
+		n.Tokens != 42 || n.ContainerID != "c1" || *n.ExitCode != 3 {
+		t.Fatalf("updated = %+v", n)
+	}
+	last, _ := e.s.LastSeq(ctx, s.ID)
+	// log_cursor only, or a no-op patch: stored, but no record.
+	if _, err := e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{LogCursor: ptr("2026-01-01T00:00:00Z"), Status: ptr("thinking")}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := e.s.LastSeq(ctx, s.ID); l != last {
+		t.Fatalf("log_cursor change appended a record (%d → %d)", last, l)
+	}
+	got, _ := e.s.NodeByID(ctx, root.ID)
+	if got.LogCursor != "2026-01-01T00:00:00Z" {
+		t.Fatalf("log cursor = %q", got.LogCursor)
+	}
+	n, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{ClearContextPct: true, ClearExitCode: true})
+	if err != nil || n.ContextPct != nil || n.ExitCode != nil {
+		t.Fatalf("clear = %+v, %v", n, err)
+	}
+	recs, _ := e.s.Records(ctx, s.ID, last, 0, root.ID)
+	if len(recs) != 1 || recs[0].Kind != store.KindNode {
+		t.Fatalf("records after %d = %+v", last, recs)
+	}
+	active, err := e.s.ActiveNodes(ctx)
+	if err != nil || len(active) != 1 || active[0].ID != root.ID {
+		t.Fatalf("active = %+v, %v", active, err)
+	}
+
+	bad := json.RawMessage(`"x"`)
+	tests := []struct {
+		name  string
+		p     store.NodePatch
+		field string
+	}{
+		{"status", store.NodePatch{Status: ptr("sleeping")}, "status"},
+		{"config", store.NodePatch{Config: &bad}, "config"},
+		{"context_pct high", store.NodePatch{ContextPct: ptr(1.5)}, "context_pct"},
+		{"context_pct negative", store.NodePatch{ContextPct: ptr(-0.1)}, "context_pct"},
+		{"tokens", store.NodePatch{Tokens: ptr(int64(-1))}, "tokens"},
+		{"empty name", store.NodePatch{Name: ptr(" ")}, "name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.s.UpdateNode(ctx, u.ID, s.ID, root.ID, tt.p)
+			wantCode(t, err, orchestrator.EInvalid, tt.field)
+		})
+	}
+	_, err = e.s.UpdateNode(ctx, u.ID, s.ID, "missing", store.NodePatch{Name: ptr("x")})
+	wantCode(t, err, orchestrator.ENotFound, "")
+}
+
+func TestMoveNode(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	n := buildTree(t, e, u.ID, s.ID)
+	c := e.node(t, u.ID, s.ID, ptr(n["root"]), "c")
+	n["c"] = c
+
+	order := func() []string {
+		t.Helper()
+		nodes, err := e.s.Tree(ctx, u.ID, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{} // sort_order must be contiguous per parent
+		for _, nd := range nodes {
+			if nd.ParentID == nil {
+				continue
+			}
+			if nd.SortOrder != seen[*nd.ParentID] {
+				t.Fatalf("node %s sort_order %d, want %d (contiguous)", nd.Name, nd.SortOrder, seen[*nd.ParentID])
+			}
+			seen[*nd.ParentID]++
+		}
+		return names(nodes)
+	}
+
+	tests := []struct {
+		name   string
+		node   string
+		parent string
+		pos    int
+		want   []string
+	}{
+		{"reorder to front", "c", "", 0, []string{"root", "c", "a", "a1", "a2", "b"}},
+		{"reorder past end clamps", "c", "", 99, []string{"root", "a", "a1", "a2", "b", "c"}},
+		{"reparent", "b", "a", 1, []string{"root", "a", "a1", "b", "a2", "c"}},
+		{"reparent deeper", "c", "a1", 0, []string{"root", "a", "a1", "c", "b", "a2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var parent *string
+			if tt.parent != "" {
+				parent = ptr(n[tt.parent].ID)
+			}
+			got, err := e.s.MoveNode(ctx, u.ID, s.ID, n[tt.node].ID, parent, tt.pos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.parent != "" && *got.ParentID != n[tt.parent].ID {
+				t.Fatalf("parent %v", *got.ParentID)
+			}
+			if o := order(); !reflect.DeepEqual(o, tt.want) {
+				t.Fatalf("order %v, want %v", o, tt.want)
+			}
+		})
+	}
+	last, _ := e.s.LastSeq(ctx, s.ID)
+	before := dump(t, e.s)
+	errs := []struct {
+		name   string
+		node   string
+		parent string
+		pos    int
+		field  string
+	}{
+		{"under itself", "a", "a", 0, "parent_id"},
+		{"under descendant", "a", "c", 0, "parent_id"},
+		{"root", "root", "a", 0, "parent_id"},
+		{"negative", "b", "", -1, "sort_order"},
+		{"unknown parent", "b", "?", 0, "parent_id"},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			var parent *string
+			if tt.parent == "?" {
+				parent = ptr("missing")
+			} else if tt.parent != "" {
+				parent = ptr(n[tt.parent].ID)
+			}
+			_, err := e.s.MoveNode(ctx, u.ID, s.ID, n[tt.node].ID, parent, tt.pos)
+			wantCode(t, err, orchestrator.EInvalid, tt.field)
+		})
+	}
+	if dump(t, e.s) != before {
+		t.Fatal("a refused move changed the database")
+	}
+	// The moved record and the renumbered siblings' records are published.
+	if _, err := e.s.MoveNode(ctx, u.ID, s.ID, n["a2"].ID, ptr(n["root"].ID), 0); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := e.s.Records(ctx, s.ID, last, 0, "")
+	if len(recs) == 0 {
+		t.Fatal("no records for move")
+	}
+	var first store.NodeChange
+	_ = json.Unmarshal(recs[0].Data, &first)
+	if first.Op != store.OpMoved || first.Node.ID != n["a2"].ID || first.Node.SortOrder != 0 {
+		t.Fatalf("first record %s", recs[0].Data)
+	}
+	for _, r := range recs[1:] {
+		var ch store.NodeChange
+		_ = json.Unmarshal(r.Data, &ch)
+		if ch.Op != store.OpUpdated {
+			t.Fatalf("record %s", r.Data)
+		}
+	}
+	order()
+}
+
+func TestDeleteNode(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	n := buildTree(t, e, u.ID, s.ID)
+
+	ids, err := e.s.DeleteNode(ctx, u.ID, s.ID, n["a"].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 3 || ids[0] != n["a"].ID {
+		t.Fatalf("removed %v", ids)
+	}
+	nodes, _ := e.s.Tree(ctx, u.ID, s.ID)
+	if got := names(nodes); !reflect.DeepEqual(got, []string{"root", "b"}) {
+		t.Fatalf("left %v", got)
+	}
+	if b := byName(t, nodes)["b"]; b.SortOrder != 0 {
+		t.Fatalf("b not renumbered: %d", b.SortOrder)
+	}
+	recs, _ := e.s.Records(ctx, s.ID, 0, 0, n["a"].ID)
+	var del store.NodeChange
+	if err := json.Unmarshal(recs[len(recs)-1].Data, &del); err != nil || del.Op != store.OpDeleted || len(del.IDs) != 3 {
+		t.Fatalf("deleted record %s", recs[len(recs)-1].Data)
+	}
+
+	if _, err := e.s.DeleteNode(ctx, u.ID, s.ID, n["root"].ID); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := e.s.GetSession(ctx, u.ID, s.ID)
+	if sess.RootNodeID != nil || sess.NodeCount != 0 {
+		t.Fatalf("after root delete: %+v", sess)
+	}
+	// A new root may be created now.
+	e.node(t, u.ID, s.ID, nil, "new-root")
+	_, err = e.s.DeleteNode(ctx, u.ID, s.ID, n["b"].ID)
+	wantCode(t, err, orchestrator.ENotFound, "")
+}

@@ -1,0 +1,140 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+func TestUsers(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	a, err := e.s.CreateUser(ctx, "alice", true)
+	if err != nil || !a.IsAdmin || a.Name != "alice" {
+		t.Fatalf("create %+v, %v", a, err)
+	}
+	_, err = e.s.CreateUser(ctx, "alice", false)
+	wantCode(t, err, orchestrator.EConflict, "name")
+	for _, bad := range []string{"", "-x", "a b", strings.Repeat("a", 65), "é"} {
+		_, err = e.s.CreateUser(ctx, bad, false)
+		wantCode(t, err, orchestrator.EInvalid, "name")
+	}
+	got, err := e.s.UserByName(ctx, "alice")
+	if err != nil || got.ID != a.ID {
+		t.Fatalf("by name %+v, %v", got, err)
+	}
+	_, err = e.s.UserByName(ctx, "bob")
+	wantCode(t, err, orchestrator.ENotFound, "")
+	if n, err := e.s.CountUsers(ctx); err != nil || n != 1 {
+		t.Fatalf("count %d, %v", n, err)
+	}
+}
+
+func TestLoginToken(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	tok, err := e.s.CreateLoginToken(ctx, u.ID, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int
+	_ = e.s.SQL().QueryRow(`SELECT COUNT(*) FROM login_tokens WHERE hash = ?`, tok).Scan(&stored)
+	if stored != 0 {
+		t.Fatal("token stored in clear")
+	}
+	got, err := e.s.ConsumeLoginToken(ctx, tok)
+	if err != nil || got.ID != u.ID {
+		t.Fatalf("consume %+v, %v", got, err)
+	}
+	_, err = e.s.ConsumeLoginToken(ctx, tok)
+	wantCode(t, err, orchestrator.EUnauthorized, "")
+
+	tok2, _ := e.s.CreateLoginToken(ctx, u.ID, time.Minute)
+	e.clock.Add(time.Minute)
+	_, err = e.s.ConsumeLoginToken(ctx, tok2)
+	wantCode(t, err, orchestrator.EUnauthorized, "")
+	_, err = e.s.ConsumeLoginToken(ctx, "nonsense")
+	wantCode(t, err, orchestrator.EUnauthorized, "")
+	_, err = e.s.CreateLoginToken(ctx, u.ID, 0)
+	wantCode(t, err, orchestrator.EInvalid, "ttl")
+	_, err = e.s.CreateLoginToken(ctx, "nobody", time.Minute)
+	wantCode(t, err, orchestrator.ENotFound, "")
+	if n, err := e.s.DeleteExpired(ctx); err != nil || n != 2 {
+		t.Fatalf("delete expired %d, %v", n, err)
+	}
+}
+
+func TestWebSession(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	c, err := e.s.CreateWebSession(ctx, u.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.s.UserByWebSession(ctx, c); err != nil || got.ID != u.ID {
+		t.Fatalf("by cookie %+v, %v", got, err)
+	}
+	e.clock.Add(time.Hour)
+	_, err = e.s.UserByWebSession(ctx, c)
+	wantCode(t, err, orchestrator.EUnauthorized, "")
+	c2, _ := e.s.CreateWebSession(ctx, u.ID, time.Hour)
+	if err := e.s.DeleteWebSession(ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.UserByWebSession(ctx, c2)
+	wantCode(t, err, orchestrator.EUnauthorized, "")
+}
+
+func TestAPIKeys(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	key, k, err := e.s.CreateAPIKey(ctx, u.ID, "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(key, "fp_") || len(key) < 40 || !strings.HasPrefix(key, k.Prefix) {
+		t.Fatalf("key %q prefix %q", key, k.Prefix)
+	}
+	got, err := e.s.UserByAPIKey(ctx, key)
+	if err != nil || got.ID != u.ID {
+		t.Fatalf("by key %+v, %v", got, err)
+	}
+	keys, _ := e.s.ListAPIKeys(ctx, u.ID)
+	if len(keys) != 1 || keys[0].LastUsedAt == nil {
+		t.Fatalf("keys %+v", keys)
+	}
+	_, err = e.s.UserByAPIKey(ctx, key+"x")
+	wantCode(t, err, orchestrator.EUnauthorized, "")
+
+	s := e.session(t, u.ID, "s")
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	nkey, _, err := e.s.CreateNodeAPIKey(ctx, u.ID, s.ID, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.s.AuthAPIKey(ctx, nkey)
+	if err != nil || p.NodeID != root.ID || p.SessionID != s.ID || p.User.ID != u.ID {
+		t.Fatalf("node principal %+v, %v", p, err)
+	}
+	_, err = e.s.UserByAPIKey(ctx, nkey)
+	wantCode(t, err, orchestrator.EUnauthorized, "")
+	// The node key dies with its node.
+	if _, err := e.s.DeleteNode(ctx, u.ID, s.ID, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.AuthAPIKey(ctx, nkey)
+	wantCode(t, err, orchestrator.EUnauthorized, "")
+
+	if err := e.s.DeleteAPIKey(ctx, u.ID, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.UserByAPIKey(ctx, key)
+	wantCode(t, err, orchestrator.EUnauthorized, "")
+	wantCode(t, e.s.DeleteAPIKey(ctx, u.ID, k.ID), orchestrator.ENotFound, "")
+}
