@@ -1,0 +1,376 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+// DockerConfig configures the Docker runtime.
+type DockerConfig struct {
+	// Host is the engine address; "" uses DOCKER_HOST and friends (client.FromEnv).
+	Host string
+	// Network is the network mode for specs that leave Network empty
+	// (default "bridge").
+	Network string
+	// LogMaxSize and LogMaxFiles bound each container's json-file log
+	// (defaults "32m" and 4: at most 128 MiB of log per container). They
+	// also bound what a restarted orchestrator can recover: the newest
+	// LogMaxSize x LogMaxFiles of json-file data, about 100 MB of plain
+	// output once the driver's JSON wrapping (~70 bytes a line) is paid.
+	LogMaxSize  string
+	LogMaxFiles int
+	// NoInit turns off Docker's init process (docker-init/tini as PID 1,
+	// which forwards SIGTERM to the agent and reaps zombies).
+	NoInit bool
+}
+
+// Docker is the Runtime backed by a Docker engine (API 1.41+; negotiated).
+type Docker struct {
+	cli *client.Client
+	cfg DockerConfig
+}
+
+var _ Runtime = (*Docker)(nil)
+
+// NewDocker connects to the engine and checks that it answers.
+func NewDocker(ctx context.Context, cfg DockerConfig) (*Docker, error) {
+	if cfg.Network == "" {
+		cfg.Network = "bridge"
+	}
+	if cfg.LogMaxSize == "" {
+		cfg.LogMaxSize = "32m"
+	}
+	if cfg.LogMaxFiles <= 0 {
+		cfg.LogMaxFiles = 4
+	}
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if cfg.Host != "" {
+		opts = append(opts, client.WithHost(cfg.Host))
+	}
+	cli, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, orchestrator.Errorf(orchestrator.EUnavailable, "docker client: %v", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		cli.Close()
+		return nil, orchestrator.Errorf(orchestrator.EUnavailable, "docker engine not reachable at %s: %v", cli.DaemonHost(), err)
+	}
+	return &Docker{cli: cli, cfg: cfg}, nil
+}
+
+// Close releases the client's connections.
+func (d *Docker) Close() error { return d.cli.Close() }
+
+// wrap turns a Docker error about container id into a coded error.
+func (d *Docker) wrap(op, id string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s container %s: %w", op, id, err)
+	case cerrdefs.IsNotFound(err):
+		return orchestrator.Errorf(orchestrator.ENotFound, "container %q not found", id)
+	case client.IsErrConnectionFailed(err):
+		return orchestrator.Errorf(orchestrator.EUnavailable, "docker engine not reachable at %s: %v", d.cli.DaemonHost(), err)
+	case cerrdefs.IsConflict(err):
+		return orchestrator.Errorf(orchestrator.EConflict, "%s container %s: %v", op, id, err)
+	}
+	return fmt.Errorf("%s container %s: %w", op, id, err)
+}
+
+// Create implements Runtime.
+func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
+	if err := validateSpec(spec); err != nil {
+		return "", err
+	}
+	if spec.Image == "" {
+		return "", orchestrator.FieldErrorf("image", "image is required")
+	}
+	if _, err := d.cli.ImageInspect(ctx, spec.Image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", &orchestrator.Error{Code: orchestrator.EUnavailable, Field: "image",
+				Message: fmt.Sprintf("image %q not found locally; build it with make images", spec.Image)}
+		}
+		return "", d.wrap("inspect image for", spec.Image, err)
+	}
+	lim := spec.Limits.withDefaults()
+	network := spec.Network
+	if network == "" {
+		network = d.cfg.Network
+	}
+	cfg := &container.Config{
+		Image:     spec.Image,
+		Env:       envList(spec.Env),
+		Labels:    labels(spec),
+		User:      spec.User,
+		OpenStdin: true, // stdin stays open across attaches (StdinOnce false)
+		StdinOnce: false,
+		Tty:       false,
+	}
+	if len(spec.Cmd) > 0 {
+		cfg.Cmd = spec.Cmd
+	}
+	pids := lim.PidsLimit
+	init := !d.cfg.NoInit
+	host := &container.HostConfig{
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		NetworkMode:    container.NetworkMode(network),
+		ReadonlyRootfs: spec.ReadOnlyRootfs,
+		Init:           &init,
+		Resources: container.Resources{
+			Memory:    lim.MemoryBytes,
+			NanoCPUs:  lim.NanoCPUs,
+			PidsLimit: &pids,
+		},
+		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{
+			"max-size": d.cfg.LogMaxSize,
+			"max-file": strconv.Itoa(d.cfg.LogMaxFiles),
+		}},
+	}
+	if spec.ReadOnlyRootfs {
+		host.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,size=64m"}
+	}
+	if spec.WorkspaceDir != "" {
+		m := mount.Mount{Type: mount.TypeBind, Source: spec.WorkspaceDir, Target: "/workspace"}
+		if spec.WorkspacePropagation != "" {
+			m.BindOptions = &mount.BindOptions{Propagation: mount.Propagation(spec.WorkspacePropagation)}
+		}
+		host.Mounts = []mount.Mount{m}
+		cfg.WorkingDir = "/workspace"
+	}
+	resp, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, spec.Name)
+	if err != nil {
+		return "", d.wrap("create", spec.Name, err)
+	}
+	return resp.ID, nil
+}
+
+// Start implements Runtime.
+func (d *Docker) Start(ctx context.Context, id string) error {
+	return d.wrap("start", id, d.cli.ContainerStart(ctx, id, container.StartOptions{}))
+}
+
+// AttachStdin implements Runtime with a hijacked attach carrying stdin only.
+func (d *Docker) AttachStdin(ctx context.Context, id string) (io.WriteCloser, error) {
+	hr, err := d.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true})
+	if err != nil {
+		return nil, d.wrap("attach", id, err)
+	}
+	return &hijacked{hr: hr}, nil
+}
+
+type hijacked struct{ hr types.HijackedResponse }
+
+func (h *hijacked) Write(p []byte) (int, error) { return h.hr.Conn.Write(p) }
+
+// Close ends this attach only; the container's stdin stays open.
+func (h *hijacked) Close() error { return h.hr.Conn.Close() }
+
+// Logs implements Runtime by reading Docker's log with timestamps (the
+// json-file driver keeps what was printed while nobody was attached).
+func (d *Docker) Logs(ctx context.Context, id string, opts LogOptions) (*LogReader, error) {
+	rc, err := d.cli.ContainerLogs(ctx, id, container.LogsOptions{
+		ShowStdout: opts.Stdout || !opts.Stderr,
+		ShowStderr: opts.Stderr || !opts.Stdout,
+		Since:      sinceParam(opts.Since),
+		Timestamps: true,
+		Follow:     opts.Follow,
+	})
+	if err != nil {
+		return nil, d.wrap("logs of", id, err)
+	}
+	return NewLogReader(rc, opts), nil
+}
+
+// Wait implements Runtime.
+func (d *Docker) Wait(ctx context.Context, id string) (int, error) {
+	resC, errC := d.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
+	select {
+	case res := <-resC:
+		if res.Error != nil && res.Error.Message != "" {
+			return int(res.StatusCode), fmt.Errorf("wait for container %s: %s", id, res.Error.Message)
+		}
+		return int(res.StatusCode), nil
+	case err := <-errC:
+		return 0, d.wrap("wait for", id, err)
+	}
+}
+
+// Stop implements Runtime. It signals itself rather than using Docker's
+// stop so that grace has sub-second precision and ctx bounds every step.
+func (d *Docker) Stop(ctx context.Context, id string, grace time.Duration) error {
+	info, err := d.Inspect(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch info.State {
+	case StateExited, StateCreated:
+		return nil
+	case StatePaused:
+		if err := d.Unpause(ctx, id); err != nil {
+			return err
+		}
+	}
+	if err := d.kill(ctx, id, "SIGTERM"); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, grace)
+	_, err = d.Wait(wctx, id)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("stop container %s: %w", id, ctx.Err())
+	}
+	if err := d.kill(ctx, id, "SIGKILL"); err != nil {
+		return err
+	}
+	if _, err := d.Wait(ctx, id); err != nil {
+		return fmt.Errorf("stop container %s: %w", id, err)
+	}
+	return nil
+}
+
+// kill sends sig; a container that already stopped is fine.
+func (d *Docker) kill(ctx context.Context, id, sig string) error {
+	err := d.cli.ContainerKill(ctx, id, sig)
+	if err != nil && cerrdefs.IsConflict(err) { // "is not running"
+		return nil
+	}
+	return d.wrap("kill", id, err)
+}
+
+// Pause implements Runtime.
+func (d *Docker) Pause(ctx context.Context, id string) error {
+	return d.wrap("pause", id, d.cli.ContainerPause(ctx, id))
+}
+
+// Unpause implements Runtime.
+func (d *Docker) Unpause(ctx context.Context, id string) error {
+	return d.wrap("unpause", id, d.cli.ContainerUnpause(ctx, id))
+}
+
+// Remove implements Runtime.
+func (d *Docker) Remove(ctx context.Context, id string) error {
+	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	return d.wrap("remove", id, err)
+}
+
+// List implements Runtime. It inspects each container for exit code and times.
+func (d *Docker) List(ctx context.Context, want map[string]string) ([]Info, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
+	for k, v := range want {
+		f.Add("label", k+"="+v)
+	}
+	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, d.wrap("list", "", err)
+	}
+	out := make([]Info, 0, len(cs))
+	for _, c := range cs {
+		info, err := d.Inspect(ctx, c.ID)
+		if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Inspect implements Runtime.
+func (d *Docker) Inspect(ctx context.Context, id string) (Info, error) {
+	c, err := d.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return Info{}, d.wrap("inspect", id, err)
+	}
+	info := Info{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/")}
+	if c.Config != nil {
+		info.Image = c.Config.Image
+		info.Labels = c.Config.Labels
+		info.SessionID = c.Config.Labels[LabelSession]
+		info.NodeID = c.Config.Labels[LabelNode]
+	}
+	if st := c.State; st != nil {
+		switch st.Status {
+		case "created":
+			info.State = StateCreated
+		case "running":
+			info.State = StateRunning
+		case "paused":
+			info.State = StatePaused
+		default: // exited, dead, removing, restarting
+			info.State = StateExited
+		}
+		info.ExitCode = st.ExitCode
+		info.OOMKilled = st.OOMKilled
+		info.StartedAt = dockerTime(st.StartedAt)
+		info.FinishedAt = dockerTime(st.FinishedAt)
+	}
+	return info, nil
+}
+
+func dockerTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() <= 1 {
+		return time.Time{}
+	}
+	return t
+}
+
+// validateSpec checks what every runtime needs.
+func validateSpec(spec Spec) error {
+	if spec.SessionID == "" {
+		return orchestrator.FieldErrorf("session_id", "session id is required")
+	}
+	if spec.NodeID == "" {
+		return orchestrator.FieldErrorf("node_id", "node id is required")
+	}
+	return nil
+}
+
+// labels returns the spec's labels plus the filepath.* ones.
+func labels(spec Spec) map[string]string {
+	l := maps.Clone(spec.Labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[LabelManaged] = "true"
+	l[LabelSession] = spec.SessionID
+	l[LabelNode] = spec.NodeID
+	return l
+}
+
+// envList returns env as sorted KEY=value strings.
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
