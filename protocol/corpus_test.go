@@ -1,7 +1,7 @@
 package protocol_test
 
 import (
-		"bytes"
+	"bytes"
 	"flag"
 	"fmt"
 	"os"

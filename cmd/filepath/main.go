@@ -1,0 +1,55 @@
+// Command filepath runs trees of AI coding agents (filepath serve) and checks
+// agent output against the filepath Agent Protocol (filepath validate).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// usage lists the subcommands; each adds its own line.
+const usage = `usage: filepath COMMAND [ARGS]
+
+commands:
+  validate [--inputs] [--max-line N] [FILE|-]   check NDJSON agent events (or inputs) against the protocol
+  schema [--inputs]                             print the JSON Schema of events (or inputs)
+  version                                       print the version
+  help                                          print this help
+
+Run 'filepath COMMAND -h' for the flags of a command.
+`
+
+// Main runs the filepath command with args (without the program name) and
+// returns the exit code: 0 ok, 1 failure, 2 usage error.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "validate":
+		return runValidate(ctx, rest, stdin, stdout, stderr)
+	case "schema":
+		return runSchema(rest, stdout, stderr)
+	case "version", "--version":
+		return runVersion(rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "filepath: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
