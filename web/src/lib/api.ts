@@ -1,0 +1,129 @@
+// The one fetch wrapper for /api/v1. Every failure becomes an ApiError with a readable message;
+// a 401 also notifies the listener registered with onUnauthorized (the layout shows a sign-in page).
+import type {
+	AgentInfo,
+	AgentNode,
+	LogRecord,
+	ModelProvider,
+	Session,
+	SpawnRequest
+} from './types';
+
+export class ApiError extends Error {
+	readonly status: number;
+	readonly code: string;
+	readonly field?: string;
+	constructor(status: number, code: string, message: string, field?: string) {
+		super(message);
+		this.name = 'ApiError';
+		this.status = status;
+		this.code = code;
+		this.field = field;
+	}
+}
+
+/** errorMessage turns anything thrown by the API layer into one line a person can read. */
+export function errorMessage(err: unknown): string {
+	if (err instanceof ApiError) return err.field ? `${err.message} (${err.field})` : err.message;
+	if (err instanceof Error) return err.message;
+	return String(err);
+}
+
+let unauthorized: ((err: ApiError) => void) | undefined;
+/** onUnauthorized registers the single handler called whenever the API answers 401. */
+export function onUnauthorized(fn: ((err: ApiError) => void) | undefined) {
+	unauthorized = fn;
+}
+
+const base = '/api/v1';
+
+async function toError(res: Response): Promise<ApiError> {
+	let code = 'http_' + res.status;
+	let message = `${res.status} ${res.statusText || 'request failed'}`.trim();
+	let field: string | undefined;
+	const text = await res.text().catch(() => '');
+	try {
+		const body = JSON.parse(text);
+		if (body && typeof body.error === 'object' && body.error) {
+			code = body.error.code ?? code;
+			message = body.error.message ?? message;
+			field = body.error.field || undefined;
+		}
+	} catch {
+		if (text && text.length < 300) message = `${message}: ${text.trim()}`;
+	}
+	return new ApiError(res.status, code, message, field);
+}
+
+type Opts = { method?: string; body?: unknown; signal?: AbortSignal; text?: boolean };
+
+/** request performs one API call and returns the decoded body (undefined for 204). */
+export async function request<T>(path: string, opts: Opts = {}): Promise<T> {
+	const init: RequestInit = {
+		method: opts.method ?? 'GET',
+		credentials: 'same-origin',
+		headers: { Accept: opts.text ? 'text/plain' : 'application/json' },
+		signal: opts.signal
+	};
+	if (opts.body !== undefined) {
+		(init.headers as Record<string, string>)['Content-Type'] = 'application/json';
+		init.body = JSON.stringify(opts.body);
+	}
+	let res: Response;
+	try {
+		res = await fetch(base + path, init);
+	} catch (e) {
+		if ((e as Error)?.name === 'AbortError') throw e;
+		throw new ApiError(0, 'network', 'cannot reach the filepath server; check that it is running');
+	}
+	if (!res.ok) {
+		const err = await toError(res);
+		if (res.status === 401) unauthorized?.(err);
+		throw err;
+	}
+	if (res.status === 204) return undefined as T;
+	if (opts.text) return (await res.text()) as T;
+	const text = await res.text();
+	if (!text) return undefined as T;
+	try {
+		return JSON.parse(text) as T;
+	} catch {
+		throw new ApiError(res.status, 'bad_response', `the server sent a response that is not JSON (${path})`);
+	}
+}
+
+const enc = encodeURIComponent;
+const s = (id: string) => `/sessions/${enc(id)}`;
+const n = (id: string, node: string) => `${s(id)}/nodes/${enc(node)}`;
+
+export const api = {
+	me: () => request<{ id: string; name: string }>('/me'),
+	agents: () => request<AgentInfo[]>('/agents'),
+	models: () => request<{ providers: ModelProvider[] }>('/models'),
+
+	sessions: async () => (await request<{ data: Session[] }>('/sessions')).data ?? [],
+	session: (id: string) => request<Session>(s(id)),
+	createSession: (body: { name: string; git_repo_url?: string }) =>
+		request<Session>('/sessions', { method: 'POST', body }),
+	deleteSession: (id: string) => request<void>(s(id), { method: 'DELETE' }),
+	startSession: (id: string) => request<Session>(`${s(id)}/start`, { method: 'POST' }),
+	stopSession: (id: string) => request<Session>(`${s(id)}/stop`, { method: 'POST' }),
+
+	tree: async (id: string) => (await request<{ data: AgentNode[] }>(`${s(id)}/tree`)).data ?? [],
+	createNode: (id: string, body: SpawnRequest) =>
+		request<AgentNode>(`${s(id)}/nodes`, { method: 'POST', body }),
+	messages: (id: string, node: string, after = 0, limit = 500) =>
+		request<{ data: LogRecord[]; next_after: number }>(
+			`${n(id, node)}/messages?after=${after}&limit=${limit}`
+		),
+	sendMessage: (id: string, node: string, content: string) =>
+		request<LogRecord>(`${n(id, node)}/messages`, { method: 'POST', body: { content } }),
+	logs: (id: string, node: string, tail = 500) =>
+		request<string>(`${n(id, node)}/logs?tail=${tail}`, { text: true })
+};
+
+/** streamURL is the WebSocket address of a session's record stream. */
+export function streamURL(sessionId: string, after: number, loc: Location = window.location): string {
+	const proto = loc.protocol === 'https:' ? 'wss:' : 'ws:';
+	return `${proto}//${loc.host}${base}${s(sessionId)}/stream?after=${after}`;
+}
