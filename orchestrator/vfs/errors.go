@@ -16,6 +16,8 @@ type Error struct {
 	Code    string
 	Message string
 	Path    string
+
+	audit *auditRec // a policy violation still to be recorded
 }
 
 func (e *Error) Error() string { return e.Message }

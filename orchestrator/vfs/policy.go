@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"errors"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -91,12 +92,23 @@ func (fs *FS) allowedPath(p string, write bool) bool {
 	return false
 }
 
-// checkPath enforces the policy for a path operation.
+// checkPath enforces the policy for a path operation outside a transaction.
 func (fs *FS) checkPath(ctx context.Context, op, p string, write bool) error {
 	if fs.allowedPath(p, write) {
 		return nil
 	}
-	return fs.deny(ctx, op, p)
+	err := fs.denial(op, p)
+	fs.v.recordDenial(ctx, err)
+	return err
+}
+
+// checkPathTx is checkPath inside a transaction: the audit record is written
+// by VFS.tx after the rollback (the store has one writer connection).
+func (fs *FS) checkPathTx(op, p string, write bool) error {
+	if fs.allowedPath(p, write) {
+		return nil
+	}
+	return fs.denial(op, p)
 }
 
 // checkInodeAccess enforces the policy for an inode operation on ino (or its
@@ -115,18 +127,34 @@ func (fs *FS) checkInodeAccess(ctx context.Context, op string, ino int64, name s
 	return fs.checkPath(ctx, op, p, write)
 }
 
-// deny logs and audits a policy violation and returns EACCES.
-func (fs *FS) deny(ctx context.Context, op, p string) error {
-	reason := fmt.Sprintf("%s is outside the allowed paths of node %s", p, fs.nodeID)
-	fs.v.cfg.Logger.WarnContext(ctx, "vfs access denied", "session_id", fs.sid, "node_id", fs.nodeID, "op", op, "path", p, "allowed", fs.allowed)
-	now := fs.v.cfg.Now()
-	params, _ := json.Marshal(map[string]string{"path": p, "node_id": fs.nodeID})
-	errJSON, _ := json.Marshal(reason)
-	if _, err := fs.v.db.ExecContext(ctx, `INSERT INTO fs_audit(session_id, name, parameters, error, started_at, completed_at, duration_ms) VALUES(?,?,?,?,?,?,0)`,
-		fs.sid, op, string(params), string(errJSON), now.Unix(), now.Unix()); err != nil {
-		fs.v.cfg.Logger.ErrorContext(ctx, "vfs audit insert failed", "err", err)
+// auditRec is a pending security audit record carried by a denial error.
+type auditRec struct {
+	sid, nodeID, op, path string
+	allowed              []string
+	at                   time.Time
+}
+
+func (fs *FS) denial(op, p string) *Error {
+	e := errorf(syscall.EACCES, p, "%s is outside the allowed paths of node %s", p, fs.nodeID)
+	e.audit = &auditRec{sid: fs.sid, nodeID: fs.nodeID, op: op, path: p, allowed: fs.allowed, at: fs.v.cfg.Now()}
+	return e
+}
+
+// recordDenial logs a policy violation at WARN and inserts it into fs_audit.
+func (v *VFS) recordDenial(ctx context.Context, err error) {
+	var e *Error
+	if !errors.As(err, &e) || e.audit == nil {
+		return
 	}
-	return errorf(syscall.EACCES, p, "%s", reason)
+	a := e.audit
+	e.audit = nil
+	v.cfg.Logger.WarnContext(ctx, "vfs access denied", "session_id", a.sid, "node_id", a.nodeID, "op", a.op, "path", a.path, "allowed", a.allowed)
+	params, _ := json.Marshal(map[string]string{"path": a.path, "node_id": a.nodeID})
+	errJSON, _ := json.Marshal(e.Message)
+	if _, err := v.db.ExecContext(context.WithoutCancel(ctx), `INSERT INTO fs_audit(session_id, name, parameters, error, started_at, completed_at, duration_ms) VALUES(?,?,?,?,?,?,0)`,
+		a.sid, a.op, string(params), string(errJSON), a.at.Unix(), a.at.Unix()); err != nil {
+		v.cfg.Logger.ErrorContext(ctx, "vfs audit insert failed", "err", err)
+	}
 }
 
 // AuditEntry is one security audit record.

@@ -209,6 +209,7 @@ func (v *VFS) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	}
 	if err := f(tx); err != nil {
 		_ = tx.Rollback()
+		v.recordDenial(ctx, err)
 		return err
 	}
 	if err := tx.Commit(); err != nil {

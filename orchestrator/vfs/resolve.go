@@ -1,0 +1,120 @@
+package vfs
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"syscall"
+)
+
+// resolved is the result of walking a path: the entry's parent directory and
+// name, and its attributes when it exists.
+type resolved struct {
+	parent int64  // 0 for the root
+	name   string // "" for the root
+	path   string // canonical path after following symlinks
+	attr   Attr
+	exists bool
+}
+
+// resolve walks the cleaned path p from the root. Symlinks in the middle are
+// always followed, the last one only when followLast is set. A symlink's
+// absolute target is relative to the session root; ".." above the root is an
+// error ("symlink escapes the workspace"); more than MaxSymlinks hops is ELOOP.
+// With mk set (q must then be a transaction), missing directories are created
+// and their events appended to *mk.
+func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool, mk *[]event) (resolved, error) {
+	type frame struct {
+		ino  int64
+		name string
+	}
+	stack := []frame{{RootIno, ""}}
+	segs := splitPath(p)
+	hops := 0
+	canon := func() string {
+		s := ""
+		for _, f := range stack[1:] {
+			s += "/" + f.name
+		}
+		if s == "" {
+			return "/"
+		}
+		return s
+	}
+	for len(segs) > 0 {
+		name := segs[0]
+		segs = segs[1:]
+		last := len(segs) == 0
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			if len(stack) == 1 {
+				return resolved{}, errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s", p)
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		cur := stack[len(stack)-1].ino
+		a, err := fs.lookup(ctx, q, cur, name)
+		if IsErrno(err, syscall.ENOENT) {
+			if last {
+				return resolved{parent: cur, name: name, path: joinPath(canon(), name)}, nil
+			}
+			if mk == nil {
+				return resolved{}, errorf(syscall.ENOENT, p, "%s not found", joinPath(canon(), name))
+			}
+			tx, ok := q.(*sql.Tx)
+			if !ok {
+				return resolved{}, fmt.Errorf("resolve %s: creating directories needs a transaction", p)
+			}
+			if err := fs.checkPathTx("mkdir", joinPath(canon(), name), true); err != nil {
+				return resolved{}, err
+			}
+			a, err = fs.mknod(ctx, tx, cur, name, ModeDir|0o755, "")
+			if err != nil {
+				return resolved{}, err
+			}
+			*mk = append(*mk, event{op: OpCreated, path: joinPath(canon(), name)})
+		} else if err != nil {
+			return resolved{}, err
+		}
+		if a.IsSymlink() && (!last || followLast) {
+			hops++
+			if hops > MaxSymlinks {
+				return resolved{}, errorf(syscall.ELOOP, p, "too many levels of symbolic links resolving %s", p)
+			}
+			target, err := fs.readlink(ctx, q, a.Ino)
+			if err != nil {
+				return resolved{}, err
+			}
+			if strings.HasPrefix(target, "/") {
+				stack = stack[:1]
+			}
+			segs = append(splitPath(target), segs...)
+			if len(segs) == 0 {
+				break
+			}
+			continue
+		}
+		if last {
+			return resolved{parent: cur, name: name, path: joinPath(canon(), name), attr: a, exists: true}, nil
+		}
+		if !a.IsDir() {
+			return resolved{}, errorf(syscall.ENOTDIR, p, "%s is not a directory", joinPath(canon(), name))
+		}
+		stack = append(stack, frame{a.Ino, name})
+	}
+	// the walk ended on a directory (the root, or a symlink target such as "..")
+	top := stack[len(stack)-1]
+	a, err := fs.getAttr(ctx, q, top.ino)
+	if err != nil {
+		return resolved{}, err
+	}
+	r := resolved{path: canon(), attr: a, exists: true, name: top.name}
+	if len(stack) > 1 {
+		r.parent = stack[len(stack)-2].ino
+	}
+	return r, nil
+}
