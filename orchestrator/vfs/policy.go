@@ -2,9 +2,9 @@ package vfs
 
 import (
 	"context"
-	"errors"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -130,8 +130,8 @@ func (fs *FS) checkInodeAccess(ctx context.Context, op string, ino int64, name s
 // auditRec is a pending security audit record carried by a denial error.
 type auditRec struct {
 	sid, nodeID, op, path string
-	allowed              []string
-	at                   time.Time
+	allowed               []string
+	at                    time.Time
 }
 
 func (fs *FS) denial(op, p string) *Error {
