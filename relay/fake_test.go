@@ -2,17 +2,18 @@ package relay
 
 import (
 	"bytes"
+	"encoding/binary"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -46,7 +47,7 @@ func (t *trace) index(s string) int {
 
 // fakeProcess is a Process built from function fields.
 type fakeProcess struct {
-	LogsFn    func(ctx context.Context, id string, since time.Time, follow bool) iter.Seq2[LogLine, error]
+	LogsFn    func(ctx context.Context, id string, opts containers.LogOptions) (*containers.LogReader, error)
 	AttachFn  func(ctx context.Context, id string) (io.WriteCloser, error)
 	WaitFn    func(ctx context.Context, id string) (int, error)
 	StopFn    func(ctx context.Context, id string, grace time.Duration) error
@@ -54,8 +55,8 @@ type fakeProcess struct {
 	UnpauseFn func(ctx context.Context, id string) error
 }
 
-func (p *fakeProcess) Logs(ctx context.Context, id string, since time.Time, follow bool) iter.Seq2[LogLine, error] {
-	return p.LogsFn(ctx, id, since, follow)
+func (p *fakeProcess) Logs(ctx context.Context, id string, opts containers.LogOptions) (*containers.LogReader, error) {
+	return p.LogsFn(ctx, id, opts)
 }
 func (p *fakeProcess) AttachStdin(ctx context.Context, id string) (io.WriteCloser, error) {
 	return p.AttachFn(ctx, id)
@@ -72,7 +73,7 @@ func (p *fakeProcess) Unpause(ctx context.Context, id string) error { return p.U
 type fakeContainer struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change
-	lines   []LogLine
+	lines   []fakeLine
 	exited  bool
 	code    int
 	waitErr error
@@ -81,6 +82,13 @@ type fakeContainer struct {
 	// formats since as a Unix second: the relay must skip the extra lines.
 	secondSince bool
 	t0          time.Time
+	opens       int
+}
+
+func (c *fakeContainer) opened() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opens
 }
 
 func newContainer() *fakeContainer {
@@ -92,12 +100,18 @@ func (c *fakeContainer) notify() {
 	c.changed = make(chan struct{})
 }
 
-// emit appends a line stamped t0 + ns nanoseconds.
-func (c *fakeContainer) emit(stream string, ns int, line string) {
-	c.emitLine(LogLine{Stream: stream, Time: c.t0.Add(time.Duration(ns)), Line: []byte(line)})
+type fakeLine struct {
+	stream containers.Stream
+	t      time.Time
+	text   string // with its newline, if any
 }
 
-func (c *fakeContainer) emitLine(ln LogLine) {
+// emit appends a line stamped t0 + ns nanoseconds.
+func (c *fakeContainer) emit(stream containers.Stream, ns int, line string) {
+	c.emitLine(fakeLine{stream: stream, t: c.t0.Add(time.Duration(ns)), text: line + "\n"})
+}
+
+func (c *fakeContainer) emitLine(ln fakeLine) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lines = append(c.lines, ln)
@@ -117,40 +131,61 @@ func (c *fakeContainer) stdinText() string {
 	return c.stdin.String()
 }
 
-func (c *fakeContainer) logs(ctx context.Context, _ string, since time.Time, follow bool) iter.Seq2[LogLine, error] {
+// logs serves the log as Docker does: multiplexed frames with timestamps,
+// through a pipe, read by the real containers.LogReader.
+func (c *fakeContainer) logs(ctx context.Context, _ string, opts containers.LogOptions) (*containers.LogReader, error) {
+	since := opts.Since
 	if c.secondSince {
 		since = since.Truncate(time.Second)
 	}
-	return func(yield func(LogLine, error) bool) {
+	c.mu.Lock()
+	c.opens++
+	c.mu.Unlock()
+	pr, pw := io.Pipe()
+	go func() { // ends when the log ends, the reader closes the pipe, or ctx ends
 		i := 0
 		for {
 			c.mu.Lock()
-			for i < len(c.lines) {
+			var buf []byte
+			for ; i < len(c.lines); i++ {
 				ln := c.lines[i]
-				i++
-				if !since.IsZero() && ln.Time.Before(since) {
+				if !since.IsZero() && ln.t.Before(since) {
 					continue
 				}
-				ln.Line = bytes.Clone(ln.Line)
-				c.mu.Unlock()
-				if !yield(ln, nil) {
-					return
-				}
-				c.mu.Lock()
+				buf = appendFrame(buf, ln.stream, ln.t, ln.text)
 			}
 			exited, ch := c.exited, c.changed
 			c.mu.Unlock()
-			if !follow || exited {
+			if len(buf) > 0 {
+				if _, err := pw.Write(buf); err != nil {
+					return
+				}
+			}
+			if !opts.Follow || exited {
+				pw.Close()
 				return
 			}
 			select {
 			case <-ctx.Done():
-				yield(LogLine{}, ctx.Err())
+				pw.CloseWithError(ctx.Err())
 				return
 			case <-ch:
 			}
 		}
-	}
+	}()
+	return containers.NewLogReader(pr, opts), nil
+}
+
+// appendFrame writes one frame of Docker's multiplexed, timestamped log.
+func appendFrame(dst []byte, s containers.Stream, t time.Time, content string) []byte {
+	ts := t.UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
+	var hdr [8]byte
+	hdr[0] = byte(s)
+	binary.BigEndian.PutUint32(hdr[4:], uint32(len(ts)+1+len(content)))
+	dst = append(dst, hdr[:]...)
+	dst = append(dst, ts...)
+	dst = append(dst, ' ')
+	return append(dst, content...)
 }
 
 func (c *fakeContainer) wait(ctx context.Context, _ string) (int, error) {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -125,7 +126,7 @@ type Config struct {
 
 	MaxBatch   int           // lines appended in one transaction (DefaultMaxBatch)
 	MailboxLen int           // undelivered inputs held (DefaultMailboxLen)
-	MaxLine    int           // the runtime's line limit, named in the error of a cut line
+	MaxLine    int           // bytes of one log line; longer ones are cut (containers.DefaultMaxLine)
 	MaxRaw     int           // bytes of a bad line kept in its error record (DefaultMaxRaw)
 	StopGrace  time.Duration // after signal{stop}, before the runtime's stop (DefaultStopGrace)
 	KillGrace  time.Duration // runtime stop: SIGTERM, then SIGKILL after this (DefaultKillGrace)
@@ -170,7 +171,7 @@ type result struct {
 }
 
 type logItem struct {
-	LogLine
+	containers.LogLine
 	pos Cursor // the cursor just after this line
 }
 
@@ -200,6 +201,7 @@ func Start(ctx context.Context, cfg Config) (*Relay, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	setDefault(&cfg.MaxLine, containers.DefaultMaxLine)
 	setDefault(&cfg.MaxBatch, DefaultMaxBatch)
 	setDefault(&cfg.MailboxLen, DefaultMailboxLen)
 	setDefault(&cfg.MaxRaw, DefaultMaxRaw)
@@ -369,7 +371,7 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 	for i := range batch {
 		it := &batch[i]
 		cur.Stdout, cur.Stderr = it.pos.Stdout, it.pos.Stderr
-		if it.Stream == Stderr {
+		if it.Stream == containers.Stderr {
 			stderr = append(stderr, it.Line)
 			r.pushTail(it.Line)
 			continue
@@ -383,10 +385,7 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 			at = now
 		}
 		if it.Truncated {
-			msg := "line longer than the line limit; cut"
-			if r.cfg.MaxLine > 0 {
-				msg = fmt.Sprintf("line longer than the %d-byte line limit; cut", r.cfg.MaxLine)
-			}
+			msg := fmt.Sprintf("line of %d bytes is longer than the %d-byte line limit; cut", it.Size, r.cfg.MaxLine)
 			recs = append(recs, r.errorRecord(at, errorData{Message: msg, Raw: r.raw(line), Source: SourceStdout}))
 			continue
 		}
@@ -615,32 +614,34 @@ func (r *Relay) readLoop(ctx context.Context, from Cursor) {
 		default:
 		}
 		sk := skipper{from: pos}
-		var streamErr error
 		got := false
-		for ln, err := range r.cfg.Process.Logs(ctx, r.cfg.Node.ContainerID, pos.since(), !final) {
-			if err != nil {
-				streamErr = err
-				break
-			}
-			s := 0
-			if ln.Stream == Stderr {
-				s = 1
-			}
-			if sk.skip(s, ln.Time) {
-				continue
-			}
-			if s == 0 {
-				pos.Stdout = pos.Stdout.advance(ln.Time)
-			} else {
-				pos.Stderr = pos.Stderr.advance(ln.Time)
-			}
-			got = true
-			select {
-			case r.lines <- logItem{LogLine: ln, pos: pos}:
-			case <-ctx.Done():
-				return
-			}
-		}
+		streamErr := r.readOnce(ctx, containers.LogOptions{Since: pos.since(), Follow: !final, MaxLine: r.cfg.MaxLine},
+			func(ln containers.LogLine) bool {
+				s := 0
+				if ln.Stream == containers.Stderr {
+					s = 1
+				}
+				if sk.skip(s, ln.Time) {
+					return true
+				}
+				if ln.Unterminated && !final {
+					// Its rest may still come: read it again once the
+					// container has exited (or the follow is re-opened).
+					return false
+				}
+				if s == 0 {
+					pos.Stdout = pos.Stdout.advance(ln.Time)
+				} else {
+					pos.Stderr = pos.Stderr.advance(ln.Time)
+				}
+				got = true
+				select {
+				case r.lines <- logItem{LogLine: ln, pos: pos}:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			})
 		if ctx.Err() != nil {
 			return
 		}
@@ -662,6 +663,30 @@ func (r *Relay) readLoop(ctx context.Context, from Cursor) {
 		case <-r.exited:
 		case <-r.cfg.Clock.After(backoff):
 			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+}
+
+// readOnce opens the log once and hands each line to fn until fn returns
+// false or the log ends (nil) or breaks (the error).
+func (r *Relay) readOnce(ctx context.Context, opts containers.LogOptions, fn func(containers.LogLine) bool) error {
+	rd, err := r.cfg.Process.Logs(ctx, r.cfg.Node.ContainerID, opts)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	stop := context.AfterFunc(ctx, func() { rd.Close() })
+	defer stop()
+	for {
+		ln, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !fn(ln) {
+			return nil
 		}
 	}
 }

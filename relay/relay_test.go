@@ -1,17 +1,18 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -26,16 +27,16 @@ func TestLinesBecomeRecords(t *testing.T) {
 	h.cfg.MaxLine = 100
 	h.cfg.MaxRaw = 8
 	c := h.c
-	c.emit(Stdout, 1, `{"type":"text","content":"hi","extra":1}`)
-	c.emit(Stderr, 2, "warming up")
-	c.emit(Stdout, 3, `not json at all`)
-	c.emit(Stdout, 4, "")
-	c.emit(Stdout, 5, `{"type":"text"}`)
-	c.emitLine(LogLine{Stream: Stdout, Time: c.t0.Add(6), Line: []byte(`{"type":"text","content":"aaaaaaa`), Truncated: true})
-	c.emit(Stdout, 7, "\xff\xfe{\"type\":\"text\"")
-	c.emit(Stdout, 8, `{"type":"tool","name":"read","status":"start"}`+"\r")
-	c.emit(Stdout, 9, `{"type":"done","summary":"ok"}`)
-	c.emit(Stderr, 10, "bye")
+	c.emit(containers.Stdout, 1, `{"type":"text","content":"hi","extra":1}`)
+	c.emit(containers.Stderr, 2, "warming up")
+	c.emit(containers.Stdout, 3, `not json at all`)
+	c.emit(containers.Stdout, 4, "")
+	c.emit(containers.Stdout, 5, `{"type":"text"}`)
+	c.emit(containers.Stdout, 6, `{"type":"text","content":"`+strings.Repeat("a", 200)+`"}`)
+	c.emit(containers.Stdout, 7, "\xff\xfe{\"type\":\"text\"")
+	c.emit(containers.Stdout, 8, `{"type":"tool","name":"read","status":"start"}`+"\r")
+	c.emit(containers.Stdout, 9, `{"type":"done","summary":"ok"}`)
+	c.emit(containers.Stderr, 10, "bye")
 	c.exit(0, nil)
 	h.start(t)
 	ex := h.eff.lastExit(t)
@@ -52,7 +53,7 @@ func TestLinesBecomeRecords(t *testing.T) {
 	want := `event {"type":"text","content":"hi"}
 error {"message":` + msg("not json at all") + `,"raw":"not json","source":"stdout"}
 error {"message":"missing field \"content\"","raw":"{\"type\":","source":"stdout"}
-error {"message":"line longer than the 100-byte line limit; cut","raw":"{\"type\":","source":"stdout"}
+error {"message":"line of 228 bytes is longer than the 100-byte line limit; cut","raw":"{\"type\":","source":"stdout"}
 error {"message":` + msg("\xff\xfe{") + `,"raw":"\ufffd\ufffd{\"type","source":"stdout"}
 event {"type":"tool","name":"read","status":"start"}
 event {"type":"done","summary":"ok"}
@@ -76,7 +77,7 @@ func TestBatching(t *testing.T) {
 	h.cfg.MaxBatch = 100
 	const n = 1000
 	for i := range n {
-		h.c.emit(Stdout, i+1, fmt.Sprintf(`{"type":"text","content":"%d"}`, i))
+		h.c.emit(containers.Stdout, i+1, fmt.Sprintf(`{"type":"text","content":"%d"}`, i))
 	}
 	h.c.exit(0, nil)
 	h.start(t)
@@ -110,18 +111,18 @@ func TestResumeExactlyOnce(t *testing.T) {
 	tests := []struct {
 		name        string
 		secondSince bool
-		stamps      func(i int) (stream string, ns int)
+		stamps      func(i int) (stream containers.Stream, ns int)
 	}{
-		{name: "distinct stamps", stamps: func(i int) (string, int) { return Stdout, i + 1 }},
-		{name: "shared stamps", stamps: func(i int) (string, int) { return Stdout, i / 7 }},
-		{name: "shared stamps both streams", stamps: func(i int) (string, int) {
+		{name: "distinct stamps", stamps: func(i int) (containers.Stream, int) { return containers.Stdout, i + 1 }},
+		{name: "shared stamps", stamps: func(i int) (containers.Stream, int) { return containers.Stdout, i / 7 }},
+		{name: "shared stamps both streams", stamps: func(i int) (containers.Stream, int) {
 			if i%3 == 0 {
-				return Stderr, i / 5
+				return containers.Stderr, i / 5
 			}
-			return Stdout, i / 5
+			return containers.Stdout, i / 5
 		}},
-		{name: "one stamp for all", stamps: func(int) (string, int) { return Stdout, 42 }},
-		{name: "second precision since", secondSince: true, stamps: func(i int) (string, int) { return Stdout, i * 1e7 }},
+		{name: "one stamp for all", stamps: func(int) (containers.Stream, int) { return containers.Stdout, 42 }},
+		{name: "second precision since", secondSince: true, stamps: func(i int) (containers.Stream, int) { return containers.Stdout, i * 1e7 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,12 +134,12 @@ func TestResumeExactlyOnce(t *testing.T) {
 				for i := range n {
 					s, ns := tt.stamps(i)
 					line := fmt.Sprintf(`{"type":"text","content":"%d"}`, i)
-					if s == Stderr {
+					if s == containers.Stderr {
 						line = fmt.Sprintf("stderr %d", i)
 					}
 					h.c.emit(s, ns, line)
 				}
-				h.c.emit(Stdout, 1e9*3, `{"type":"done"}`)
+				h.c.emit(containers.Stdout, 1e9*3, `{"type":"done"}`)
 				h.c.exit(0, nil)
 				return h
 			}
@@ -171,32 +172,46 @@ func TestResumeExactlyOnce(t *testing.T) {
 func TestSideEffectsAfterAppend(t *testing.T) {
 	h := newHarness()
 	h.eff.StatusFn = func(context.Context, Node, protocol.StatusEvent) error { return errBoom }
-	h.c.emit(Stdout, 1, `{"type":"spawn","name":"kid","agent":"shelley","model":"m","task":"t"}`)
-	h.c.emit(Stdout, 2, `{"type":"status","state":"thinking","context_pct":0.5}`)
-	h.c.emit(Stdout, 3, `{"type":"done"}`)
+	h.c.emit(containers.Stdout, 1, `{"type":"spawn","name":"kid","agent":"shelley","model":"m","task":"t"}`)
+	h.c.emit(containers.Stdout, 2, `{"type":"status","state":"thinking","context_pct":0.5}`)
+	h.c.emit(containers.Stdout, 3, `{"type":"done"}`)
 	h.c.exit(0, nil)
 	h.start(t)
 	h.eff.lastExit(t)
 	tr := h.tr.list()
+	find := func(sub string) int {
+		for i, e := range tr {
+			if e == sub {
+				return i
+			}
+		}
+		for i, e := range tr {
+			if strings.Contains(e, sub) {
+				return i
+			}
+		}
+		t.Fatalf("%q not in trace:\n%s", sub, strings.Join(tr, "\n"))
+		return -1
+	}
 	order := []string{
-		`append 1:{"type":"spawn","name":"kid","agent":"shelley","model":"m","task":"t"}`,
+		`append 1:{"type":"spawn"`,
 		`spawn kid`,
 		`status thinking`,
-		`append 4:{"message":"status thinking: boom","source":"runtime"}`,
+		`"status thinking: boom"`,
 		`done`,
 		`exited 0`,
 	}
-	last := -1
-	for _, s := range order {
-		i := h.tr.index(s)
-		if i <= last {
-			t.Fatalf("%q at %d, not after %d; trace:\n%s", s, i, last, strings.Join(tr, "\n"))
+	for i := 1; i < len(order); i++ {
+		if find(order[i-1]) >= find(order[i]) {
+			t.Fatalf("%q must come before %q; trace:\n%s", order[i-1], order[i], strings.Join(tr, "\n"))
 		}
-		last = i
 	}
-	for _, s := range []string{`append 2:{"type":"status","state":"thinking","context_pct":0.5}`, `append 3:{"type":"done"}`} {
-		if i := h.tr.index(s); i < 0 || i > h.tr.index("spawn kid") {
-			t.Fatalf("%q must be appended (same batch) before the first side effect; trace:\n%s", s, strings.Join(tr, "\n"))
+	for _, p := range [][2]string{
+		{`{"type":"status"`, `status thinking`},
+		{`{"type":"done"}`, `done`},
+	} {
+		if find(p[0]) >= find(p[1]) {
+			t.Fatalf("%q must be appended before its side effect; trace:\n%s", p[0], strings.Join(tr, "\n"))
 		}
 	}
 }
@@ -241,6 +256,10 @@ func TestStdinReattach(t *testing.T) {
 		t.Fatalf("stdin = %q", got)
 	}
 }
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errBoom }
 
 type brokenWriter struct{}
 
@@ -421,11 +440,11 @@ func TestExit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness()
 			h.cfg.TailLines = 2
-			h.c.emit(Stderr, 1, "e0")
-			h.c.emit(Stderr, 2, "e1")
-			h.c.emit(Stderr, 3, "e2")
+			h.c.emit(containers.Stderr, 1, "e0")
+			h.c.emit(containers.Stderr, 2, "e1")
+			h.c.emit(containers.Stderr, 3, "e2")
 			for i, l := range tt.lines {
-				h.c.emit(Stdout, 10+i, l)
+				h.c.emit(containers.Stdout, 10+i, l)
 			}
 			h.c.exit(tt.code, tt.waitErr)
 			r := h.start(t)
@@ -472,7 +491,7 @@ func TestAppendRetry(t *testing.T) {
 		}
 		return nil
 	}
-	h.c.emit(Stdout, 1, `{"type":"spawn","name":"kid","agent":"a","model":"m"}`)
+	h.c.emit(containers.Stdout, 1, `{"type":"spawn","name":"kid","agent":"a","model":"m"}`)
 	h.start(t)
 	for range 2 {
 		checkFor(t, "a retry timer", func() bool { return clk.pending() >= 1 })
@@ -494,24 +513,19 @@ func TestFollowReopens(t *testing.T) {
 	opens := 0
 	var mu sync.Mutex
 	inner := h.p.LogsFn
-	h.p.LogsFn = func(ctx context.Context, id string, since time.Time, follow bool) iter.Seq2[LogLine, error] {
+	h.p.LogsFn = func(ctx context.Context, id string, opts containers.LogOptions) (*containers.LogReader, error) {
 		mu.Lock()
 		opens++
 		first := opens == 1
 		mu.Unlock()
 		if first { // the first follow breaks after one line
-			return func(yield func(LogLine, error) bool) {
-				for ln, err := range inner(ctx, id, since, false) {
-					yield(ln, err)
-					break
-				}
-				yield(LogLine{}, errBoom)
-			}
+			frame := appendFrame(nil, containers.Stdout, h.c.t0.Add(1), `{"type":"text","content":"1"}`+"\n")
+			return containers.NewLogReader(io.NopCloser(io.MultiReader(bytes.NewReader(frame), errReader{})), opts), nil
 		}
-		return inner(ctx, id, since, follow)
+		return inner(ctx, id, opts)
 	}
-	h.c.emit(Stdout, 1, `{"type":"text","content":"1"}`)
-	h.c.emit(Stdout, 1, `{"type":"text","content":"2"}`)
+	h.c.emit(containers.Stdout, 1, `{"type":"text","content":"1"}`)
+	h.c.emit(containers.Stdout, 1, `{"type":"text","content":"2"}`)
 	h.start(t)
 	checkFor(t, "the first line", func() bool { return len(h.log.records()) == 1 })
 	checkFor(t, "a re-open timer", func() bool { return clk.pending() == 1 })
@@ -542,5 +556,24 @@ func TestStartValidates(t *testing.T) {
 				t.Fatal("Start accepted a bad config")
 			}
 		})
+	}
+}
+
+// TestUnterminatedLastLine: a line the agent did not end with a newline is
+// held while the container runs and handled once it has exited.
+func TestUnterminatedLastLine(t *testing.T) {
+	h := newHarness()
+	h.c.emitLine(fakeLine{stream: containers.Stdout, t: h.c.t0.Add(1), text: `{"type":"done"}`})
+	h.start(t)
+	checkFor(t, "the follow to start", func() bool { return h.c.opened() > 0 })
+	if n := len(h.log.records()); n != 0 {
+		t.Fatalf("%d records before the line ended", n)
+	}
+	h.c.exit(0, nil)
+	if ex := h.eff.lastExit(t); !ex.Clean() {
+		t.Fatalf("exit = %+v", ex)
+	}
+	if got := summary(h.log.records()); got != "event {\"type\":\"done\"}\n" {
+		t.Fatalf("records:\n%s", got)
 	}
 }
