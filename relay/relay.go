@@ -123,6 +123,10 @@ type Config struct {
 	LogDir  *LogDir // where stderr goes; nil keeps only the tail
 	Clock   Clock   // nil: the real clock
 	Logger  *slog.Logger
+	// Permanent reports Log errors that a retry cannot fix (e.g. the node
+	// was deleted): the relay then ends, and Err returns the error. nil:
+	// every error is retried until the relay is closed.
+	Permanent func(error) bool
 
 	MaxBatch   int           // lines appended in one transaction (DefaultMaxBatch)
 	MailboxLen int           // undelivered inputs held (DefaultMailboxLen)
@@ -141,6 +145,7 @@ type Relay struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+	err    error // why the relay ended early; written before done closes
 
 	mailbox chan request
 	writes  chan writeJob
@@ -237,6 +242,17 @@ func (r *Relay) Node() Node { return r.cfg.Node }
 
 // Done is closed when the relay has ended.
 func (r *Relay) Done() <-chan struct{} { return r.done }
+
+// Err returns, once Done is closed, the permanent Log error that ended the
+// relay, or nil.
+func (r *Relay) Err() error {
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}
 
 // Close ends the relay without touching the container and waits for its
 // goroutines. Safe to call more than once.
@@ -439,6 +455,12 @@ func (r *Relay) appendRetry(ctx context.Context, cur Cursor, recs []Record) ([]i
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if r.cfg.Permanent != nil && r.cfg.Permanent(err) {
+			r.log.Warn("append to session log failed; ending the relay", "err", err)
+			r.err = fmt.Errorf("append to session log: %w", err)
+			r.once.Do(r.cancel)
+			return nil, err
 		}
 		r.log.Warn("append to session log failed; retrying", "records", len(recs), "err", err, "backoff", backoff)
 		select {

@@ -577,3 +577,22 @@ func TestUnterminatedLastLine(t *testing.T) {
 		t.Fatalf("records:\n%s", got)
 	}
 }
+
+func TestPermanentAppendErrorEndsRelay(t *testing.T) {
+	h := newHarness()
+	h.log.failFn = func(int) error { return errBoom }
+	h.cfg.Permanent = func(err error) bool { return errors.Is(err, errBoom) }
+	h.c.emit(containers.Stdout, 1, `{"type":"spawn","name":"kid","agent":"a","model":"m"}`)
+	r := h.start(t)
+	select {
+	case <-r.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("relay still runs after a permanent append error")
+	}
+	if !errors.Is(r.Err(), errBoom) {
+		t.Fatalf("Err() = %v", r.Err())
+	}
+	if h.tr.index("spawn kid") >= 0 {
+		t.Fatal("side effect of an event that was not appended")
+	}
+}
