@@ -166,7 +166,12 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 
 // Start implements Runtime.
 func (d *Docker) Start(ctx context.Context, id string) error {
-	return d.wrap("start", id, d.cli.ContainerStart(ctx, id, container.StartOptions{}))
+	err := d.cli.ContainerStart(ctx, id, container.StartOptions{})
+	if err != nil && strings.Contains(err.Error(), "is not a shared or slave mount") {
+		return orchestrator.Errorf(orchestrator.EUnavailable,
+			"start container %s: %v (workspace propagation needs a shared host mount: mount --make-rshared on the data directory's mount)", id, err)
+	}
+	return d.wrap("start", id, err)
 }
 
 // AttachStdin implements Runtime with a hijacked attach carrying stdin only.

@@ -1,0 +1,101 @@
+package containers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+// TestDockerHardening checks the defaults are visible in docker inspect.
+func TestDockerHardening(t *testing.T) {
+	d := dockerRuntime(t)
+	if d == nil {
+		t.Skip("docker tests disabled")
+	}
+	session := "test-" + newID()
+	t.Cleanup(func() { cleanup(t, d, session) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws := t.TempDir()
+	id, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n1", Image: testImage, WorkspaceDir: ws,
+		ReadOnlyRootfs: true, Env: map[string]string{"FILEPATH_TASK": "echo hi", "FILEPATH_AGENT_ID": "n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	c, err := cli.ContainerInspect(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := c.HostConfig
+	lim := DefaultLimits()
+	checks := []struct {
+		name string
+		ok   bool
+		got  any
+	}{
+		{"cap drop all", len(hc.CapDrop) == 1 && hc.CapDrop[0] == "ALL", hc.CapDrop},
+		{"no new privileges", len(hc.SecurityOpt) == 1 && strings.HasPrefix(hc.SecurityOpt[0], "no-new-privileges"), hc.SecurityOpt},
+		{"pids limit", hc.PidsLimit != nil && *hc.PidsLimit == lim.PidsLimit, hc.PidsLimit},
+		{"memory", hc.Memory == lim.MemoryBytes, hc.Memory},
+		{"cpus", hc.NanoCPUs == lim.NanoCPUs, hc.NanoCPUs},
+		{"network", hc.NetworkMode == "bridge", hc.NetworkMode},
+		{"read-only rootfs", hc.ReadonlyRootfs && hc.Tmpfs["/tmp"] != "", hc.Tmpfs},
+		{"no privileged", !hc.Privileged, hc.Privileged},
+		{"json-file bounded", hc.LogConfig.Type == "json-file" && hc.LogConfig.Config["max-size"] == "32m" && hc.LogConfig.Config["max-file"] == "4", hc.LogConfig},
+		{"init", hc.Init != nil && *hc.Init, hc.Init},
+		{"stdin open", c.Config.OpenStdin && !c.Config.StdinOnce && !c.Config.Tty, c.Config},
+		{"workspace bind", len(hc.Mounts) == 1 && hc.Mounts[0].Source == ws && hc.Mounts[0].Target == "/workspace", hc.Mounts},
+		{"workdir", c.Config.WorkingDir == "/workspace", c.Config.WorkingDir},
+		{"labels", c.Config.Labels[LabelManaged] == "true" && c.Config.Labels[LabelSession] == session && c.Config.Labels[LabelNode] == "n1", c.Config.Labels},
+		{"env", strings.HasPrefix(strings.Join(c.Config.Env, ","), "FILEPATH_AGENT_ID=n1,FILEPATH_TASK=echo hi"), c.Config.Env},
+		{"no docker socket", !strings.Contains(strings.Join(hc.Binds, ","), "docker.sock"), hc.Binds},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: got %+v", c.name, c.got)
+		}
+	}
+}
+
+func TestDockerErrors(t *testing.T) {
+	d := dockerRuntime(t)
+	if d == nil {
+		t.Skip("docker tests disabled")
+	}
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		spec     Spec
+		wantCode string
+		wantMsg  string
+	}{
+		{name: "image missing", spec: Spec{SessionID: "s", NodeID: "n", Image: "filepath/no-such-image:latest"},
+			wantCode: orchestrator.EUnavailable, wantMsg: `image "filepath/no-such-image:latest" not found locally; build it with make images`},
+		{name: "image required", spec: Spec{SessionID: "s", NodeID: "n"}, wantCode: orchestrator.EInvalid, wantMsg: "image is required"},
+		{name: "node required", spec: Spec{SessionID: "s", Image: testImage}, wantCode: orchestrator.EInvalid, wantMsg: "node id is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := d.Create(ctx, tt.spec)
+			if orchestrator.ErrorCode(err) != tt.wantCode || err.Error() != tt.wantMsg {
+				t.Fatalf("err = %v (%s), want %s %q", err, orchestrator.ErrorCode(err), tt.wantCode, tt.wantMsg)
+			}
+		})
+	}
+	t.Run("engine not reachable", func(t *testing.T) {
+		_, err := NewDocker(ctx, DockerConfig{Host: "unix:///nonexistent/docker.sock"})
+		if orchestrator.ErrorCode(err) != orchestrator.EUnavailable || !strings.Contains(err.Error(), "docker engine not reachable at unix:///nonexistent/docker.sock") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}

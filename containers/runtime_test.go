@@ -1,0 +1,550 @@
+package containers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+const testImage = "filepath/testagent:latest"
+
+// harness runs the test agent on one runtime.
+type harness struct {
+	name string
+	rt   Runtime
+	// spec returns a spec that runs the test agent with FILEPATH_TASK=task.
+	spec func(task string) Spec
+}
+
+var (
+	agentOnce sync.Once
+	agentPath string
+	agentErr  error
+)
+
+// testAgent builds adapters/testagent once for the process runtime.
+func testAgent(t *testing.T) string {
+	t.Helper()
+	agentOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "filepath-testagent-")
+		if err != nil {
+			agentErr = err
+			return
+		}
+		agentPath = filepath.Join(dir, "testagent")
+		out, err := exec.Command("go", "build", "-o", agentPath, "../adapters/testagent").CombinedOutput()
+		if err != nil {
+			agentErr = fmt.Errorf("go build testagent: %v\n%s", err, out)
+		}
+	})
+	if agentErr != nil {
+		t.Fatal(agentErr)
+	}
+	return agentPath
+}
+
+func newID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// harnesses returns the runtimes to test: process always, docker when an
+// engine and the test image exist (required with CI=true).
+func harnesses(t *testing.T) []harness {
+	t.Helper()
+	session := "test-" + newID()
+	var hs []harness
+
+	agent := testAgent(t)
+	pr, err := NewProcess(ProcessConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close() })
+	hs = append(hs, harness{name: "process", rt: pr, spec: func(task string) Spec {
+		return Spec{SessionID: session, NodeID: "n-" + newID(), Cmd: []string{agent},
+			Env: map[string]string{"FILEPATH_TASK": task}, WorkspaceDir: t.TempDir()}
+	}})
+
+	if d := dockerRuntime(t); d != nil {
+		t.Cleanup(func() { cleanup(t, d, session) })
+		hs = append(hs, harness{name: "docker", rt: d, spec: func(task string) Spec {
+			return Spec{SessionID: session, NodeID: "n-" + newID(), Image: testImage,
+				Env: map[string]string{"FILEPATH_TASK": task}, Network: "none"}
+		}})
+	}
+	return hs
+}
+
+func dockerRuntime(t *testing.T) *Docker {
+	t.Helper()
+	if os.Getenv("FILEPATH_TEST_NO_DOCKER") == "1" && !testenv.InCI() {
+		return nil
+	}
+	testenv.RequireImage(t, testImage)
+	if t.Skipped() {
+		return nil
+	}
+	d, err := NewDocker(context.Background(), DockerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// cleanup removes every container of the test session.
+func cleanup(t *testing.T, rt Runtime, session string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	infos, err := rt.List(ctx, map[string]string{LabelSession: session})
+	if err != nil {
+		t.Errorf("cleanup list: %v", err)
+		return
+	}
+	for _, i := range infos {
+		if err := rt.Remove(ctx, i.ID); err != nil {
+			t.Errorf("cleanup remove %s: %v", i.ID, err)
+		}
+	}
+}
+
+// run creates and starts an agent.
+func run(t *testing.T, ctx context.Context, h harness, spec Spec) string {
+	t.Helper()
+	id, err := h.rt.Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := h.rt.Start(ctx, id); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return id
+}
+
+func wait(t *testing.T, ctx context.Context, rt Runtime, id string) int {
+	t.Helper()
+	code, err := rt.Wait(ctx, id)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return code
+}
+
+func logs(t *testing.T, ctx context.Context, rt Runtime, id string, opts LogOptions) []LogLine {
+	t.Helper()
+	r, err := rt.Logs(ctx, id, opts)
+	if err != nil {
+		t.Fatalf("logs: %v", err)
+	}
+	defer r.Close()
+	var out []LogLine
+	for {
+		l, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("logs next: %v", err)
+		}
+		out = append(out, l)
+	}
+}
+
+// text returns the content of a text event line, or the raw line.
+func text(l LogLine) string {
+	var ev struct{ Type, Content string }
+	if json.Unmarshal(l.Line, &ev) == nil && ev.Type == "text" {
+		return ev.Content
+	}
+	return string(l.Line)
+}
+
+// until reads r until a line satisfies ok and returns it.
+func until(t *testing.T, r *LogReader, what string, ok func(LogLine) bool) LogLine {
+	t.Helper()
+	for {
+		l, err := r.Next()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok(l) {
+			return l
+		}
+	}
+}
+
+func message(content string) []byte {
+	b, _ := json.Marshal(map[string]string{"type": "message", "from": "user", "content": content})
+	return append(b, '\n')
+}
+
+func TestRuntimes(t *testing.T) {
+	for _, h := range harnesses(t) {
+		t.Run(h.name, func(t *testing.T) {
+			t.Run("lines", func(t *testing.T) { testLines(t, h) })
+			t.Run("long lines", func(t *testing.T) { testLongLines(t, h) })
+			t.Run("since cursor", func(t *testing.T) { testSince(t, h) })
+			t.Run("stdin and resume", func(t *testing.T) { testStdinResume(t, h) })
+			t.Run("stop", func(t *testing.T) { testStop(t, h) })
+			t.Run("pause", func(t *testing.T) { testPause(t, h) })
+			t.Run("list and exit codes", func(t *testing.T) { testList(t, h) })
+			t.Run("not found", func(t *testing.T) { testNotFound(t, h) })
+		})
+	}
+}
+
+func testLines(t *testing.T, h harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := run(t, ctx, h, h.spec("echo one; stderr oops; echo two; done"))
+	if code := wait(t, ctx, h.rt, id); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	tests := []struct {
+		name string
+		opts LogOptions
+		want []string
+	}{
+		{name: "stdout", opts: LogOptions{Stdout: true}, want: []string{"one", "two", `{"type":"done"}`}},
+		{name: "stderr", opts: LogOptions{Stderr: true}, want: []string{"oops"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, l := range logs(t, ctx, h.rt, id, tt.opts) {
+				got = append(got, text(l))
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// Both streams; their relative order is not defined (separate pipes).
+	all := logs(t, ctx, h.rt, id, LogOptions{})
+	nerr := 0
+	for _, l := range all {
+		if l.Stream == Stderr {
+			nerr++
+		}
+	}
+	if len(all) != 4 || nerr != 1 || all[0].Time.IsZero() {
+		t.Fatalf("both streams: %+v", all)
+	}
+}
+
+func testLongLines(t *testing.T, h harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tests := []struct {
+		name      string
+		n         int
+		truncated bool
+	}{
+		{name: "100 KiB reassembled", n: 100 << 10},
+		{name: "3 MiB truncated", n: 3 << 20, truncated: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := run(t, ctx, h, h.spec(fmt.Sprintf("huge %d; echo after; done", tt.n)))
+			wait(t, ctx, h.rt, id)
+			ls := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
+			if len(ls) != 3 {
+				t.Fatalf("got %d lines, want 3", len(ls))
+			}
+			l := ls[0]
+			if l.Size != tt.n || l.Truncated != tt.truncated {
+				t.Fatalf("size %d truncated %v, want %d %v", l.Size, l.Truncated, tt.n, tt.truncated)
+			}
+			wantLen := min(tt.n, DefaultMaxLine)
+			if len(l.Line) != wantLen || !strings.HasPrefix(string(l.Line), `{"type":"text","content":"xxx`) {
+				t.Fatalf("line len %d, want %d: %.40q", len(l.Line), wantLen, l.Line)
+			}
+			if !tt.truncated && !json.Valid(l.Line) {
+				t.Fatal("reassembled line is not valid JSON")
+			}
+			if text(ls[1]) != "after" {
+				t.Fatalf("line after = %q", ls[1].Line)
+			}
+		})
+	}
+}
+
+// testSince checks that resuming from any cursor yields exactly the lines
+// after it, and that Since is inclusive.
+func testSince(t *testing.T, h harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := run(t, ctx, h, h.spec("flood 300; done"))
+	wait(t, ctx, h.rt, id)
+	all := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
+	if len(all) != 301 {
+		t.Fatalf("got %d lines, want 301", len(all))
+	}
+	for _, k := range []int{0, 1, 150, 299, 300} {
+		cur := all[k]
+		got := logs(t, ctx, h.rt, id, LogOptions{Stdout: true, Since: cur.Time})
+		if len(got) == 0 || !got[0].Time.Equal(cur.Time) {
+			t.Fatalf("cursor %d: since is not inclusive: first line %+v", k, got)
+		}
+		var after []string
+		for _, l := range got {
+			if l.Time.Equal(cur.Time) && l.Ordinal <= cur.Ordinal {
+				continue
+			}
+			after = append(after, string(l.Line))
+		}
+		var want []string
+		for _, l := range all[k+1:] {
+			want = append(want, string(l.Line))
+		}
+		if strings.Join(after, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("cursor %d: resumed %d lines, want %d", k, len(after), len(want))
+		}
+	}
+}
+
+// testStdinResume plays an orchestrator restart: follow, detach, let the
+// agent print while nobody reads, then re-attach and resume from the cursor.
+func testStdinResume(t *testing.T, h harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := run(t, ctx, h, h.spec("echo ready"))
+	in, err := h.rt.AttachStdin(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.rt.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, r, "ready", func(l LogLine) bool { return text(l) == "ready" })
+	if _, err := in.Write(message("echo ping")); err != nil {
+		t.Fatal(err)
+	}
+	cur := until(t, r, "ping", func(l LogLine) bool { return text(l) == "ping" })
+
+	// The orchestrator goes down.
+	r.Close()
+	in.Close()
+
+	in, err = h.rt.AttachStdin(ctx, id)
+	if err != nil {
+		t.Fatalf("re-attach: %v", err)
+	}
+	defer in.Close()
+	if _, err := in.Write(message("flood 5")); err != nil {
+		t.Fatal(err)
+	}
+	// Make sure flood ran before resuming (a non-following read).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ls := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
+		if len(ls) > 0 && text(ls[len(ls)-1]) == "flood 5" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flood never printed: %d lines", len(ls))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	r, err = h.rt.Logs(ctx, id, LogOptions{Stdout: true, Follow: true, Since: cur.Time})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := in.Write([]byte(`{"type":"signal","action":"stop"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		l, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Time.Equal(cur.Time) && l.Ordinal <= cur.Ordinal {
+			continue
+		}
+		got = append(got, text(l))
+	}
+	want := "flood 1|flood 2|flood 3|flood 4|flood 5|" + `{"summary":"stopped","type":"done"}`
+	if strings.Join(got, "|") != want {
+		t.Fatalf("resumed %q\nwant %q", strings.Join(got, "|"), want)
+	}
+	if code := wait(t, ctx, h.rt, id); code != 0 {
+		t.Fatalf("exit code %d after signal stop", code)
+	}
+}
+
+func testStop(t *testing.T, h harness) {
+	tests := []struct {
+		name     string
+		task     string
+		grace    time.Duration
+		wantCode int
+		minTime  time.Duration
+		maxTime  time.Duration
+	}{
+		{name: "SIGTERM honoured", task: "echo ready", grace: 10 * time.Second, wantCode: 143, maxTime: 5 * time.Second},
+		{name: "escalates to SIGKILL", task: "ignore-stop; echo ready", grace: 1500 * time.Millisecond, wantCode: 137,
+			minTime: 1500 * time.Millisecond, maxTime: 6 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			id := run(t, ctx, h, h.spec(tt.task))
+			r, err := h.rt.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			until(t, r, "ready", func(l LogLine) bool { return text(l) == "ready" })
+			r.Close()
+			start := time.Now()
+			if err := h.rt.Stop(ctx, id, tt.grace); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			if took < tt.minTime || took > tt.maxTime {
+				t.Fatalf("stop took %v, want between %v and %v", took, tt.minTime, tt.maxTime)
+			}
+			info, err := h.rt.Inspect(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.State != StateExited || info.ExitCode != tt.wantCode {
+				t.Fatalf("after stop: state %s exit %d, want exited %d", info.State, info.ExitCode, tt.wantCode)
+			}
+			if err := h.rt.Stop(ctx, id, time.Second); err != nil {
+				t.Fatalf("second stop: %v", err)
+			}
+		})
+	}
+}
+
+func testPause(t *testing.T, h harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := run(t, ctx, h, h.spec("echo ready"))
+	r, err := h.rt.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	until(t, r, "ready", func(l LogLine) bool { return text(l) == "ready" })
+	in, err := h.rt.AttachStdin(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if err := h.rt.Pause(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := h.rt.Inspect(ctx, id); info.State != StatePaused {
+		t.Fatalf("state %s, want paused", info.State)
+	}
+	if _, err := in.Write(message("echo thawed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.Unpause(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := h.rt.Inspect(ctx, id); info.State != StateRunning {
+		t.Fatalf("state %s, want running", info.State)
+	}
+	until(t, r, "thawed", func(l LogLine) bool { return text(l) == "thawed" })
+	// Stop unpauses first.
+	if err := h.rt.Pause(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.Stop(ctx, id, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := h.rt.Inspect(ctx, id); info.State != StateExited {
+		t.Fatalf("state %s after stopping a paused container", info.State)
+	}
+}
+
+func testList(t *testing.T, h harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	crash := h.spec("stderr dying; crash 3")
+	crash.Labels = map[string]string{"filepath.test": "list"}
+	idle := h.spec("echo idle")
+	idle.Labels = map[string]string{"filepath.test": "list"}
+	crashID, idleID := run(t, ctx, h, crash), run(t, ctx, h, idle)
+	if code := wait(t, ctx, h.rt, crashID); code != 3 {
+		t.Fatalf("exit code %d, want 3", code)
+	}
+	if ls := logs(t, ctx, h.rt, crashID, LogOptions{Stderr: true}); len(ls) == 0 || string(ls[0].Line) != "dying" {
+		t.Fatalf("stderr %+v", ls)
+	}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   map[string]State
+	}{
+		{name: "by session", labels: map[string]string{LabelSession: crash.SessionID, "filepath.test": "list"},
+			want: map[string]State{crashID: StateExited, idleID: StateRunning}},
+		{name: "by node", labels: map[string]string{LabelNode: crash.NodeID}, want: map[string]State{crashID: StateExited}},
+		{name: "none", labels: map[string]string{LabelNode: "no-such-node"}, want: map[string]State{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			infos, err := h.rt.List(ctx, tt.labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]State{}
+			for _, i := range infos {
+				got[i.ID] = i.State
+				// Docker may record FinishedAt before StartedAt for a quick exit.
+				if i.ID == crashID && (i.ExitCode != 3 || i.NodeID != crash.NodeID || i.SessionID != crash.SessionID ||
+					i.StartedAt.IsZero() || i.FinishedAt.IsZero() || i.Labels[LabelManaged] != "true") {
+					t.Fatalf("crashed info %+v", i)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if err := h.rt.Remove(ctx, idleID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.rt.Inspect(ctx, idleID); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+		t.Fatalf("inspect after remove: %v", err)
+	}
+}
+
+func testNotFound(t *testing.T, h harness) {
+	ctx := context.Background()
+	if _, err := h.rt.Inspect(ctx, "no-such-container"); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+		t.Fatalf("inspect: %v", err)
+	}
+	if err := h.rt.Remove(ctx, "no-such-container"); err != nil {
+		t.Fatalf("remove of a missing container: %v", err)
+	}
+	if _, err := h.rt.Create(ctx, Spec{NodeID: "n"}); orchestrator.ErrorField(err) != "session_id" {
+		t.Fatalf("create without session: %v", err)
+	}
+}
