@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -122,6 +123,9 @@ func newFixture(tb testing.TB, cfg Config) *fixture {
 		cfg.Notifier = rec
 	}
 	cfg.ReadDB = r
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	v := New(w, cfg)
 	sid := newSession(tb, w)
 	return &fixture{v: v, fs: v.Session(sid), sid: sid, rec: rec, db: w}

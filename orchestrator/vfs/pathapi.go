@@ -667,3 +667,23 @@ func (fs *FS) copyTree(ctx context.Context, tx *sql.Tx, a Attr, parent int64, na
 	}
 	return nil
 }
+
+// resolveAttr returns the attributes of p (symlinks followed) for callers
+// that mix both APIs.
+func (fs *FS) resolveAttr(ctx context.Context, p string) (Attr, error) {
+	p, err := fs.cleanFor(ctx, "stat", p, false)
+	if err != nil {
+		return Attr{}, err
+	}
+	if _, err := fs.init(ctx); err != nil {
+		return Attr{}, err
+	}
+	r, err := fs.resolve(ctx, fs.v.r, p, true, nil)
+	if err != nil {
+		return Attr{}, err
+	}
+	if !r.exists {
+		return Attr{}, notFound(p)
+	}
+	return r.attr, nil
+}

@@ -1,0 +1,245 @@
+package vfs
+
+import (
+	"errors"
+	"path"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+)
+
+func TestCleanPath(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+		bad            bool
+	}{
+		{name: "root", in: "/", want: "/"},
+		{name: "file", in: "/a/b.txt", want: "/a/b.txt"},
+		{name: "trailing slash", in: "/src/", want: "/src"},
+		{name: "dunder", in: "/src/__init__.py", want: "/src/__init__.py"},
+		{name: "relative", in: "a/b", bad: true},
+		{name: "empty", in: "", bad: true},
+		{name: "nul", in: "/a\x00b", bad: true},
+		{name: "dotdot", in: "/a/../b", bad: true},
+		{name: "dotdot at root", in: "/..", bad: true},
+		{name: "dot", in: "/a/./b", bad: true},
+		{name: "double slash", in: "/a//b", bad: true},
+		{name: "long name", in: "/" + strings.Repeat("x", 256), bad: true},
+		{name: "max name", in: "/" + strings.Repeat("x", 255), want: "/" + strings.Repeat("x", 255)},
+		{name: "long path", in: strings.Repeat("/abcdefg", 513), bad: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := CleanPath(tc.in)
+			if tc.bad {
+				if err == nil || orchestrator.ErrorCode(err) != orchestrator.EInvalid {
+					t.Fatalf("CleanPath(%q) = %q, %v; want an invalid error", tc.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("CleanPath(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+	if _, err := CleanPath("/a/../b"); !strings.Contains(err.Error(), "traversal") {
+		t.Fatalf("message %q does not name traversal", err)
+	}
+}
+
+func FuzzCleanPath(f *testing.F) {
+	for _, s := range []string{"/", "/a/b", "/a/../b", "//", "/./a", "a", "/a\x00", "/" + strings.Repeat("x", 300), "/a/b/", "/_/x", "/..."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out, err := CleanPath(in)
+		if err != nil {
+			if out != "" {
+				t.Fatalf("output %q with error", out)
+			}
+			return
+		}
+		if !strings.HasPrefix(out, "/") || len(out) > MaxPathLen || strings.Contains(out, "\x00") || strings.Contains(out, "//") {
+			t.Fatalf("invalid output %q for %q", out, in)
+		}
+		if path.Clean(out) != out {
+			t.Fatalf("output %q for %q is not clean", out, in)
+		}
+		for _, seg := range splitPath(out) {
+			if seg == ".." || seg == "." || len(seg) > MaxNameLen {
+				t.Fatalf("bad segment %q in %q", seg, out)
+			}
+		}
+		// never escapes the root: joining under a root stays under it
+		if j := path.Join("/root", out); j != "/root" && !strings.HasPrefix(j, "/root/") {
+			t.Fatalf("%q escapes the root as %q", out, j)
+		}
+		again, err := CleanPath(out)
+		if err != nil || again != out {
+			t.Fatalf("not idempotent: %q → %q, %v", out, again, err)
+		}
+	})
+}
+
+func TestSymlinks(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	fs := f.fs
+	if _, _, err := fs.WriteFile(ctx, "/data/real.txt", []byte("real"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dataDir, _ := fs.Lookup(ctx, RootIno, "data")
+	mk := func(parent int64, name, target string) {
+		t.Helper()
+		if _, err := fs.Symlink(ctx, parent, name, target); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(RootIno, "abs", "/data/real.txt")   // absolute: relative to the session root
+	mk(RootIno, "rel", "data/real.txt")    // relative
+	mk(dataDir.Ino, "up", "../data")       // .. inside the workspace
+	mk(RootIno, "escape", "../etc/passwd") // above the root
+	mk(RootIno, "escape2", "/../../x")     // above the root, absolute
+	mk(RootIno, "loop1", "loop2")
+	mk(RootIno, "loop2", "loop1")
+	mk(RootIno, "self", "self/x")
+	mk(RootIno, "dangling", "/nope")
+	tests := []struct {
+		name  string
+		path  string
+		want  string
+		errno syscall.Errno
+		msg   string
+	}{
+		{name: "absolute target", path: "/abs", want: "real"},
+		{name: "relative target", path: "/rel", want: "real"},
+		{name: "dir symlink in the middle", path: "/data/up/real.txt", want: "real"},
+		{name: "escape", path: "/escape", errno: syscall.EACCES, msg: "symlink escapes the workspace"},
+		{name: "escape absolute", path: "/escape2", errno: syscall.EACCES, msg: "symlink escapes the workspace"},
+		{name: "loop", path: "/loop1", errno: syscall.ELOOP, msg: "/loop1"},
+		{name: "self loop", path: "/self", errno: syscall.ELOOP},
+		{name: "dangling", path: "/dangling", errno: syscall.ENOENT},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, b, err := fs.ReadAll(ctx, tc.path)
+			if tc.errno != 0 {
+				if !errors.Is(err, tc.errno) || !strings.Contains(err.Error(), tc.msg) {
+					t.Fatalf("got %v, want %v containing %q", err, tc.errno, tc.msg)
+				}
+				return
+			}
+			if err != nil || string(b) != tc.want {
+				t.Fatalf("got %q, %v", b, err)
+			}
+		})
+	}
+	// writing through a symlink writes the target; deleting the link keeps it
+	if _, _, err := fs.WriteFile(ctx, "/abs", []byte("via link"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, _ := fs.ReadAll(ctx, "/data/real.txt"); string(b) != "via link" {
+		t.Fatalf("target %q", b)
+	}
+	if err := fs.Delete(ctx, "/abs", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat(ctx, "/data/real.txt"); err != nil {
+		t.Fatal(err)
+	}
+	// an escaping link cannot be written through either
+	if _, _, err := fs.WriteFile(ctx, "/escape", []byte("x"), WriteOptions{}); !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("write through escaping link: %v", err)
+	}
+	f.check(t)
+}
+
+func TestAllowedPaths(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	if _, _, err := f.fs.WriteFile(ctx, "/src/a.go", []byte("package a"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.fs.WriteFile(ctx, "/secret/key", []byte("k"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.fs.Symlink(ctx, RootIno, "sneaky", "/secret/key"); err != nil {
+		t.Fatal(err)
+	}
+	srcDir, _ := f.fs.Lookup(ctx, RootIno, "src")
+	if _, err := f.fs.Symlink(ctx, srcDir.Ino, "link", "/secret/key"); err != nil {
+		t.Fatal(err)
+	}
+	node, err := f.fs.ForNode("n1", []string{"/src", "/docs/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		op   func() error
+		deny bool
+	}{
+		{name: "read allowed", op: func() error { _, _, err := node.ReadAll(ctx, "/src/a.go"); return err }},
+		{name: "write allowed", op: func() error { _, _, err := node.WriteFile(ctx, "/docs/x.md", []byte("x"), WriteOptions{}); return err }},
+		{name: "list root (ancestor)", op: func() error { _, err := node.List(ctx, "/"); return err }},
+		{name: "read outside", op: func() error { _, _, err := node.ReadAll(ctx, "/secret/key"); return err }, deny: true},
+		{name: "read via symlink", op: func() error { _, _, err := node.ReadAll(ctx, "/src/link"); return err }, deny: true},
+		{name: "write outside", op: func() error { _, _, err := node.WriteFile(ctx, "/other.txt", nil, WriteOptions{}); return err }, deny: true},
+		{name: "delete outside", op: func() error { return node.Delete(ctx, "/secret", true) }, deny: true},
+		{name: "move out", op: func() error { _, err := node.Move(ctx, "/src/a.go", "/a.go"); return err }, deny: true},
+		{name: "inode lookup outside", op: func() error { _, err := node.Lookup(ctx, RootIno, "secret"); return err }, deny: true},
+		{name: "inode create outside", op: func() error { _, err := node.Create(ctx, RootIno, "new", 0o644, true); return err }, deny: true},
+		{name: "inode lookup allowed", op: func() error { _, err := node.Lookup(ctx, RootIno, "src"); return err }},
+	}
+	denied := 0
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.op()
+			if tc.deny {
+				denied++
+				if !errors.Is(err, syscall.EACCES) || orchestrator.ErrorCode(err) != orchestrator.EForbidden {
+					t.Fatalf("got %v, want a denial", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected %v", err)
+			}
+		})
+	}
+	// list of root hides what is outside
+	list, err := node.List(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list {
+		if e.Name == "secret" || e.Name == "sneaky" {
+			t.Fatalf("listing shows %s", e.Name)
+		}
+	}
+	ents, _ := node.ReadDir(ctx, RootIno)
+	for _, e := range ents {
+		if e.Name == "secret" {
+			t.Fatal("readdir shows secret")
+		}
+	}
+	log, err := f.v.AuditLog(ctx, f.sid, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != denied {
+		t.Fatalf("%d audit records, want %d: %+v", len(log), denied, log)
+	}
+	for _, e := range log {
+		if !strings.Contains(string(e.Parameters), `"node_id":"n1"`) || !strings.Contains(e.Error, "outside the allowed paths") {
+			t.Fatalf("audit record %+v", e)
+		}
+	}
+	// the audit log is insert-only
+	if _, err := f.db.Exec(`UPDATE fs_audit SET name='x'`); err == nil {
+		t.Fatal("fs_audit accepted an update")
+	}
+	f.check(t)
+}
