@@ -91,6 +91,9 @@ func (s *Server) stream(c echo.Context) error {
 		return nil // the client went away or closed
 	case err != nil && ctx.Err() != nil:
 		return nil // keepalive failed: the conn is dead
+	case errors.As(err, new(*writeError)):
+		s.log.Debug("stream write failed", "session", sid, "last_seq", st.last, "err", err)
+		return nil // the client is gone
 	case err != nil:
 		s.log.Warn("stream failed", "session", sid, "last_seq", st.last, "err", err)
 		code, reason = websocket.StatusInternalError, "internal error; reconnect with after="+fmt.Sprint(st.last)
@@ -213,7 +216,7 @@ func (st *streamer) send(ctx context.Context, rec store.Record) error {
 	wctx, cancel := context.WithTimeout(ctx, st.s.cfg.WriteTimeout)
 	defer cancel()
 	if err := st.conn.Write(wctx, websocket.MessageText, b); err != nil {
-		return fmt.Errorf("write record %d: %w", rec.Seq, err)
+		return &writeError{seq: rec.Seq, err: err}
 	}
 	st.last = rec.Seq
 	return nil
@@ -251,3 +254,12 @@ func checkOrigin(r *http.Request, patterns []string) error {
 	}
 	return orchestrator.Errorf(orchestrator.EForbidden, "origin %q is not allowed for host %q: add it with --allowed-origins", origin, r.Host)
 }
+
+// writeError is a failed write to the client: the client is gone or stuck.
+type writeError struct {
+	seq int64
+	err error
+}
+
+func (e *writeError) Error() string { return fmt.Sprintf("write record %d: %v", e.seq, e.err) }
+func (e *writeError) Unwrap() error { return e.err }

@@ -1,0 +1,223 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/hub"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+)
+
+// syncBuffer is a goroutine-safe bytes.Buffer for the server's stdout.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testEnv is a real server on 127.0.0.1:0 over a real SQLite store.
+type testEnv struct {
+	t      testing.TB
+	srv    *api.Server
+	st     *store.Store
+	hub    *hub.Hub[store.Record]
+	base   string
+	stdout *syncBuffer
+	login  string // the first-start login URL
+	runErr chan error
+}
+
+// publisherFunc adapts a function to store.Publisher.
+type publisherFunc func(store.Record)
+
+func (f publisherFunc) Publish(r store.Record) { f(r) }
+
+type envOpts struct {
+	cfg       func(*api.Config)
+	buffer    int
+	publisher func(h *hub.Hub[store.Record]) store.Publisher
+}
+
+func newEnv(t testing.TB, o envOpts) *testEnv {
+	t.Helper()
+	dir := t.TempDir()
+	h := hub.New(hub.Config{Buffer: o.buffer}, func(r store.Record) string { return r.SessionID })
+	var pub store.Publisher = h
+	if o.publisher != nil {
+		pub = o.publisher(h)
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	out := &syncBuffer{}
+	level := slog.LevelWarn
+	if os.Getenv("API_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	cfg := api.Config{
+		Addr:   "127.0.0.1:0",
+		Store:  st,
+		Hub:    h,
+		Stdout: out,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	srv, err := api.New(cfg)
+	if err != nil {
+		t.Fatalf("new server: %v", err)
+	}
+	e := &testEnv{t: t, srv: srv, st: st, hub: h, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
+	go func() { e.runErr <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-e.runErr; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		h.Close()
+		st.Close()
+	})
+	// Wait for the first-start login line (the bootstrap ran).
+	re := regexp.MustCompile(`(?m)^login: (http://\S+)$`)
+	waitFor(t, 10*time.Second, "login line on stdout", func() bool { return re.MatchString(out.String()) })
+	e.login = re.FindStringSubmatch(out.String())[1]
+	return e
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// account is a user with an API key.
+type account struct {
+	user store.User
+	key  string
+}
+
+func (e *testEnv) account(name string) account {
+	e.t.Helper()
+	ctx := context.Background()
+	u, err := e.st.CreateUser(ctx, name, false)
+	if err != nil {
+		e.t.Fatalf("create user %s: %v", name, err)
+	}
+	key, _, err := e.st.CreateAPIKey(ctx, u.ID, "test")
+	if err != nil {
+		e.t.Fatalf("create api key: %v", err)
+	}
+	return account{user: u, key: key}
+}
+
+// session creates a session with one root node for a.
+func (e *testEnv) session(a account) (store.Session, store.Node) {
+	e.t.Helper()
+	ctx := context.Background()
+	s, err := e.st.CreateSession(ctx, a.user.ID, store.NewSession{Name: "s"})
+	if err != nil {
+		e.t.Fatalf("create session: %v", err)
+	}
+	n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "shelley"})
+	if err != nil {
+		e.t.Fatalf("create node: %v", err)
+	}
+	return s, n
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// errorOf decodes an error answer.
+func (r reply) errorOf(t testing.TB) (code, message, field string) {
+	t.Helper()
+	var b struct {
+		Error struct{ Code, Message, Field string }
+	}
+	if err := json.Unmarshal(r.body, &b); err != nil || b.Error.Code == "" {
+		t.Fatalf("answer %d is not a JSON error: %q", r.status, r.body)
+	}
+	return b.Error.Code, b.Error.Message, b.Error.Field
+}
+
+var noRedirect = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Timeout:       30 * time.Second,
+}
+
+// do sends a request with an optional Bearer key and raw body.
+func (e *testEnv) do(method, path, key string, body string, hdr ...string) reply {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.base+path, rd)
+	if err != nil {
+		e.t.Fatalf("new request: %v", err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatalf("read body: %v", err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// appendEvents appends n text events to the session log.
+func appendEvents(t testing.TB, st *store.Store, sid, nid string, n int) {
+	t.Helper()
+	for range n {
+		if _, err := st.Append(context.Background(), sid, store.NewRecord{NodeID: nid, Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)}); err != nil {
+			t.Fatalf("append: %v", err)
+		}
+	}
+}
