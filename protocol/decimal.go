@@ -1,7 +1,5 @@
 package protocol
 
-import "strconv"
-
 // decimal is the exact value of a JSON number: 0.digits × 10^pos, with no
 // leading or trailing zeros in digits; zero has no digits.
 type decimal struct {
@@ -107,14 +105,3 @@ func cmpDigits(a, b []byte) int {
 	// no trailing zeros: the longer one has more non-zero digits.
 	return cmpInt(int64(len(a)), int64(len(b)))
 }
-
-// exactDecimal is the exact decimal value of x (every float64 has one).
-func exactDecimal(x float64) decimal {
-	return parseDecimal(strconv.AppendFloat(nil, x, 'e', 800, 64))
-}
-
-// decimalAtLeast reports whether the JSON number v is >= x exactly.
-func decimalAtLeast(v []byte, x float64) bool { return parseDecimal(v).cmp(exactDecimal(x)) >= 0 }
-
-// decimalAtMost reports whether the JSON number v is <= x exactly.
-func decimalAtMost(v []byte, x float64) bool { return parseDecimal(v).cmp(exactDecimal(x)) <= 0 }

@@ -69,7 +69,7 @@ func DecodeEvent(line []byte) (Event, error) {
 			Type:   typ,
 			Cmd:    d.str(f.cmd, "cmd"),
 			Status: d.enum(f.status, "status", stepStatuses),
-			Exit:   d.optNum(f.exit, "exit", -math.MaxFloat64, math.MaxFloat64),
+			Exit:   d.optNum(f.exit, "exit", anyNumber),
 			Stdout: d.optStr(f.stdout, "stdout"),
 			Stderr: d.optStr(f.stderr, "stderr"),
 		}
@@ -89,7 +89,7 @@ func DecodeEvent(line []byte) (Event, error) {
 		ev = StatusEvent{
 			Type:       typ,
 			State:      d.enum(f.state, "state", agentStates),
-			ContextPct: d.optNum(f.contextPct, "context_pct", 0, 1),
+			ContextPct: d.optNum(f.contextPct, "context_pct", unitRange),
 		}
 	case TypeHandoff:
 		ev = HandoffEvent{Type: typ, Summary: d.str(f.summary, "summary")}
@@ -348,9 +348,26 @@ func (d *fieldDecoder) enum(v []byte, name string, allowed []string) string {
 	return ""
 }
 
-// optNum reads an optional number within [lo, hi]. Bounds are checked against
-// the exact decimal text, as JSON Schema does, not only its float64 rounding.
-func (d *fieldDecoder) optNum(v []byte, name string, lo, hi float64) *float64 {
+// numRange is an inclusive range, with its bounds both as float64 and as
+// the decimal text the JSON Schema states.
+type numRange struct {
+	lo, hi         float64
+	loText, hiText string
+	reason         string // the message after `field "x" must be `
+}
+
+var (
+	unitRange = numRange{0, 1, "0", "1", "between 0 and 1"}
+	// anyNumber is every number a float64 (and JavaScript's JSON.parse) can
+	// hold; the schema states these bounds for "exit".
+	anyNumber = numRange{-math.MaxFloat64, math.MaxFloat64, "-1.7976931348623157e308", "1.7976931348623157e308",
+		"a number a float64 can hold (magnitude at most 1.7976931348623157e308)"}
+)
+
+// optNum reads an optional number within r. A value that rounds to a bound
+// is compared with the bound's exact decimal text, as a JSON Schema validator
+// does, so that both always agree.
+func (d *fieldDecoder) optNum(v []byte, name string, r numRange) *float64 {
 	if v == nil || d.err != nil {
 		return nil
 	}
@@ -359,12 +376,10 @@ func (d *fieldDecoder) optNum(v []byte, name string, lo, hi float64) *float64 {
 		return nil
 	}
 	x, err := strconv.ParseFloat(string(v), 64)
-	if err != nil || x < lo || x > hi || (x == lo && !decimalAtLeast(v, lo)) || (x == hi && !decimalAtMost(v, hi)) {
-		if lo == -math.MaxFloat64 {
-			d.fail(name, "field %q must be a number a float64 can hold (magnitude at most 1.7976931348623157e308), got %s", cut(string(v)))
-		} else {
-			d.fail(name, "field %q must be between %s and %s, got %s", fmtNum(lo), fmtNum(hi), cut(string(v)))
-		}
+	if err != nil || x < r.lo || x > r.hi ||
+		(x == r.lo && parseDecimal(v).cmp(parseDecimal([]byte(r.loText))) < 0) ||
+		(x == r.hi && parseDecimal(v).cmp(parseDecimal([]byte(r.hiText))) > 0) {
+		d.fail(name, "field %q must be %s, got %s", r.reason, cut(string(v)))
 		return nil
 	}
 	return &x
@@ -420,8 +435,6 @@ func (d *fieldDecoder) workers(v []byte) []Worker {
 	d.prefix = ""
 	return ws
 }
-
-func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 // cut shortens s for an error message.
 func cut(s string) string {

@@ -128,7 +128,11 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Add([]byte("a\n\n  \r\nbb\r\nccc"), uint16(2))
 	f.Add([]byte("\r\r\n\n"), uint16(1))
-	f.Fuzz(func(t *testing.T, data []byte, limit uint16) {
+	f.Fuzz(checkReader)
+}
+
+func checkReader(t *testing.T, data []byte, limit uint16) {
+	{
 		maxLine := int(limit%512) + 1
 		r := protocol.NewReader(bytes.NewReader(data), maxLine)
 		// The expected lines, from a plain split.
@@ -178,5 +182,5 @@ func FuzzReader(f *testing.F) {
 		if !reflect.DeepEqual(got, exp) {
 			t.Fatalf("limit %d:\ngot  %+v\nwant %+v", maxLine, got, exp)
 		}
-	})
+	}
 }

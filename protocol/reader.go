@@ -29,8 +29,8 @@ func (e *LineTooLongError) Error() string {
 
 // Reader splits an NDJSON stream into lines. It holds at most one line of at
 // most the limit in memory: a longer line is read through and dropped, and
-// reported as a *LineTooLongError. Blank lines are skipped; "\r\n" endings and
-// a last line without an ending are accepted.
+// reported as a *LineTooLongError. Blank lines (only spaces, tabs and "\r")
+// are skipped; "\r\n" endings and a last line without an ending are accepted.
 type Reader struct {
 	br    *bufio.Reader
 	max   int
@@ -123,11 +123,13 @@ func (r *Reader) readLine() ([]byte, int64, error) {
 				return nil, 0, io.EOF
 			}
 			ending := 0
-			if err == nil { // ends with '\n'
+			switch {
+			case err == nil && total >= 2 && prev == '\r': // "\r\n"
+				ending = 2
+			case err == nil: // "\n"
 				ending = 1
-				if total >= 2 && prev == '\r' {
-					ending = 2
-				}
+			case last == '\r': // a last line cut after "\r"
+				ending = 1
 			}
 			size := total - int64(ending)
 			if size <= int64(r.max) {
