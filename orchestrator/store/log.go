@@ -74,6 +74,7 @@ type Tx struct {
 	now       time.Time
 	last      int64
 	recs      []Record
+	checked   bool // the records given to Append were checked already
 }
 
 // DB returns the transaction's gorm handle. Use it for every statement of
@@ -136,9 +137,11 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	for i := range recs {
-		if err := checkNewRecord(&recs[i]); err != nil {
-			return nil, err
+	if !t.checked {
+		for i := range recs {
+			if err := checkNewRecord(&recs[i]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := make([]Record, len(recs))
@@ -207,7 +210,9 @@ func (s *Store) Append(ctx context.Context, sessionID string, recs ...NewRecord)
 		}
 	}
 	return s.WithLog(ctx, sessionID, func(tx *Tx) error {
+		tx.checked = true
 		_, err := tx.Append(recs...)
+		tx.checked = false
 		return err
 	})
 }
