@@ -42,7 +42,7 @@
 // Every method taking a userID only sees that user's rows: another user's
 // session or node is not_found, exactly like a missing one. Methods without
 // a userID (SessionByID, NodeByID, ActiveNodes, SessionsByStatus, PatchNode,
-// UpdateSessionStatus, Append, Records, LastSeq, WithLog) are for the
+// UpdateSessionStatus, Append, AppendWithCursor, Records, LastSeq, WithLog) are for the
 // runner, relays and handlers that have already authorized the session.
 //
 // # API
@@ -82,6 +82,7 @@
 //	ActiveNodes(ctx) ([]Node, error)   // for reconcile at start-up
 //
 //	Append(ctx, sessionID, recs ...NewRecord) ([]Record, error)
+//	AppendWithCursor(ctx, sessionID, nodeID, cursor, recs...) ([]Record, error)   // + node log_cursor, one tx
 //	WithLog(ctx, sessionID, func(*Tx) error) ([]Record, error); (*Tx).DB(); (*Tx).Append(recs...)
 //	Records(ctx, sessionID, after, limit, nodeID) ([]Record, error); LastSeq(ctx, sessionID) (int64, error)
 package store

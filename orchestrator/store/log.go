@@ -267,3 +267,34 @@ func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
 	}
 	return last, nil
 }
+
+// AppendWithCursor appends recs to sessionID's log and sets nodeID's
+// log_cursor in one transaction: a relay recovering a container's log stores
+// each line once, and its position with it. No "node" record is written for
+// the cursor. An unknown node is not_found.
+func (s *Store) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...NewRecord) ([]Record, error) {
+	if len(cursor) > MaxLogCursorLen {
+		return nil, orchestrator.FieldErrorf("log_cursor", "log_cursor is longer than %d bytes", MaxLogCursorLen)
+	}
+	for i := range recs {
+		if err := checkNewRecord(&recs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return s.WithLog(ctx, sessionID, func(tx *Tx) error {
+		tx.checked = true
+		_, err := tx.Append(recs...)
+		tx.checked = false
+		if err != nil {
+			return err
+		}
+		res := tx.DB().Exec(`UPDATE agent_node SET log_cursor = ? WHERE id = ? AND session_id = ?`, cursor, nodeID, sessionID)
+		if res.Error != nil {
+			return fmt.Errorf("set node %s log cursor: %w", nodeID, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return notFound("node", nodeID)
+		}
+		return nil
+	})
+}

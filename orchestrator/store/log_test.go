@@ -179,3 +179,28 @@ func TestRecordsFilter(t *testing.T) {
 		t.Fatalf("past the end: %#v", recs)
 	}
 }
+
+func TestAppendWithCursor(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	last, _ := e.s.LastSeq(ctx, s.ID)
+	r := ev("recovered")
+	r.NodeID = root.ID
+	got, err := e.s.AppendWithCursor(ctx, s.ID, root.ID, "2026-01-02T03:04:05.000000001Z", r)
+	if err != nil || len(got) != 1 || got[0].Seq != last+1 {
+		t.Fatalf("append %+v, %v", got, err)
+	}
+	n, _ := e.s.NodeByID(ctx, root.ID)
+	if n.LogCursor != "2026-01-02T03:04:05.000000001Z" {
+		t.Fatalf("cursor %q", n.LogCursor)
+	}
+	before := dump(t, e.s)
+	_, err = e.s.AppendWithCursor(ctx, s.ID, "missing", "c", r)
+	wantCode(t, err, orchestrator.ENotFound, "")
+	if dump(t, e.s) != before {
+		t.Fatal("failed AppendWithCursor changed the database")
+	}
+}

@@ -111,15 +111,25 @@ func validateGitURL(raw string) (string, error) {
 			return bad("git_repo_url scheme %q is not allowed; use https, http, ssh or git", scheme)
 		}
 		p, err := url.Parse(u)
-		if err != nil || p.Host == "" {
+		if err != nil || p.Hostname() == "" {
 			return bad("git_repo_url %q is not a valid URL with a host", u)
+		}
+		if strings.HasPrefix(p.Hostname(), "-") {
+			return bad("git_repo_url host must not start with '-'")
 		}
 		return u, nil
 	}
-	// scp-like syntax: [user@]host:path, where host has no slash.
+	// scp-like syntax: [user@]host:path, where host has no slash. Refuse
+	// git's "transport::address" remote-helper syntax (ext::, fd::, ...).
+	if strings.Contains(u, "::") {
+		return bad("git_repo_url %q uses a git remote helper (transport::address); use https://, ssh:// or user@host:path", u)
+	}
 	host, path, ok := strings.Cut(u, ":")
 	if !ok || host == "" || path == "" || strings.Contains(host, "/") {
 		return bad("git_repo_url %q is neither a URL (https://, ssh://, git://) nor user@host:path", u)
+	}
+	if _, h, found := strings.Cut(host, "@"); (found && h == "") || strings.HasPrefix(h, "-") || strings.HasPrefix(host, "-") {
+		return bad("git_repo_url host must not be empty or start with '-'")
 	}
 	return u, nil
 }

@@ -188,6 +188,9 @@ func TestSessionValidation(t *testing.T) {
 		{"local path", store.NewSession{Name: "x", GitRepoURL: ptr("/etc/passwd")}, "git_repo_url"},
 		{"option", store.NewSession{Name: "x", GitRepoURL: ptr("--upload-pack=evil")}, "git_repo_url"},
 		{"space", store.NewSession{Name: "x", GitRepoURL: ptr("https://a b")}, "git_repo_url"},
+		{"option host", store.NewSession{Name: "x", GitRepoURL: ptr("ssh://-oProxyCommand=x/y")}, "git_repo_url"},
+		{"option scp host", store.NewSession{Name: "x", GitRepoURL: ptr("git@-oProxyCommand=x:y")}, "git_repo_url"},
+		{"ext transport", store.NewSession{Name: "x", GitRepoURL: ptr("ext::sh%20-c%20touch")}, "git_repo_url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
