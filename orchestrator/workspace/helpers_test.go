@@ -1,0 +1,101 @@
+package workspace
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+)
+
+// env is a real store + VFS session in a temp dir.
+type env struct {
+	st  *store.Store
+	v   *vfs.VFS
+	sid string
+	fs  *vfs.FS
+	dir string // data dir
+}
+
+func ctxT(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// newEnv opens the SQLite database the way the orchestrator does (store.Open
+// with every migration) and returns one session's VFS.
+func newEnv(tb testing.TB, cfg vfs.Config) *env {
+	tb.Helper()
+	ctx := ctxT(tb)
+	dir := tb.TempDir()
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
+	if err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	u, err := st.CreateUser(ctx, "alice", false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "workspace test"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return openEnv(tb, st, s.ID, dir, cfg)
+}
+
+func openEnv(tb testing.TB, st *store.Store, sid, dir string, cfg vfs.Config) *env {
+	tb.Helper()
+	rdb, err := st.ReadDB().DB()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.ReadDB = rdb
+	v := vfs.New(st.SQL(), cfg)
+	return &env{st: st, v: v, sid: sid, fs: v.Session(sid), dir: dir}
+}
+
+// mount mounts the session at a fresh directory and unmounts it at cleanup.
+func (e *env) mount(tb testing.TB, opts Options) *MountPoint {
+	tb.Helper()
+	testenv.RequireFUSE(tb)
+	dir := tb.TempDir()
+	m, err := Mount(ctxT(tb), dir, e.fs, opts)
+	if err != nil {
+		tb.Fatalf("mount: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			tb.Errorf("unmount: %v", err)
+		}
+	})
+	return m
+}
+
+// check runs the VFS consistency check on the session.
+func (e *env) check(tb testing.TB) {
+	tb.Helper()
+	if err := e.v.Check(context.Background(), e.sid); err != nil {
+		tb.Errorf("vfs consistency: %v", err)
+	}
+}
+
+// checkFor polls cond until it holds or the deadline passes.
+func checkFor(tb testing.TB, d time.Duration, what string, cond func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

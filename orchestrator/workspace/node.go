@@ -1,0 +1,388 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// node is one inode of the mount. go-fuse keeps one node per inode number,
+// so hard links share it, and with it the write buffer.
+type node struct {
+	fs.Inode
+	m   *MountPoint
+	ino int64
+
+	// mu guards the write buffer and the attributes last shown to the
+	// kernel. It is held across VFS writes so that buffered data reaches
+	// the VFS in order.
+	mu   sync.Mutex
+	wbuf []byte // contiguous bytes not yet written, starting at woff
+	woff int64
+	werr error // a failed deferred write, reported by the next write/flush/fsync
+
+	seen      bool // seenMtime/seenSize hold what the kernel may have cached
+	seenMtime time.Time
+	seenSize  int64
+}
+
+var (
+	_ fs.NodeLookuper   = (*node)(nil)
+	_ fs.NodeGetattrer  = (*node)(nil)
+	_ fs.NodeSetattrer  = (*node)(nil)
+	_ fs.NodeCreater    = (*node)(nil)
+	_ fs.NodeMkdirer    = (*node)(nil)
+	_ fs.NodeUnlinker   = (*node)(nil)
+	_ fs.NodeRmdirer    = (*node)(nil)
+	_ fs.NodeRenamer    = (*node)(nil)
+	_ fs.NodeSymlinker  = (*node)(nil)
+	_ fs.NodeReadlinker = (*node)(nil)
+	_ fs.NodeLinker     = (*node)(nil)
+	_ fs.NodeReaddirer  = (*node)(nil)
+	_ fs.NodeOpener     = (*node)(nil)
+	_ fs.NodeReader     = (*node)(nil)
+	_ fs.NodeWriter     = (*node)(nil)
+	_ fs.NodeFlusher    = (*node)(nil)
+	_ fs.NodeReleaser   = (*node)(nil)
+	_ fs.NodeFsyncer    = (*node)(nil)
+	_ fs.NodeStatfser   = (*node)(nil)
+)
+
+// handle is an open file. All state lives in the node; go-fuse only calls
+// Release for opens that returned a non-nil handle.
+type handle struct{ _ byte }
+
+// blockSize is the st_blksize reported; tools size their buffers by it.
+const blockSize = 64 << 10
+
+func fillAttr(a *Attr, out *fuse.Attr) {
+	out.Ino = uint64(a.Ino)
+	out.Mode = a.Mode
+	out.Nlink = a.Nlink
+	out.Size = uint64(a.Size)
+	out.Blocks = (uint64(a.Size) + 511) / 512
+	out.Blksize = blockSize
+	out.Owner = fuse.Owner{Uid: a.UID, Gid: a.GID}
+	out.SetTimes(&a.Atime, &a.Mtime, &a.Ctime)
+}
+
+// remember records the attributes the kernel now holds for n.
+func (n *node) remember(a *Attr) {
+	n.seen, n.seenMtime, n.seenSize = true, a.Mtime, a.Size
+}
+
+// child returns the go-fuse inode for a, creating its node if needed, and
+// fills out.
+func (n *node) child(ctx context.Context, a *Attr, out *fuse.EntryOut) *fs.Inode {
+	fillAttr(a, &out.Attr)
+	ch := n.NewInode(ctx, &node{m: n.m, ino: a.Ino}, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT, Ino: uint64(a.Ino)})
+	if cn, ok := ch.Operations().(*node); ok {
+		cn.mu.Lock()
+		cn.remember(a)
+		cn.mu.Unlock()
+	}
+	return ch
+}
+
+// own gives a new inode to the calling user when the VFS created it for
+// someone else (the VFS does not know the caller).
+func (n *node) own(ctx context.Context, a *Attr) error {
+	c, ok := fuse.FromContext(ctx)
+	if !ok || (c.Uid == a.UID && c.Gid == a.GID) {
+		return nil
+	}
+	uid, gid := c.Uid, c.Gid
+	na, err := n.m.fs.SetAttr(ctx, a.Ino, AttrChange{UID: &uid, GID: &gid})
+	if err != nil {
+		return err
+	}
+	*a = na
+	return nil
+}
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	a, err := n.m.fs.Lookup(ctx, n.ino, name)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.child(ctx, &a, out), 0
+}
+
+func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.flushLocked(ctx); err != nil {
+		return errno(err)
+	}
+	a, err := n.m.fs.GetAttr(ctx, n.ino)
+	if err != nil {
+		return errno(err)
+	}
+	fillAttr(&a, &out.Attr)
+	n.remember(&a)
+	return 0
+}
+
+func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	var ch AttrChange
+	if v, ok := in.GetMode(); ok {
+		ch.Mode = &v
+	}
+	if v, ok := in.GetUID(); ok {
+		ch.UID = &v
+	}
+	if v, ok := in.GetGID(); ok {
+		ch.GID = &v
+	}
+	if v, ok := in.GetSize(); ok {
+		s := int64(v)
+		ch.Size = &s
+	}
+	if v, ok := in.GetATime(); ok {
+		ch.Atime = &v
+	}
+	if v, ok := in.GetMTime(); ok {
+		ch.Mtime = &v
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.flushLocked(ctx); err != nil {
+		return errno(err)
+	}
+	a, err := n.m.fs.SetAttr(ctx, n.ino, ch)
+	if err != nil {
+		return errno(err)
+	}
+	fillAttr(&a, &out.Attr)
+	n.remember(&a)
+	return 0
+}
+
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	a, err := n.m.fs.Create(ctx, n.ino, name, syscall.S_IFREG|mode&07777, flags&syscall.O_EXCL != 0)
+	if err != nil {
+		return nil, nil, 0, errno(err)
+	}
+	if err := n.own(ctx, &a); err != nil {
+		return nil, nil, 0, errno(err)
+	}
+	if flags&syscall.O_TRUNC != 0 && a.Size > 0 {
+		zero := int64(0)
+		if a, err = n.m.fs.SetAttr(ctx, a.Ino, AttrChange{Size: &zero}); err != nil {
+			return nil, nil, 0, errno(err)
+		}
+	}
+	n.m.fs.Open(a.Ino)
+	return n.child(ctx, &a, out), &handle{}, 0, 0
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	a, err := n.m.fs.Mkdir(ctx, n.ino, name, syscall.S_IFDIR|mode&07777)
+	if err == nil {
+		err = n.own(ctx, &a)
+	}
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.child(ctx, &a, out), 0
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	a, err := n.m.fs.Symlink(ctx, n.ino, name, target)
+	if err == nil {
+		err = n.own(ctx, &a)
+	}
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.child(ctx, &a, out), 0
+}
+
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	t, err := n.m.fs.Readlink(ctx, n.ino)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return []byte(t), 0
+}
+
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	t, ok := target.(*node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	a, err := n.m.fs.Link(ctx, t.ino, n.ino, name)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.child(ctx, &a, out), 0
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	return errno(n.m.fs.Unlink(ctx, n.ino, name))
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return errno(n.m.fs.Rmdir(ctx, n.ino, name))
+}
+
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	np, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	return errno(n.m.fs.Rename(ctx, n.ino, name, np.ino, newName, flags))
+}
+
+func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	list, err := n.m.fs.ReadDir(ctx, n.ino)
+	if err != nil {
+		return nil, errno(err)
+	}
+	out := make([]fuse.DirEntry, 0, len(list)+2)
+	out = append(out,
+		fuse.DirEntry{Name: ".", Ino: uint64(n.ino), Mode: syscall.S_IFDIR},
+		fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR})
+	for _, e := range list {
+		out = append(out, fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode & syscall.S_IFMT})
+	}
+	return fs.NewListDirStream(out), 0
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	a, err := n.m.fs.GetAttr(ctx, n.ino)
+	if err != nil {
+		return nil, 0, errno(err)
+	}
+	n.mu.Lock()
+	// Close-to-open consistency: keep the kernel's page cache only when
+	// the file has not changed since the kernel last saw it.
+	keep := n.seen && n.seenSize == a.Size && n.seenMtime.Equal(a.Mtime)
+	n.remember(&a)
+	n.mu.Unlock()
+	n.m.fs.Open(n.ino)
+	if keep {
+		return &handle{}, fuse.FOPEN_KEEP_CACHE, 0
+	}
+	return &handle{}, 0, 0
+}
+
+func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n.mu.Lock()
+	err := n.flushLocked(ctx)
+	n.mu.Unlock()
+	if err != nil {
+		return nil, errno(err)
+	}
+	c, err := n.m.fs.ReadAt(ctx, n.ino, dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, errno(err)
+	}
+	return fuse.ReadResultData(dest[:c]), 0
+}
+
+func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.takeErr(); err != nil {
+		return 0, errno(err)
+	}
+	limit := n.m.opts.WriteBuffer
+	if len(n.wbuf) > 0 && (off != n.woff+int64(len(n.wbuf)) || len(n.wbuf)+len(data) > limit) {
+		if err := n.flushLocked(ctx); err != nil {
+			return 0, errno(err)
+		}
+	}
+	if len(data) >= limit {
+		c, err := n.m.fs.WriteAt(ctx, n.ino, data, off)
+		if err != nil {
+			return 0, errno(err)
+		}
+		return uint32(c), 0
+	}
+	if len(n.wbuf) == 0 {
+		n.woff = off
+		if n.wbuf == nil {
+			n.wbuf = make([]byte, 0, min(limit, max(len(data), 64<<10)))
+		}
+	}
+	n.wbuf = append(n.wbuf, data...)
+	return uint32(len(data)), 0
+}
+
+// flushLocked writes the buffered bytes to the VFS. A failure is returned
+// and also kept for the next write/flush/fsync, since the write that buffered
+// the data has already succeeded.
+func (n *node) flushLocked(ctx context.Context) error {
+	if err := n.werr; err != nil {
+		return err
+	}
+	if len(n.wbuf) == 0 {
+		return nil
+	}
+	_, err := n.m.fs.WriteAt(ctx, n.ino, n.wbuf, n.woff)
+	n.wbuf = n.wbuf[:0]
+	if err != nil {
+		n.werr = err
+	}
+	return err
+}
+
+// takeErr returns and clears a deferred write error.
+func (n *node) takeErr() error {
+	err := n.werr
+	n.werr = nil
+	return err
+}
+
+func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.flushLocked(ctx)
+	return errno(n.takeErr())
+}
+
+func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
+	n.mu.Lock()
+	n.flushLocked(ctx)
+	err := n.takeErr()
+	n.mu.Unlock()
+	if err != nil {
+		return errno(err)
+	}
+	return errno(n.m.fs.Fsync(ctx, n.ino))
+}
+
+func (n *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
+	n.mu.Lock()
+	n.flushLocked(ctx)
+	err := n.takeErr()
+	if len(n.wbuf) == 0 && cap(n.wbuf) > 0 {
+		n.wbuf = nil // do not keep a buffer per closed file
+	}
+	n.mu.Unlock()
+	if rerr := n.m.fs.Release(ctx, n.ino); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		n.m.opts.Logger.Warn("workspace: release", "dir", n.m.dir, "ino", n.ino, "err", err)
+	}
+	return errno(err)
+}
+
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	s, err := n.m.fs.Statfs(ctx)
+	if err != nil {
+		return errno(err)
+	}
+	out.Bsize, out.Frsize, out.NameLen = s.Bsize, s.Bsize, s.NameLen
+	out.Blocks, out.Bfree, out.Bavail = s.Blocks, s.Bfree, s.Bavail
+	out.Files, out.Ffree = s.Files, s.Ffree
+	return 0
+}

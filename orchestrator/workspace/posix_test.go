@@ -1,0 +1,388 @@
+package workspace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+)
+
+func TestPOSIX(t *testing.T) {
+	const quota = 64 << 20
+	e := newEnv(t, vfs.Config{SessionQuota: quota, MaxFileSize: 1 << 30})
+	m := e.mount(t, Options{})
+	root := m.Dir()
+
+	tests := []struct {
+		name string
+		run  func(t *testing.T, dir string)
+	}{
+		{"create read write", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "f.txt")
+			mustWrite(t, p, "hello world")
+			wantContent(t, p, "hello world")
+			f, err := os.OpenFile(p, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte("HELLO"), 0); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 11)
+			if _, err := f.ReadAt(buf, 0); err != nil {
+				t.Fatal(err)
+			}
+			if string(buf) != "HELLO world" {
+				t.Fatalf("read through the writing fd = %q", buf)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			wantContent(t, p, "HELLO world")
+		}},
+		{"append", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "log")
+			mustWrite(t, p, "a\n")
+			for _, line := range []string{"b\n", "c\n"} {
+				f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.WriteString(line); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+			wantContent(t, p, "a\nb\nc\n")
+		}},
+		{"ftruncate and O_TRUNC", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "t")
+			mustWrite(t, p, "0123456789")
+			f, err := os.OpenFile(p, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Truncate(4); err != nil {
+				t.Fatal(err)
+			}
+			if fi, _ := f.Stat(); fi.Size() != 4 {
+				t.Fatalf("size after ftruncate = %d", fi.Size())
+			}
+			if err := f.Truncate(6); err != nil { // grow: zero filled
+				t.Fatal(err)
+			}
+			f.Close()
+			wantContent(t, p, "0123\x00\x00")
+			f, err = os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("xy")
+			f.Close()
+			wantContent(t, p, "xy")
+		}},
+		{"rename over an existing file", func(t *testing.T, dir string) {
+			a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			mustWrite(t, a, "new")
+			mustWrite(t, b, "old")
+			if err := os.Rename(a, b); err != nil {
+				t.Fatal(err)
+			}
+			wantContent(t, b, "new")
+			wantErrno(t, statErr(a), syscall.ENOENT)
+			if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(b, filepath.Join(dir, "sub", "c")); err != nil {
+				t.Fatal(err)
+			}
+			wantContent(t, filepath.Join(dir, "sub", "c"), "new")
+		}},
+		{"unlink an open file", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "tmp")
+			f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("still here")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			wantErrno(t, statErr(p), syscall.ENOENT)
+			buf := make([]byte, 10)
+			if _, err := f.ReadAt(buf, 0); err != nil || string(buf) != "still here" {
+				t.Fatalf("read after unlink = %q, %v", buf, err)
+			}
+			if _, err := f.WriteAt([]byte("STILL"), 0); err != nil {
+				t.Fatalf("write after unlink: %v", err)
+			}
+			f.ReadAt(buf, 0)
+			if string(buf) != "STILL here" {
+				t.Fatalf("read after write after unlink = %q", buf)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// The inode is freed on release: nothing orphaned is left.
+			checkFor(t, 5*time.Second, "orphan removed", func() error {
+				var n int
+				e.st.SQL().QueryRow(`SELECT COUNT(*) FROM fs_orphan WHERE session_id=?`, e.sid).Scan(&n)
+				if n != 0 {
+					return fmt.Errorf("%d orphans left", n)
+				}
+				return nil
+			})
+		}},
+		{"mkdir rmdir", func(t *testing.T, dir string) {
+			d := filepath.Join(dir, "d")
+			if err := os.Mkdir(d, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			wantErrno(t, os.Mkdir(d, 0o750), syscall.EEXIST)
+			mustWrite(t, filepath.Join(d, "x"), "x")
+			wantErrno(t, syscall.Rmdir(d), syscall.ENOTEMPTY)
+			wantErrno(t, syscall.Rmdir(filepath.Join(d, "x")), syscall.ENOTDIR)
+			os.Remove(filepath.Join(d, "x"))
+			if err := syscall.Rmdir(d); err != nil {
+				t.Fatal(err)
+			}
+			wantErrno(t, statErr(d), syscall.ENOENT)
+			wantErrno(t, os.WriteFile(filepath.Join(dir, "nodir", "f"), nil, 0o644), syscall.ENOENT)
+		}},
+		{"readdir with d_type", func(t *testing.T, dir string) {
+			os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+			mustWrite(t, filepath.Join(dir, "file"), "")
+			os.Symlink("file", filepath.Join(dir, "link"))
+			ents, err := os.ReadDir(dir) // Go takes the type from d_type
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, en := range ents {
+				got = append(got, fmt.Sprintf("%s:%v", en.Name(), en.Type()))
+			}
+			want := "file:----------,link:L---------,sub:d---------"
+			if strings.Join(got, ",") != want {
+				t.Fatalf("readdir = %v, want %v", got, want)
+			}
+		}},
+		{"stat chmod utimes", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "s")
+			mustWrite(t, p, "12345")
+			if err := os.Chmod(p, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			mt := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
+			at := time.Date(2023, 1, 2, 3, 4, 5, 987654321, time.UTC)
+			if err := os.Chtimes(p, at, mt); err != nil {
+				t.Fatal(err)
+			}
+			var st syscall.Stat_t
+			if err := syscall.Stat(p, &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode != syscall.S_IFREG|0o640 || st.Size != 5 || st.Nlink != 1 {
+				t.Fatalf("stat = mode %o size %d nlink %d", st.Mode, st.Size, st.Nlink)
+			}
+			if got := time.Unix(st.Mtim.Unix()); !got.Equal(mt) {
+				t.Fatalf("mtime = %v, want %v", got, mt)
+			}
+			if got := time.Unix(st.Atim.Unix()); !got.Equal(at) {
+				t.Fatalf("atime = %v, want %v", got, at)
+			}
+		}},
+		{"symlink readlink ELOOP", func(t *testing.T, dir string) {
+			mustWrite(t, filepath.Join(dir, "target"), "via link")
+			if err := os.Symlink("target", filepath.Join(dir, "l")); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.Readlink(filepath.Join(dir, "l")); err != nil || got != "target" {
+				t.Fatalf("readlink = %q, %v", got, err)
+			}
+			wantContent(t, filepath.Join(dir, "l"), "via link")
+			os.Symlink("loop2", filepath.Join(dir, "loop1"))
+			os.Symlink("loop1", filepath.Join(dir, "loop2"))
+			_, err := os.ReadFile(filepath.Join(dir, "loop1"))
+			wantErrno(t, err, syscall.ELOOP)
+			os.Symlink("self", filepath.Join(dir, "self"))
+			_, err = os.Stat(filepath.Join(dir, "self"))
+			wantErrno(t, err, syscall.ELOOP)
+		}},
+		{"hard links", func(t *testing.T, dir string) {
+			a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			mustWrite(t, a, "shared")
+			if err := os.Link(a, b); err != nil {
+				t.Fatal(err)
+			}
+			wantNlink(t, a, 2)
+			f, _ := os.OpenFile(b, os.O_WRONLY|os.O_APPEND, 0)
+			f.WriteString("+")
+			f.Close()
+			wantContent(t, a, "shared+")
+			os.Remove(a)
+			wantNlink(t, b, 1)
+			wantContent(t, b, "shared+")
+		}},
+		{"fsync and O_EXCL", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "x")
+			f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("durable")
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			// Fsync returned: the bytes are in the VFS, not only in a buffer.
+			buf := make([]byte, 7)
+			if n, err := e.fs.ReadAt(ctxT(t), inoOf(t, p), buf, 0); err != nil || string(buf[:n]) != "durable" {
+				t.Fatalf("vfs after fsync = %q, %v", buf[:n], err)
+			}
+			f.Close()
+			_, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+			wantErrno(t, err, syscall.EEXIST)
+		}},
+		{"statfs reflects the quota", func(t *testing.T, dir string) {
+			var s syscall.Statfs_t
+			if err := syscall.Statfs(dir, &s); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Blocks * uint64(s.Bsize); got != quota {
+				t.Fatalf("statfs size = %d, want the quota %d", got, quota)
+			}
+			if s.Bavail == 0 || s.Bavail > s.Blocks {
+				t.Fatalf("statfs bavail = %d of %d", s.Bavail, s.Blocks)
+			}
+		}},
+		{"quota exceeded is ENOSPC", func(t *testing.T, dir string) {
+			f, err := os.Create(filepath.Join(dir, "big"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			chunk := make([]byte, 1<<20)
+			var werr error
+			for i := 0; i < quota>>20+2 && werr == nil; i++ {
+				_, werr = f.Write(chunk)
+			}
+			if werr == nil {
+				werr = f.Sync()
+			}
+			wantErrno(t, werr, syscall.ENOSPC)
+			f.Close()
+			os.Remove(filepath.Join(dir, "big"))
+		}},
+		{"mmap read", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "m")
+			want := bytes.Repeat([]byte("mmap!"), 3000)
+			if err := os.WriteFile(p, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			b, err := syscall.Mmap(int(f.Fd()), 0, len(want), syscall.PROT_READ, syscall.MAP_SHARED)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer syscall.Munmap(b)
+			if !bytes.Equal(b, want) {
+				t.Fatal("mmap content differs")
+			}
+		}},
+		{"another uid", func(t *testing.T, dir string) {
+			os.Chmod(filepath.Dir(root), 0o755) // t.TempDir is 0700
+			os.Chmod(dir, 0o777)
+			mustWrite(t, filepath.Join(dir, "private"), "secret")
+			os.Chmod(filepath.Join(dir, "private"), 0o600)
+			out, err := asUser(1000, "echo mine > "+dir+"/mine && cat "+dir+"/mine && ! cat "+dir+"/private 2>/dev/null")
+			if err != nil || out != "mine\n" {
+				t.Fatalf("as uid 1000: %q, %v", out, err)
+			}
+			var st syscall.Stat_t
+			syscall.Stat(filepath.Join(dir, "mine"), &st)
+			if st.Uid != 1000 || st.Gid != 1000 {
+				t.Fatalf("file created by uid 1000 is owned by %d:%d", st.Uid, st.Gid)
+			}
+		}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(root, fmt.Sprintf("case%02d", i))
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.run(t, dir)
+		})
+	}
+	e.check(t)
+}
+
+func asUser(uid uint32, script string) (string, error) {
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	cmd.Dir = "/"
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func inoOf(t *testing.T, p string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Ino)
+}
+
+func mustWrite(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantContent(t *testing.T, p, want string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != want {
+		t.Fatalf("%s = %q, want %q", filepath.Base(p), b, want)
+	}
+}
+
+func wantNlink(t *testing.T, p string, n uint64) {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Nlink != n {
+		t.Fatalf("nlink of %s = %d, want %d", filepath.Base(p), st.Nlink, n)
+	}
+}
+
+func statErr(p string) error {
+	_, err := os.Lstat(p)
+	return err
+}
+
+func wantErrno(t *testing.T, err error, want syscall.Errno) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("error = %v, want %v", err, want)
+	}
+}
+

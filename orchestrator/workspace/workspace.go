@@ -1,0 +1,299 @@
+// Package workspace serves a session VFS as a FUSE filesystem, one mount per
+// node, which the container runtime bind-mounts at /workspace.
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// FS is the inode-level session filesystem a mount serves (*vfs.FS satisfies
+// it). Errors carry a syscall.Errno reachable with errors.As; anything else
+// becomes EIO.
+type FS interface {
+	Lookup(ctx context.Context, parent int64, name string) (Attr, error)
+	GetAttr(ctx context.Context, ino int64) (Attr, error)
+	SetAttr(ctx context.Context, ino int64, ch AttrChange) (Attr, error)
+	ReadDir(ctx context.Context, ino int64) ([]DirEntry, error)
+	Create(ctx context.Context, parent int64, name string, mode uint32, exclusive bool) (Attr, error)
+	Mkdir(ctx context.Context, parent int64, name string, mode uint32) (Attr, error)
+	Symlink(ctx context.Context, parent int64, name, target string) (Attr, error)
+	Readlink(ctx context.Context, ino int64) (string, error)
+	Link(ctx context.Context, ino, newParent int64, newName string) (Attr, error)
+	Unlink(ctx context.Context, parent int64, name string) error
+	Rmdir(ctx context.Context, parent int64, name string) error
+	Rename(ctx context.Context, oldParent int64, oldName string, newParent int64, newName string, flags uint32) error
+	ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, error)
+	WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int, error)
+	Fsync(ctx context.Context, ino int64) error
+	Statfs(ctx context.Context) (Statfs, error)
+	// Open and Release bracket every open file handle so that an inode
+	// unlinked while open survives until its last Release.
+	Open(ino int64)
+	Release(ctx context.Context, ino int64) error
+}
+
+// Defaults for Options.
+const (
+	DefaultEntryTimeout    = time.Second
+	DefaultAttrTimeout     = time.Second
+	DefaultNegativeTimeout = time.Second
+	DefaultMaxWrite        = 1 << 20
+	DefaultWriteBuffer     = 1 << 20
+)
+
+// Options tune a mount. Zero values take the defaults.
+type Options struct {
+	// Root is the inode served as the mount's root (vfs.RootIno when 0).
+	Root int64
+	// EntryTimeout, AttrTimeout and NegativeTimeout are how long the kernel
+	// may cache names, attributes and failed lookups. Changes made through
+	// another mount or the REST API become visible after at most this long.
+	EntryTimeout    time.Duration
+	AttrTimeout     time.Duration
+	NegativeTimeout time.Duration
+	// MaxWrite is the largest READ/WRITE request the kernel sends.
+	MaxWrite int
+	// WriteBuffer is how many contiguous bytes an open file collects before
+	// writing them to the VFS; negative disables buffering. Buffered data
+	// is written on flush (close), fsync, release and before any read,
+	// stat or truncate of the file.
+	WriteBuffer int
+	// Writeback enables the kernel's writeback cache. Faster for small
+	// writes, but the kernel then trusts its own file sizes and mtimes,
+	// so changes from other mounts or the REST API to a cached file are
+	// not seen. Off by default.
+	Writeback bool
+	// Debug logs every FUSE request.
+	Debug  bool
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Root == 0 {
+		o.Root = 1
+	}
+	if o.EntryTimeout == 0 {
+		o.EntryTimeout = DefaultEntryTimeout
+	}
+	if o.AttrTimeout == 0 {
+		o.AttrTimeout = DefaultAttrTimeout
+	}
+	if o.NegativeTimeout == 0 {
+		o.NegativeTimeout = DefaultNegativeTimeout
+	}
+	if o.MaxWrite <= 0 {
+		o.MaxWrite = DefaultMaxWrite
+	}
+	if o.WriteBuffer == 0 {
+		o.WriteBuffer = DefaultWriteBuffer
+	}
+	if o.WriteBuffer < 0 {
+		o.WriteBuffer = 0
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// MountPoint is one FUSE mount of a session filesystem.
+type MountPoint struct {
+	dir    string
+	fs     FS
+	opts   Options
+	server *fuse.Server
+	dev    uint64 // st_dev of the mount, for aborting the connection
+
+	closeOnce sync.Once
+	closeErr  error
+	done      chan struct{} // closed when the serve loop has ended
+}
+
+// Mount mounts fsys at dir (which must exist) and serves it until Close.
+//
+// When dir holds a dead mount left by a crashed server, the new mount is
+// stacked on top of it instead of replacing it: a running container that
+// bound the dead mount with rslave propagation receives the new one, which
+// it would not if the dead mount were detached first.
+func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint, error) {
+	opts = opts.withDefaults()
+	if _, err := fsys.GetAttr(ctx, opts.Root); err != nil {
+		return nil, fmt.Errorf("mount %s: root inode %d: %w", dir, opts.Root, err)
+	}
+	m := &MountPoint{dir: dir, fs: fsys, opts: opts, done: make(chan struct{})}
+	root := &node{m: m, ino: opts.Root}
+	entry, attr, neg := opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout
+	var extra uint64
+	if opts.Writeback {
+		extra |= fuse.CAP_WRITEBACK_CACHE
+	}
+	fo := &fs.Options{
+		MountOptions: fuse.MountOptions{
+			FsName:            "filepath",
+			Name:              "filepath",
+			MaxWrite:          opts.MaxWrite,
+			MaxBackground:     64,
+			DisableXAttrs:     true,
+			ExtraCapabilities: extra,
+			Debug:             opts.Debug,
+		},
+		EntryTimeout:    &entry,
+		AttrTimeout:     &attr,
+		NegativeTimeout: &neg,
+		RootStableAttr:  &fs.StableAttr{Ino: uint64(opts.Root)},
+	}
+	fd, err := mountFUSE(dir, opts.MaxWrite)
+	if err != nil {
+		return nil, err
+	}
+	// go-fuse serves an already mounted /dev/fuse descriptor passed as
+	// the magic mount point /dev/fd/N; we mount ourselves because go-fuse
+	// refuses a dead mount point (it stats it first).
+	server, err := fuse.NewServer(fs.NewNodeFS(root, fo), fmt.Sprintf("/dev/fd/%d", fd), &fo.MountOptions)
+	if err != nil {
+		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+		syscall.Close(fd)
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	m.server = server
+	go func() {
+		defer close(m.done)
+		server.Serve()
+	}()
+	if err := server.WaitMount(); err != nil {
+		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		_ = m.Close()
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	m.dev = st.Dev
+	return m, nil
+}
+
+// mountFUSE opens /dev/fuse and mounts it at dir (as fusermount would, with
+// default_permissions and allow_other: permission checks are the kernel's,
+// and every uid in a container may use the mount). It returns the device
+// descriptor.
+func mountFUSE(dir string, maxWrite int) (int, error) {
+	fd, err := syscall.Open("/dev/fuse", syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("mount %s: open /dev/fuse: %w", dir, err)
+	}
+	data := fmt.Sprintf("fd=%d,rootmode=40000,user_id=%d,group_id=%d,default_permissions,allow_other,max_read=%d",
+		fd, os.Geteuid(), os.Getegid(), maxWrite)
+	if err := syscall.Mount("filepath", dir, "fuse.filepath", syscall.MS_NOSUID|syscall.MS_NODEV, data); err != nil {
+		syscall.Close(fd)
+		return -1, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	return fd, nil
+}
+
+// Dir returns the mount point.
+func (m *MountPoint) Dir() string { return m.dir }
+
+// Close unmounts and waits for the server to stop. When the mount is busy,
+// or a container still holds a bind of it, it is detached and the FUSE
+// connection aborted, so that Close always ends the server. Safe to call
+// more than once.
+func (m *MountPoint) Close() error {
+	m.closeOnce.Do(func() { m.closeErr = m.close() })
+	return m.closeErr
+}
+
+func (m *MountPoint) close() error {
+	if err := syscall.Unmount(m.dir, 0); err != nil {
+		if derr := syscall.Unmount(m.dir, syscall.MNT_DETACH); derr != nil {
+			return fmt.Errorf("unmount %s: %v; lazy unmount: %w", m.dir, err, derr)
+		}
+	}
+	select {
+	case <-m.done:
+		return nil
+	case <-time.After(time.Second):
+	}
+	// Still served: something (a container's bind) holds the connection.
+	if err := m.Abort(); err != nil {
+		return fmt.Errorf("unmount %s: detached, but %w", m.dir, err)
+	}
+	select {
+	case <-m.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("unmount %s: server did not stop after abort", m.dir)
+	}
+}
+
+// Abort ends the FUSE connection without unmounting, as a crash would: the
+// mount point then fails with ENOTCONN until a new mount is stacked on it
+// or it is unmounted.
+func (m *MountPoint) Abort() error {
+	const ctl = "/sys/fs/fuse/connections"
+	abort := fmt.Sprintf("%s/%d/abort", ctl, minor(m.dev))
+	if _, err := os.Stat(abort); errors.Is(err, os.ErrNotExist) {
+		// The fusectl filesystem is not mounted everywhere by default.
+		if err := syscall.Mount("fusectl", ctl, "fusectl", 0, ""); err != nil && !errors.Is(err, syscall.EBUSY) {
+			return fmt.Errorf("abort fuse connection: mount fusectl: %w", err)
+		}
+	}
+	if err := os.WriteFile(abort, []byte("1"), 0o200); err != nil {
+		return fmt.Errorf("abort fuse connection: %w", err)
+	}
+	return nil
+}
+
+// minor extracts the minor device number from a Linux dev_t.
+func minor(dev uint64) uint64 { return (dev & 0xff) | ((dev >> 12) & 0xfff00) }
+
+// isDead reports whether dir is a dead FUSE mount (ENOTCONN).
+func isDead(dir string) bool {
+	var st syscall.Stat_t
+	return errors.Is(syscall.Stat(dir, &st), syscall.ENOTCONN)
+}
+
+// ClearMounts lazily unmounts every mount stacked at dir (live or dead).
+func ClearMounts(dir string) error {
+	for i := 0; i < 64; i++ {
+		mp, _, err := mountInfo(dir)
+		if err != nil {
+			return err
+		}
+		if !mp {
+			return nil
+		}
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			return fmt.Errorf("unmount %s: %w", dir, err)
+		}
+	}
+	return fmt.Errorf("unmount %s: too many stacked mounts", dir)
+}
+
+// errno maps a VFS error to the errno the kernel gets.
+func errno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, context.Canceled) {
+		return syscall.EINTR
+	}
+	return syscall.EIO
+}
+
+var _ FS = (*vfs.FS)(nil)
