@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/relay"
+)
+
+// Reconcile matches every node with the real containers, once at start-up
+// before serving (DESIGN invariants 6 and 7):
+//
+//   - a node whose container exists gets a relay from its saved log cursor:
+//     it appends what the container printed while nobody listened, exactly
+//     once, and if the container has exited, records the real exit;
+//   - a node marked running whose container is gone (or was never created)
+//     becomes error, with an error record saying why;
+//   - a managed container whose node no longer exists is removed.
+func (r *Runner) Reconcile(ctx context.Context) error {
+	nodes, err := r.st.ActiveNodes(ctx)
+	if err != nil {
+		return err
+	}
+	infos, err := r.rt.List(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	byContainer := make(map[string]containers.Info, len(infos))
+	for _, in := range infos {
+		byContainer[in.ID] = in
+	}
+	var errs []error
+	claimed := map[string]bool{}
+	for _, n := range nodes {
+		if err := r.reconcileNode(ctx, n, byContainer, claimed); err != nil {
+			errs = append(errs, fmt.Errorf("reconcile node %s: %w", n.ID, err))
+		}
+	}
+	for _, in := range infos {
+		if claimed[in.ID] {
+			continue
+		}
+		if in.NodeID != "" {
+			if _, err := r.st.NodeByID(ctx, in.NodeID); err == nil || orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+				continue // an older container of a live node (kept for its log), or the store failed
+			}
+		}
+		r.log.Info("removing orphan container", "container", in.ID, "node", in.NodeID)
+		if err := r.rt.Remove(ctx, in.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Runner) reconcileNode(ctx context.Context, n store.Node, byContainer map[string]containers.Info, claimed map[string]bool) error {
+	live := n.Status == store.NodeRunning || n.Status == store.NodeThinking
+	if n.ContainerID == "" {
+		if !live {
+			return nil
+		}
+		return r.markLost(ctx, n, "the agent's container was never created (the orchestrator stopped while starting it)")
+	}
+	claimed[n.ContainerID] = true
+	cur, err := relay.ParseCursor(n.LogCursor)
+	if err != nil {
+		return err
+	}
+	if _, ok := byContainer[n.ContainerID]; !ok {
+		if cur.Exited && !live {
+			return nil
+		}
+		return r.markLost(ctx, n, fmt.Sprintf("the agent's container %.12s is gone", n.ContainerID))
+	}
+	if cur.Exited && !live {
+		return nil // ended and recorded; the container is kept for its log
+	}
+	return r.attach(n, n.LogCursor)
+}
+
+func (r *Runner) markLost(ctx context.Context, n store.Node, msg string) error {
+	r.recordError(ctx, n, msg)
+	status, empty := store.NodeError, ""
+	_, err := r.st.PatchNode(ctx, n.SessionID, n.ID, store.NodePatch{Status: &status, ContainerID: &empty})
+	return err
+}

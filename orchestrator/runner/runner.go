@@ -1,0 +1,549 @@
+// Package runner is the lifecycle glue between the store, the container
+// runtime and the relays: it starts agent containers with the container
+// contract, runs one relay per running node, applies spawn/status/done/exit
+// side effects, and reconciles nodes with the real containers at start-up.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+	"github.com/filepath-dev/filepath/relay"
+)
+
+// Contract environment variables (DESIGN "The container contract").
+const (
+	EnvTask      = "FILEPATH_TASK"
+	EnvAPIKey    = "FILEPATH_API_KEY"
+	EnvAgentID   = "FILEPATH_AGENT_ID"
+	EnvSessionID = "FILEPATH_SESSION_ID"
+	EnvModel     = "FILEPATH_MODEL"
+	EnvAgentType = "FILEPATH_AGENT_TYPE"
+	EnvParentID  = "FILEPATH_PARENT_ID"
+)
+
+// AgentCustom is the agent type whose image the user brings.
+const AgentCustom = "custom"
+
+// Workspaces gives each node a host directory to bind-mount at /workspace.
+// workspace.Manager (the FUSE view of the session VFS) satisfies it; without
+// one the runner uses plain directories under <DataDir>/nodes/<node-id>.
+type Workspaces interface {
+	Mount(ctx context.Context, nodeID string) (string, error)
+	Unmount(nodeID string) error
+}
+
+// Config configures a Runner.
+type Config struct {
+	Store   *store.Store       // required
+	Runtime containers.Runtime // required
+	DataDir string             // required: nodes/<id> workspaces (plain), logs/<id>.log
+	// Workspaces replaces the plain per-node directories (the FUSE seam).
+	Workspaces Workspaces
+	// WorkspacePropagation is passed to the runtime for /workspace
+	// (workspace.Propagation with FUSE; "" for plain directories).
+	WorkspacePropagation string
+	Network              string            // "" : the runtime's default
+	Limits               containers.Limits // zero fields: containers.DefaultLimits
+	LogMaxBytes          int64             // per-node stderr log bound (relay.DefaultLogMaxBytes)
+	Logger               *slog.Logger
+
+	// Relay settings (zero: the relay's defaults).
+	MaxLine    int
+	MaxBatch   int
+	MailboxLen int
+	StopGrace  time.Duration
+	KillGrace  time.Duration
+	Clock      relay.Clock
+	// NotifyTimeout bounds delivering "<child> finished" to a parent (10s).
+	NotifyTimeout time.Duration
+}
+
+// Runner implements the API's lifecycle interface and relay.Effects.
+type Runner struct {
+	cfg  Config
+	st   *store.Store
+	rt   containers.Runtime
+	ws   Workspaces
+	logs *relay.LogDir
+	log  *slog.Logger
+
+	ctx    context.Context // lives until Close; relays and notifications run under it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // relay watchers and parent notifications
+
+	mu     sync.Mutex // guards relays and closed
+	relays map[string]*relay.Relay
+	closed bool
+}
+
+var _ relay.Effects = (*Runner)(nil)
+
+// New checks cfg and returns a Runner. Call Reconcile once before serving.
+func New(cfg Config) (*Runner, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("runner config: Store is required")
+	case cfg.Runtime == nil:
+		return nil, errors.New("runner config: Runtime is required")
+	case cfg.DataDir == "":
+		return nil, errors.New("runner config: DataDir is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NotifyTimeout <= 0 {
+		cfg.NotifyTimeout = 10 * time.Second
+	}
+	logs, err := relay.NewLogDir(filepath.Join(cfg.DataDir, "logs"), cfg.LogMaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	ws := cfg.Workspaces
+	if ws == nil {
+		ws = plainDirs{root: filepath.Join(cfg.DataDir, "nodes")}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Runner{cfg: cfg, st: cfg.Store, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger,
+		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}}, nil
+}
+
+// Close detaches every relay and waits for them; the containers keep
+// running and a later Runner re-attaches. Safe to call more than once.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	rels := make([]*relay.Relay, 0, len(r.relays))
+	for _, rel := range r.relays {
+		rels = append(rels, rel)
+	}
+	r.mu.Unlock()
+	r.cancel()
+	for _, rel := range rels {
+		rel.Close()
+	}
+	r.wg.Wait()
+	return nil
+}
+
+// Running reports whether nodeID has a relay (its container runs).
+func (r *Runner) Running(nodeID string) bool {
+	return r.relayOf(nodeID) != nil
+}
+
+// NodeLog returns the tail of a node's stderr log (the API's LogSource).
+func (r *Runner) NodeLog(_ context.Context, _, nodeID string, tailLines int) ([]byte, error) {
+	return r.logs.Logs(nodeID, tailLines)
+}
+
+func (r *Runner) relayOf(nodeID string) *relay.Relay {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.relays[nodeID]
+}
+
+// StartSession starts the container of the session's root node (a fresh
+// container if it ran before) and marks the session running.
+func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) error {
+	sess, err := r.st.GetSession(ctx, userID, sessionID)
+	if err != nil {
+		return err
+	}
+	if sess.RootNodeID == nil {
+		return orchestrator.Errorf(orchestrator.EConflict, "session %s has no root node: add an agent first", sessionID)
+	}
+	if r.relayOf(*sess.RootNodeID) == nil {
+		node, err := r.st.GetNode(ctx, userID, sessionID, *sess.RootNodeID)
+		if err != nil {
+			return err
+		}
+		if err := r.startNode(ctx, sess, node); err != nil {
+			return err
+		}
+	}
+	return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionRunning)
+}
+
+// StopSession delivers signal{stop} to every running node of the session;
+// each relay escalates to SIGTERM and SIGKILL after its grace period. It
+// marks the session stopped.
+func (r *Runner) StopSession(ctx context.Context, userID, sessionID string) error {
+	nodes, err := r.st.Tree(ctx, userID, sessionID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range nodes {
+		rel := r.relayOf(n.ID)
+		if rel == nil {
+			continue
+		}
+		if _, err := rel.Deliver(ctx, protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop}); err != nil &&
+			!errors.Is(err, relay.ErrExited) && !errors.Is(err, relay.ErrClosed) {
+			errs = append(errs, fmt.Errorf("stop node %s: %w", n.ID, err))
+		}
+	}
+	if err := r.st.UpdateSessionStatus(ctx, sessionID, store.SessionStopped); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Deliver appends an input for a running node and writes it to its stdin.
+func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error) {
+	rel := r.relayOf(nodeID)
+	if rel == nil || rel.Node().SessionID != sessionID {
+		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: start the session first", nodeID)
+	}
+	rec, err := rel.Deliver(ctx, in)
+	switch {
+	case err == nil:
+		return store.Record{SessionID: sessionID, Seq: rec.Seq, Kind: rec.Kind, NodeID: rec.NodeID, At: rec.At, Data: rec.Data}, nil
+	case errors.Is(err, relay.ErrMailboxFull):
+		return store.Record{}, orchestrator.Errorf(orchestrator.EUnavailable, "node %s: %v; retry later", nodeID, err)
+	case errors.Is(err, relay.ErrExited), errors.Is(err, relay.ErrClosed):
+		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running", nodeID)
+	case isInvalidInput(err):
+		return store.Record{}, orchestrator.Errorf(orchestrator.EInvalid, "%v", err)
+	default:
+		return store.Record{}, err
+	}
+}
+
+func isInvalidInput(err error) bool {
+	var de *protocol.DecodeError
+	return errors.As(err, &de)
+}
+
+// DeleteNode removes the containers, workspaces and logs of nodeID's
+// subtree; call it before store.DeleteNode.
+func (r *Runner) DeleteNode(ctx context.Context, userID, sessionID, nodeID string) error {
+	nodes, err := r.st.Tree(ctx, userID, sessionID)
+	if err != nil {
+		return err
+	}
+	kids := map[string][]store.Node{}
+	byID := map[string]store.Node{}
+	for _, n := range nodes {
+		byID[n.ID] = n
+		if n.ParentID != nil {
+			kids[*n.ParentID] = append(kids[*n.ParentID], n)
+		}
+	}
+	root, ok := byID[nodeID]
+	if !ok {
+		return orchestrator.Errorf(orchestrator.ENotFound, "node %s not found", nodeID)
+	}
+	var subtree []store.Node
+	var walk func(n store.Node)
+	walk = func(n store.Node) {
+		subtree = append(subtree, n)
+		for _, k := range kids[n.ID] {
+			walk(k)
+		}
+	}
+	walk(root)
+	return r.removeNodes(ctx, subtree)
+}
+
+// DeleteSession removes every container, workspace and log of the session
+// (also containers whose node is unknown); call it before
+// store.DeleteSession.
+func (r *Runner) DeleteSession(ctx context.Context, userID, sessionID string) error {
+	nodes, err := r.st.Tree(ctx, userID, sessionID)
+	if err != nil {
+		return err
+	}
+	errs := []error{r.removeNodes(ctx, nodes)}
+	infos, err := r.rt.List(ctx, map[string]string{containers.LabelSession: sessionID})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, in := range infos {
+		if err := r.rt.Remove(ctx, in.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
+	var errs []error
+	for _, n := range nodes {
+		r.mu.Lock()
+		rel := r.relays[n.ID]
+		delete(r.relays, n.ID)
+		r.mu.Unlock()
+		if rel != nil {
+			rel.Close()
+		}
+		if n.ContainerID != "" {
+			if err := r.rt.Remove(ctx, n.ContainerID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := r.ws.Unmount(n.ID); err != nil {
+			errs = append(errs, err)
+		}
+		if err := r.logs.Remove(n.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startNode creates and starts a fresh container for node and attaches a
+// relay. The container id is saved before the container starts, so that a
+// crash in between leaves something Reconcile can find.
+func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.Node) (err error) {
+	defer func() {
+		if err != nil {
+			r.recordError(ctx, node, "start agent: "+err.Error())
+			st := store.NodeError
+			r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &st})
+		}
+	}()
+	image := node.Image
+	if image == "" {
+		agent, ok := orchestrator.AgentByType(node.AgentType)
+		if !ok || agent.Image == "" {
+			return orchestrator.FieldErrorf("image", "node %s (%s) has no image", node.ID, node.AgentType)
+		}
+		image = agent.Image
+	}
+	task, err := r.firstTask(ctx, node)
+	if err != nil {
+		return err
+	}
+	key, _, err := r.st.CreateNodeAPIKey(ctx, sess.UserID, sess.ID, node.ID)
+	if err != nil {
+		return fmt.Errorf("create node api key: %w", err)
+	}
+	dir, err := r.ws.Mount(ctx, node.ID)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	parent := ""
+	if node.ParentID != nil {
+		parent = *node.ParentID
+	}
+	if node.ContainerID != "" {
+		if err := r.rt.Remove(ctx, node.ContainerID); err != nil {
+			return fmt.Errorf("remove the previous container: %w", err)
+		}
+	}
+	id, err := r.rt.Create(ctx, containers.Spec{
+		SessionID: sess.ID,
+		NodeID:    node.ID,
+		Image:     image,
+		Env: map[string]string{
+			EnvTask: task, EnvAPIKey: key, EnvAgentID: node.ID, EnvSessionID: sess.ID,
+			EnvModel: node.Model, EnvAgentType: node.AgentType, EnvParentID: parent,
+		},
+		WorkspaceDir:         dir,
+		WorkspacePropagation: r.cfg.WorkspacePropagation,
+		Network:              r.cfg.Network,
+		Limits:               r.cfg.Limits,
+	})
+	if err != nil {
+		return err
+	}
+	running, empty := store.NodeRunning, ""
+	node, err = r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{
+		ContainerID: &id, LogCursor: &empty, Status: &running, ClearExitCode: true, ClearContextPct: true,
+	})
+	if err != nil {
+		r.rt.Remove(context.WithoutCancel(ctx), id)
+		return err
+	}
+	if err := r.rt.Start(ctx, id); err != nil {
+		return err
+	}
+	return r.attach(node, "")
+}
+
+// firstTask is the content of the node's first input message (its task).
+func (r *Runner) firstTask(ctx context.Context, node store.Node) (string, error) {
+	recs, err := r.st.Records(ctx, node.SessionID, 0, 4, node.ID)
+	if err != nil {
+		return "", err
+	}
+	for _, rec := range recs {
+		if rec.Kind != store.KindInput {
+			continue
+		}
+		in, err := protocol.DecodeInput(rec.Data)
+		if m, ok := in.(protocol.MessageInput); err == nil && ok {
+			return m.Content, nil
+		}
+	}
+	return "", nil
+}
+
+// attach starts the relay of a node whose container exists.
+func (r *Runner) attach(node store.Node, cursor string) error {
+	parent := ""
+	if node.ParentID != nil {
+		parent = *node.ParentID
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return orchestrator.Errorf(orchestrator.EUnavailable, "the orchestrator is shutting down")
+	}
+	if r.relays[node.ID] != nil {
+		return nil
+	}
+	rel, err := relay.Start(r.ctx, relay.Config{
+		Node:   relay.Node{SessionID: node.SessionID, ID: node.ID, ParentID: parent, Name: node.Name, ContainerID: node.ContainerID},
+		Cursor: cursor, Log: storeLog{st: r.st}, Process: r.rt, Effects: r, LogDir: r.logs,
+		Clock: r.cfg.Clock, Logger: r.log, Permanent: permanent,
+		MaxBatch: r.cfg.MaxBatch, MailboxLen: r.cfg.MailboxLen, MaxLine: r.cfg.MaxLine,
+		StopGrace: r.cfg.StopGrace, KillGrace: r.cfg.KillGrace,
+	})
+	if err != nil {
+		return err
+	}
+	r.relays[node.ID] = rel
+	r.wg.Go(func() {
+		<-rel.Done()
+		r.mu.Lock()
+		if r.relays[node.ID] == rel {
+			delete(r.relays, node.ID)
+		}
+		r.mu.Unlock()
+		if err := rel.Err(); err != nil {
+			r.log.Warn("relay ended", "node", node.ID, "err", err)
+		}
+	})
+	return nil
+}
+
+// permanent: the session or node is gone; retrying an append cannot help.
+func permanent(err error) bool {
+	return orchestrator.ErrorCode(err) == orchestrator.ENotFound
+}
+
+// Spawn implements relay.Effects: it creates the child node (with the task
+// as its first input, from "parent") and starts its container. A child of a
+// custom agent runs its parent's image.
+func (r *Runner) Spawn(ctx context.Context, parent relay.Node, ev protocol.SpawnEvent) error {
+	sess, err := r.st.SessionByID(ctx, parent.SessionID)
+	if err != nil {
+		return err
+	}
+	pnode, err := r.st.NodeByID(ctx, parent.ID)
+	if err != nil {
+		return err
+	}
+	in := store.NewNode{Name: ev.Name, AgentType: ev.Agent, Model: ev.Model, ParentID: &parent.ID}
+	if ev.Task != nil {
+		in.Task = *ev.Task
+	}
+	if pnode.AgentType == AgentCustom || ev.Agent == AgentCustom {
+		in.Image = pnode.Image
+	}
+	child, err := r.st.CreateNode(ctx, sess.UserID, sess.ID, in)
+	if err != nil {
+		return err
+	}
+	return r.startNode(ctx, sess, child)
+}
+
+// StatusChanged implements relay.Effects.
+func (r *Runner) StatusChanged(ctx context.Context, node relay.Node, ev protocol.StatusEvent) error {
+	p := store.NodePatch{Status: &ev.State, ContextPct: ev.ContextPct}
+	_, err := r.st.PatchNode(ctx, node.SessionID, node.ID, p)
+	return err
+}
+
+// Done implements relay.Effects: the node is done and its parent, if it
+// runs, gets a system message "<name> finished: <summary>".
+func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEvent) error {
+	done := store.NodeDone
+	if _, err := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &done}); err != nil {
+		return err
+	}
+	if node.ParentID == "" {
+		return nil
+	}
+	prel := r.relayOf(node.ParentID)
+	if prel == nil {
+		r.log.Info("parent not running; finish not delivered", "node", node.ID, "parent", node.ParentID)
+		return nil
+	}
+	summary := ""
+	if ev.Summary != nil {
+		summary = *ev.Summary
+	}
+	msg := protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromSystem,
+		Content: fmt.Sprintf("%s finished: %s", node.Name, summary)}
+	// Asynchronous: the parent's stdin may be slow; this relay must not wait.
+	r.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.NotifyTimeout)
+		defer cancel()
+		if _, err := prel.Deliver(ctx, msg); err != nil && r.ctx.Err() == nil {
+			r.log.Warn("tell parent a child finished", "node", node.ID, "parent", node.ParentID, "err", err)
+		}
+	})
+	return nil
+}
+
+// Exited implements relay.Effects: the node gets its real end state.
+func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) error {
+	status := store.NodeError
+	switch {
+	case ex.Clean():
+		status = store.NodeDone
+	case ex.Stopped && ex.Done && ex.Err == nil:
+		status = store.NodeDone
+	case ex.Stopped && ex.Err == nil:
+		status = store.NodeIdle
+	}
+	p := store.NodePatch{Status: &status}
+	if ex.Err == nil {
+		p.ExitCode = &ex.Code
+	}
+	_, err := r.st.PatchNode(ctx, node.SessionID, node.ID, p)
+	return err
+}
+
+// recordError appends a runtime error record for the node.
+func (r *Runner) recordError(ctx context.Context, node store.Node, msg string) {
+	data, _ := json.Marshal(map[string]string{"message": msg, "source": relay.SourceRuntime})
+	if _, err := r.st.Append(context.WithoutCancel(ctx), node.SessionID, store.NewRecord{NodeID: node.ID, Kind: store.KindError, Data: data}); err != nil {
+		r.log.Warn("append runtime error", "node", node.ID, "err", err)
+	}
+}
+
+// plainDirs is the workspace seam's stand-in until the FUSE manager is
+// wired: a plain directory per node.
+type plainDirs struct{ root string }
+
+func (p plainDirs) Mount(_ context.Context, nodeID string) (string, error) {
+	if nodeID == "" || filepath.Base(nodeID) != nodeID {
+		return "", fmt.Errorf("node id %q is not a directory name", nodeID)
+	}
+	dir := filepath.Join(p.root, nodeID)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return "", fmt.Errorf("create workspace dir: %w", err)
+	}
+	// The agent may run as any user inside its container.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return "", fmt.Errorf("create workspace dir: %w", err)
+	}
+	return dir, nil
+}
+
+func (p plainDirs) Unmount(string) error { return nil }

@@ -1,0 +1,540 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+)
+
+const testImage = "filepath/testagent:latest"
+
+// published records every record the store publishes, in publish order.
+type published struct {
+	mu   sync.Mutex
+	recs []store.Record
+}
+
+func (p *published) Publish(r store.Record) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.recs = append(p.recs, r)
+}
+
+func (p *published) list() []store.Record {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]store.Record(nil), p.recs...)
+}
+
+type env struct {
+	t    *testing.T
+	ctx  context.Context
+	dir  string
+	st   *store.Store
+	pub  *published
+	rt   *containers.Docker
+	uid  string
+	sid  string
+	cfg  Config
+	r    *Runner
+	root store.Node
+}
+
+func newEnv(t *testing.T, mod func(*Config)) *env {
+	t.Helper()
+	testenv.RequireImage(t, testImage)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	e := &env{t: t, ctx: ctx, dir: t.TempDir(), pub: &published{}}
+	var err error
+	e.st, err = store.Open(ctx, store.Config{Path: filepath.Join(e.dir, "filepath.db"), Publisher: e.pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.st.Close() })
+	e.rt, err = containers.NewDocker(ctx, containers.DockerConfig{Network: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.rt.Close() })
+	u, err := e.st.CreateUser(ctx, "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.st.CreateSession(ctx, u.ID, store.NewSession{Name: "runner test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.uid, e.sid = u.ID, s.ID
+	t.Cleanup(func() { // containers outlive runners: remove them
+		ctx := context.Background()
+		infos, _ := e.rt.List(ctx, map[string]string{containers.LabelSession: e.sid})
+		for _, in := range infos {
+			e.rt.Remove(ctx, in.ID)
+		}
+	})
+	e.cfg = Config{Store: e.st, Runtime: e.rt, DataDir: e.dir, StopGrace: 2 * time.Second, KillGrace: time.Second}
+	if mod != nil {
+		mod(&e.cfg)
+	}
+	e.r = e.newRunner()
+	return e
+}
+
+func (e *env) newRunner() *Runner {
+	e.t.Helper()
+	r, err := New(e.cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { r.Close() })
+	if err := r.Reconcile(e.ctx); err != nil {
+		e.t.Fatalf("reconcile: %v", err)
+	}
+	return r
+}
+
+// startRoot creates the root node (a custom agent on the test image) with
+// the task and starts the session.
+func (e *env) startRoot(task string) store.Node {
+	e.t.Helper()
+	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: task})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
+		e.t.Fatalf("start session: %v", err)
+	}
+	e.root = n
+	return n
+}
+
+func (e *env) records(nodeID string) []store.Record {
+	e.t.Helper()
+	var out []store.Record
+	after := int64(0)
+	for {
+		recs, err := e.st.Records(e.ctx, e.sid, after, store.MaxRecordsLimit, nodeID)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, recs...)
+		if len(recs) < store.MaxRecordsLimit {
+			return out
+		}
+		after = recs[len(recs)-1].Seq
+	}
+}
+
+func (e *env) node(id string) store.Node {
+	e.t.Helper()
+	n, err := e.st.NodeByID(e.ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// waitFor polls cond for up to a minute.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s; records:\n%s", what, dump(e.records("")))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *env) waitStatus(nodeID, status string) store.Node {
+	e.t.Helper()
+	var n store.Node
+	e.waitFor("node "+nodeID+" "+status, func() bool {
+		n = e.node(nodeID)
+		return n.Status == status && !e.r.Running(nodeID)
+	})
+	return n
+}
+
+func dump(recs []store.Record) string {
+	var b strings.Builder
+	for _, r := range recs {
+		d := string(r.Data)
+		if len(d) > 200 {
+			d = d[:200] + "..."
+		}
+		fmt.Fprintf(&b, "%d %s %.8s %s\n", r.Seq, r.Kind, r.NodeID, d)
+	}
+	return b.String()
+}
+
+func texts(recs []store.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if r.Kind != store.KindEvent {
+			continue
+		}
+		var ev struct{ Type, Content string }
+		json.Unmarshal(r.Data, &ev)
+		if ev.Type == protocol.TypeText {
+			out = append(out, ev.Content)
+		}
+	}
+	return out
+}
+
+func hasText(recs []store.Record, s string) bool {
+	for _, t := range texts(recs) {
+		if t == s {
+			return true
+		}
+	}
+	return false
+}
+
+func msg(content string) protocol.MessageInput {
+	return protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromUser, Content: content}
+}
+
+func TestMessageRoundTrip(t *testing.T) {
+	e := newEnv(t, nil)
+	root := e.startRoot("echo started")
+	e.waitFor("started", func() bool { return hasText(e.records(root.ID), "started") })
+	rec, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo pong"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Kind != store.KindInput || rec.Seq == 0 || string(rec.Data) != `{"type":"message","from":"user","content":"echo pong"}` {
+		t.Fatalf("input record = %+v", rec)
+	}
+	e.waitFor("pong", func() bool { return hasText(e.records(root.ID), "pong") })
+	for _, r := range e.records(root.ID) {
+		if r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"pong"`) && r.Seq < rec.Seq {
+			t.Fatalf("reply seq %d before its input seq %d", r.Seq, rec.Seq)
+		}
+	}
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done bye")); err != nil {
+		t.Fatal(err)
+	}
+	n := e.waitStatus(root.ID, store.NodeDone)
+	if n.ExitCode == nil || *n.ExitCode != 0 {
+		t.Fatalf("exit code = %v", n.ExitCode)
+	}
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("hello?")); err == nil {
+		t.Fatal("deliver to a finished node succeeded")
+	}
+	// The published stream is the store's log, in seq order.
+	pub := e.pub.list()
+	for i := 1; i < len(pub); i++ {
+		if pub[i].Seq != pub[i-1].Seq+1 {
+			t.Fatalf("published seq %d after %d", pub[i].Seq, pub[i-1].Seq)
+		}
+	}
+}
+
+func TestSpawnTree(t *testing.T) {
+	e := newEnv(t, nil)
+	root := e.startRoot("tree 2 2")
+	// 1 root + 2 children + 4 grandchildren; the 6 descendants finish.
+	var tree []store.Node
+	e.waitFor("6 finished descendants", func() bool {
+		var err error
+		tree, err = e.st.Tree(e.ctx, e.uid, e.sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, n := range tree {
+			if n.ID != root.ID && n.Status == store.NodeDone && !e.r.Running(n.ID) {
+				done++
+			}
+		}
+		return len(tree) == 7 && done == 6
+	})
+	byID := map[string]store.Node{}
+	for _, n := range tree {
+		byID[n.ID] = n
+	}
+	depth := func(n store.Node) int {
+		d := 0
+		for n.ParentID != nil {
+			n = byID[*n.ParentID]
+			d++
+		}
+		return d
+	}
+	count := map[int]int{}
+	for _, n := range tree {
+		d := depth(n)
+		count[d]++
+		if d > 0 && !strings.HasPrefix(n.Name, fmt.Sprintf("d%d-", 3-d)) {
+			t.Fatalf("node %s at depth %d", n.Name, d)
+		}
+		if n.Image != testImage {
+			t.Fatalf("child of a custom agent runs %q, want the parent's image", n.Image)
+		}
+	}
+	if count[0] != 1 || count[1] != 2 || count[2] != 4 {
+		t.Fatalf("tree shape %v", count)
+	}
+	// In the published stream, each child's "created" record comes after its
+	// parent's spawn event, and each node's events after its creation.
+	pub := e.pub.list()
+	created := map[string]int64{}
+	spawned := map[string][]int64{} // parent → seqs of its spawn events
+	for _, r := range pub {
+		var d struct {
+			Op   string
+			Type string
+			Node store.Node
+		}
+		json.Unmarshal(r.Data, &d)
+		switch {
+		case r.Kind == store.KindNode && d.Op == store.OpCreated:
+			created[d.Node.ID] = r.Seq
+			if d.Node.ParentID != nil {
+				sp := spawned[*d.Node.ParentID]
+				if len(sp) == 0 || sp[0] > r.Seq {
+					t.Fatalf("child %s created at seq %d before its parent's spawn event", d.Node.Name, r.Seq)
+				}
+				spawned[*d.Node.ParentID] = sp[1:]
+			}
+		case r.Kind == store.KindEvent:
+			if _, ok := created[r.NodeID]; !ok {
+				t.Fatalf("event of node %s at seq %d before the node was created", r.NodeID, r.Seq)
+			}
+			if d.Type == protocol.TypeSpawn {
+				spawned[r.NodeID] = append(spawned[r.NodeID], r.Seq)
+			}
+		}
+	}
+	// The root was told about each child that finished.
+	e.waitFor("finish messages at the root", func() bool {
+		n := 0
+		for _, r := range e.records(root.ID) {
+			if r.Kind == store.KindInput && strings.Contains(string(r.Data), `"from":"system"`) && strings.Contains(string(r.Data), " finished: ") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone) // testagent answers stop with done
+}
+
+func TestBadLinesKeepAgentRunning(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxLine = 64 << 10 })
+	root := e.startRoot("bad; huge 100000; utf8; stderr oops; echo after; done")
+	n := e.waitStatus(root.ID, store.NodeDone)
+	if *n.ExitCode != 0 {
+		t.Fatalf("exit code %d", *n.ExitCode)
+	}
+	var errs []map[string]any
+	for _, r := range e.records(root.ID) {
+		if r.Kind == store.KindError {
+			var m map[string]any
+			json.Unmarshal(r.Data, &m)
+			errs = append(errs, m)
+		}
+	}
+	if len(errs) != 2 {
+		t.Fatalf("%d error records, want 2:\n%s", len(errs), dump(e.records(root.ID)))
+	}
+	for i, want := range []string{"JSON", "65536-byte line limit"} {
+		if !strings.Contains(errs[i]["message"].(string), want) || errs[i]["source"] != "stdout" || errs[i]["raw"] == "" {
+			t.Fatalf("error %d = %v, want a stdout error about %s", i, errs[i], want)
+		}
+	}
+	if len(errs[1]["raw"].(string)) > 4096 {
+		t.Fatalf("raw of the cut line holds %d bytes", len(errs[1]["raw"].(string)))
+	}
+	// Docker's json-file log driver stores lines as JSON strings and replaces
+	// invalid UTF-8 with U+FFFD before anyone reads it, so the relay sees a
+	// valid line (the raw-byte path is covered by the relay's unit tests).
+	if !hasText(e.records(root.ID), "bad \ufffd\ufffd utf8") {
+		t.Fatalf("the non-UTF-8 line is not recorded:\n%s", dump(e.records(root.ID)))
+	}
+	if !hasText(e.records(root.ID), "after") {
+		t.Fatal("the agent did not continue after the bad lines")
+	}
+	logs, err := e.r.NodeLog(e.ctx, e.sid, root.ID, 10)
+	if err != nil || !strings.Contains(string(logs), "oops") {
+		t.Fatalf("node log = %q, %v", logs, err)
+	}
+}
+
+func TestCrash(t *testing.T) {
+	e := newEnv(t, nil)
+	root := e.startRoot("stderr about to fail; crash 3")
+	n := e.waitStatus(root.ID, store.NodeError)
+	if n.ExitCode == nil || *n.ExitCode != 3 {
+		t.Fatalf("exit code = %v, want 3", n.ExitCode)
+	}
+	recs := e.records(root.ID)
+	last := recs[len(recs)-1]
+	for _, r := range recs {
+		if r.Kind == store.KindError {
+			last = r
+		}
+	}
+	var d struct {
+		Source     string
+		ExitCode   *int   `json:"exit_code"`
+		StderrTail string `json:"stderr_tail"`
+	}
+	json.Unmarshal(last.Data, &d)
+	if d.Source != "exit" || d.ExitCode == nil || *d.ExitCode != 3 || !strings.Contains(d.StderrTail, "about to fail") {
+		t.Fatalf("exit record = %s", last.Data)
+	}
+}
+
+func TestStopEscalatesToKill(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.StopGrace = 500 * time.Millisecond; c.KillGrace = 500 * time.Millisecond })
+	root := e.startRoot("ignore-stop; echo ready")
+	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	start := time.Now()
+	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatal(err)
+	}
+	n := e.waitStatus(root.ID, store.NodeIdle)
+	if n.ExitCode == nil || *n.ExitCode != 137 {
+		t.Fatalf("exit code = %v, want 137 (SIGKILL)", n.ExitCode)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("killed after %v, before stop grace + kill grace", took)
+	}
+	logs, _ := e.r.NodeLog(e.ctx, e.sid, root.ID, 0)
+	if !strings.Contains(string(logs), "ignoring signal stop") || !strings.Contains(string(logs), "ignoring SIGTERM") {
+		t.Fatalf("stderr log:\n%s", logs)
+	}
+	sess, err := e.st.GetSession(e.ctx, e.uid, e.sid)
+	if err != nil || sess.Status != store.SessionStopped {
+		t.Fatalf("session status %q, %v", sess.Status, err)
+	}
+}
+
+func TestPauseResume(t *testing.T) {
+	e := newEnv(t, nil)
+	root := e.startRoot("echo ready")
+	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	sig := func(a string) {
+		t.Helper()
+		if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, protocol.SignalInput{Type: protocol.TypeSignal, Action: a}); err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+	}
+	state := func() containers.State {
+		in, err := e.rt.Inspect(e.ctx, e.node(root.ID).ContainerID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.State
+	}
+	sig("pause")
+	if s := state(); s != containers.StatePaused {
+		t.Fatalf("state after pause = %s", s)
+	}
+	sig("resume")
+	if s := state(); s != containers.StateRunning {
+		t.Fatalf("state after resume = %s", s)
+	}
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo alive")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("alive", func() bool { return hasText(e.records(root.ID), "alive") })
+	var states []string
+	for _, r := range e.records(root.ID) {
+		var ev struct{ Type, State string }
+		json.Unmarshal(r.Data, &ev)
+		if r.Kind == store.KindEvent && ev.Type == protocol.TypeStatus {
+			states = append(states, ev.State)
+		}
+	}
+	if strings.Join(states, ",") != "idle,running" {
+		t.Fatalf("status events %v, want idle then running", states)
+	}
+}
+
+// TestRestartRecovery floods 10,000 events while the runner is torn down
+// twice without any shutdown work reaching the store: every line must be in
+// the log exactly once, in order.
+func TestRestartRecovery(t *testing.T) {
+	const n = 10000
+	e := newEnv(t, nil)
+	root := e.startRoot("echo ready")
+	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg(fmt.Sprintf("flood %d; sleep 300; flood %d", n/2, n/2))); err != nil {
+		t.Fatal(err)
+	}
+	floods := func() int {
+		c := 0
+		for _, s := range texts(e.records(root.ID)) {
+			if strings.HasPrefix(s, "flood ") {
+				c++
+			}
+		}
+		return c
+	}
+	for round, atLeast := range []int{200, n/2 + 200} {
+		e.waitFor(fmt.Sprintf("round %d: %d flood events", round, atLeast), func() bool { return floods() >= atLeast })
+		e.r.Close() // the relays stop wherever they are; only the store and the containers remain
+		e.r = e.newRunner()
+	}
+	e.waitFor("all flood events", func() bool { return floods() >= n })
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone)
+	got := texts(e.records(root.ID))
+	var fl []string
+	for _, s := range got {
+		if strings.HasPrefix(s, "flood ") {
+			fl = append(fl, s)
+		}
+	}
+	if len(fl) != n {
+		t.Fatalf("%d flood events, want %d", len(fl), n)
+	}
+	for i, s := range fl {
+		if want := fmt.Sprintf("flood %d", i%(n/2)+1); s != want {
+			t.Fatalf("flood event %d = %q, want %q (lost or duplicated)", i, s, want)
+		}
+	}
+}
+
+// TestReconcileGhost: a node marked running whose container is gone becomes
+// error at start-up; an exited container's exit is recorded.
+func TestReconcileGhost(t *testing.T) {
+	e := newEnv(t, nil)
+	root := e.startRoot("echo ready")
+	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	e.r.Close()
+	if err := e.rt.Remove(e.ctx, e.node(root.ID).ContainerID); err != nil {
+		t.Fatal(err)
+	}
+	e.r = e.newRunner()
+	n := e.node(root.ID)
+	if n.Status != store.NodeError || n.ContainerID != "" || e.r.Running(root.ID) {
+		t.Fatalf("ghost node after reconcile: status %s container %q", n.Status, n.ContainerID)
+	}
+	found := false
+	for _, r := range e.records(root.ID) {
+		found = found || r.Kind == store.KindError && strings.Contains(string(r.Data), "is gone")
+	}
+	if !found {
+		t.Fatalf("no error record for the lost container:\n%s", dump(e.records(root.ID)))
+	}
+}
