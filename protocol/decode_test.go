@@ -173,8 +173,9 @@ func TestEncoder(t *testing.T) {
 	for _, v := range []any{
 		TextEvent{Type: TypeText, Content: "<a href=\"x\">&</a>"},
 		WorkersEvent{Type: TypeWorkers},
-		DoneEvent{Type: TypeDone},
-		SignalInput{Type: TypeSignal, Action: ActionStop},
+		DoneEvent{},
+		SignalInput{Action: ActionStop},
+		MessageInput{Type: "x", From: FromUser, Content: "hi"},
 	} {
 		if err := enc.Encode(v); err != nil {
 			t.Fatal(err)
@@ -183,7 +184,8 @@ func TestEncoder(t *testing.T) {
 	want := `{"type":"text","content":"<a href=\"x\">&</a>"}` + "\n" +
 		`{"type":"workers","workers":[]}` + "\n" +
 		`{"type":"done"}` + "\n" +
-		`{"type":"signal","action":"stop"}` + "\n"
+		`{"type":"signal","action":"stop"}` + "\n" +
+		`{"type":"message","from":"user","content":"hi"}` + "\n"
 	if b.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}
