@@ -11,7 +11,7 @@ export interface TreeIndex {
 }
 
 function order(a: AgentNode, b: AgentNode) {
-	return a.sort_order - b.sort_order || a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id);
+	return a.sort_order - b.sort_order || (a.created_at ?? '').localeCompare(b.created_at ?? '') || a.id.localeCompare(b.id);
 }
 
 export function buildTree(nodes: ReadonlyMap<string, AgentNode> | Iterable<AgentNode>): TreeIndex {
