@@ -130,6 +130,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		wsql.Close()
 		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
 	}
+	// Truncate the WAL back to 64 MiB after checkpoints so a burst does not
+	// keep its disk space. Per connection: the writer's lives as long as wsql.
+	if _, err := wsql.ExecContext(ctx, `PRAGMA journal_size_limit = 67108864`); err != nil {
+		wsql.Close()
+		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
 	if err := migrate(ctx, wsql, cfg.Migrations, cfg.Now); err != nil {
 		wsql.Close()
 		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
@@ -199,6 +205,8 @@ func (nopPublisher) Publish(Record) {}
 // Close closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		// Let SQLite refresh its query planner statistics; best effort.
+		_, _ = s.wsql.Exec(`PRAGMA optimize`)
 		s.closeErr = errors.Join(s.rsql.Close(), s.wsql.Close())
 	})
 	return s.closeErr
