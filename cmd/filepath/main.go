@@ -24,6 +24,7 @@ const usage = `usage: filepath COMMAND [ARGS]
 commands:
   validate [--inputs] [--max-line N] [FILE|-]   check NDJSON agent events (or inputs) against the protocol
   schema [--inputs]                             print the JSON Schema of events (or inputs)
+  vfs export SESSION FILE | vfs import FILE     copy a session's files to or from an AgentFS SQLite file
   version                                       print the version
   help                                          print this help
 
@@ -43,6 +44,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return runValidate(ctx, rest, stdin, stdout, stderr)
 	case "schema":
 		return runSchema(rest, stdout, stderr)
+	case "vfs":
+		return runVFS(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		return runVersion(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
