@@ -1,0 +1,325 @@
+package vfs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Benchmarks of the inode API (what the FUSE mount calls) against native
+// ext4 through the os package in the same run. Run with:
+//
+//	go test -run '^$' -bench . -benchtime 1x -count 5 ./orchestrator/vfs/
+//
+// Each iteration does the whole workload once; the metrics are per workload.
+const (
+	benchFiles     = 10000
+	benchFileSize  = 8 << 10
+	benchDirSize   = 1000
+	benchSeqSize   = 100 << 20
+	benchSeqWrite  = 128 << 10 // the FUSE max_write
+	benchSeqReadSz = 128 << 10
+)
+
+var benchChunkSizes = []int{4 << 10, 16 << 10, 64 << 10, 256 << 10}
+
+func benchVFS(b *testing.B, cs int) (*FS, context.Context) {
+	f := newFixture(b, Config{ChunkSize: cs, MaxFileSize: 1 << 30, SessionQuota: 1 << 40})
+	return f.fs, context.Background()
+}
+
+func content(n int) []byte { return bytes.Repeat([]byte("0123456789abcdef"), n/16) }
+
+func BenchmarkSmallCreateWrite(b *testing.B) {
+	data := content(benchFileSize)
+	for _, cs := range benchChunkSizes {
+		b.Run(fmt.Sprintf("vfs/chunk=%dKiB", cs>>10), func(b *testing.B) {
+			fs, ctx := benchVFS(b, cs)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				top, err := fs.Mkdir(ctx, RootIno, fmt.Sprint("run", i), 0o755)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var dir Attr
+				for n := 0; n < benchFiles; n++ {
+					if n%benchDirSize == 0 {
+						if dir, err = fs.Mkdir(ctx, top.Ino, fmt.Sprint("d", n/benchDirSize), 0o755); err != nil {
+							b.Fatal(err)
+						}
+					}
+					a, err := fs.Create(ctx, dir.Ino, fmt.Sprintf("f%05d.txt", n), 0o644, true)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := fs.WriteAt(ctx, a.Ino, data, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(benchFiles*b.N)/b.Elapsed().Seconds(), "files/s")
+		})
+	}
+	b.Run("ext4", func(b *testing.B) {
+		root := b.TempDir()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			top := filepath.Join(root, fmt.Sprint("run", i))
+			for n := 0; n < benchFiles; n++ {
+				dir := filepath.Join(top, fmt.Sprint("d", n/benchDirSize))
+				if n%benchDirSize == 0 {
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%05d.txt", n)), data, 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(benchFiles*b.N)/b.Elapsed().Seconds(), "files/s")
+	})
+}
+
+// smallTree creates the 10,000-file tree once and returns the directory inodes.
+func smallTree(b *testing.B, fs *FS, ctx context.Context) []int64 {
+	data := content(benchFileSize)
+	var dirs []int64
+	for d := 0; d < benchFiles/benchDirSize; d++ {
+		dir, err := fs.Mkdir(ctx, RootIno, fmt.Sprint("d", d), 0o755)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dirs = append(dirs, dir.Ino)
+		for n := 0; n < benchDirSize; n++ {
+			a, err := fs.Create(ctx, dir.Ino, fmt.Sprintf("f%05d.txt", n), 0o644, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := fs.WriteAt(ctx, a.Ino, data, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return dirs
+}
+
+func osTree(b *testing.B) string {
+	root := b.TempDir()
+	data := content(benchFileSize)
+	for d := 0; d < benchFiles/benchDirSize; d++ {
+		dir := filepath.Join(root, fmt.Sprint("d", d))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for n := 0; n < benchDirSize; n++ {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%05d.txt", n)), data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return root
+}
+
+func BenchmarkSmallRead(b *testing.B) {
+	for _, cs := range benchChunkSizes {
+		b.Run(fmt.Sprintf("vfs/chunk=%dKiB", cs>>10), func(b *testing.B) {
+			fs, ctx := benchVFS(b, cs)
+			dirs := smallTree(b, fs, ctx)
+			buf := make([]byte, 128<<10)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for _, d := range dirs {
+					for n := 0; n < benchDirSize; n++ {
+						a, err := fs.Lookup(ctx, d, fmt.Sprintf("f%05d.txt", n))
+						if err != nil {
+							b.Fatal(err)
+						}
+						if k, err := fs.ReadAt(ctx, a.Ino, buf, 0); err != nil || k != benchFileSize {
+							b.Fatal(k, err)
+						}
+					}
+				}
+			}
+			b.ReportMetric(float64(benchFiles*b.N)/b.Elapsed().Seconds(), "files/s")
+		})
+	}
+	b.Run("ext4", func(b *testing.B) {
+		root := osTree(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			for d := 0; d < benchFiles/benchDirSize; d++ {
+				for n := 0; n < benchDirSize; n++ {
+					if data, err := os.ReadFile(filepath.Join(root, fmt.Sprint("d", d), fmt.Sprintf("f%05d.txt", n))); err != nil || len(data) != benchFileSize {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		b.ReportMetric(float64(benchFiles*b.N)/b.Elapsed().Seconds(), "files/s")
+	})
+}
+
+func BenchmarkSmallStat(b *testing.B) {
+	b.Run("vfs/chunk=64KiB", func(b *testing.B) {
+		fs, ctx := benchVFS(b, 64<<10)
+		dirs := smallTree(b, fs, ctx)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			for _, d := range dirs {
+				for n := 0; n < benchDirSize; n++ {
+					if _, err := fs.Lookup(ctx, d, fmt.Sprintf("f%05d.txt", n)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		b.ReportMetric(float64(benchFiles*b.N)/b.Elapsed().Seconds(), "stats/s")
+	})
+	b.Run("ext4", func(b *testing.B) {
+		root := osTree(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			for d := 0; d < benchFiles/benchDirSize; d++ {
+				for n := 0; n < benchDirSize; n++ {
+					if _, err := os.Lstat(filepath.Join(root, fmt.Sprint("d", d), fmt.Sprintf("f%05d.txt", n))); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		b.ReportMetric(float64(benchFiles*b.N)/b.Elapsed().Seconds(), "stats/s")
+	})
+}
+
+func BenchmarkReadDir1000(b *testing.B) {
+	b.Run("vfs/chunk=64KiB", func(b *testing.B) {
+		fs, ctx := benchVFS(b, 64<<10)
+		dir, _ := fs.Mkdir(ctx, RootIno, "d", 0o755)
+		for n := 0; n < benchDirSize; n++ {
+			if _, err := fs.Create(ctx, dir.Ino, fmt.Sprintf("f%05d.txt", n), 0o644, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			ents, err := fs.ReadDir(ctx, dir.Ino)
+			if err != nil || len(ents) != benchDirSize {
+				b.Fatal(len(ents), err)
+			}
+		}
+	})
+	b.Run("ext4", func(b *testing.B) {
+		root := b.TempDir()
+		for n := 0; n < benchDirSize; n++ {
+			if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("f%05d.txt", n)), nil, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			ents, err := os.ReadDir(root)
+			if err != nil || len(ents) != benchDirSize {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkSeq100MiB(b *testing.B) {
+	data := content(benchSeqWrite)
+	for _, cs := range benchChunkSizes {
+		b.Run(fmt.Sprintf("write/vfs/chunk=%dKiB", cs>>10), func(b *testing.B) {
+			fs, ctx := benchVFS(b, cs)
+			b.SetBytes(benchSeqSize)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				a, err := fs.Create(ctx, RootIno, fmt.Sprint("big", i), 0o644, true)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for off := int64(0); off < benchSeqSize; off += benchSeqWrite {
+					if _, err := fs.WriteAt(ctx, a.Ino, data, off); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if err := fs.Unlink(ctx, RootIno, fmt.Sprint("big", i)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+		b.Run(fmt.Sprintf("read/vfs/chunk=%dKiB", cs>>10), func(b *testing.B) {
+			fs, ctx := benchVFS(b, cs)
+			a, err := fs.Create(ctx, RootIno, "big", 0o644, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for off := int64(0); off < benchSeqSize; off += benchSeqWrite {
+				if _, err := fs.WriteAt(ctx, a.Ino, data, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+			buf := make([]byte, benchSeqReadSz)
+			b.SetBytes(benchSeqSize)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for off := int64(0); off < benchSeqSize; off += benchSeqReadSz {
+					if n, err := fs.ReadAt(ctx, a.Ino, buf, off); err != nil || n != benchSeqReadSz {
+						b.Fatal(n, err)
+					}
+				}
+			}
+		})
+	}
+	b.Run("write/ext4", func(b *testing.B) {
+		root := b.TempDir()
+		b.SetBytes(benchSeqSize)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			f, err := os.Create(filepath.Join(root, fmt.Sprint("big", i)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for off := int64(0); off < benchSeqSize; off += benchSeqWrite {
+				if _, err := f.WriteAt(data, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+			f.Close()
+			b.StopTimer()
+			os.Remove(f.Name())
+			b.StartTimer()
+		}
+	})
+	b.Run("read/ext4", func(b *testing.B) {
+		root := b.TempDir()
+		name := filepath.Join(root, "big")
+		f, err := os.Create(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for off := int64(0); off < benchSeqSize; off += benchSeqWrite {
+			f.WriteAt(data, off)
+		}
+		f.Close()
+		buf := make([]byte, benchSeqReadSz)
+		b.SetBytes(benchSeqSize)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			f, err := os.Open(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	})
+}
