@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 
-	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/relay"
 )
@@ -35,22 +34,8 @@ func (l storeLog) Append(ctx context.Context, sessionID string, recs ...relay.Re
 }
 
 // AppendWithCursor appends the records and sets the node's log cursor in one
-// transaction. It belongs in the store (store.AppendWithCursor); until the
-// store has it, it is written here on store.WithLog.
+// transaction (store.AppendWithCursor).
 func (l storeLog) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...relay.Record) ([]int64, error) {
-	nrs := newRecords(recs)
-	out, err := l.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
-		if _, err := tx.Append(nrs...); err != nil {
-			return err
-		}
-		res := tx.DB().Exec(`UPDATE agent_node SET log_cursor = ? WHERE id = ? AND session_id = ?`, cursor, nodeID, sessionID)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected != 1 {
-			return orchestrator.Errorf(orchestrator.ENotFound, "node %s not found", nodeID)
-		}
-		return nil
-	})
+	out, err := l.st.AppendWithCursor(ctx, sessionID, nodeID, cursor, newRecords(recs)...)
 	return seqsOf(out), err
 }

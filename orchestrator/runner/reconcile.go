@@ -19,13 +19,13 @@ import (
 //     once, and if the container has exited, records the real exit;
 //   - a node marked running whose container is gone (or was never created)
 //     becomes error, with an error record saying why;
-//   - a managed container whose node no longer exists is removed.
+//   - a container of this instance whose node no longer exists is removed.
 func (r *Runner) Reconcile(ctx context.Context) error {
 	nodes, err := r.st.ActiveNodes(ctx)
 	if err != nil {
 		return err
 	}
-	infos, err := r.rt.List(ctx, nil)
+	infos, err := r.rt.List(ctx, map[string]string{LabelInstance: r.instance})
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}

@@ -5,10 +5,14 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -32,6 +36,11 @@ const (
 	EnvAgentType = "FILEPATH_AGENT_TYPE"
 	EnvParentID  = "FILEPATH_PARENT_ID"
 )
+
+// LabelInstance marks the containers of one orchestrator (one data dir):
+// Reconcile only ever touches containers carrying its own instance id, so two
+// orchestrators (or test runs) sharing a Docker engine leave each other alone.
+const LabelInstance = "filepath.instance"
 
 // AgentCustom is the agent type whose image the user brings.
 const AgentCustom = "custom"
@@ -78,6 +87,9 @@ type Runner struct {
 	ws   Workspaces
 	logs *relay.LogDir
 	log  *slog.Logger
+	// instance is this data dir's id (<DataDir>/instance), the value of
+	// LabelInstance on every container the runner creates.
+	instance string
 
 	ctx    context.Context // lives until Close; relays and notifications run under it
 	cancel context.CancelFunc
@@ -110,12 +122,16 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	instance, err := instanceID(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	ws := cfg.Workspaces
 	if ws == nil {
 		ws = plainDirs{root: filepath.Join(cfg.DataDir, "nodes")}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runner{cfg: cfg, st: cfg.Store, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger,
+	return &Runner{cfg: cfg, st: cfg.Store, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger, instance: instance,
 		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}}, nil
 }
 
@@ -266,7 +282,7 @@ func (r *Runner) DeleteSession(ctx context.Context, userID, sessionID string) er
 		return err
 	}
 	errs := []error{r.removeNodes(ctx, nodes)}
-	infos, err := r.rt.List(ctx, map[string]string{containers.LabelSession: sessionID})
+	infos, err := r.rt.List(ctx, map[string]string{containers.LabelSession: sessionID, LabelInstance: r.instance})
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -351,6 +367,7 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 			EnvTask: task, EnvAPIKey: key, EnvAgentID: node.ID, EnvSessionID: sess.ID,
 			EnvModel: node.Model, EnvAgentType: node.AgentType, EnvParentID: parent,
 		},
+		Labels:               map[string]string{LabelInstance: r.instance},
 		WorkspaceDir:         dir,
 		WorkspacePropagation: r.cfg.WorkspacePropagation,
 		Network:              r.cfg.Network,
@@ -525,6 +542,30 @@ func (r *Runner) recordError(ctx context.Context, node store.Node, msg string) {
 	if _, err := r.st.Append(context.WithoutCancel(ctx), node.SessionID, store.NewRecord{NodeID: node.ID, Kind: store.KindError, Data: data}); err != nil {
 		r.log.Warn("append runtime error", "node", node.ID, "err", err)
 	}
+}
+
+// instanceID reads <dataDir>/instance, creating it with a random id first.
+func instanceID(dataDir string) (string, error) {
+	p := filepath.Join(dataDir, "instance")
+	b, err := os.ReadFile(p)
+	if err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b)), nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read instance id: %w", err)
+	}
+	var raw [12]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("make instance id: %w", err)
+	}
+	id := hex.EncodeToString(raw[:])
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return "", fmt.Errorf("create data dir: %w", err)
+	}
+	if err := os.WriteFile(p, []byte(id+"\n"), 0o640); err != nil {
+		return "", fmt.Errorf("write instance id: %w", err)
+	}
+	return id, nil
 }
 
 // plainDirs is the workspace seam's stand-in until the FUSE manager is
