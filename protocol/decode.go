@@ -33,6 +33,7 @@ func fieldError(field, format string, args ...any) *DecodeError {
 }
 
 var (
+	allTypes      = append(EventTypes(), InputTypes()...)
 	stepStatuses  = []string{StepStart, StepDone, StepError}
 	agentStates   = []string{StateIdle, StateThinking, StateRunning, StateDone, StateError}
 	messageSource = []string{FromUser, FromParent, FromSystem}
@@ -51,7 +52,7 @@ func DecodeEvent(line []byte) (Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := fieldDecoder{miscased: f.miscased}
+	d := fieldDecoder{miscased: f.miscased, elem: -1}
 	var ev Event
 	switch typ {
 	case TypeText:
@@ -116,7 +117,7 @@ func DecodeInput(line []byte) (Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := fieldDecoder{miscased: f.miscased}
+	d := fieldDecoder{miscased: f.miscased, elem: -1}
 	var in Input
 	switch typ {
 	case TypeMessage:
@@ -159,8 +160,8 @@ type fields struct {
 	miscased []string
 }
 
-func (f *fields) set(key string, v []byte) {
-	switch key {
+func (f *fields) set(key []byte, v []byte) {
+	switch string(key) { // no allocation: the compiler compares in place
 	case "type":
 		f.typ = v
 	case "content":
@@ -204,8 +205,8 @@ func (f *fields) set(key string, v []byte) {
 	case "action":
 		f.action = v
 	default:
-		if knownFold(key) != "" {
-			f.miscased = append(f.miscased, key)
+		if knownFold(key) {
+			f.miscased = append(f.miscased, string(key))
 		}
 	}
 }
@@ -213,16 +214,16 @@ func (f *fields) set(key string, v []byte) {
 var knownNames = []string{"type", "content", "name", "path", "status", "output", "cmd", "exit", "stdout", "stderr",
 	"hash", "message", "agent", "model", "task", "workers", "state", "context_pct", "summary", "from", "action"}
 
-func knownFold(key string) string {
+func knownFold(key []byte) bool {
 	if len(key) > len("context_pct") {
-		return ""
+		return false
 	}
 	for _, k := range knownNames {
-		if strings.EqualFold(k, key) {
-			return k
+		if bytes.EqualFold([]byte(k), key) {
+			return true
 		}
 	}
-	return ""
+	return false
 }
 
 // parse checks that line is one UTF-8 JSON object and collects its fields.
@@ -239,10 +240,10 @@ func (f *fields) parse(line []byte) error {
 	}
 	eachMember(line, i, func(key []byte, escaped bool, v []byte) {
 		if escaped {
-			f.set(string(unescape(key)), v)
+			f.set(unescape(key), v)
 			return
 		}
-		f.set(string(key), v)
+		f.set(key, v)
 	})
 	return nil
 }
@@ -253,6 +254,9 @@ func (f *fields) typeName() (string, error) {
 	}
 	if f.typ[0] != '"' {
 		return "", fieldError("type", `field "type" must be a string, got %s`, kindOf(f.typ))
+	}
+	if t, ok := match(f.typ, allTypes); ok {
+		return t, nil
 	}
 	return unquote(f.typ), nil
 }
@@ -287,7 +291,7 @@ func notJSON(line []byte) error {
 // fieldDecoder reads typed values out of raw fields, keeping the first error.
 type fieldDecoder struct {
 	err      error
-	prefix   string   // "workers[1]." inside a worker
+	elem     int      // index of the worker being read, -1 outside workers
 	miscased []string // see fields.miscased
 }
 
@@ -303,7 +307,13 @@ func miscasedHint(name string, miscased []string) string {
 
 func (d *fieldDecoder) fail(name, format string, args ...any) {
 	if d.err == nil {
-		path := d.prefix + name
+		path := name
+		if d.elem >= 0 {
+			path = "workers[" + strconv.Itoa(d.elem) + "]"
+			if name != "" {
+				path += "." + name
+			}
+		}
 		d.err = fieldError(path, format, append([]any{path}, args...)...)
 	}
 }
@@ -335,17 +345,38 @@ func (d *fieldDecoder) optStr(v []byte, name string) *string {
 }
 
 func (d *fieldDecoder) enum(v []byte, name string, allowed []string) string {
+	if d.err == nil && v != nil {
+		if a, ok := match(v, allowed); ok {
+			return a
+		}
+	}
 	s := d.str(v, name)
 	if d.err != nil {
 		return ""
 	}
-	for _, a := range allowed {
-		if s == a {
-			return a // the constant: no allocation kept per line
-		}
+	if a, ok := match(v, allowed); ok { // an escaped spelling
+		return a
 	}
 	d.fail(name, "field %q must be one of %s, got %s", strings.Join(allowed, "|"), quoteCut(s))
 	return ""
+}
+
+// match returns the name in names that the JSON string v spells, without
+// allocating (the constant is returned).
+func match(v []byte, names []string) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	raw := v[1 : len(v)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		raw = unescape(raw)
+	}
+	for _, n := range names {
+		if string(raw) == n {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 // numRange is an inclusive range, with its bounds both as float64 and as
@@ -397,9 +428,9 @@ func (d *fieldDecoder) workers(v []byte) []Worker {
 		d.fail("workers", "field %q must be an array, got %s", kindOf(v))
 		return nil
 	}
-	ws := []Worker{}
+	ws := make([]Worker, 0, 4)
 	_ = eachElement(v, 0, func(n int, el []byte) error {
-		d.prefix = "workers[" + strconv.Itoa(n) + "]"
+		d.elem = n
 		if el[0] != '{' {
 			d.fail("", "field %q must be an object, got %s", kindOf(el))
 			return d.err
@@ -423,7 +454,6 @@ func (d *fieldDecoder) workers(v []byte) []Worker {
 				}
 			}
 		})
-		d.prefix += "."
 		w := Worker{Name: d.str(name, "name"), Status: d.enum(status, "status", agentStates)}
 		d.miscased = top
 		if d.err != nil {
@@ -432,7 +462,7 @@ func (d *fieldDecoder) workers(v []byte) []Worker {
 		ws = append(ws, w)
 		return nil
 	})
-	d.prefix = ""
+	d.elem = -1
 	return ws
 }
 
