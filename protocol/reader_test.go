@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -183,6 +184,21 @@ func BenchmarkReader(b *testing.B) {
 			if _, err := r.Next(); err != nil {
 				break
 			}
+		}
+	}
+}
+
+// BenchmarkScannerBaseline is bufio.Scanner over the same data, for
+// comparison (it stops at the first over-long line, so FAP cannot use it).
+func BenchmarkScannerBaseline(b *testing.B) {
+	line := []byte(`{"type":"text","content":"I'll start by reading the repository layout and the failing test."}` + "\n")
+	data := bytes.Repeat(line, 10000)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 64<<10), DefaultMaxLine)
+		for sc.Scan() {
 		}
 	}
 }
