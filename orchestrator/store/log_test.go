@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -23,9 +24,22 @@ func TestAppendConcurrentOrder(t *testing.T) {
 	s := e.session(t, u.ID, "s")
 	other := e.session(t, u.ID, "other")
 
-	const writers, perWriter = 8, 50
+	const writers, perWriter, spawners, spawns = 8, 50, 2, 10
+	root := e.node(t, u.ID, s.ID, nil, "root")
 	var wg sync.WaitGroup
-	errs := make(chan error, writers)
+	errs := make(chan error, writers+spawners)
+	for range spawners { // tree changes share the log and its order
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range spawns {
+				if _, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID, Task: "t"}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
 	for w := range writers {
 		wg.Add(1)
 		go func() {
@@ -92,7 +106,8 @@ func TestAppendConcurrentOrder(t *testing.T) {
 			}
 		}
 	}
-	if next[s.ID]+next[other.ID] != writers*(perWriter+2*perWriter/5) {
+	// appends + 2 records per spawned node + root's created record
+	if next[s.ID]+next[other.ID] != writers*(perWriter+2*perWriter/5)+2*spawners*spawns+1 {
 		t.Fatalf("total %d", next[s.ID]+next[other.ID])
 	}
 }
@@ -202,5 +217,47 @@ func TestAppendWithCursor(t *testing.T) {
 	wantCode(t, err, orchestrator.ENotFound, "")
 	if dump(t, e.s) != before {
 		t.Fatal("failed AppendWithCursor changed the database")
+	}
+}
+
+func TestAppendWhileSessionDeleted(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				_, err := e.s.Append(ctx, s.ID, ev("x"))
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	// Let some appends land, then delete the session under them.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if last, _ := e.s.LastSeq(ctx, s.ID); last >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("appends did not start")
+		}
+	}
+	if err := e.s.DeleteSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		wantCode(t, err, orchestrator.ENotFound, "")
+	}
+	if last, _ := e.s.LastSeq(ctx, s.ID); last != 0 {
+		t.Fatalf("records survived the session: last seq %d", last)
 	}
 }

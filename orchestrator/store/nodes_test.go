@@ -100,6 +100,12 @@ func TestCreateNode(t *testing.T) {
 		{"bad name", store.NewNode{Name: "a\nb", AgentType: "pi", ParentID: &root.ID}, orchestrator.EInvalid, "name"},
 		{"unknown session", store.NewNode{AgentType: "pi"}, orchestrator.ENotFound, ""},
 	}
+	before, npub := dump(t, e.s), len(e.pub.all())
+	defer func() {
+		if dump(t, e.s) != before || len(e.pub.all()) != npub {
+			t.Error("refused CreateNode changed the database or published")
+		}
+	}()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sid := s.ID
@@ -211,6 +217,12 @@ func TestUpdateNode(t *testing.T) {
 		{"tokens", store.NodePatch{Tokens: ptr(int64(-1))}, "tokens"},
 		{"empty name", store.NodePatch{Name: ptr(" ")}, "name"},
 	}
+	before := dump(t, e.s)
+	defer func() {
+		if dump(t, e.s) != before {
+			t.Error("refused UpdateNode changed the database")
+		}
+	}()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := e.s.UpdateNode(ctx, u.ID, s.ID, root.ID, tt.p)
