@@ -35,6 +35,11 @@ type DockerConfig struct {
 	// output once the driver's JSON wrapping (~70 bytes a line) is paid.
 	LogMaxSize  string
 	LogMaxFiles int
+	// Instance, when set, is put on every container as label
+	// filepath.instance, and List returns only containers carrying it, so two
+	// orchestrators (or test runs) sharing one engine never list, and so never
+	// reconcile away, each other's containers. "" lists every managed container.
+	Instance string
 	// NoInit turns off Docker's init process (docker-init/tini as PID 1,
 	// which forwards SIGTERM to the agent and reaps zombies).
 	NoInit bool
@@ -119,7 +124,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 	cfg := &container.Config{
 		Image:     spec.Image,
 		Env:       envList(spec.Env),
-		Labels:    labels(spec),
+		Labels:    d.labels(spec),
 		User:      spec.User,
 		OpenStdin: true, // stdin stays open across attaches (StdinOnce false)
 		StdinOnce: false,
@@ -278,7 +283,7 @@ func (d *Docker) Unpause(ctx context.Context, id string) error {
 // Remove implements Runtime.
 func (d *Docker) Remove(ctx context.Context, id string) error {
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && cerrdefs.IsNotFound(err) {
+	if err != nil && (cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "already in progress")) {
 		return nil
 	}
 	return d.wrap("remove", id, err)
@@ -287,6 +292,9 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 // List implements Runtime. It inspects each container for exit code and times.
 func (d *Docker) List(ctx context.Context, want map[string]string) ([]Info, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
+	if d.cfg.Instance != "" {
+		f.Add("label", LabelInstance+"="+d.cfg.Instance)
+	}
 	for k, v := range want {
 		f.Add("label", k+"="+v)
 	}
@@ -346,6 +354,14 @@ func dockerTime(s string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+func (d *Docker) labels(spec Spec) map[string]string {
+	l := labels(spec)
+	if d.cfg.Instance != "" {
+		l[LabelInstance] = d.cfg.Instance
+	}
+	return l
 }
 
 // validateSpec checks what every runtime needs.

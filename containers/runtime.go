@@ -15,6 +15,8 @@ const (
 	LabelManaged = "filepath.managed" // always "true"
 	LabelSession = "filepath.session" // Spec.SessionID
 	LabelNode    = "filepath.node"    // Spec.NodeID
+	// LabelInstance scopes containers to one orchestrator (DockerConfig.Instance).
+	LabelInstance = "filepath.instance"
 )
 
 // Runtime runs agent processes. Both implementations behave the same for

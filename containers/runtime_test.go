@@ -100,7 +100,7 @@ func dockerRuntime(t *testing.T) *Docker {
 	if t.Skipped() {
 		return nil
 	}
-	d, err := NewDocker(context.Background(), DockerConfig{})
+	d, err := NewDocker(context.Background(), DockerConfig{Instance: "containers-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,166 @@
+package containers
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/internal/testenv"
+)
+
+const byoEchoImage = "filepath/byo-echo:latest"
+
+// TestBYOEcho runs the tutorial's agent through the Docker runtime, hardened,
+// and checks each command's events.
+func TestBYOEcho(t *testing.T) {
+	testenv.RequireImage(t, byoEchoImage)
+	d := dockerRuntime(t)
+	if d == nil {
+		t.Skip("docker tests disabled")
+	}
+	session := "test-" + newID()
+	t.Cleanup(func() { cleanup(t, d, session) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := run(t, ctx, harness{rt: d}, Spec{SessionID: session, NodeID: "root", Image: byoEchoImage, WorkspaceDir: ws,
+		Network: "none", Env: map[string]string{"FILEPATH_TASK": "hello", "FILEPATH_AGENT_TYPE": "custom", "FILEPATH_MODEL": "m1"}})
+	in, err := d.AttachStdin(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r, err := d.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	type ev map[string]any
+	next := func(typ string) ev {
+		t.Helper()
+		l := until(t, r, typ, func(l LogLine) bool {
+			var e ev
+			return json.Unmarshal(l.Line, &e) == nil && e["type"] == typ
+		})
+		var e ev
+		json.Unmarshal(l.Line, &e)
+		return e
+	}
+	if e := next("text"); e["content"] != "hello" {
+		t.Fatalf("task echo: %v", e)
+	}
+	tests := []struct {
+		name  string
+		input string
+		typ   string
+		check func(ev) bool
+	}{
+		{"echo", "hi there", "text", func(e ev) bool { return e["content"] == "hi there" }},
+		{"status", "/status", "status", func(e ev) bool { return e["state"] == "running" && e["context_pct"] == 0.1 }},
+		{"tool", "/tool", "tool", func(e ev) bool { return e["status"] == "start" && e["path"] == "/workspace" }},
+		{"command", "/cmd cat README.md; exit 3", "command", func(e ev) bool { return e["status"] == "start" }},
+		{"commit", "/commit", "commit", func(e ev) bool { return len(e["hash"].(string)) == 40 }},
+		{"spawn", "/spawn kid", "spawn", func(e ev) bool { return e["name"] == "kid" && e["agent"] == "custom" && e["model"] == "m1" }},
+	}
+	for _, tt := range tests {
+		if _, err := in.Write(message(tt.input)); err != nil {
+			t.Fatal(err)
+		}
+		// Status events (thinking, idle) come between; wait for the matching one.
+		until(t, r, tt.name, func(l LogLine) bool {
+			var e ev
+			return json.Unmarshal(l.Line, &e) == nil && e["type"] == tt.typ && tt.check(e)
+		})
+		switch tt.name {
+		case "tool":
+			if e := next("tool"); e["status"] != "done" || e["output"] != "README.md" {
+				t.Fatalf("tool done: %v", e)
+			}
+		case "command":
+			if e := next("command"); e["status"] != "error" || e["exit"] != 3.0 || e["stdout"] != "# hi" {
+				t.Fatalf("command done: %v", e)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git")); err != nil {
+		t.Fatalf("commit left no repository in the workspace: %v", err)
+	}
+	if _, err := in.Write(message("/done")); err != nil {
+		t.Fatal(err)
+	}
+	next("done")
+	if code := wait(t, ctx, d, id); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+// TestWorkspacePropagation mounts a file system under a running container's
+// workspace (as the FUSE workspace will be) and checks the agent sees it.
+// It needs root to make a shared bind mount for the workspace.
+func TestWorkspacePropagation(t *testing.T) {
+	testenv.RequireImage(t, byoEchoImage)
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root (to make a shared mount)")
+	}
+	d := dockerRuntime(t)
+	if d == nil {
+		t.Skip("docker tests disabled")
+	}
+	session := "test-" + newID()
+	t.Cleanup(func() { cleanup(t, d, session) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws := t.TempDir()
+	sh := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v %s", args, err, out)
+		}
+	}
+	sh("mount", "--bind", ws, ws)
+	t.Cleanup(func() { exec.Command("umount", "-l", ws).Run() })
+	sh("mount", "--make-rshared", ws)
+
+	id := run(t, ctx, harness{rt: d}, Spec{SessionID: session, NodeID: "root", Image: byoEchoImage,
+		WorkspaceDir: ws, WorkspacePropagation: "rslave", Network: "none"})
+	in, err := d.AttachStdin(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r, err := d.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+
+	sub := filepath.Join(ws, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh("mount", "-t", "tmpfs", "tmpfs", sub)
+	t.Cleanup(func() { exec.Command("umount", sub).Run() })
+	if err := os.WriteFile(filepath.Join(sub, "hello"), []byte("mounted later"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Write(message("/cmd cat sub/hello")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, r, "command done", func(l LogLine) bool {
+		var e map[string]any
+		if json.Unmarshal(l.Line, &e) != nil || e["type"] != "command" || e["status"] == "start" {
+			return false
+		}
+		if e["stdout"] != "mounted later" {
+			t.Fatalf("agent does not see the later mount: %v", e)
+		}
+		return true
+	})
+}
