@@ -106,9 +106,16 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	if errors.Is(err, echo.ErrNotFound) && !isAPI(c.Request().URL.Path) &&
+		(c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) {
+		// An unrouted GET outside /api is a UI path (SPA fallback).
+		if err = s.serveUI(c); err == nil || c.Response().Committed {
+			return
+		}
+	}
 	status := httpStatus(err)
 	detail := errorDetailOf(c, err)
-	if status >= 500 {
+	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "err", err)
 	}
 	if status == http.StatusMethodNotAllowed && c.Response().Header().Get(echo.HeaderAllow) == "" {

@@ -183,13 +183,19 @@ var noRedirect = &http.Client{
 // do sends a request with an optional Bearer key and raw body.
 func (e *testEnv) do(method, path, key string, body string, hdr ...string) reply {
 	e.t.Helper()
+	return e.doT(e.t, method, path, key, body, hdr...)
+}
+
+// doT is do reporting to t (fuzz targets must not use the F).
+func (e *testEnv) doT(t testing.TB, method, path, key string, body string, hdr ...string) reply {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, e.base+path, rd)
 	if err != nil {
-		e.t.Fatalf("new request: %v", err)
+		t.Fatalf("new request: %v", err)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -202,12 +208,12 @@ func (e *testEnv) do(method, path, key string, body string, hdr ...string) reply
 	}
 	resp, err := noRedirect.Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatalf("read body: %v", err)
+		t.Fatalf("read body: %v", err)
 	}
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
 }
@@ -220,4 +226,8 @@ func appendEvents(t testing.TB, st *store.Store, sid, nid string, n int) {
 			t.Fatalf("append: %v", err)
 		}
 	}
+}
+
+func storeNewNode(parent string) store.NewNode {
+	return store.NewNode{AgentType: "pi", ParentID: &parent}
 }

@@ -59,17 +59,19 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]bool{"ok": true}) })
 	e.GET("/login", s.login)
 
-	g := e.Group(apiPrefix, limitBody(s.cfg.MaxBody))
+	// No group middleware: Echo's Group.Use adds catch-all 404 routes that
+	// would hide 405 answers. The body limit is per route.
+	g := e.Group(apiPrefix)
+	limit := limitBody(s.cfg.MaxBody)
 	for _, r := range apiRoutes() {
 		h := r.handler
-		g.Add(r.method, r.path, func(c echo.Context) error { return h(s, c) })
+		g.Add(r.method, r.path, func(c echo.Context) error { return h(s, c) }, limit)
 	}
 	for _, reg := range s.cfg.Routes {
 		reg(g)
 	}
-	// Unknown /api paths answer 404 JSON (the UI fallback must not catch them).
-	e.RouteNotFound("/api/*", func(c echo.Context) error { return echo.ErrNotFound })
-	e.RouteNotFound("/*", s.serveUI)
+	// No catch-all route for the UI: Echo would then answer 404 instead of
+	// 405 for known paths. handleError serves the UI for unrouted GETs.
 	return e
 }
 

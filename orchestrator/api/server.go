@@ -77,8 +77,9 @@ type Config struct {
 	LoginTTL       time.Duration // first-start login link lifetime (default 24h)
 	SessionTTL     time.Duration // login cookie lifetime (default 30 days)
 	ReplayPage     int           // records per store read when replaying (default 500)
-	// Routes registers more /api/v1 routes (e.g. the session VFS); they get
-	// the auth and body-limit middleware.
+	// Routes registers more /api/v1 routes (e.g. the session VFS). They are
+	// authenticated like every /api route but get no body limit (they bound
+	// their own uploads); do not call g.Use (it hides 405 answers).
 	Routes []func(g *echo.Group)
 	// RouteDocs documents the Routes in the OpenAPI document.
 	RouteDocs []RouteDoc

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"path"
 	"strings"
@@ -11,15 +13,13 @@ import (
 
 const uiNotBuilt = "UI not built: run make web\n"
 
-// serveUI serves the embedded UI for every GET outside /api: a file when it
+// serveUI serves the embedded UI for a GET outside /api: a file when it
 // exists, else index.html so that deep links (/session/ID) survive a reload.
+// It runs from handleError for unrouted paths.
 func (s *Server) serveUI(c echo.Context) error {
 	r := c.Request()
 	if isAPI(r.URL.Path) {
 		return echo.ErrNotFound
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return echo.ErrMethodNotAllowed
 	}
 	name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
 	if name == "" {
@@ -36,6 +36,21 @@ func (s *Server) serveUI(c echo.Context) error {
 	} else if strings.HasPrefix(name, "_app/immutable/") {
 		c.Response().Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 	}
-	http.ServeFileFS(c.Response(), r, s.cfg.UI, name)
+	f, err := s.cfg.UI.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	rs, ok := f.(io.ReadSeeker)
+	if !ok {
+		return c.Stream(http.StatusOK, mime.TypeByExtension(path.Ext(name)), f)
+	}
+	// The name is already cleaned, so ServeContent (unlike ServeFileFS)
+	// need not refuse paths with dot segments.
+	http.ServeContent(c.Response(), r, name, st.ModTime(), rs)
 	return nil
 }

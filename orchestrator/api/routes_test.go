@@ -1,0 +1,214 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator/store"
+)
+
+// ownerCall says how to call a route as its owner and what to expect.
+type ownerCall struct {
+	body   string // ROOT is replaced by the root node id; :node is a child of it
+	status int
+}
+
+// ownerCalls lists every /api route. A route registered without an entry
+// here fails TestAuthorizationEveryRoute.
+var ownerCalls = map[string]ownerCall{
+	"GET /api/v1/me":                                 {status: 200},
+	"GET /api/v1/agents":                             {status: 200},
+	"GET /api/v1/models":                             {status: 200},
+	"GET /api/v1/openapi.json":                       {status: 200},
+	"POST /api/v1/sessions":                          {body: `{"name":"n"}`, status: 201},
+	"GET /api/v1/sessions":                           {status: 200},
+	"GET /api/v1/sessions/:id":                       {status: 200},
+	"DELETE /api/v1/sessions/:id":                    {status: 204},
+	"POST /api/v1/sessions/:id/start":                {status: 503}, // no runner configured
+	"POST /api/v1/sessions/:id/stop":                 {status: 503},
+	"GET /api/v1/sessions/:id/tree":                  {status: 200},
+	"GET /api/v1/sessions/:id/stream":                {status: 400}, // not an upgrade request
+	"POST /api/v1/sessions/:id/nodes":                {body: `{"agent_type":"shelley","parent_id":"ROOT"}`, status: 201},
+	"PATCH /api/v1/sessions/:id/nodes/:node":         {body: `{"name":"renamed"}`, status: 200},
+	"DELETE /api/v1/sessions/:id/nodes/:node":        {status: 204},
+	"POST /api/v1/sessions/:id/nodes/:node/move":     {body: `{"parent_id":"ROOT","sort_order":1}`, status: 200},
+	"GET /api/v1/sessions/:id/nodes/:node/messages":  {status: 200},
+	"POST /api/v1/sessions/:id/nodes/:node/messages": {body: `{"content":"hi"}`, status: 202},
+	"POST /api/v1/sessions/:id/nodes/:node/signal":   {body: `{"action":"pause"}`, status: 202},
+	"GET /api/v1/sessions/:id/nodes/:node/logs":      {status: 200},
+}
+
+// apiRoutes returns "METHOD path" of every registered /api route.
+func apiRouteKeys(e *testEnv) []string {
+	var keys []string
+	seen := map[string]bool{}
+	for _, r := range e.srv.Echo().Routes() {
+		if !strings.HasPrefix(r.Path, "/api/") || strings.HasPrefix(r.Method, "echo_") || seen[r.Method+" "+r.Path] {
+			continue
+		}
+		seen[r.Method+" "+r.Path] = true
+		keys = append(keys, r.Method+" "+r.Path)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func TestAuthorizationEveryRoute(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	owner := e.account("owner")
+	other := e.account("other")
+	keys := apiRouteKeys(e)
+	if len(keys) < len(ownerCalls) {
+		t.Fatalf("only %d routes registered, %d expected", len(keys), len(ownerCalls))
+	}
+	for _, key := range keys {
+		call, ok := ownerCalls[key]
+		if !ok {
+			t.Errorf("route %s has no entry in ownerCalls: add it", key)
+			continue
+		}
+		method, pattern, _ := strings.Cut(key, " ")
+		scoped := strings.Contains(pattern, ":id")
+		tests := []struct {
+			name   string
+			key    string
+			status int
+		}{
+			{name: "owner", key: owner.key, status: call.status},
+			{name: "other user", key: other.key, status: call.status},
+			{name: "anonymous", key: "", status: http.StatusUnauthorized},
+		}
+		if scoped {
+			tests[1].status = http.StatusNotFound
+		}
+		for _, tt := range tests {
+			t.Run(key+"/"+tt.name, func(t *testing.T) {
+				s, root := e.session(owner) // fresh each call: some calls delete
+				n, err := e.st.CreateNode(context.Background(), owner.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := strings.NewReplacer(":id", s.ID, ":node", n.ID).Replace(pattern)
+				body := strings.ReplaceAll(call.body, "ROOT", root.ID)
+				r := e.do(method, path, tt.key, body)
+				if r.status != tt.status {
+					t.Fatalf("%s %s as %s: %d %s, want %d", method, path, tt.name, r.status, r.body, tt.status)
+				}
+				if r.status >= 400 {
+					r.errorOf(t) // every error is JSON
+				}
+			})
+		}
+	}
+	for key := range ownerCalls {
+		found := false
+		for _, k := range keys {
+			found = found || k == key
+		}
+		if !found {
+			t.Errorf("ownerCalls has %s but no such route is registered", key)
+		}
+	}
+}
+
+func TestUnknownRoutesAndMethods(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a := e.account("alice")
+	s, _ := e.session(a)
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		status int
+		code   string
+	}{
+		{name: "unknown api route", method: "GET", path: "/api/v1/nope", status: 404, code: "not_found"},
+		{name: "unknown api version", method: "GET", path: "/api/v2/sessions", status: 404, code: "not_found"},
+		{name: "wrong method", method: "PUT", path: "/api/v1/sessions", status: 405, code: "method_not_allowed"},
+		{name: "wrong method on id route", method: "POST", path: "/api/v1/sessions/" + s.ID, status: 405, code: "method_not_allowed"},
+		{name: "unknown session", method: "GET", path: "/api/v1/sessions/nope", status: 404, code: "not_found"},
+		{name: "unknown node", method: "GET", path: "/api/v1/sessions/" + s.ID + "/nodes/nope/messages", status: 404, code: "not_found"},
+		{name: "post to ui path", method: "POST", path: "/session/x", status: 404, code: "not_found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.do(tt.method, tt.path, a.key, "")
+			if r.status != tt.status {
+				t.Fatalf("got %d %s, want %d", r.status, r.body, tt.status)
+			}
+			if code, _, _ := r.errorOf(t); code != tt.code {
+				t.Fatalf("code %q, want %q", code, tt.code)
+			}
+		})
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	r := e.do("GET", "/healthz", "", "")
+	var b map[string]bool
+	if r.status != 200 || json.Unmarshal(r.body, &b) != nil || !b["ok"] {
+		t.Fatalf("healthz: %d %s", r.status, r.body)
+	}
+}
+
+func TestMessagesAppendInputRecords(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a := e.account("alice")
+	s, n := e.session(a)
+	base := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID
+	r := e.do("POST", base+"/messages", a.key, `{"content":"hello"}`)
+	if r.status != 202 {
+		t.Fatalf("post message: %d %s", r.status, r.body)
+	}
+	var rec wireRecord
+	if err := json.Unmarshal(r.body, &rec); err != nil || rec.Kind != "input" || rec.NodeID != n.ID {
+		t.Fatalf("record: %s", r.body)
+	}
+	if string(rec.Data) != `{"type":"message","from":"user","content":"hello"}` {
+		t.Fatalf("data %s", rec.Data)
+	}
+	r = e.do("POST", base+"/signal", a.key, `{"action":"stop"}`)
+	if r.status != 202 {
+		t.Fatalf("post signal: %d %s", r.status, r.body)
+	}
+	r = e.do("GET", base+"/messages?after=0&limit=1", a.key, "")
+	var page struct {
+		Data      []wireRecord `json:"data"`
+		NextAfter int64        `json:"next_after"`
+	}
+	if err := json.Unmarshal(r.body, &page); err != nil || len(page.Data) != 1 || page.NextAfter != page.Data[0].Seq {
+		t.Fatalf("page 1: %s", r.body)
+	}
+	var all []wireRecord
+	after := int64(0)
+	for {
+		r = e.do("GET", base+"/messages?limit=1&after="+itoa64(after), a.key, "")
+		page.Data = nil
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Data) == 0 {
+			break
+		}
+		all = append(all, page.Data...)
+		after = page.NextAfter
+	}
+	var kinds []string
+	for _, r := range all {
+		kinds = append(kinds, r.Kind)
+	}
+	if got := strings.Join(kinds, ","); !strings.HasSuffix(got, "input,input") {
+		t.Fatalf("node records %s, want ...input,input", got)
+	}
+	last, _ := e.st.LastSeq(context.Background(), s.ID)
+	if after != last {
+		t.Fatalf("paged to %d, log ends at %d", after, last)
+	}
+}
+
+func itoa64(n int64) string { b, _ := json.Marshal(n); return string(b) }
