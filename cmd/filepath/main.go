@@ -25,6 +25,9 @@ commands:
   validate [--inputs] [--max-line N] [FILE|-]   check NDJSON agent events (or inputs) against the protocol
   schema [--inputs]                             print the JSON Schema of events (or inputs)
   vfs export SESSION FILE | vfs import FILE     copy a session's files to or from an AgentFS SQLite file
+  serve [--addr A] [--data DIR] [--runtime R]   serve the API, the live stream and the UI
+  user add NAME | user login NAME               create a user / print a fresh login URL
+  apikey create [--user NAME]                   print a new API key
   version                                       print the version
   help                                          print this help
 
@@ -46,6 +49,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return runSchema(rest, stdout, stderr)
 	case "vfs":
 		return runVFS(ctx, rest, stdout, stderr)
+	case "serve":
+		return runServe(ctx, rest, stdout, stderr)
+	case "user":
+		return runUser(ctx, rest, stdout, stderr)
+	case "apikey":
+		return runAPIKey(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		return runVersion(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

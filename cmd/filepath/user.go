@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+)
+
+const userUsage = `usage:
+  filepath user add NAME [--admin] [--data DIR] [--url URL] [--ttl 24h]   create a user, print a login URL
+  filepath user login NAME [--data DIR] [--url URL] [--ttl 24h]           print a fresh login URL
+`
+
+// adminFlags are the flags shared by the admin commands.
+type adminFlags struct {
+	data *string
+	url  *string
+	ttl  *time.Duration
+}
+
+func addAdminFlags(fs *flag.FlagSet) adminFlags {
+	return adminFlags{
+		data: fs.String("data", env("FILEPATH_DATA", "./data"), "data directory (env FILEPATH_DATA)"),
+		url:  fs.String("url", "http://"+env("FILEPATH_ADDR", "127.0.0.1:8080"), "base URL of the server, for login links"),
+		ttl:  fs.Duration("ttl", api.DefaultLoginTTL, "how long a login link stays valid"),
+	}
+}
+
+// openStore opens the database of a data directory for an admin command.
+func openStore(ctx context.Context, data string) (*store.Store, error) {
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	return store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db")})
+}
+
+// parseWithName parses args where the one positional NAME may come before or
+// after the flags.
+func parseWithName(fs *flag.FlagSet, args []string) (string, error) {
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	rest := fs.Args()
+	if name == "" && len(rest) > 0 {
+		name, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 {
+		return "", fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	if name == "" {
+		return "", errors.New("missing user NAME")
+	}
+	return name, nil
+}
+
+// runUser is `filepath user add|login NAME`.
+func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "add" && args[0] != "login") {
+		fmt.Fprint(stderr, userUsage)
+		return 2
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("user "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	af := addAdminFlags(fs)
+	admin := fs.Bool("admin", false, "make the user an administrator (add only)")
+	name, err := parseWithName(fs, args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "user %s: %v\n%s", sub, err, userUsage)
+		return 2
+	}
+	if *af.ttl <= 0 {
+		fmt.Fprintf(stderr, "user %s: --ttl must be positive\n", sub)
+		return 2
+	}
+	st, err := openStore(ctx, *af.data)
+	if err != nil {
+		fmt.Fprintf(stderr, "user %s: %v\n", sub, err)
+		return 1
+	}
+	defer st.Close()
+	var u store.User
+	if sub == "add" {
+		u, err = st.CreateUser(ctx, name, *admin)
+	} else {
+		u, err = st.UserByName(ctx, name)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "user %s %s: %v\n", sub, name, err)
+		return 1
+	}
+	tok, err := st.CreateLoginToken(ctx, u.ID, *af.ttl)
+	if err != nil {
+		fmt.Fprintf(stderr, "user %s %s: create login token: %v\n", sub, name, err)
+		return 1
+	}
+	fmt.Fprintln(stdout, api.LoginURL(strings.TrimRight(*af.url, "/"), tok))
+	return 0
+}
