@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -23,6 +24,9 @@ const (
 	// variable limit (6 variables per row).
 	maxRowsPerInsert = 500
 )
+
+// insertLogSQL inserts one row; more rows append ",(?,?,?,?,?,?)".
+const insertLogSQL = `INSERT INTO session_log (session_id, seq, node_id, kind, payload, created_at) VALUES (?,?,?,?,?,?)`
 
 // logState is the per-session append state. Lock order: logState.mu, then
 // the write connection (a transaction). Store.logsMu is only held briefly to
@@ -146,6 +150,19 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 	}
 	out := make([]Record, len(recs))
 	at := ms(t.now)
+	// One record (the common case) goes through a statement prepared once on
+	// the write connection; batches use multi-row INSERTs.
+	if sqlTx, ok := t.g.Statement.ConnPool.(*sql.Tx); ok && len(recs) == 1 && t.s.insertOne != nil {
+		r := recs[0]
+		seq := t.last + 1
+		if _, err := sqlTx.StmtContext(t.ctx, t.s.insertOne).ExecContext(t.ctx, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at); err != nil {
+			return nil, fmt.Errorf("append to session %s log: %w", t.sessionID, err)
+		}
+		out[0] = Record{SessionID: t.sessionID, Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: fromMS(at), Data: r.Data}
+		t.last++
+		t.recs = append(t.recs, out...)
+		return out, nil
+	}
 	pool := t.g.Statement.ConnPool
 	var q strings.Builder
 	args := make([]any, 0, 6*min(len(recs), maxRowsPerInsert))
@@ -153,12 +170,11 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 		chunk := recs[start:min(len(recs), start+maxRowsPerInsert)]
 		q.Reset()
 		args = args[:0]
-		q.WriteString(`INSERT INTO session_log (session_id, seq, node_id, kind, payload, created_at) VALUES `)
+		q.WriteString(insertLogSQL)
 		for i, r := range chunk {
 			if i > 0 {
-				q.WriteByte(',')
+				q.WriteString(",(?,?,?,?,?,?)")
 			}
-			q.WriteString("(?,?,?,?,?,?)")
 			seq := t.last + int64(start+i) + 1
 			args = append(args, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at)
 			out[start+i] = Record{SessionID: t.sessionID, Seq: seq, Kind: r.Kind, NodeID: r.NodeID,

@@ -78,6 +78,8 @@ type Store struct {
 	logsMu sync.Mutex // guards logs; never held while waiting for the database
 	logs   map[string]*logState
 
+	insertOne *sql.Stmt // insertLogSQL, prepared on the write connection
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -168,13 +170,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		rsql.Close()
 		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
 	}
+	insertOne, err := wsql.PrepareContext(ctx, insertLogSQL)
+	if err != nil {
+		wsql.Close()
+		rsql.Close()
+		return nil, fmt.Errorf("open store %s: prepare: %w", cfg.Path, err)
+	}
 	pub := cfg.Publisher
 	if pub == nil {
 		pub = nopPublisher{}
 	}
 	return &Store{
 		cfg: cfg, now: cfg.Now, wsql: wsql, rsql: rsql, db: db, rdb: rdb, pub: pub,
-		logs: make(map[string]*logState),
+		logs: make(map[string]*logState), insertOne: insertOne,
 	}, nil
 }
 
@@ -207,7 +215,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		// Let SQLite refresh its query planner statistics; best effort.
 		_, _ = s.wsql.Exec(`PRAGMA optimize`)
-		s.closeErr = errors.Join(s.rsql.Close(), s.wsql.Close())
+		s.closeErr = errors.Join(s.insertOne.Close(), s.rsql.Close(), s.wsql.Close())
 	})
 	return s.closeErr
 }
