@@ -1,0 +1,51 @@
+package orchestrator
+
+import (
+	"regexp"
+	"testing"
+)
+
+func TestCatalog(t *testing.T) {
+	want := []string{"shelley", "pi", "claude-code", "codex", "cursor", "amp", "custom"}
+	got := Catalog()
+	if len(got) != len(want) {
+		t.Fatalf("catalog has %d agents, want %d", len(got), len(want))
+	}
+	for i, a := range got {
+		if a.Type != want[i] || a.Name == "" || a.Description == "" || a.Icon == "" || a.DefaultModel == "" {
+			t.Errorf("agent %d = %+v", i, a)
+		}
+		wantImage := "filepath/agent-" + a.Type + ":latest"
+		if a.Type == AgentCustom {
+			wantImage = ""
+		}
+		if a.Image != wantImage {
+			t.Errorf("%s image %q, want %q", a.Type, a.Image, wantImage)
+		}
+	}
+	if a, ok := AgentByType("codex"); !ok || a.DefaultModel != "o3" {
+		t.Errorf("codex = %+v, %v", a, ok)
+	}
+	if _, ok := AgentByType("hal"); ok {
+		t.Error("unknown type found")
+	}
+	got[0].Name = "changed"
+	if Catalog()[0].Name != "Shelley" {
+		t.Error("Catalog shares its slice")
+	}
+}
+
+func TestNewNodeName(t *testing.T) {
+	re := regexp.MustCompile(`^[a-z]+-([1-9][0-9]{0,2})$`)
+	seen := map[string]bool{}
+	for range 200 {
+		n := NewNodeName()
+		if !re.MatchString(n) {
+			t.Fatalf("name %q is not adjective-number (1..999)", n)
+		}
+		seen[n] = true
+	}
+	if len(seen) < 150 {
+		t.Fatalf("only %d distinct names in 200", len(seen))
+	}
+}
