@@ -35,7 +35,11 @@ func benchStore(b *testing.B, sync string) (*Store, string) {
 
 func benchAppend(b *testing.B, batch int) {
 	for _, sync := range []string{SyncNormal, SyncFull} {
-		b.Run("sync="+sync, func(b *testing.B) {
+		name := "sync=" + sync
+		if batch > 1 {
+			name = fmt.Sprintf("batch=%d/%s", batch, name)
+		}
+		b.Run(name, func(b *testing.B) {
 			s, sid := benchStore(b, sync)
 			ctx := context.Background()
 			recs := make([]NewRecord, batch)
@@ -56,14 +60,18 @@ func benchAppend(b *testing.B, batch int) {
 // BenchmarkAppend appends one record per transaction (the relay's worst case).
 func BenchmarkAppend(b *testing.B) { benchAppend(b, 1) }
 
-// BenchmarkAppendBatch appends 256 records per transaction.
-func BenchmarkAppendBatch(b *testing.B) { benchAppend(b, 256) }
+// BenchmarkAppendBatch appends 16 or 256 records per transaction.
+func BenchmarkAppendBatch(b *testing.B) {
+	for _, batch := range []int{16, 256} {
+		benchAppend(b, batch)
+	}
+}
 
 // BenchmarkRawSQLiteInsert is the baseline: plain database/sql inserting into
 // the same session_log table of a store-made file, with the same connection
 // settings (DSN), one prepared INSERT per row, batch rows per transaction.
 func BenchmarkRawSQLiteInsert(b *testing.B) {
-	for _, batch := range []int{1, 256} {
+	for _, batch := range []int{1, 16, 256} {
 		for _, sync := range []string{SyncNormal, SyncFull} {
 			b.Run(fmt.Sprintf("batch=%d/sync=%s", batch, sync), func(b *testing.B) {
 				s, sid := benchStore(b, sync)
