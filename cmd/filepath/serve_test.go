@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestParseServe(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		wantErr string
+		check   func(t *testing.T, c serveConfig)
+	}{
+		{name: "defaults", check: func(t *testing.T, c serveConfig) {
+			if c.Addr != "127.0.0.1:8080" || c.Data != "./data" || c.LogLevel.String() != "INFO" || c.Runtime != "docker" || c.MaxBody != 1<<20 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "env", env: map[string]string{"FILEPATH_ADDR": "0.0.0.0:9", "FILEPATH_DATA": "/d", "FILEPATH_LOG_LEVEL": "debug"}, check: func(t *testing.T, c serveConfig) {
+			if c.Addr != "0.0.0.0:9" || c.Data != "/d" || c.LogLevel.String() != "DEBUG" {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "flags win", env: map[string]string{"FILEPATH_ADDR": "0.0.0.0:9"}, args: []string{"--addr", "127.0.0.1:7", "--runtime", "process", "--allowed-origins", "a.example, b.example", "--max-body", "64KiB"}, check: func(t *testing.T, c serveConfig) {
+			if c.Addr != "127.0.0.1:7" || c.Runtime != "process" || len(c.AllowedOrigins) != 2 || c.AllowedOrigins[1] != "b.example" || c.MaxBody != 64<<10 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
+		{name: "bad runtime", args: []string{"--runtime", "vm"}, wantErr: "--runtime"},
+		{name: "bad format", args: []string{"--log-format", "xml"}, wantErr: "--log-format"},
+		{name: "bad size", args: []string{"--max-body", "lots"}, wantErr: "--max-body"},
+		{name: "extra arg", args: []string{"now"}, wantErr: "unexpected argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY"} {
+				t.Setenv(k, tt.env[k])
+				if _, ok := tt.env[k]; !ok {
+					unsetenv(t, k)
+				}
+			}
+			c, err := parseServe(tt.args, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+// lockedBuffer is a goroutine-safe buffer.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeEndToEnd runs `filepath serve` through Main on 127.0.0.1:0, logs
+// in, uses `apikey create` and `user add/login`, and stops it with ctx.
+func TestServeEndToEnd(t *testing.T) {
+	data := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn"}, nil, out, errOut)
+	}()
+	re := regexp.MustCompile(`(?m)^login: (http://(\S+?))/login\?token=\S+$`)
+	deadline := time.Now().Add(20 * time.Second)
+	for !re.MatchString(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no login line; stdout %q stderr %q", out.String(), errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 1 {
+		t.Fatalf("stdout has %d lines, want exactly the login line: %q", n, out.String())
+	}
+	m := re.FindStringSubmatch(out.String())
+	loginURL, base := strings.TrimSpace(m[0][len("login: "):]), m[1]
+
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(loginURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+
+	var keyOut, keyErr bytes.Buffer
+	if code := Main(ctx, []string{"apikey", "create", "--data", data}, nil, &keyOut, &keyErr); code != 0 {
+		t.Fatalf("apikey create: %d %s", code, keyErr.String())
+	}
+	key := strings.TrimSpace(keyOut.String())
+	if strings.Count(keyOut.String(), "\n") != 1 || key == "" {
+		t.Fatalf("apikey create printed %q, want the key alone", keyOut.String())
+	}
+	req, _ := http.NewRequest("GET", base+"/api/v1/me", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"admin"`) {
+		t.Fatalf("me: %d %s", resp.StatusCode, b)
+	}
+
+	tests := []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{name: "user add", args: []string{"user", "add", "bob", "--data", data, "--url", base}, code: 0, out: base + "/login?token="},
+		{name: "user login", args: []string{"user", "login", "bob", "--data", data, "--url", base}, code: 0, out: base + "/login?token="},
+		{name: "user add twice", args: []string{"user", "add", "bob", "--data", data}, code: 1},
+		{name: "user login unknown", args: []string{"user", "login", "nobody", "--data", data}, code: 1},
+		{name: "user without name", args: []string{"user", "add", "--data", data}, code: 2},
+		{name: "user bad sub", args: []string{"user", "rm", "bob"}, code: 2},
+		{name: "apikey for bob", args: []string{"apikey", "create", "--user", "bob", "--data", data}, code: 0, out: "fp_"},
+		{name: "apikey unknown user", args: []string{"apikey", "create", "--user", "nobody", "--data", data}, code: 1},
+		{name: "apikey bad sub", args: []string{"apikey", "list"}, code: 2},
+		{name: "serve bad flag", args: []string{"serve", "--runtime", "vm"}, code: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o, e bytes.Buffer
+			code := Main(ctx, tt.args, nil, &o, &e)
+			if code != tt.code || !strings.HasPrefix(o.String(), tt.out) {
+				t.Fatalf("exit %d stdout %q stderr %q, want %d and %q", code, o.String(), e.String(), tt.code, tt.out)
+			}
+		})
+	}
+	// A fresh bob link logs bob in.
+	var o bytes.Buffer
+	Main(ctx, []string{"user", "login", "bob", "--data", data, "--url", base}, nil, &o, io.Discard)
+	resp, err = client.Get(strings.TrimSpace(o.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("bob login: %d", resp.StatusCode)
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exit %d: %s", code, errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+func unsetenv(t *testing.T, k string) {
+	t.Helper()
+	if err := os.Unsetenv(k); err != nil {
+		t.Fatal(err)
+	}
+}
