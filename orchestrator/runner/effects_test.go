@@ -1,0 +1,106 @@
+package runner
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+	"github.com/filepath-dev/filepath/relay"
+)
+
+// noRuntime is a containers.Runtime for tests that must not reach one.
+type noRuntime struct{ containers.Runtime }
+
+func newUnitRunner(t *testing.T) (*Runner, *store.Store, relay.Node) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u, err := st.CreateUser(ctx, "bob", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "unit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Store: st, Runtime: noRuntime{}, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, st, relay.Node{SessionID: s.ID, ID: n.ID, Name: n.Name, ContainerID: "c"}
+}
+
+func TestExitedStatus(t *testing.T) {
+	tests := []struct {
+		name   string
+		exit   relay.Exit
+		status string
+		code   *int
+	}{
+		{name: "clean", exit: relay.Exit{Code: 0, Done: true}, status: store.NodeDone, code: ptr(0)},
+		{name: "no done", exit: relay.Exit{Code: 0}, status: store.NodeError, code: ptr(0)},
+		{name: "crash", exit: relay.Exit{Code: 3}, status: store.NodeError, code: ptr(3)},
+		{name: "stopped politely", exit: relay.Exit{Code: 0, Done: true, Stopped: true}, status: store.NodeDone, code: ptr(0)},
+		{name: "stopped by kill", exit: relay.Exit{Code: 137, Stopped: true}, status: store.NodeIdle, code: ptr(137)},
+		{name: "container lost", exit: relay.Exit{Code: -1, Err: context.Canceled}, status: store.NodeError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, st, node := newUnitRunner(t)
+			if err := r.Exited(context.Background(), node, tt.exit); err != nil {
+				t.Fatal(err)
+			}
+			n, err := st.NodeByID(context.Background(), node.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Status != tt.status || (tt.code == nil) != (n.ExitCode == nil) || (tt.code != nil && *tt.code != *n.ExitCode) {
+				t.Fatalf("status %s exit %v, want %s %v", n.Status, n.ExitCode, tt.status, tt.code)
+			}
+		})
+	}
+}
+
+func TestStatusAndDone(t *testing.T) {
+	r, st, node := newUnitRunner(t)
+	ctx := context.Background()
+	pct := 0.25
+	if err := r.StatusChanged(ctx, node, protocol.StatusEvent{Type: "status", State: store.NodeThinking, ContextPct: &pct}); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := st.NodeByID(ctx, node.ID)
+	if n.Status != store.NodeThinking || n.ContextPct == nil || *n.ContextPct != pct {
+		t.Fatalf("after status: %s %v", n.Status, n.ContextPct)
+	}
+	node.ParentID = "not-running" // the parent has no relay: nothing to deliver, no error
+	if err := r.Done(ctx, node, protocol.DoneEvent{Type: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := st.NodeByID(ctx, node.ID); n.Status != store.NodeDone {
+		t.Fatalf("after done: %s", n.Status)
+	}
+}
+
+func TestDeliverToStoppedNode(t *testing.T) {
+	r, _, node := newUnitRunner(t)
+	_, err := r.Deliver(context.Background(), node.SessionID, node.ID, protocol.MessageInput{Type: "message", From: "user", Content: "hi"})
+	if orchestrator.ErrorCode(err) != orchestrator.EConflict {
+		t.Fatalf("err = %v (%s), want conflict", err, orchestrator.ErrorCode(err))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
