@@ -131,4 +131,3 @@ func BenchmarkRawSQLiteInsert(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
-
