@@ -314,9 +314,6 @@ func (fs *FS) mknod(ctx context.Context, tx *sql.Tx, parent int64, name string, 
 	if mode&ModeType == ModeSymlink {
 		size = int64(len(target))
 	}
-	if err := fs.checkInodeCount(ctx, tx); err != nil {
-		return Attr{}, err
-	}
 	ino, err := fs.newInode(ctx, tx, mode, fs.uid, fs.gid, size, now)
 	if err != nil {
 		return Attr{}, err
@@ -333,24 +330,6 @@ func (fs *FS) mknod(ctx context.Context, tx *sql.Tx, parent int64, name string, 
 		return Attr{}, err
 	}
 	return fs.getAttr(ctx, tx, ino)
-}
-
-func (fs *FS) checkInodeCount(ctx context.Context, tx *sql.Tx) error {
-	var next int64
-	if err := tx.QueryRowContext(ctx, `SELECT next_ino FROM fs_meta WHERE session_id=?`, fs.sid).Scan(&next); err != nil {
-		return fmt.Errorf("read meta: %w", err)
-	}
-	if next > DefaultMaxInodes*4 {
-		// next_ino only grows; count the live inodes when it is large
-		var n int64
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_inode WHERE session_id=?`, fs.sid).Scan(&n); err != nil {
-			return fmt.Errorf("count inodes: %w", err)
-		}
-		if n >= DefaultMaxInodes {
-			return errorf(syscall.ENOSPC, "", "session limit of %d files reached", DefaultMaxInodes)
-		}
-	}
-	return nil
 }
 
 // Readlink returns the target of symlink ino.

@@ -25,17 +25,19 @@ func CleanPath(p string) (string, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return "", errorf(syscall.EINVAL, p, "path %q contains a NUL byte", trunc(p))
 	}
+	if strings.Contains(p, "//") {
+		return "", errorf(syscall.EINVAL, p, "path %q contains a double slash", trunc(p))
+	}
 	if len(p) > 1 && p[len(p)-1] == '/' {
 		p = p[:len(p)-1]
 	}
 	if p == "/" {
 		return p, nil
 	}
-	if strings.Contains(p, "//") {
-		return "", errorf(syscall.EINVAL, p, "path %q contains a double slash", trunc(p))
-	}
 	for _, seg := range strings.Split(p[1:], "/") {
 		switch {
+		case seg == "":
+			return "", errorf(syscall.EINVAL, p, "path %q has an empty name", trunc(p))
 		case seg == "..":
 			return "", errorf(syscall.EINVAL, p, "path %q contains '..': path traversal is not allowed", trunc(p))
 		case seg == ".":

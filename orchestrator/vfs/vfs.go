@@ -29,7 +29,9 @@ const (
 	DefaultMaxFileSize  int64 = 50 << 20
 	DefaultSessionQuota int64 = 1 << 30
 	DefaultChunkSize          = 64 << 10
-	DefaultMaxInodes    int64 = 1 << 20
+	// DefaultMaxInodes is only what Statfs reports as the inode total; the
+	// quota bounds bytes, not the number of files.
+	DefaultMaxInodes int64 = 1 << 20
 )
 
 // Notifier receives every change made through either API. Coalescer implements it.
