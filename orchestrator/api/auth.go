@@ -32,39 +32,84 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !isAPI(c.Request().URL.Path) {
 			return next(c)
 		}
-		u, err := s.userOf(c)
+		p, err := s.principalOf(c)
 		if err != nil {
 			return err
 		}
-		c.Set(userKey, u)
+		if p.NodeID != "" {
+			if err := nodeKeyAllowed(c, p); err != nil {
+				return err
+			}
+		}
+		c.Set(userKey, p)
 		return next(c)
 	}
 }
 
-// userOf returns the authenticated user of the request or a 401 error.
-func (s *Server) userOf(c echo.Context) (store.User, error) {
+// principalOf returns who the request authenticates as, or a 401 error.
+func (s *Server) principalOf(c echo.Context) (store.Principal, error) {
 	ctx := c.Request().Context()
 	if h := c.Request().Header.Get(echo.HeaderAuthorization); h != "" {
 		key, ok := strings.CutPrefix(h, "Bearer ")
 		key = strings.TrimSpace(key)
 		if !ok || key == "" {
-			return store.User{}, orchestrator.Errorf(orchestrator.EUnauthorized, "malformed Authorization header: want \"Bearer <api key>\"")
+			return store.Principal{}, orchestrator.Errorf(orchestrator.EUnauthorized, "malformed Authorization header: want \"Bearer <api key>\"")
 		}
-		u, err := s.store.UserByAPIKey(ctx, key)
+		p, err := s.store.AuthAPIKey(ctx, key)
 		if err != nil {
-			return store.User{}, authError(err, msgBadAPIKey)
+			return store.Principal{}, authError(err, msgBadAPIKey)
 		}
-		return u, nil
+		return p, nil
 	}
 	ck, err := c.Cookie(CookieName)
 	if err != nil || ck.Value == "" {
-		return store.User{}, orchestrator.Errorf(orchestrator.EUnauthorized, msgAuthRequired)
+		return store.Principal{}, orchestrator.Errorf(orchestrator.EUnauthorized, msgAuthRequired)
 	}
 	u, err := s.store.UserByWebSession(ctx, ck.Value)
 	if err != nil {
-		return store.User{}, authError(err, msgSessionExpired)
+		return store.Principal{}, authError(err, msgSessionExpired)
 	}
-	return u, nil
+	return store.Principal{User: u}, nil
+}
+
+// nodeKeyOpen are the routes a node key may call outside its session.
+var nodeKeyOpen = map[string]bool{
+	"GET " + apiPrefix + "/me":           true,
+	"GET " + apiPrefix + "/agents":       true,
+	"GET " + apiPrefix + "/models":       true,
+	"GET " + apiPrefix + "/openapi.json": true,
+}
+
+// nodeKeyDenied are routes of its own session that a node key may not call:
+// they act on the whole session, which belongs to the user.
+var nodeKeyDenied = map[string]bool{
+	"DELETE " + apiPrefix + "/sessions/:id":     true,
+	"POST " + apiPrefix + "/sessions/:id/start": true,
+	"POST " + apiPrefix + "/sessions/:id/stop":  true,
+	"POST " + apiPrefix + "/sessions/:id/nodes": true,
+}
+
+// nodeKeyAllowed enforces a node key's scope (DESIGN invariant 9): its own
+// session's read routes and extra routes (the session files), and node
+// routes of its own node only. Other sessions are 404, like another user's.
+func nodeKeyAllowed(c echo.Context, p store.Principal) error {
+	route := c.Request().Method + " " + c.Path()
+	if nodeKeyOpen[route] {
+		return nil
+	}
+	if sid := c.Param("id"); sid == "" || sid != p.SessionID {
+		if sid == "" {
+			return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and reaches only its own session", p.NodeID)
+		}
+		return orchestrator.Errorf(orchestrator.ENotFound, "session %s not found", sid)
+	}
+	if nodeKeyDenied[route] {
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot %s", p.NodeID, route)
+	}
+	if nid := c.Param("node"); nid != "" && nid != p.NodeID {
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and reaches only that node", p.NodeID)
+	}
+	return nil
 }
 
 // authError turns a failed credential lookup into a 401 with msg; store
@@ -79,13 +124,20 @@ func authError(err error, msg string) error {
 
 // user returns the authenticated user set by authenticate.
 func user(c echo.Context) store.User {
-	u, _ := c.Get(userKey).(store.User)
-	return u
+	p, _ := c.Get(userKey).(store.Principal)
+	return p.User
+}
+
+type meBody struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	SessionID string `json:"session_id,omitempty"` // node keys only
+	NodeID    string `json:"node_id,omitempty"`    // node keys only
 }
 
 func (s *Server) getMe(c echo.Context) error {
-	u := user(c)
-	return c.JSON(http.StatusOK, map[string]any{"id": u.ID, "name": u.Name})
+	p, _ := c.Get(userKey).(store.Principal)
+	return c.JSON(http.StatusOK, meBody{ID: p.User.ID, Name: p.User.Name, SessionID: p.SessionID, NodeID: p.NodeID})
 }
 
 var loginFailedPage = template.Must(template.New("login").Parse(`<!doctype html>

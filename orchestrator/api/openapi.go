@@ -162,7 +162,7 @@ func schemas() map[string]any {
 	})
 	return map[string]any{
 		"Error": obj([]string{"error"}, map[string]any{"error": obj([]string{"code", "message"}, map[string]any{"code": tStr, "message": tStr, "field": tStr})}),
-		"User":  obj([]string{"id", "name"}, map[string]any{"id": tStr, "name": tStr}),
+		"User":  obj([]string{"id", "name"}, map[string]any{"id": tStr, "name": tStr, "session_id": tStr, "node_id": tStr}),
 		"AgentList": arrayOf(obj(nil, map[string]any{
 			"type": tStr, "name": tStr, "description": tStr, "icon": tStr, "default_model": tStr, "image": tStr,
 		})),

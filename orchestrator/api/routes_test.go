@@ -42,7 +42,16 @@ var ownerCalls = map[string]ownerCall{
 	"GET /api/v1/sessions/:id/nodes/:node/logs":      {status: 200},
 }
 
-// apiRoutes returns "METHOD path" of every registered /api route.
+var nodeKeyOpenRoutes = map[string]bool{
+	"GET /api/v1/me": true, "GET /api/v1/agents": true, "GET /api/v1/models": true, "GET /api/v1/openapi.json": true,
+}
+
+var nodeKeyDeniedRoutes = map[string]bool{
+	"DELETE /api/v1/sessions/:id": true, "POST /api/v1/sessions/:id/start": true,
+	"POST /api/v1/sessions/:id/stop": true, "POST /api/v1/sessions/:id/nodes": true,
+}
+
+// apiRouteKeys returns "METHOD path" of every registered /api route.
 func apiRouteKeys(e *testEnv) []string {
 	var keys []string
 	seen := map[string]bool{}
@@ -73,22 +82,44 @@ func TestAuthorizationEveryRoute(t *testing.T) {
 		}
 		method, pattern, _ := strings.Cut(key, " ")
 		scoped := strings.Contains(pattern, ":id")
+		// A node key reaches its own session (minus whole-session actions)
+		// and its own node; elsewhere 403, other sessions 404.
+		nodeKeyStatus := call.status
+		switch {
+		case nodeKeyOpenRoutes[key]:
+		case !scoped, nodeKeyDeniedRoutes[key]:
+			nodeKeyStatus = http.StatusForbidden
+		}
 		tests := []struct {
 			name   string
-			key    string
+			key    string // "NODEKEY": a key of the node in the path; "OTHERNODEKEY": of a node in another session
 			status int
 		}{
 			{name: "owner", key: owner.key, status: call.status},
 			{name: "other user", key: other.key, status: call.status},
 			{name: "anonymous", key: "", status: http.StatusUnauthorized},
+			{name: "node key", key: "NODEKEY", status: nodeKeyStatus},
+			{name: "node key of another session", key: "OTHERNODEKEY", status: nodeKeyStatus},
 		}
 		if scoped {
 			tests[1].status = http.StatusNotFound
+			tests[4].status = http.StatusNotFound
 		}
 		for _, tt := range tests {
 			t.Run(key+"/"+tt.name, func(t *testing.T) {
+				ctx := context.Background()
 				s, root := e.session(owner) // fresh each call: some calls delete
-				n, err := e.st.CreateNode(context.Background(), owner.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID})
+				n, err := e.st.CreateNode(ctx, owner.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch tt.key {
+				case "NODEKEY":
+					tt.key, _, err = e.st.CreateNodeAPIKey(ctx, owner.user.ID, s.ID, n.ID)
+				case "OTHERNODEKEY":
+					s2, n2 := e.session(owner)
+					tt.key, _, err = e.st.CreateNodeAPIKey(ctx, owner.user.ID, s2.ID, n2.ID)
+				}
 				if err != nil {
 					t.Fatal(err)
 				}

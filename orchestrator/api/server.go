@@ -47,6 +47,9 @@ type Runner interface {
 	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
 }
 
+// The hub is the store's publisher.
+var _ store.Publisher = (*hub.Hub[store.Record])(nil)
+
 // LogSource reads the tail of a node's stderr log.
 type LogSource interface {
 	NodeLog(ctx context.Context, sessionID, nodeID string, tailLines int) ([]byte, error)
