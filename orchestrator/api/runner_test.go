@@ -1,0 +1,87 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+)
+
+// fakeRunner is an api.Runner built from function fields.
+type fakeRunner struct {
+	start, stop func(ctx context.Context, userID, sessionID string) error
+	deliver     func(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+}
+
+func (f *fakeRunner) StartSession(ctx context.Context, u, s string) error { return f.start(ctx, u, s) }
+func (f *fakeRunner) StopSession(ctx context.Context, u, s string) error  { return f.stop(ctx, u, s) }
+func (f *fakeRunner) Deliver(ctx context.Context, s, n string, in protocol.Input) (store.Record, error) {
+	return f.deliver(ctx, s, n, in)
+}
+
+var _ api.Runner = (*fakeRunner)(nil)
+
+func TestRunnerIsCalled(t *testing.T) {
+	var st *store.Store
+	var calls []string
+	r := &fakeRunner{
+		start: func(ctx context.Context, u, s string) error {
+			calls = append(calls, "start")
+			return st.UpdateSessionStatus(ctx, s, store.SessionRunning)
+		},
+		stop: func(ctx context.Context, u, s string) error {
+			calls = append(calls, "stop")
+			return orchestrator.Errorf(orchestrator.EConflict, "session is not running")
+		},
+		deliver: func(ctx context.Context, s, n string, in protocol.Input) (store.Record, error) {
+			calls = append(calls, "deliver "+in.InputType())
+			b, _ := json.Marshal(in)
+			recs, err := st.Append(ctx, s, store.NewRecord{NodeID: n, Kind: store.KindInput, Data: b})
+			if err != nil {
+				return store.Record{}, err
+			}
+			return recs[0], nil
+		},
+	}
+	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
+	st = e.st
+	a := e.account("alice")
+	s, n := e.session(a)
+	sp := "/api/v1/sessions/" + s.ID
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		contains                 string
+	}{
+		{name: "start", method: "POST", path: sp + "/start", status: 202, contains: `"status":"running"`},
+		{name: "stop error passes through", method: "POST", path: sp + "/stop", status: 409, contains: "not running"},
+		{name: "message", method: "POST", path: sp + "/nodes/" + n.ID + "/messages", body: `{"content":"go"}`, status: 202, contains: `"kind":"input"`},
+		{name: "signal", method: "POST", path: sp + "/nodes/" + n.ID + "/signal", body: `{"action":"resume"}`, status: 202, contains: `"action":"resume"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := e.do(tt.method, tt.path, a.key, tt.body)
+			if rep.status != tt.status || !contains(rep.body, tt.contains) {
+				t.Fatalf("got %d %s, want %d with %q", rep.status, rep.body, tt.status, tt.contains)
+			}
+		})
+	}
+	want := []string{"start", "stop", "deliver message", "deliver signal"}
+	if len(calls) != len(want) {
+		t.Fatalf("calls %v, want %v", calls, want)
+	}
+	for i := range want {
+		if calls[i] != want[i] {
+			t.Fatalf("calls %v, want %v", calls, want)
+		}
+	}
+}
+
+func contains(b []byte, s string) bool {
+	return s == "" || (json.Valid(b) && strings.Contains(string(b), s))
+}
