@@ -42,6 +42,8 @@ const (
 	DefaultStopGrace  = 10 * time.Second
 	DefaultKillGrace  = 10 * time.Second
 	DefaultTailLines  = 20
+	DefaultMaxBuffer  = 16 << 20
+	bufferToken       = 4 << 10 // bytes per token of the read-ahead budget
 	maxTailLine       = 1 << 10
 	maxBackoff        = 5 * time.Second
 )
@@ -135,6 +137,9 @@ type Config struct {
 	StopGrace  time.Duration // after signal{stop}, before the runtime's stop (DefaultStopGrace)
 	KillGrace  time.Duration // runtime stop: SIGTERM, then SIGKILL after this (DefaultKillGrace)
 	TailLines  int           // stderr lines kept for the exit record (DefaultTailLines)
+	// MaxBuffer bounds the bytes of log lines read ahead of their append
+	// (DefaultMaxBuffer), so that long lines cannot pile up in memory.
+	MaxBuffer int
 }
 
 // Relay is the actor of one node. Its state is owned by one goroutine; other
@@ -152,6 +157,7 @@ type Relay struct {
 	lines   chan logItem
 	exitCh  chan exitResult // buffered 1: the waiter never blocks
 	exited  chan struct{}   // closed once the container has exited
+	budget  chan struct{}   // read-ahead tokens of bufferToken bytes: reader takes, run returns
 
 	// Owned by the run goroutine.
 	cur         Cursor
@@ -177,7 +183,8 @@ type result struct {
 
 type logItem struct {
 	containers.LogLine
-	pos Cursor // the cursor just after this line
+	pos    Cursor // the cursor just after this line
+	tokens int    // read-ahead budget held until the line is appended
 }
 
 type exitResult struct {
@@ -211,6 +218,7 @@ func Start(ctx context.Context, cfg Config) (*Relay, error) {
 	setDefault(&cfg.MailboxLen, DefaultMailboxLen)
 	setDefault(&cfg.MaxRaw, DefaultMaxRaw)
 	setDefault(&cfg.TailLines, DefaultTailLines)
+	setDefault(&cfg.MaxBuffer, DefaultMaxBuffer)
 	setDefault(&cfg.StopGrace, DefaultStopGrace)
 	setDefault(&cfg.KillGrace, DefaultKillGrace)
 
@@ -225,7 +233,11 @@ func Start(ctx context.Context, cfg Config) (*Relay, error) {
 		lines:   make(chan logItem, cfg.MaxBatch),
 		exitCh:  make(chan exitResult, 1),
 		exited:  make(chan struct{}),
+		budget:  make(chan struct{}, max(cfg.MaxBuffer/bufferToken, 1)),
 		cur:     cur,
+	}
+	for range cap(r.budget) {
+		r.budget <- struct{}{}
 	}
 	go r.run(ctx)
 	return r, nil
@@ -346,6 +358,12 @@ func (r *Relay) run(ctx context.Context) {
 				}
 			}
 			r.process(ctx, r.batch)
+			for i := range r.batch {
+				for range r.batch[i].tokens {
+					r.budget <- struct{}{}
+				}
+				r.batch[i] = logItem{}
+			}
 		case req := <-r.mailbox:
 			r.handle(ctx, req)
 		case ex := <-r.exitCh:
@@ -657,8 +675,16 @@ func (r *Relay) readLoop(ctx context.Context, from Cursor) {
 					pos.Stderr = pos.Stderr.advance(ln.Time)
 				}
 				got = true
+				k := min(max(len(ln.Line)/bufferToken, 1), cap(r.budget))
+				for range k {
+					select {
+					case <-r.budget:
+					case <-ctx.Done():
+						return false
+					}
+				}
 				select {
-				case r.lines <- logItem{LogLine: ln, pos: pos}:
+				case r.lines <- logItem{LogLine: ln, pos: pos, tokens: k}:
 					return true
 				case <-ctx.Done():
 					return false

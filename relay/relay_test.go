@@ -596,3 +596,36 @@ func TestPermanentAppendErrorEndsRelay(t *testing.T) {
 		t.Fatal("side effect of an event that was not appended")
 	}
 }
+
+// TestReadAheadBound: with a read-ahead budget smaller than one line, lines
+// still flow, one at a time.
+func TestReadAheadBound(t *testing.T) {
+	h := newHarness()
+	h.cfg.MaxBuffer = 8 << 10
+	big := strings.Repeat("x", 10<<10)
+	for i := range 50 {
+		h.c.emit(containers.Stdout, i+1, fmt.Sprintf(`{"type":"text","content":"%d %s"}`, i, big))
+	}
+	h.c.emit(containers.Stdout, 100, `{"type":"done"}`)
+	h.c.exit(0, nil)
+	h.start(t)
+	if ex := h.eff.lastExit(t); !ex.Clean() {
+		t.Fatalf("exit %+v", ex)
+	}
+	recs := h.log.records()
+	if len(recs) != 51 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for i := range 50 {
+		if !strings.HasPrefix(string(recs[i].Data), fmt.Sprintf(`{"type":"text","content":"%d x`, i)) {
+			t.Fatalf("record %d out of order", i)
+		}
+	}
+	h.log.mu.Lock()
+	defer h.log.mu.Unlock()
+	for _, b := range h.log.batches {
+		if b > 2 {
+			t.Fatalf("a batch of %d 10 KiB lines with an 8 KiB read-ahead budget", b)
+		}
+	}
+}
