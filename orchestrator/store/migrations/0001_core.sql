@@ -11,7 +11,8 @@ CREATE TABLE users (
 
 -- API keys are stored as the sha256 of the key; the key itself is shown once.
 -- A key with node_id set belongs to one agent container and reaches only that
--- node's resources (DESIGN invariant 9); it dies with the node.
+-- node's resources (DESIGN invariant 9); it dies with the node. (SQLite
+-- resolves the forward references to agent_session/agent_node at use time.)
 CREATE TABLE api_keys (
     id           TEXT PRIMARY KEY,
     user_id      TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
