@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
@@ -327,4 +328,45 @@ func TestDeleteSessionCascades(t *testing.T) {
 	}
 	_, err := e.s.Append(ctx, s.ID, store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(`{}`)})
 	wantCode(t, err, orchestrator.ENotFound, "")
+}
+
+// The hub is the Publisher the server wires in.
+var _ store.Publisher = (*hub.Hub[store.Record])(nil)
+
+func TestCloseTwice(t *testing.T) {
+	s, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "c.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+}
+
+func TestPublishesToHub(t *testing.T) {
+	ctx := context.Background()
+	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	defer h.Close()
+	s, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "h.db"), Publisher: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u, _ := s.CreateUser(ctx, "alice", false)
+	sess, _ := s.CreateSession(ctx, u.ID, store.NewSession{Name: "s"})
+	sub := h.Subscribe(sess.ID)
+	if _, err := s.Append(ctx, sess.ID, store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"hi"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-sub.C():
+		if r.Seq != 1 || r.SessionID != sess.ID {
+			t.Fatalf("got %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no record published")
+	}
 }
