@@ -2,6 +2,7 @@ package containers
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -147,22 +148,53 @@ func (r *LogReader) frame() error {
 
 // timestamp reads "<time> " from a frame of size bytes.
 func (r *LogReader) timestamp(size int) (time.Time, int, error) {
-	var buf [maxTimestamp]byte
-	for i := 0; i < len(buf) && i < size; i++ {
-		c, err := r.br.ReadByte()
+	b, err := r.br.Peek(min(size, maxTimestamp))
+	sp := bytes.IndexByte(b, ' ')
+	if sp < 0 {
 		if err != nil {
 			return time.Time{}, 0, fmt.Errorf("read log: stream ended inside a frame (%v)", err)
 		}
-		if c == ' ' {
-			t, err := time.Parse(time.RFC3339Nano, string(buf[:i]))
-			if err != nil {
-				return time.Time{}, 0, fmt.Errorf("read log: bad timestamp %q (Logs needs timestamps on): %w", buf[:i], err)
-			}
-			return t, i + 1, nil
-		}
-		buf[i] = c
+		return time.Time{}, 0, fmt.Errorf("read log: frame without a timestamp prefix (Logs needs timestamps on)")
 	}
-	return time.Time{}, 0, fmt.Errorf("read log: frame without a timestamp prefix (Logs needs timestamps on)")
+	t, ok := parseFixedUTC(b[:sp])
+	if !ok {
+		var perr error
+		if t, perr = time.Parse(time.RFC3339Nano, string(b[:sp])); perr != nil {
+			return time.Time{}, 0, fmt.Errorf("read log: bad timestamp %q (Logs needs timestamps on): %w", b[:sp], perr)
+		}
+	}
+	r.br.Discard(sp + 1)
+	return t, sp + 1, nil
+}
+
+// parseFixedUTC parses Docker's usual "2006-01-02T15:04:05.000000000Z"
+// without allocating; ok is false for any other shape.
+func parseFixedUTC(b []byte) (time.Time, bool) {
+	if len(b) != 30 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != '.' || b[29] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(s []byte) (int, bool) {
+		n := 0
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	var v [7]int
+	for i, f := range [7][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, 29}} {
+		n, ok := num(b[f[0]:f[1]])
+		if !ok {
+			return time.Time{}, false
+		}
+		v[i] = n
+	}
+	if v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > 31 || v[3] > 23 || v[4] > 59 || v[5] > 60 {
+		return time.Time{}, false
+	}
+	return time.Date(v[0], time.Month(v[1]), v[2], v[3], v[4], v[5], v[6], time.UTC), true
 }
 
 // consume appends n bytes of the stream to p, within MaxLine.

@@ -112,8 +112,11 @@ func (p *Process) Close() error {
 	p.closed = true
 	var running []*proc
 	for _, pr := range p.procs {
-		if pr.state == StateRunning || pr.state == StatePaused {
+		switch pr.state {
+		case StateRunning, StatePaused:
 			running = append(running, pr)
+		case StateCreated:
+			pr.log.close()
 		}
 	}
 	p.mu.Unlock()

@@ -37,7 +37,7 @@ var (
 )
 
 // testAgent builds adapters/testagent once for the process runtime.
-func testAgent(t *testing.T) string {
+func testAgent(t testing.TB) string {
 	t.Helper()
 	agentOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "filepath-testagent-")
@@ -91,7 +91,7 @@ func harnesses(t *testing.T) []harness {
 	return hs
 }
 
-func dockerRuntime(t *testing.T) *Docker {
+func dockerRuntime(t testing.TB) *Docker {
 	t.Helper()
 	if os.Getenv("FILEPATH_TEST_NO_DOCKER") == "1" && !testenv.InCI() {
 		return nil
@@ -109,7 +109,7 @@ func dockerRuntime(t *testing.T) *Docker {
 }
 
 // cleanup removes every container of the test session.
-func cleanup(t *testing.T, rt Runtime, session string) {
+func cleanup(t testing.TB, rt Runtime, session string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	infos, err := rt.List(ctx, map[string]string{LabelSession: session})
