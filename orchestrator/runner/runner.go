@@ -66,6 +66,9 @@ type Config struct {
 	Network              string            // "" : the runtime's default
 	Limits               containers.Limits // zero fields: containers.DefaultLimits
 	LogMaxBytes          int64             // per-node stderr log bound (relay.DefaultLogMaxBytes)
+	// Cmd returns the argv for a node (containers.Spec.Cmd); nil: the
+	// image's own command. The process runtime needs it.
+	Cmd func(store.Node) []string
 	Logger               *slog.Logger
 
 	// Relay settings (zero: the relay's defaults).
@@ -358,6 +361,10 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	if node.ParentID != nil {
 		parent = *node.ParentID
 	}
+	var cmd []string
+	if r.cfg.Cmd != nil {
+		cmd = r.cfg.Cmd(node)
+	}
 	if node.ContainerID != "" {
 		if err := r.rt.Remove(ctx, node.ContainerID); err != nil {
 			return fmt.Errorf("remove the previous container: %w", err)
@@ -376,6 +383,7 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 		WorkspacePropagation: r.cfg.WorkspacePropagation,
 		Network:              r.cfg.Network,
 		Limits:               r.cfg.Limits,
+		Cmd:                  cmd,
 	})
 	if err != nil {
 		return err
@@ -446,6 +454,15 @@ func (r *Runner) attach(node store.Node, cursor string) error {
 		r.mu.Unlock()
 		if err := rel.Err(); err != nil {
 			r.log.Warn("relay ended", "node", node.ID, "err", err)
+			if permanent(err) && r.ctx.Err() == nil {
+				// The node or session was deleted under a running relay
+				// (without DeleteNode/DeleteSession): do their cleanup.
+				ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+				defer cancel()
+				if err := r.removeNodes(ctx, []store.Node{node}); err != nil {
+					r.log.Warn("clean up a deleted node", "node", node.ID, "err", err)
+				}
+			}
 		}
 	})
 	return nil

@@ -538,3 +538,53 @@ func TestReconcileGhost(t *testing.T) {
 		t.Fatalf("no error record for the lost container:\n%s", dump(e.records(root.ID)))
 	}
 }
+
+// TestDeletedUnderRelay: a session deleted in the store while its agent runs
+// (without DeleteSession) ends the relay at its next append, and the runner
+// removes the container.
+func TestDeletedUnderRelay(t *testing.T) {
+	e := newEnv(t, nil)
+	root := e.startRoot("echo ready")
+	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	cid := e.node(root.ID).ContainerID
+	if err := e.st.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rt.Stop(e.ctx, cid, time.Second); err != nil { // the exit makes the relay append
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := e.rt.Inspect(e.ctx, cid); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the deleted node's container was not removed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if e.r.Running(root.ID) {
+		t.Fatal("relay of a deleted node still registered")
+	}
+}
+
+// TestDeleteSessionRemovesContainers: DeleteSession (before the store's
+// delete) closes the relays and removes the containers.
+func TestDeleteSessionRemovesContainers(t *testing.T) {
+	e := newEnv(t, nil)
+	root := e.startRoot("spawn 2")
+	e.waitFor("two children", func() bool {
+		tree, _ := e.st.Tree(e.ctx, e.uid, e.sid)
+		return len(tree) == 3
+	})
+	if err := e.r.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := e.rt.List(e.ctx, map[string]string{containers.LabelSession: e.sid})
+	if err != nil || len(infos) != 0 || e.r.Running(root.ID) {
+		t.Fatalf("%d containers left (%v), root running %v", len(infos), err, e.r.Running(root.ID))
+	}
+	if err := e.st.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatal(err)
+	}
+}
