@@ -68,8 +68,8 @@ type Config struct {
 	LogMaxBytes          int64             // per-node stderr log bound (relay.DefaultLogMaxBytes)
 	// Cmd returns the argv for a node (containers.Spec.Cmd); nil: the
 	// image's own command. The process runtime needs it.
-	Cmd func(store.Node) []string
-	Logger               *slog.Logger
+	Cmd    func(store.Node) []string
+	Logger *slog.Logger
 
 	// Relay settings (zero: the relay's defaults).
 	MaxLine    int
