@@ -2,12 +2,14 @@ package vfs
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 )
 
 // Chunk layout: chunk k holds bytes [k*cs, min((k+1)*cs, size)). Every chunk
 // exists (holes are stored as zeros), so size = sum of chunk sizes.
+
+const upsertChunk = `INSERT INTO fs_data(session_id, ino, offset, size, data) VALUES(?,?,?,?,?)
+	ON CONFLICT(session_id, ino, offset) DO UPDATE SET size=excluded.size, data=excluded.data`
 
 // readChunks copies file bytes [off, off+len(p)) into p; the caller has
 // clamped the range to the file size.
@@ -40,7 +42,7 @@ func (fs *FS) readChunks(ctx context.Context, q querier, ino int64, cs int, p []
 
 // writeChunks writes p at off into a file of oldSize bytes, zero-filling any
 // gap, and returns the new size. Only chunks overlapping [min(off,oldSize), off+len(p)) are rewritten.
-func (fs *FS) writeChunks(ctx context.Context, tx *sql.Tx, ino int64, cs int, oldSize int64, p []byte, off int64) (int64, error) {
+func (fs *FS) writeChunks(ctx context.Context, tx *txn, ino int64, cs int, oldSize int64, p []byte, off int64) (int64, error) {
 	end := off + int64(len(p))
 	newSize := max(oldSize, end)
 	start := min(off, oldSize)
@@ -48,12 +50,6 @@ func (fs *FS) writeChunks(ctx context.Context, tx *sql.Tx, ino int64, cs int, ol
 		return newSize, nil
 	}
 	c64 := int64(cs)
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO fs_data(session_id, ino, offset, size, data) VALUES(?,?,?,?,?)
-		ON CONFLICT(session_id, ino, offset) DO UPDATE SET size=excluded.size, data=excluded.data`)
-	if err != nil {
-		return 0, fmt.Errorf("write data: %w", err)
-	}
-	defer ins.Close()
 	var zeros []byte
 	for k := start / c64; k*c64 < newSize; k++ {
 		coff := k * c64
@@ -82,7 +78,7 @@ func (fs *FS) writeChunks(ctx context.Context, tx *sql.Tx, ino int64, cs int, ol
 				copy(buf[lo-coff:hi-coff], p[lo-off:hi-off])
 			}
 		}
-		if _, err := ins.ExecContext(ctx, fs.sid, ino, coff, clen, buf); err != nil {
+		if _, err := tx.ExecContext(ctx, upsertChunk, fs.sid, ino, coff, clen, buf); err != nil {
 			return 0, fmt.Errorf("write data of inode %d at %d: %w", ino, coff, err)
 		}
 	}
@@ -90,7 +86,7 @@ func (fs *FS) writeChunks(ctx context.Context, tx *sql.Tx, ino int64, cs int, ol
 }
 
 // truncateChunks shrinks a file to newSize (< oldSize).
-func (fs *FS) truncateChunks(ctx context.Context, tx *sql.Tx, ino int64, cs int, newSize int64) error {
+func (fs *FS) truncateChunks(ctx context.Context, tx *txn, ino int64, cs int, newSize int64) error {
 	c64 := int64(cs)
 	keep := (newSize + c64 - 1) / c64 * c64 // first chunk offset to delete
 	if _, err := tx.ExecContext(ctx, `DELETE FROM fs_data WHERE session_id=? AND ino=? AND offset>=?`, fs.sid, ino, keep); err != nil {
@@ -107,7 +103,7 @@ func (fs *FS) truncateChunks(ctx context.Context, tx *sql.Tx, ino int64, cs int,
 
 // resize changes a regular file's size in tx (truncate or zero-extend),
 // enforcing the limits and updating usage, hash and times.
-func (fs *FS) resize(ctx context.Context, tx *sql.Tx, ino int64, cs int, oldSize, newSize int64) error {
+func (fs *FS) resize(ctx context.Context, tx *txn, ino int64, cs int, oldSize, newSize int64) error {
 	if newSize == oldSize {
 		return nil
 	}

@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"sort"
 	"sync"
@@ -20,7 +19,7 @@ type event struct {
 	size   int64
 }
 
-func (fs *FS) resolveEvent(ctx context.Context, tx *sql.Tx, ev *event) error {
+func (fs *FS) resolveEvent(ctx context.Context, tx *txn, ev *event) error {
 	if fs.v.cfg.Notifier == nil || ev.op == "" {
 		return nil
 	}

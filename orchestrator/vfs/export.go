@@ -175,7 +175,7 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 	if nroot != 1 {
 		return fmt.Errorf("import: %s has no root directory (inode 1)", src)
 	}
-	err = v.tx(ctx, func(tx *sql.Tx) error {
+	err = v.tx(ctx, func(tx *txn) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND ino != 1`, sessionID).Scan(&n); err != nil {
 			return err
@@ -229,19 +229,19 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 		if used > v.cfg.SessionQuota {
 			return errorf(syscall.ENOSPC, "", "session quota of %s exceeded", humanBytes(v.cfg.SessionQuota))
 		}
-		if err := copyRows(ctx, in, tx, `SELECT name, parent_ino, ino FROM fs_dentry ORDER BY id`, nil,
+		if err := copyRows(ctx, in, tx.tx, `SELECT name, parent_ino, ino FROM fs_dentry ORDER BY id`, nil,
 			`INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,?)`, []any{sessionID}, 3); err != nil {
 			return fmt.Errorf("import dentries: %w", err)
 		}
-		if err := copyRows(ctx, in, tx, `SELECT ino, target FROM fs_symlink`, nil,
+		if err := copyRows(ctx, in, tx.tx, `SELECT ino, target FROM fs_symlink`, nil,
 			`INSERT INTO fs_symlink(session_id, ino, target) VALUES(?,?,?)`, []any{sessionID}, 2); err != nil {
 			return fmt.Errorf("import symlinks: %w", err)
 		}
-		if err := copyRows(ctx, in, tx, `SELECT key, value, COALESCE(created_at, unixepoch()), COALESCE(updated_at, unixepoch()) FROM kv_store`, nil,
+		if err := copyRows(ctx, in, tx.tx, `SELECT key, value, COALESCE(created_at, unixepoch()), COALESCE(updated_at, unixepoch()) FROM kv_store`, nil,
 			`INSERT INTO kv_store(session_id, key, value, created_at, updated_at) VALUES(?,?,?,?,?)`, []any{sessionID}, 4); err != nil {
 			return fmt.Errorf("import kv: %w", err)
 		}
-		if err := copyRows(ctx, in, tx, `SELECT name, parameters, result, error, started_at, completed_at, duration_ms FROM tool_calls ORDER BY id`, nil,
+		if err := copyRows(ctx, in, tx.tx, `SELECT name, parameters, result, error, started_at, completed_at, duration_ms FROM tool_calls ORDER BY id`, nil,
 			`INSERT INTO tool_calls(session_id, name, parameters, result, error, started_at, completed_at, duration_ms) VALUES(?,?,?,?,?,?,?,?)`, []any{sessionID}, 7); err != nil {
 			return fmt.Errorf("import tool calls: %w", err)
 		}
@@ -265,7 +265,7 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 	return nil
 }
 
-func (fs *FS) importData(ctx context.Context, in *sql.DB, tx *sql.Tx, ino, size int64, cs int) error {
+func (fs *FS) importData(ctx context.Context, in *sql.DB, tx *txn, ino, size int64, cs int) error {
 	rows, err := in.QueryContext(ctx, `SELECT offset, data FROM fs_data WHERE ino=? ORDER BY offset`, ino)
 	if err != nil {
 		return fmt.Errorf("read data of inode %d: %w", ino, err)

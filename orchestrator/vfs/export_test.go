@@ -98,7 +98,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 
 	// import into a new session with another chunk size
-	v2 := New(f.v.db, Config{ChunkSize: 4096, ReadDB: f.v.r})
+	v2 := New(f.v.db, Config{ChunkSize: 4096, ReadDB: f.v.r.db})
 	sid2 := newSession(t, f.v.db)
 	if err := v2.Import(ctx, sid2, file); err != nil {
 		t.Fatal(err)

@@ -147,7 +147,7 @@ func (fs *FS) SetAttr(ctx context.Context, ino int64, ch AttrChange) (Attr, erro
 	now := fs.v.cfg.Now()
 	var out Attr
 	var ev event
-	err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err = fs.v.tx(ctx, func(tx *txn) error {
 		a, err := fs.getAttr(ctx, tx, ino)
 		if err != nil {
 			return err
@@ -233,7 +233,7 @@ func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32
 	}
 	var out Attr
 	var ev event
-	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err := fs.v.tx(ctx, func(tx *txn) error {
 		if a, err := fs.lookup(ctx, tx, parent, name); err == nil {
 			if exclusive {
 				return errorf(syscall.EEXIST, name, "%s already exists", name)
@@ -284,7 +284,7 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 	}
 	var out Attr
 	var ev event
-	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err := fs.v.tx(ctx, func(tx *txn) error {
 		a, err := fs.mknod(ctx, tx, parent, name, mode, target)
 		if err != nil {
 			return err
@@ -301,12 +301,15 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 }
 
 // mknod creates an inode of mode (with target for a symlink) under parent.
-func (fs *FS) mknod(ctx context.Context, tx *sql.Tx, parent int64, name string, mode uint32, target string) (Attr, error) {
-	pa, err := fs.getAttr(ctx, tx, parent)
-	if err != nil {
-		return Attr{}, err
+func (fs *FS) mknod(ctx context.Context, tx *txn, parent int64, name string, mode uint32, target string) (Attr, error) {
+	var pmode uint32
+	if err := tx.QueryRowContext(ctx, `SELECT mode FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, parent).Scan(&pmode); err != nil {
+		if err == sql.ErrNoRows {
+			return Attr{}, errorf(syscall.ENOENT, name, "parent of %s not found", name)
+		}
+		return Attr{}, fmt.Errorf("read parent of %s: %w", name, err)
 	}
-	if !pa.IsDir() {
+	if pmode&ModeType != ModeDir {
 		return Attr{}, errorf(syscall.ENOTDIR, name, "parent of %s is not a directory", name)
 	}
 	now := fs.v.cfg.Now()
@@ -329,7 +332,9 @@ func (fs *FS) mknod(ctx context.Context, tx *sql.Tx, parent int64, name string, 
 	if err := fs.touch(ctx, tx, parent, now); err != nil {
 		return Attr{}, err
 	}
-	return fs.getAttr(ctx, tx, ino)
+	// the row just written, without reading it back
+	t := time.Unix(0, now.UnixNano())
+	return Attr{Ino: ino, Mode: mode, Nlink: 1, UID: fs.uid, GID: fs.gid, Size: size, Atime: t, Mtime: t, Ctime: t, Created: t}, nil
 }
 
 // Readlink returns the target of symlink ino.
@@ -366,7 +371,7 @@ func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (A
 	}
 	var out Attr
 	var ev event
-	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err := fs.v.tx(ctx, func(tx *txn) error {
 		a, err := fs.getAttr(ctx, tx, ino)
 		if err != nil {
 			return err
@@ -427,7 +432,7 @@ func (fs *FS) remove(ctx context.Context, op string, parent int64, name string, 
 		return err
 	}
 	var ev event
-	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err := fs.v.tx(ctx, func(tx *txn) error {
 		a, err := fs.lookup(ctx, tx, parent, name)
 		if err != nil {
 			return err
@@ -470,7 +475,7 @@ func (fs *FS) checkEmpty(ctx context.Context, q querier, ino int64, name string)
 	return nil
 }
 
-func (fs *FS) unlinkEntry(ctx context.Context, tx *sql.Tx, parent int64, name string, ino int64) error {
+func (fs *FS) unlinkEntry(ctx context.Context, tx *txn, parent int64, name string, ino int64) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM fs_dentry WHERE session_id=? AND parent_ino=? AND name=?`, fs.sid, parent, name); err != nil {
 		return fmt.Errorf("delete dentry %q: %w", name, err)
 	}
@@ -519,7 +524,7 @@ func (fs *FS) Rename(ctx context.Context, oldParent int64, oldName string, newPa
 		return err
 	}
 	var evs []event
-	err := fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err := fs.v.tx(ctx, func(tx *txn) error {
 		var err error
 		evs, err = fs.rename(ctx, tx, oldParent, oldName, newParent, newName, flags)
 		return err
@@ -533,7 +538,7 @@ func (fs *FS) Rename(ctx context.Context, oldParent int64, oldName string, newPa
 	return nil
 }
 
-func (fs *FS) rename(ctx context.Context, tx *sql.Tx, oldParent int64, oldName string, newParent int64, newName string, flags uint32) ([]event, error) {
+func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName string, newParent int64, newName string, flags uint32) ([]event, error) {
 	src, err := fs.lookup(ctx, tx, oldParent, oldName)
 	if err != nil {
 		return nil, err
@@ -685,7 +690,7 @@ func (fs *FS) WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int,
 		return 0, err
 	}
 	var ev event
-	err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err = fs.v.tx(ctx, func(tx *txn) error {
 		var size int64
 		var mode uint32
 		var ro int

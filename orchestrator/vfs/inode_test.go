@@ -234,7 +234,7 @@ func TestOrphan(t *testing.T) {
 	b, _ := fs.Create(ctx, RootIno, "b", 0o644, true)
 	fs.Open(b.Ino)
 	fs.Unlink(ctx, RootIno, "b")
-	v2 := New(f.v.db, Config{ReadDB: f.v.r})
+	v2 := New(f.v.db, Config{ReadDB: f.v.r.db})
 	n, err := v2.PurgeOrphans(ctx)
 	if err != nil || n != 1 {
 		t.Fatal(n, err)

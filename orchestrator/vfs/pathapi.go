@@ -290,7 +290,7 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 	var evs []event
 	var ino int64
 	created := false
-	err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err = fs.v.tx(ctx, func(tx *txn) error {
 		var mk *[]event
 		if opt.Mode != WriteUpdate {
 			mk = &evs
@@ -397,7 +397,7 @@ func (fs *FS) MkdirAll(ctx context.Context, p string, exclusive bool) (FileInfo,
 	}
 	var evs []event
 	created := false
-	err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err = fs.v.tx(ctx, func(tx *txn) error {
 		r, err := fs.resolve(ctx, tx, p, true, &evs)
 		if err != nil {
 			return err
@@ -440,7 +440,7 @@ func (fs *FS) Delete(ctx context.Context, p string, recursive bool) error {
 		return err
 	}
 	var evs []event
-	err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err = fs.v.tx(ctx, func(tx *txn) error {
 		r, err := fs.resolve(ctx, tx, p, false, nil)
 		if err != nil {
 			return err
@@ -465,7 +465,7 @@ func (fs *FS) Delete(ctx context.Context, p string, recursive bool) error {
 	return nil
 }
 
-func (fs *FS) deleteTree(ctx context.Context, tx *sql.Tx, parent int64, name string, a Attr, p string, evs *[]event) error {
+func (fs *FS) deleteTree(ctx context.Context, tx *txn, parent int64, name string, a Attr, p string, evs *[]event) error {
 	if a.IsDir() {
 		kids, err := fs.children(ctx, tx, a.Ino)
 		if err != nil {
@@ -523,7 +523,7 @@ func (fs *FS) Move(ctx context.Context, src, dst string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	var evs []event
-	err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err = fs.v.tx(ctx, func(tx *txn) error {
 		rs, err := fs.resolve(ctx, tx, src, false, nil)
 		if err != nil {
 			return err
@@ -588,7 +588,7 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	var evs []event
-	err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+	err = fs.v.tx(ctx, func(tx *txn) error {
 		rs, err := fs.resolve(ctx, tx, src, true, nil)
 		if err != nil {
 			return err
@@ -627,7 +627,7 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 	return fs.lstat(ctx, dst)
 }
 
-func (fs *FS) copyTree(ctx context.Context, tx *sql.Tx, a Attr, parent int64, name, p string, evs *[]event) error {
+func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name, p string, evs *[]event) error {
 	var target string
 	if a.IsSymlink() {
 		t, err := fs.readlink(ctx, tx, a.Ino)

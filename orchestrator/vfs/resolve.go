@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"syscall"
@@ -65,7 +64,7 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			if mk == nil {
 				return resolved{}, errorf(syscall.ENOENT, p, "%s not found", joinPath(canon(), name))
 			}
-			tx, ok := q.(*sql.Tx)
+			tx, ok := q.(*txn)
 			if !ok {
 				return resolved{}, fmt.Errorf("resolve %s: creating directories needs a transaction", p)
 			}

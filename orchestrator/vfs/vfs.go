@@ -62,7 +62,8 @@ type Config struct {
 // VFS is the session filesystem over one SQLite database.
 type VFS struct {
 	db  *sql.DB // writer; the store keeps one connection, so never use it inside a tx
-	r   *sql.DB // reader
+	r   *reader // read pool (the writer when Config.ReadDB is nil)
+	wc  *stmtCache
 	cfg Config
 
 	mu       sync.Mutex
@@ -93,11 +94,16 @@ func New(db *sql.DB, cfg Config) *VFS {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := cfg.ReadDB
-	if r == nil {
-		r = db
+	rdb := cfg.ReadDB
+	if rdb == nil {
+		rdb = db
 	}
-	return &VFS{db: db, r: r, cfg: cfg, sessions: map[string]*sessionState{}}
+	wc := newStmtCache(db, false)
+	rc := wc
+	if rdb != db {
+		rc = newStmtCache(rdb, true)
+	}
+	return &VFS{db: db, r: &reader{db: rdb, c: rc}, wc: wc, cfg: cfg, sessions: map[string]*sessionState{}}
 }
 
 // Config returns the effective configuration.
@@ -167,7 +173,7 @@ func (fs *FS) init(ctx context.Context) (int, error) {
 	var cs int
 	err := fs.v.r.QueryRowContext(ctx, `SELECT chunk_size FROM fs_meta WHERE session_id=?`, fs.sid).Scan(&cs)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = fs.v.tx(ctx, func(tx *sql.Tx) error {
+		err = fs.v.tx(ctx, func(tx *txn) error {
 			return initSession(ctx, tx, fs.sid, fs.v.cfg.ChunkSize, fs.v.cfg.Now())
 		})
 		if err != nil {
@@ -184,7 +190,7 @@ func (fs *FS) init(ctx context.Context) (int, error) {
 	return cs, nil
 }
 
-func initSession(ctx context.Context, tx *sql.Tx, sid string, chunk int, now time.Time) error {
+func initSession(ctx context.Context, tx *txn, sid string, chunk int, now time.Time) error {
 	var exists int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM agent_session WHERE id=?`, sid).Scan(&exists); err != nil {
 		return fmt.Errorf("look up session: %w", err)
@@ -204,20 +210,28 @@ func initSession(ctx context.Context, tx *sql.Tx, sid string, chunk int, now tim
 }
 
 // tx runs f in one immediate transaction.
-func (v *VFS) tx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := v.db.BeginTx(ctx, nil)
+func (v *VFS) tx(ctx context.Context, f func(*txn) error) error {
+	sqlTx, err := v.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := f(tx); err != nil {
-		_ = tx.Rollback()
+	if err := f(&txn{tx: sqlTx, c: v.wc}); err != nil {
+		_ = sqlTx.Rollback()
+		v.wc.prepareWanted(ctx)
 		v.recordDenial(ctx, err)
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	v.wc.prepareWanted(ctx)
 	return nil
+}
+
+// Close releases the prepared statements; the databases stay open.
+func (v *VFS) Close() {
+	v.wc.close()
+	v.r.c.close()
 }
 
 // querier is *sql.DB or *sql.Tx.
@@ -300,7 +314,7 @@ func (fs *FS) lookup(ctx context.Context, q querier, parent int64, name string) 
 }
 
 // allocIno returns the next inode number of the session.
-func (fs *FS) allocIno(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (fs *FS) allocIno(ctx context.Context, tx *txn) (int64, error) {
 	var ino int64
 	if err := tx.QueryRowContext(ctx, `UPDATE fs_meta SET next_ino=next_ino+1 WHERE session_id=? RETURNING next_ino-1`, fs.sid).Scan(&ino); err != nil {
 		return 0, fmt.Errorf("allocate inode: %w", err)
@@ -309,7 +323,7 @@ func (fs *FS) allocIno(ctx context.Context, tx *sql.Tx) (int64, error) {
 }
 
 // newInode inserts an inode with the given mode and returns its number.
-func (fs *FS) newInode(ctx context.Context, tx *sql.Tx, mode uint32, uid, gid uint32, size int64, now time.Time) (int64, error) {
+func (fs *FS) newInode(ctx context.Context, tx *txn, mode uint32, uid, gid uint32, size int64, now time.Time) (int64, error) {
 	ino, err := fs.allocIno(ctx, tx)
 	if err != nil {
 		return 0, err
@@ -322,7 +336,7 @@ func (fs *FS) newInode(ctx context.Context, tx *sql.Tx, mode uint32, uid, gid ui
 	return ino, nil
 }
 
-func (fs *FS) addDentry(ctx context.Context, tx *sql.Tx, parent int64, name string, ino int64) error {
+func (fs *FS) addDentry(ctx context.Context, tx *txn, parent int64, name string, ino int64) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,?)`, fs.sid, name, parent, ino)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
@@ -334,7 +348,7 @@ func (fs *FS) addDentry(ctx context.Context, tx *sql.Tx, parent int64, name stri
 }
 
 // touch sets mtime and ctime of ino to now.
-func (fs *FS) touch(ctx context.Context, tx *sql.Tx, ino int64, now time.Time) error {
+func (fs *FS) touch(ctx context.Context, tx *txn, ino int64, now time.Time) error {
 	s, ns := splitTime(now)
 	_, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mtime=?, mtime_ns=?, ctime=?, ctime_ns=? WHERE session_id=? AND ino=?`, s, ns, s, ns, fs.sid, ino)
 	if err != nil {
@@ -343,7 +357,7 @@ func (fs *FS) touch(ctx context.Context, tx *sql.Tx, ino int64, now time.Time) e
 	return nil
 }
 
-func (fs *FS) touchCtime(ctx context.Context, tx *sql.Tx, ino int64, now time.Time) error {
+func (fs *FS) touchCtime(ctx context.Context, tx *txn, ino int64, now time.Time) error {
 	s, ns := splitTime(now)
 	_, err := tx.ExecContext(ctx, `UPDATE fs_inode SET ctime=?, ctime_ns=? WHERE session_id=? AND ino=?`, s, ns, fs.sid, ino)
 	if err != nil {
@@ -353,7 +367,7 @@ func (fs *FS) touchCtime(ctx context.Context, tx *sql.Tx, ino int64, now time.Ti
 }
 
 // addUsage adds delta bytes to the session's usage, enforcing the quota for growth.
-func (fs *FS) addUsage(ctx context.Context, tx *sql.Tx, delta int64) error {
+func (fs *FS) addUsage(ctx context.Context, tx *txn, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
@@ -388,7 +402,7 @@ func (fs *FS) checkFileSize(size int64, p string) error {
 
 // removeInodeIfUnlinked deletes ino when no dentry refers to it and no mount has it
 // open; an open inode is recorded as an orphan instead.
-func (fs *FS) removeInodeIfUnlinked(ctx context.Context, tx *sql.Tx, ino int64) error {
+func (fs *FS) removeInodeIfUnlinked(ctx context.Context, tx *txn, ino int64) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_dentry WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&n); err != nil {
 		return fmt.Errorf("count links: %w", err)
@@ -405,7 +419,7 @@ func (fs *FS) removeInodeIfUnlinked(ctx context.Context, tx *sql.Tx, ino int64) 
 	return fs.deleteInode(ctx, tx, ino)
 }
 
-func (fs *FS) deleteInode(ctx context.Context, tx *sql.Tx, ino int64) error {
+func (fs *FS) deleteInode(ctx context.Context, tx *txn, ino int64) error {
 	var mode uint32
 	var size int64
 	err := tx.QueryRowContext(ctx, `DELETE FROM fs_inode WHERE session_id=? AND ino=? RETURNING mode, size`, fs.sid, ino).Scan(&mode, &size)
@@ -459,7 +473,7 @@ func (fs *FS) Release(ctx context.Context, ino int64) error {
 	if !last {
 		return nil
 	}
-	return fs.v.tx(ctx, func(tx *sql.Tx) error {
+	return fs.v.tx(ctx, func(tx *txn) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_orphan WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&n); err != nil {
 			return fmt.Errorf("look up orphan: %w", err)
@@ -497,7 +511,7 @@ func (v *VFS) PurgeOrphans(ctx context.Context) (int, error) {
 	}
 	for _, o := range list {
 		fs := v.Session(o.sid)
-		if err := v.tx(ctx, func(tx *sql.Tx) error {
+		if err := v.tx(ctx, func(tx *txn) error {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM fs_orphan WHERE session_id=? AND ino=?`, o.sid, o.ino); err != nil {
 				return err
 			}

@@ -1,0 +1,139 @@
+package vfs
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// stmtCache keeps prepared statements by SQL text. Preparing on the writer
+// database needs its one connection, so inside a transaction a missing
+// statement is only noted; VFS.tx prepares the noted ones after the
+// transaction ends, and later transactions reuse them (Tx.StmtContext reuses
+// a statement already prepared on the transaction's connection).
+type stmtCache struct {
+	db    *sql.DB
+	eager bool // prepare on a miss (read pool only)
+
+	mu   sync.Mutex
+	m    map[string]*sql.Stmt
+	want map[string]bool
+}
+
+func newStmtCache(db *sql.DB, eager bool) *stmtCache {
+	return &stmtCache{db: db, eager: eager, m: map[string]*sql.Stmt{}, want: map[string]bool{}}
+}
+
+func (c *stmtCache) get(ctx context.Context, q string) *sql.Stmt {
+	c.mu.Lock()
+	s := c.m[q]
+	if s == nil && !c.eager {
+		c.want[q] = true
+	}
+	c.mu.Unlock()
+	if s != nil || !c.eager {
+		return s
+	}
+	s, err := c.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.m[q]; old != nil {
+		s.Close()
+		return old
+	}
+	c.m[q] = s
+	return s
+}
+
+// prepareWanted prepares the statements noted inside transactions. It must
+// not run while the caller holds a transaction.
+func (c *stmtCache) prepareWanted(ctx context.Context) {
+	c.mu.Lock()
+	var qs []string
+	for q := range c.want {
+		qs = append(qs, q)
+	}
+	clear(c.want)
+	c.mu.Unlock()
+	for _, q := range qs {
+		s, err := c.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		if c.m[q] == nil {
+			c.m[q] = s
+		} else {
+			s.Close()
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q, s := range c.m {
+		s.Close()
+		delete(c.m, q)
+	}
+}
+
+// txn is a write transaction that uses the statement cache.
+type txn struct {
+	tx *sql.Tx
+	c  *stmtCache
+}
+
+func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if s := t.c.get(ctx, q); s != nil {
+		return t.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, q, args...)
+}
+
+func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if s := t.c.get(ctx, q); s != nil {
+		return t.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, q, args...)
+}
+
+func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if s := t.c.get(ctx, q); s != nil {
+		return t.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, q, args...)
+}
+
+// reader runs reads on the read pool with cached statements.
+type reader struct {
+	db *sql.DB
+	c  *stmtCache
+}
+
+func (r *reader) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return r.db.ExecContext(ctx, q, args...)
+}
+
+func (r *reader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if s := r.c.get(ctx, q); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return r.db.QueryContext(ctx, q, args...)
+}
+
+func (r *reader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if s := r.c.get(ctx, q); s != nil {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return r.db.QueryRowContext(ctx, q, args...)
+}
+
+// BeginTx starts a read transaction on the read pool (export's snapshot).
+func (r *reader) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+	return r.db.BeginTx(ctx, opts)
+}
