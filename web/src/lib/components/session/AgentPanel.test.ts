@@ -1,0 +1,69 @@
+import { fireEvent, render, screen } from '@testing-library/svelte';
+import { describe, expect, it, vi } from 'vitest';
+import AgentPanel, { formatTokens } from './AgentPanel.svelte';
+import { ev, node } from '$lib/test/fixtures';
+
+describe('AgentPanel', () => {
+	const a = node('a', null, 'alpha', 'running', { agent_type: 'claude-code', model: 'claude-sonnet-4', tokens: 48213 });
+	const b = node('b', 'a', 'beta', 'error', { agent_type: 'codex', model: 'gpt-5', tokens: 12 });
+
+	it('shows the header info of the node', () => {
+		render(AgentPanel, { node: a, records: [], onsend: vi.fn() });
+		expect(screen.getByRole('heading', { name: 'alpha' })).toBeTruthy();
+		const label = screen.getByTestId('status-label');
+		expect(label.textContent).toBe('Running');
+		expect(label.style.color).toBe('var(--status-running)');
+		expect(screen.getByTestId('agent-tag').textContent).toBe('claude-code');
+		expect(screen.getByTestId('model-tag').textContent).toBe('claude-sonnet-4');
+		expect(screen.getByTestId('tokens').textContent).toBe('48k tokens');
+	});
+
+	it('switching nodes switches header and chat', async () => {
+		const { rerender } = render(AgentPanel, {
+			node: a,
+			records: [ev('a', { type: 'text', content: 'alpha says hi' })],
+			onsend: vi.fn()
+		});
+		expect(screen.getByText('alpha says hi')).toBeTruthy();
+		await rerender({ node: b, records: [ev('b', { type: 'text', content: 'beta here' })] });
+		expect(screen.getByRole('heading', { name: 'beta' })).toBeTruthy();
+		expect(screen.getByTestId('status-label').textContent).toBe('Error');
+		expect(screen.queryByText('alpha says hi')).toBeNull();
+		expect(screen.getByText('beta here')).toBeTruthy();
+	});
+
+	it('sends to the shown node', async () => {
+		const onsend = vi.fn().mockResolvedValue(undefined);
+		render(AgentPanel, { node: b, records: [], onsend });
+		const area = screen.getByLabelText('Message');
+		await fireEvent.input(area, { target: { value: 'go' } });
+		await fireEvent.keyDown(area, { key: 'Enter' });
+		expect(onsend).toHaveBeenCalledWith('b', 'go');
+	});
+
+	it('the Log toggle shows stderr, or a readable error', async () => {
+		const loadLogs = vi.fn().mockResolvedValueOnce('boom on stderr\n').mockRejectedValueOnce(new Error('logs unavailable'));
+		render(AgentPanel, { node: a, records: [], onsend: vi.fn(), loadLogs });
+		await fireEvent.click(screen.getByRole('button', { name: /log/i }));
+		expect(await screen.findByText(/boom on stderr/)).toBeTruthy();
+		expect(loadLogs).toHaveBeenCalledWith('a');
+		await fireEvent.click(screen.getByRole('button', { name: 'Reload log' }));
+		expect((await screen.findByRole('alert')).textContent).toContain('logs unavailable');
+	});
+
+	it('without a node it offers to spawn', async () => {
+		const onspawn = vi.fn();
+		render(AgentPanel, { node: undefined, records: [], onsend: vi.fn(), onspawn });
+		await fireEvent.click(screen.getByRole('button', { name: /spawn an agent/i }));
+		expect(onspawn).toHaveBeenCalled();
+	});
+
+	const tokens = [
+		{ in: 0, want: '0' },
+		{ in: 999, want: '999' },
+		{ in: 1500, want: '1.5k' },
+		{ in: 48213, want: '48k' },
+		{ in: 2_500_000, want: '2.5M' }
+	];
+	for (const t of tokens) it(`formatTokens(${t.in})`, () => expect(formatTokens(t.in)).toBe(t.want));
+});

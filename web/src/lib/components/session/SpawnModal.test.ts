@@ -1,0 +1,137 @@
+import { fireEvent, render, screen } from '@testing-library/svelte';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import SpawnModal, { AGENT_KEY, MODEL_KEY } from './SpawnModal.svelte';
+import { ApiError } from '$lib/api';
+import type { AgentInfo } from '$lib/types';
+
+const agents: AgentInfo[] = ['shelley', 'claude-code', 'codex', 'custom'].map((t) => ({
+	type: t,
+	name: t,
+	description: `${t} agent`,
+	icon: '',
+	default_model: t === 'codex' ? 'gpt-5' : 'claude-sonnet-4',
+	image: ''
+}));
+const providers = [
+	{ name: 'anthropic', models: [{ id: 'claude-sonnet-4', name: 'Claude Sonnet 4' }, { id: 'claude-opus-4', name: 'Claude Opus 4' }] },
+	{ name: 'openai', models: [{ id: 'gpt-5', name: 'GPT-5' }, { id: 'gpt-5-mini', name: 'GPT-5 mini' }] }
+];
+
+function setup(extra: Record<string, unknown> = {}) {
+	let n = 0;
+	const seq = [0.0, 0.5, 0.5, 0.9]; // deterministic names: two different draws
+	const props = {
+		open: true,
+		parentName: 'root',
+		loadAgents: vi.fn().mockResolvedValue(agents),
+		loadModels: vi.fn().mockResolvedValue({ providers }),
+		onspawn: vi.fn().mockResolvedValue(undefined),
+		random: () => seq[n++ % seq.length],
+		...extra
+	};
+	return { props, ...render(SpawnModal, props) };
+}
+
+describe('SpawnModal', () => {
+	afterEach(() => localStorage.clear());
+
+	it('opens, shows where it spawns, and closes with Cancel and Escape', async () => {
+		const { rerender } = setup();
+		expect(screen.getByRole('dialog', { name: 'Spawn agent' })).toBeTruthy();
+		expect(screen.getByText('root')).toBeTruthy();
+		await fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+		expect(screen.queryByRole('dialog')).toBeNull();
+		await rerender({ open: true });
+		expect(screen.getByRole('dialog')).toBeTruthy();
+		await fireEvent.keyDown(window, { key: 'Escape' });
+		expect(screen.queryByRole('dialog')).toBeNull();
+	});
+
+	it('auto-generates an adjective-number name and rerolls it', async () => {
+		setup();
+		const input = screen.getByLabelText('Name') as HTMLInputElement;
+		expect(input.value).toMatch(/^[a-z]+-\d+$/);
+		const first = input.value;
+		await fireEvent.click(screen.getByRole('button', { name: 'New random name' }));
+		expect(input.value).toMatch(/^[a-z]+-\d+$/);
+		expect(input.value).not.toBe(first);
+	});
+
+	it('highlights the chosen agent and uses its default model', async () => {
+		setup();
+		const codex = await screen.findByRole('button', { name: 'codex' });
+		expect(screen.getByRole('button', { name: 'shelley' }).getAttribute('aria-pressed')).toBe('true');
+		await fireEvent.click(codex);
+		expect(codex.getAttribute('aria-pressed')).toBe('true');
+		expect(screen.getByRole('button', { name: 'shelley' }).getAttribute('aria-pressed')).toBe('false');
+		expect(screen.getByLabelText('Model').textContent).toContain('GPT-5');
+		await fireEvent.click(screen.getByRole('button', { name: 'shelley' }));
+		expect(screen.getByLabelText('Model').textContent).toContain('Claude Sonnet 4');
+	});
+
+	it('filters the model dropdown, grouped by provider', async () => {
+		setup();
+		await screen.findByRole('button', { name: 'codex' });
+		await fireEvent.click(screen.getByLabelText('Model'));
+		expect(screen.getByRole('group', { name: 'anthropic' })).toBeTruthy();
+		expect(screen.getAllByRole('option')).toHaveLength(4);
+		await fireEvent.input(screen.getByLabelText('Search models'), { target: { value: 'mini' } });
+		const opts = screen.getAllByRole('option');
+		expect(opts).toHaveLength(1);
+		expect(opts[0].textContent).toContain('GPT-5 mini');
+		expect(screen.queryByRole('group', { name: 'anthropic' })).toBeNull();
+		await fireEvent.click(opts[0]);
+		expect(screen.getByLabelText('Model').textContent).toContain('GPT-5 mini');
+	});
+
+	it('spawn returns {name, agent_type, model}, remembers agent + model, and closes', async () => {
+		const { props } = setup();
+		await fireEvent.click(await screen.findByRole('button', { name: 'codex' }));
+		const name = (screen.getByLabelText('Name') as HTMLInputElement).value;
+		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+		await vi.waitFor(() => expect(props.onspawn).toHaveBeenCalled());
+		expect(props.onspawn).toHaveBeenCalledWith({ name, agent_type: 'codex', model: 'gpt-5' });
+		await vi.waitFor(() => expect(screen.queryByRole('dialog')).toBeNull());
+		expect(localStorage.getItem(AGENT_KEY)).toBe('codex');
+		expect(localStorage.getItem(MODEL_KEY)).toBe('gpt-5');
+	});
+
+	it('preselects the remembered agent and model', async () => {
+		localStorage.setItem(AGENT_KEY, 'codex');
+		localStorage.setItem(MODEL_KEY, 'gpt-5-mini');
+		setup();
+		expect((await screen.findByRole('button', { name: 'codex' })).getAttribute('aria-pressed')).toBe('true');
+		await vi.waitFor(() => expect(screen.getByLabelText('Model').textContent).toContain('GPT-5 mini'));
+	});
+
+	it('shows the image field only for custom and sends it', async () => {
+		const { props } = setup();
+		await screen.findByRole('button', { name: 'custom' });
+		expect(screen.queryByLabelText('Image')).toBeNull();
+		await fireEvent.click(screen.getByRole('button', { name: 'custom' }));
+		const spawn = screen.getByRole('button', { name: 'Spawn' }) as HTMLButtonElement;
+		expect(spawn.disabled).toBe(true);
+		await fireEvent.input(screen.getByLabelText('Image'), { target: { value: 'my-agent:1' } });
+		await fireEvent.click(spawn);
+		await vi.waitFor(() =>
+			expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ agent_type: 'custom', image: 'my-agent:1' }))
+		);
+	});
+
+	it('stays open and shows the API error when spawning fails', async () => {
+		setup({ onspawn: vi.fn().mockRejectedValue(new ApiError(422, 'invalid', 'name already used', 'name')) });
+		await screen.findByRole('button', { name: 'codex' });
+		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+		expect((await screen.findByRole('alert')).textContent).toContain('name already used');
+		expect(screen.getByRole('dialog')).toBeTruthy();
+	});
+
+	it('has a readable state when the model list is unavailable and accepts a typed id', async () => {
+		const { props } = setup({ loadModels: vi.fn().mockRejectedValue(new ApiError(503, 'unavailable', 'model catalog unreachable')) });
+		expect(await screen.findByText(/Model list unavailable \(model catalog unreachable\)/)).toBeTruthy();
+		await fireEvent.input(screen.getByLabelText('Model'), { target: { value: 'openai/gpt-5' } });
+		await screen.findByRole('button', { name: 'codex' });
+		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+		await vi.waitFor(() => expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ model: 'openai/gpt-5' })));
+	});
+});

@@ -1,0 +1,37 @@
+import { fireEvent, render, screen } from '@testing-library/svelte';
+import { describe, expect, it, vi } from 'vitest';
+import TreeNode from './TreeNode.svelte';
+import { buildTree } from '$lib/tree';
+import { threeLevels } from '$lib/test/fixtures';
+
+describe('TreeNode', () => {
+	const nodes = threeLevels();
+	const tree = buildTree(nodes);
+
+	it('renders the nested demo data with counts', () => {
+		render(TreeNode, { node: nodes[0], selectedId: null, tree, collapsed: new Set<string>() });
+		for (const n of ['root', 'plan', 'db', 'api', 'impl', 'jwt']) expect(screen.getByText(n)).toBeTruthy();
+		// root: leaves db(done), api, jwt → 1/3; plan: db(done), api → 1/2
+		expect(screen.getByText('1/3')).toBeTruthy();
+		expect(screen.getByText('1/2')).toBeTruthy();
+	});
+
+	it('click selects', async () => {
+		const onselect = vi.fn();
+		render(TreeNode, { node: nodes[0], selectedId: 'plan', tree, collapsed: new Set<string>(), onselect });
+		await fireEvent.click(screen.getByText('api'));
+		expect(onselect).toHaveBeenCalledWith('api');
+		const row = document.querySelector('[data-node-id="plan"]')!;
+		expect(row.classList.contains('selected')).toBe(true);
+	});
+
+	it('chevron toggles and collapsed hides children', async () => {
+		const ontoggle = vi.fn();
+		const { rerender } = render(TreeNode, { node: nodes[0], selectedId: null, tree, collapsed: new Set<string>(), ontoggle });
+		await fireEvent.click(screen.getByRole('button', { name: 'Collapse plan' }));
+		expect(ontoggle).toHaveBeenCalledWith('plan');
+		await rerender({ collapsed: new Set(['plan']) });
+		expect(screen.queryByText('db')).toBeNull();
+		expect(screen.getByRole('button', { name: 'Expand plan' })).toBeTruthy();
+	});
+});

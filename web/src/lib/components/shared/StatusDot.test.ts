@@ -1,0 +1,24 @@
+import { render } from '@testing-library/svelte';
+import { describe, expect, it } from 'vitest';
+import StatusDot from './StatusDot.svelte';
+
+describe('StatusDot', () => {
+	const cases = [
+		{ name: 'idle is static', status: 'idle', pulse: false, color: 'var(--status-idle)' },
+		{ name: 'thinking pulses', status: 'thinking', pulse: true, color: 'var(--status-thinking)' },
+		{ name: 'running pulses', status: 'running', pulse: true, color: 'var(--status-running)' },
+		{ name: 'done is static', status: 'done', pulse: false, color: 'var(--status-done)' },
+		{ name: 'error is static', status: 'error', pulse: false, color: 'var(--status-error)' }
+	];
+	for (const c of cases) {
+		it(c.name, () => {
+			const { container } = render(StatusDot, { status: c.status, size: 10 });
+			const dot = container.querySelector('.dot') as HTMLElement;
+			expect(dot.dataset.status).toBe(c.status);
+			expect(dot.classList.contains('pulse')).toBe(c.pulse);
+			expect(dot.style.color).toBe(c.color);
+			expect(dot.style.width).toBe('10px');
+			expect(dot.getAttribute('aria-label')).toMatch(new RegExp(c.status, 'i'));
+		});
+	}
+});

@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { buildTree } from './tree';
+import { node, threeLevels } from './test/fixtures';
+
+describe('buildTree', () => {
+	it('indexes children in sort order and counts done leaves', () => {
+		const t = buildTree(threeLevels());
+		expect(t.roots.map((n) => n.id)).toEqual(['root']);
+		expect(t.children.get('root')!.map((n) => n.id)).toEqual(['plan', 'impl']);
+		expect(t.counts.get('root')).toEqual({ done: 1, total: 3 });
+		expect(t.counts.get('plan')).toEqual({ done: 1, total: 2 });
+		expect(t.counts.get('jwt')).toEqual({ done: 0, total: 1 });
+	});
+	it('treats a node with a missing parent as a root and survives a cycle', () => {
+		const t = buildTree([node('a', 'gone', 'a'), node('b', 'c', 'b'), node('c', 'b', 'c')]);
+		expect(t.roots.map((n) => n.id)).toEqual(['a']);
+	});
+	it('handles 500 nodes in a deep chain', () => {
+		const nodes = Array.from({ length: 500 }, (_, i) => node(`n${i}`, i ? `n${i - 1}` : null, `n${i}`, i === 499 ? 'done' : 'idle'));
+		const t = buildTree(nodes);
+		expect(t.counts.get('n0')).toEqual({ done: 1, total: 1 });
+	});
+});
