@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -209,7 +210,7 @@ func (st *streamer) send(ctx context.Context, rec store.Record) error {
 	if rec.Seq <= st.last {
 		return nil
 	}
-	b, err := json.Marshal(rec)
+	b, err := encodeRecord(rec)
 	if err != nil {
 		return fmt.Errorf("encode record %d: %w", rec.Seq, err)
 	}
@@ -263,3 +264,38 @@ type writeError struct {
 
 func (e *writeError) Error() string { return fmt.Sprintf("write record %d: %v", e.seq, e.err) }
 func (e *writeError) Unwrap() error { return e.err }
+
+// encodeRecord is json.Marshal(rec) without re-validating and compacting
+// rec.Data, which the store keeps as a valid JSON object: that scan was the
+// largest encoding cost per record and client.
+func encodeRecord(rec store.Record) ([]byte, error) {
+	data := rec.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	kind, err := json.Marshal(rec.Kind)
+	if err != nil {
+		return nil, err
+	}
+	node, err := json.Marshal(rec.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	at, err := rec.At.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 64+len(kind)+len(node)+len(at)+len(data))
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, rec.Seq, 10)
+	b = append(b, `,"kind":`...)
+	b = append(b, kind...)
+	b = append(b, `,"node_id":`...)
+	b = append(b, node...)
+	b = append(b, `,"at":`...)
+	b = append(b, at...)
+	b = append(b, `,"data":`...)
+	b = append(b, data...)
+	b = append(b, '}')
+	return b, nil
+}
