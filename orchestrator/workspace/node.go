@@ -58,6 +58,12 @@ var (
 // Release for opens that returned a non-nil handle.
 type handle struct{ _ byte }
 
+// uninterruptible drops the request's cancellation. The kernel cancels a
+// request when the calling thread gets a signal; a VFS operation is one
+// short transaction, and failing it with EINTR would surface as a failed
+// close() or write() in programs that do not retry (most do not).
+func uninterruptible(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // blockSize is the st_blksize reported; tools size their buffers by it.
 const blockSize = 64 << 10
 
@@ -107,6 +113,7 @@ func (n *node) own(ctx context.Context, a *Attr) error {
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	a, err := n.m.fs.Lookup(ctx, n.ino, name)
 	if err != nil {
 		return nil, errno(err)
@@ -115,6 +122,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 }
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx = uninterruptible(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.flushLocked(ctx); err != nil {
@@ -130,6 +138,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	ctx = uninterruptible(ctx)
 	var ch AttrChange
 	if v, ok := in.GetMode(); ok {
 		ch.Mode = &v
@@ -165,6 +174,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	a, err := n.m.fs.Create(ctx, n.ino, name, syscall.S_IFREG|mode&07777, flags&syscall.O_EXCL != 0)
 	if err != nil {
 		return nil, nil, 0, errno(err)
@@ -183,6 +193,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	a, err := n.m.fs.Mkdir(ctx, n.ino, name, syscall.S_IFDIR|mode&07777)
 	if err == nil {
 		err = n.own(ctx, &a)
@@ -194,6 +205,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	a, err := n.m.fs.Symlink(ctx, n.ino, name, target)
 	if err == nil {
 		err = n.own(ctx, &a)
@@ -205,6 +217,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	t, err := n.m.fs.Readlink(ctx, n.ino)
 	if err != nil {
 		return nil, errno(err)
@@ -213,6 +226,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	t, ok := target.(*node)
 	if !ok {
 		return nil, syscall.EXDEV
@@ -225,14 +239,17 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	ctx = uninterruptible(ctx)
 	return errno(n.m.fs.Unlink(ctx, n.ino, name))
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	ctx = uninterruptible(ctx)
 	return errno(n.m.fs.Rmdir(ctx, n.ino, name))
 }
 
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	ctx = uninterruptible(ctx)
 	np, ok := newParent.(*node)
 	if !ok {
 		return syscall.EXDEV
@@ -241,6 +258,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	list, err := n.m.fs.ReadDir(ctx, n.ino)
 	if err != nil {
 		return nil, errno(err)
@@ -256,6 +274,7 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	a, err := n.m.fs.GetAttr(ctx, n.ino)
 	if err != nil {
 		return nil, 0, errno(err)
@@ -274,6 +293,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 }
 
 func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	n.mu.Lock()
 	err := n.flushLocked(ctx)
 	n.mu.Unlock()
@@ -288,6 +308,7 @@ func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64
 }
 
 func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	ctx = uninterruptible(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.takeErr(); err != nil {
@@ -342,6 +363,7 @@ func (n *node) takeErr() error {
 }
 
 func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
+	ctx = uninterruptible(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.flushLocked(ctx)
@@ -349,6 +371,7 @@ func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
 }
 
 func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
+	ctx = uninterruptible(ctx)
 	n.mu.Lock()
 	n.flushLocked(ctx)
 	err := n.takeErr()
@@ -360,6 +383,7 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 }
 
 func (n *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
+	ctx = uninterruptible(ctx)
 	n.mu.Lock()
 	n.flushLocked(ctx)
 	err := n.takeErr()
@@ -377,6 +401,7 @@ func (n *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
 }
 
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	ctx = uninterruptible(ctx)
 	s, err := n.m.fs.Statfs(ctx)
 	if err != nil {
 		return errno(err)

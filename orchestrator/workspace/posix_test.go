@@ -385,4 +385,3 @@ func wantErrno(t *testing.T, err error, want syscall.Errno) {
 		t.Fatalf("error = %v, want %v", err, want)
 	}
 }
-

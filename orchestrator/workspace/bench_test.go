@@ -1,0 +1,189 @@
+package workspace
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+)
+
+// Benchmarks run every workload twice in the same run: on native ext4 in
+// b.TempDir() ("ext4") and through a FUSE mount of a real VFS session
+// ("fuse"). See docs/benchmarks/workspace.md.
+
+func benchTargets(b *testing.B) []struct {
+	name string
+	dir  func(b *testing.B) string
+} {
+	return []struct {
+		name string
+		dir  func(b *testing.B) string
+	}{
+		{"ext4", func(b *testing.B) string { return b.TempDir() }},
+		{"fuse", func(b *testing.B) string {
+			e := newEnv(b, vfs.Config{MaxFileSize: 1 << 30, SessionQuota: 4 << 30})
+			return e.mount(b, Options{}).Dir()
+		}},
+	}
+}
+
+const smallFiles = 10000
+
+func writeSmall(b *testing.B, dir string) {
+	data := []byte("small file content, about sixty bytes long, like a config\n")
+	for i := 0; i < smallFiles; i++ {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%05d", i)), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSmallFiles(b *testing.B) {
+	for _, tg := range benchTargets(b) {
+		b.Run(tg.name+"/create", func(b *testing.B) {
+			root := tg.dir(b)
+			for i := 0; i < b.N; i++ {
+				dir := filepath.Join(root, fmt.Sprint(i))
+				os.Mkdir(dir, 0o755)
+				writeSmall(b, dir)
+			}
+		})
+		b.Run(tg.name+"/read", func(b *testing.B) {
+			dir := tg.dir(b)
+			writeSmall(b, dir)
+			buf := make([]byte, 4096)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := 0; j < smallFiles; j++ {
+					f, err := os.Open(filepath.Join(dir, fmt.Sprintf("f%05d", j)))
+					if err != nil {
+						b.Fatal(err)
+					}
+					f.Read(buf)
+					f.Close()
+				}
+			}
+		})
+		b.Run(tg.name+"/stat", func(b *testing.B) {
+			dir := tg.dir(b)
+			writeSmall(b, dir)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := 0; j < smallFiles; j++ {
+					if _, err := os.Lstat(filepath.Join(dir, fmt.Sprintf("f%05d", j))); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkReaddir1000(b *testing.B) {
+	for _, tg := range benchTargets(b) {
+		b.Run(tg.name, func(b *testing.B) {
+			dir := tg.dir(b)
+			for i := 0; i < 1000; i++ {
+				os.WriteFile(filepath.Join(dir, fmt.Sprintf("entry-%04d", i)), nil, 0o644)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ents, err := os.ReadDir(dir)
+				if err != nil || len(ents) != 1000 {
+					b.Fatalf("readdir: %d, %v", len(ents), err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkSequential100MiB(b *testing.B) {
+	const size = 100 << 20
+	for _, tg := range benchTargets(b) {
+		b.Run(tg.name+"/write", func(b *testing.B) {
+			dir := tg.dir(b)
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				p := filepath.Join(dir, "seq")
+				f, err := os.Create(p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.CopyBuffer(f, &patternReader{n: size}, make([]byte, 1<<20)); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				os.Remove(p)
+				b.StartTimer()
+			}
+		})
+		b.Run(tg.name+"/read", func(b *testing.B) {
+			dir := tg.dir(b)
+			p := filepath.Join(dir, "seq")
+			f, _ := os.Create(p)
+			io.CopyBuffer(f, &patternReader{n: size}, make([]byte, 1<<20))
+			f.Close()
+			b.SetBytes(size)
+			buf := make([]byte, 1<<20)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dropCaches(b, p)
+				b.StartTimer()
+				f, err := os.Open(p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, err := io.CopyBuffer(io.Discard, f, buf); err != nil || n != size {
+					b.Fatal(n, err)
+				}
+				f.Close()
+			}
+		})
+	}
+}
+
+// dropCaches evicts p from the page cache so that reads hit the
+// filesystem (for the FUSE mount: the VFS) rather than memory.
+func dropCaches(b *testing.B, p string) {
+	os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0o200)
+}
+
+func BenchmarkGit(b *testing.B) {
+	// A fixture repository on ext4: 500 files in 20 directories, 3 commits.
+	fixture := b.TempDir()
+	git(b, fixture, "init", "-q", "-b", "main")
+	for c := 0; c < 3; c++ {
+		for i := 0; i < 500; i++ {
+			d := filepath.Join(fixture, fmt.Sprintf("dir%02d", i%20))
+			os.MkdirAll(d, 0o755)
+			os.WriteFile(filepath.Join(d, fmt.Sprintf("file%03d.go", i)), []byte(fmt.Sprintf("package p // %d %d\n%s", c, i, make([]byte, 0))), 0o644)
+		}
+		git(b, fixture, "add", "-A")
+		git(b, fixture, "commit", "-q", "-m", fmt.Sprint("commit ", c))
+	}
+	for _, tg := range benchTargets(b) {
+		b.Run(tg.name+"/clone", func(b *testing.B) {
+			root := tg.dir(b)
+			for i := 0; i < b.N; i++ {
+				git(b, root, "clone", "-q", "--no-hardlinks", fixture, fmt.Sprint("c", i))
+			}
+		})
+		b.Run(tg.name+"/status", func(b *testing.B) {
+			root := tg.dir(b)
+			git(b, root, "clone", "-q", "--no-hardlinks", fixture, "c")
+			dir := filepath.Join(root, "c")
+			git(b, dir, "status", "--porcelain")
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				git(b, dir, "status", "--porcelain")
+			}
+		})
+	}
+}

@@ -1,0 +1,143 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+)
+
+// gitImage is the local image with git the container tests use (built by
+// `make images`).
+const gitImage = "filepath/base:bookworm"
+
+// startContainer runs a long-lived container with the node's workspace bound
+// the way the runtime must bind it, and removes it at cleanup.
+func startContainer(t *testing.T, mgr *Manager, nodeID string) string {
+	t.Helper()
+	name := fmt.Sprintf("filepath-test-ws-%d", time.Now().UnixNano())
+	out, err := exec.Command("docker", "run", "-d", "--name", name,
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"-v", mgr.Bind(nodeID), gitImage, "sleep", "infinity").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker run: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
+	return name
+}
+
+func dockerExec(t *testing.T, c, script string) string {
+	t.Helper()
+	out, err := exec.Command("docker", "exec", "-w", "/workspace", c, "sh", "-ec", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("in container: %s: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+func newManager(t *testing.T, dir string, fsys FS) *Manager {
+	t.Helper()
+	mgr, err := NewManager(ManagerConfig{
+		Dir:  dir,
+		Open: func(context.Context, string) (FS, error) { return fsys, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr
+}
+
+// sharedDir returns a mount directory for a Manager and undoes its
+// shared bind mount at cleanup.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	os.Chmod(base, 0o755)
+	dir := filepath.Join(base, "mnt")
+	t.Cleanup(func() { ClearMounts(dir) })
+	return dir
+}
+
+func TestContainerGit(t *testing.T) {
+	testenv.RequireFUSE(t)
+	testenv.RequireImage(t, gitImage)
+	e := newEnv(t, vfs.Config{})
+	mgr := newManager(t, sharedDir(t), e.fs)
+	t.Cleanup(func() { mgr.Close() })
+	if _, err := mgr.Mount(ctxT(t), "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	c := startContainer(t, mgr, "node-1")
+	out := dockerExec(t, c, `
+		export HOME=/tmp GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@x GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@x
+		git init -q -b main
+		mkdir -p src && echo 'package main' > src/main.go && echo hello > README
+		git add -A && git commit -q -m first
+		git checkout -q -b topic && echo changed > README && git commit -qam second
+		git checkout -q main && cat README
+		git status --porcelain
+		git log --oneline --all | wc -l`)
+	if out != "hello\n2\n" {
+		t.Fatalf("git in the container printed %q", out)
+	}
+	// The host (Files tab, REST) sees the same bytes.
+	wantContent(t, filepath.Join(mgr.Path("node-1"), "README"), "hello\n")
+	e.check(t)
+}
+
+// TestRestartRecovery simulates an orchestrator crash: the FUSE connection
+// dies under a running container (as when the server is killed), a new
+// Manager recovers the node, and the same container sees a working
+// /workspace again with the data it had fsynced.
+func TestRestartRecovery(t *testing.T) {
+	testenv.RequireFUSE(t)
+	testenv.RequireImage(t, gitImage)
+	e := newEnv(t, vfs.Config{})
+	dir := sharedDir(t)
+	mgr := newManager(t, dir, e.fs)
+	if _, err := mgr.Mount(ctxT(t), "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	c := startContainer(t, mgr, "node-1")
+	dockerExec(t, c, `echo before-crash > kept.txt && sync kept.txt`)
+
+	// Crash: the connection is aborted exactly as when the serving process
+	// dies; the old Manager is abandoned, never closed.
+	mgr.mu.Lock()
+	old := mgr.mounts["node-1"]
+	mgr.mu.Unlock()
+	if err := old.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	<-old.done
+	out, err := exec.Command("docker", "exec", c, "ls", "/workspace").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not connected") {
+		t.Fatalf("after the crash ls /workspace = %q, %v; want ENOTCONN", out, err)
+	}
+
+	// Restart: a new VFS over the same database and a new Manager.
+	e2 := openEnv(t, e.st, e.sid, e.dir, vfs.Config{})
+	if _, err := e2.v.PurgeOrphans(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	mgr2 := newManager(t, dir, e2.fs)
+	t.Cleanup(func() { mgr2.Close() })
+	if err := mgr2.Recover(ctxT(t), []string{"node-1"}); err != nil {
+		t.Fatal(err)
+	}
+	out2 := dockerExec(t, c, `cat kept.txt && echo after > new.txt && cat new.txt`)
+	if out2 != "before-crash\nafter\n" {
+		t.Fatalf("after recovery the container printed %q", out2)
+	}
+	wantContent(t, filepath.Join(mgr2.Path("node-1"), "new.txt"), "after\n")
+	if got := mgr2.Mounted(); len(got) != 1 || got[0] != "node-1" {
+		t.Fatalf("mounted = %v", got)
+	}
+}
