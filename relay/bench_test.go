@@ -27,6 +27,8 @@ func (l *countLog) AppendWithCursor(_ context.Context, _, _, _ string, recs ...R
 	return make([]int64, len(recs)), nil
 }
 
+func (l *countLog) Inputs(context.Context, string, string, int64) ([]Record, error) { return nil, nil }
+
 func benchLines(n int) [][]byte {
 	kinds := []string{
 		`{"type":"text","content":"working on line %d of the task, nothing special"}`,

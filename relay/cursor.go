@@ -16,13 +16,16 @@ import (
 //
 // SawDone records that a done event was appended; Exited and ExitCode that
 // the container's exit was appended, so that a restart does not append it
-// twice.
+// twice. Input is the seq of the last input record written to stdin: a
+// relay started later writes the node's messages appended after it (ones a
+// crash caught between their append and their write).
 type Cursor struct {
 	Stdout   Position
 	Stderr   Position
 	SawDone  bool
 	Exited   bool
 	ExitCode int
+	Input    int64
 }
 
 // Position is the time of the last consumed line of one stream and its
@@ -34,7 +37,7 @@ type Position struct {
 }
 
 // String encodes the cursor as "o=<unix ns>:<n>,e=<unix ns>:<n>[,d][,x=<exit
-// code>]". The store keeps it as opaque text.
+// code>][,i=<seq>]". The store keeps it as opaque text.
 func (c Cursor) String() string {
 	s := "o=" + c.Stdout.String() + ",e=" + c.Stderr.String()
 	if c.SawDone {
@@ -42,6 +45,9 @@ func (c Cursor) String() string {
 	}
 	if c.Exited {
 		s += ",x=" + strconv.Itoa(c.ExitCode)
+	}
+	if c.Input > 0 {
+		s += ",i=" + strconv.FormatInt(c.Input, 10)
 	}
 	return s
 }
@@ -73,6 +79,8 @@ func ParseCursor(s string) (Cursor, error) {
 		case "x":
 			c.Exited = true
 			c.ExitCode, err = strconv.Atoi(val)
+		case "i":
+			c.Input, err = strconv.ParseInt(val, 10, 64)
 		default:
 			err = fmt.Errorf("unknown key %q", key)
 		}

@@ -290,6 +290,18 @@ func (l *fakeLog) AppendWithCursor(_ context.Context, _, _, cursor string, recs 
 	return l.append(&cursor, recs)
 }
 
+func (l *fakeLog) Inputs(_ context.Context, _, nodeID string, after int64) ([]Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Record
+	for _, r := range l.recs {
+		if r.Kind == KindInput && r.NodeID == nodeID && r.Seq > after {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 func (l *fakeLog) records() []Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()

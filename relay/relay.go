@@ -76,6 +76,8 @@ type Log interface {
 	// are not committed, nor the reverse. recs may be empty: then only the
 	// cursor moves.
 	AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...Record) ([]int64, error)
+	// Inputs returns the node's input records with seq > after, in order.
+	Inputs(ctx context.Context, sessionID, nodeID string, after int64) ([]Record, error)
 }
 
 // Node is the node a relay serves.
@@ -156,6 +158,7 @@ type Relay struct {
 	writes  chan writeJob
 	lines   chan logItem
 	exitCh  chan exitResult // buffered 1: the waiter never blocks
+	written chan int64      // seqs of inputs the writer has written to stdin
 	exited  chan struct{}   // closed once the container has exited
 	budget  chan struct{}   // read-ahead tokens of bufferToken bytes: reader takes, run returns
 
@@ -232,6 +235,7 @@ func Start(ctx context.Context, cfg Config) (*Relay, error) {
 		writes:  make(chan writeJob, cfg.MailboxLen),
 		lines:   make(chan logItem, cfg.MaxBatch),
 		exitCh:  make(chan exitResult, 1),
+		written: make(chan int64),
 		exited:  make(chan struct{}),
 		budget:  make(chan struct{}, max(cfg.MaxBuffer/bufferToken, 1)),
 		cur:     cur,
@@ -324,10 +328,15 @@ func (r *Relay) run(ctx context.Context) {
 		r.callExited(ctx, Exit{Code: r.cur.ExitCode, Done: r.cur.SawDone, Replayed: true})
 		return
 	}
-	wg.Go(func() { r.readLoop(inner, r.cur) })
+	pending := r.pendingInputs(ctx)
+	from := r.cur
+	wg.Go(func() { r.readLoop(inner, from) })
 	wg.Go(func() { r.waitLoop(inner) })
 	wg.Go(func() { r.writeLoop(inner) })
 
+	for _, j := range pending {
+		r.writes <- j
+	}
 	lines := r.lines
 	linesDone := false
 	for {
@@ -368,6 +377,14 @@ func (r *Relay) run(ctx context.Context) {
 			r.handle(ctx, req)
 		case ex := <-r.exitCh:
 			r.exit = &ex
+		case seq := <-r.written:
+			if seq > r.cur.Input {
+				cur := r.cur
+				cur.Input = seq
+				if _, err := r.appendRetry(ctx, cur, nil); err == nil {
+					r.cur = cur
+				}
+			}
 		case <-r.stopTimer:
 			r.stopTimer = nil
 			if r.exit == nil {
@@ -382,6 +399,34 @@ func (r *Relay) run(ctx context.Context) {
 	}
 }
 
+// pendingInputs returns write jobs for the node's messages appended after
+// the last input the cursor says was written: a crash between an input's
+// append and its write would otherwise lose it. Such a message may reach
+// the agent twice (written, then a crash before the cursor moved); signals
+// are not repeated (a stale pause or stop could do harm), and at most
+// MailboxLen messages are.
+func (r *Relay) pendingInputs(ctx context.Context) []writeJob {
+	recs, err := r.cfg.Log.Inputs(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, r.cur.Input)
+	if err != nil {
+		r.log.Warn("read inputs not yet written", "err", err)
+		return nil
+	}
+	var jobs []writeJob
+	for _, rec := range recs {
+		in, err := protocol.DecodeInput(rec.Data)
+		if _, ok := in.(protocol.MessageInput); err != nil || !ok {
+			continue
+		}
+		if len(jobs) == cap(r.writes) {
+			r.log.Warn("too many inputs not yet written; repeating only the last ones", "max", cap(r.writes))
+			jobs = jobs[1:]
+		}
+		jobs = append(jobs, writeJob{line: append(bytes.Clone(rec.Data), '\n'), rec: rec})
+		r.log.Info("writing an input a restart caught between append and write", "seq", rec.Seq)
+	}
+	return jobs
+}
+
 // drain answers every request still queued once the goroutines have ended.
 func (r *Relay) drain() {
 	for {
@@ -389,7 +434,9 @@ func (r *Relay) drain() {
 		case req := <-r.mailbox:
 			req.reply <- result{err: ErrClosed}
 		case j := <-r.writes:
-			j.reply <- result{rec: j.rec, err: fmt.Errorf("input seq %d appended but not written: %w", j.rec.Seq, ErrClosed)}
+			if j.reply != nil {
+				j.reply <- result{rec: j.rec, err: fmt.Errorf("input seq %d appended but not written: %w", j.rec.Seq, ErrClosed)}
+			}
 		default:
 			return
 		}
@@ -784,6 +831,12 @@ func (r *Relay) writeLoop(ctx context.Context) {
 			return
 		case j := <-r.writes:
 			err := r.write(ctx, &mu, &w, j)
+			if err == nil {
+				select {
+				case r.written <- j.rec.Seq:
+				case <-ctx.Done():
+				}
+			}
 			if err != nil && ctx.Err() == nil {
 				r.log.Warn("write input", "seq", j.rec.Seq, "err", err)
 				rec := r.errorRecord(r.cfg.Clock.Now(), errorData{Message: fmt.Sprintf("input seq %d not delivered: %v", j.rec.Seq, err), Source: SourceRuntime})
@@ -791,7 +844,9 @@ func (r *Relay) writeLoop(ctx context.Context) {
 					r.log.Warn("append write error", "err", aerr)
 				}
 			}
-			j.reply <- result{rec: j.rec, err: err}
+			if j.reply != nil {
+				j.reply <- result{rec: j.rec, err: err}
+			}
 		}
 	}
 }

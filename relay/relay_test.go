@@ -629,3 +629,37 @@ func TestReadAheadBound(t *testing.T) {
 		}
 	}
 }
+
+func TestPendingInputsWrittenAfterRestart(t *testing.T) {
+	h := newHarness()
+	in := func(s string) Record { return Record{Kind: KindInput, NodeID: testNode.ID, Data: []byte(s)} }
+	h.log.Append(context.Background(), testNode.SessionID,
+		in(`{"type":"message","from":"user","content":"a"}`), // seq 1: written before the crash
+		in(`{"type":"message","from":"user","content":"b"}`), // seq 2: appended, never written
+		in(`{"type":"signal","action":"pause"}`),             // seq 3: signals are not repeated
+		Record{Kind: KindInput, NodeID: "other", Data: []byte(`{"type":"message","from":"user","content":"x"}`)},
+	)
+	h.cfg.Cursor = "o=0:0,e=0:0,i=1"
+	r := h.start(t)
+	want := `{"type":"message","from":"user","content":"b"}` + "\n"
+	checkFor(t, "the pending input on stdin", func() bool { return h.c.stdinText() == want })
+	checkFor(t, "the cursor to cover it", func() bool {
+		h.log.mu.Lock()
+		defer h.log.mu.Unlock()
+		c, _ := ParseCursor(h.log.cursor)
+		return c.Input == 2
+	})
+	rec, err := r.Deliver(context.Background(), protocol.MessageInput{Type: "message", From: "user", Content: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, "the cursor to cover the new input", func() bool {
+		h.log.mu.Lock()
+		defer h.log.mu.Unlock()
+		c, _ := ParseCursor(h.log.cursor)
+		return c.Input == rec.Seq
+	})
+	if got := h.c.stdinText(); got != want+`{"type":"message","from":"user","content":"c"}`+"\n" {
+		t.Fatalf("stdin = %q", got)
+	}
+}

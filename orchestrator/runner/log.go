@@ -39,3 +39,23 @@ func (l storeLog) AppendWithCursor(ctx context.Context, sessionID, nodeID, curso
 	out, err := l.st.AppendWithCursor(ctx, sessionID, nodeID, cursor, newRecords(recs)...)
 	return seqsOf(out), err
 }
+
+// Inputs returns the node's input records with seq > after.
+func (l storeLog) Inputs(ctx context.Context, sessionID, nodeID string, after int64) ([]relay.Record, error) {
+	var out []relay.Record
+	for {
+		recs, err := l.st.Records(ctx, sessionID, after, store.MaxRecordsLimit, nodeID)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r.Kind == store.KindInput {
+				out = append(out, relay.Record{Seq: r.Seq, Kind: r.Kind, NodeID: r.NodeID, At: r.At, Data: r.Data})
+			}
+		}
+		if len(recs) < store.MaxRecordsLimit {
+			return out, nil
+		}
+		after = recs[len(recs)-1].Seq
+	}
+}

@@ -388,9 +388,16 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	if err != nil {
 		return err
 	}
-	running, empty := store.NodeRunning, ""
+	// Every input so far is history (the task goes in FILEPATH_TASK): the
+	// relay must not write any of it to the new container's stdin.
+	last, err := r.st.LastSeq(ctx, node.SessionID)
+	if err != nil {
+		r.rt.Remove(context.WithoutCancel(ctx), id)
+		return err
+	}
+	running, cursor := store.NodeRunning, relay.Cursor{Input: last}.String()
 	node, err = r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{
-		ContainerID: &id, LogCursor: &empty, Status: &running, ClearExitCode: true, ClearContextPct: true,
+		ContainerID: &id, LogCursor: &cursor, Status: &running, ClearExitCode: true, ClearContextPct: true,
 	})
 	if err != nil {
 		r.rt.Remove(context.WithoutCancel(ctx), id)
@@ -399,7 +406,7 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	if err := r.rt.Start(ctx, id); err != nil {
 		return err
 	}
-	return r.attach(node, "")
+	return r.attach(node, cursor)
 }
 
 // firstTask is the content of the node's first input message (its task).

@@ -588,3 +588,35 @@ func TestDeleteSessionRemovesContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStartAgainFreshStdin: starting a finished session again runs a fresh
+// container with the task; earlier inputs are history, not written again.
+func TestStartAgainFreshStdin(t *testing.T) {
+	e := newEnv(t, nil)
+	root := e.startRoot("echo started")
+	count := func(s string) int {
+		c := 0
+		for _, x := range texts(e.records(root.ID)) {
+			if x == s {
+				c++
+			}
+		}
+		return c
+	}
+	e.waitFor("started", func() bool { return count("started") == 1 })
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo one; done")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone)
+	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("started again", func() bool { return count("started") == 2 })
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo two; done")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone)
+	if c := count("one"); c != 1 {
+		t.Fatalf(`"one" %d times: an old input was written to the new container`, c)
+	}
+}
