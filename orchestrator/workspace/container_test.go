@@ -3,14 +3,17 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -140,4 +143,114 @@ func TestRestartRecovery(t *testing.T) {
 	if got := mgr2.Mounted(); len(got) != 1 || got[0] != "node-1" {
 		t.Fatalf("mounted = %v", got)
 	}
+}
+
+// TestHelperServe is not a test: TestRestartAfterKill runs the test binary
+// with FILEPATH_WS_HELPER set as a stand-in orchestrator that serves one
+// node's workspace until it is killed.
+func TestHelperServe(t *testing.T) {
+	if os.Getenv("FILEPATH_WS_HELPER") == "" {
+		t.Skip("helper process only")
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{Path: os.Getenv("FILEPATH_WS_DB")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := openEnv(t, st, os.Getenv("FILEPATH_WS_SESSION"), "", vfs.Config{})
+	mgr, err := NewManager(ManagerConfig{
+		Dir:  os.Getenv("FILEPATH_WS_MNT"),
+		Open: func(context.Context, string) (FS, error) { return e.fs, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr.Mount(ctx, os.Getenv("FILEPATH_WS_NODE")); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("ready")
+	select {} // until killed
+}
+
+// TestRestartAfterKill kills -9 a process serving a node's workspace under a
+// running container, recovers in this process, and checks that the container
+// sees its fsynced data and a working /workspace without a restart.
+func TestRestartAfterKill(t *testing.T) {
+	testenv.RequireFUSE(t)
+	testenv.RequireImage(t, gitImage)
+	e := newEnv(t, vfs.Config{})
+	dir := sharedDir(t)
+	os.MkdirAll(dir, 0o755)
+
+	child := exec.Command(os.Args[0], "-test.run=^TestHelperServe$", "-test.v")
+	child.Env = append(os.Environ(), "FILEPATH_WS_HELPER=1",
+		"FILEPATH_WS_DB="+filepath.Join(e.dir, "filepath.db"), "FILEPATH_WS_SESSION="+e.sid,
+		"FILEPATH_WS_MNT="+dir, "FILEPATH_WS_NODE=node-1")
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			child.Process.Kill()
+			child.Wait()
+		}
+	})
+	ready := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		var got string
+		for !strings.Contains(got, "ready\n") {
+			n, err := stdout.Read(buf)
+			if err != nil {
+				ready <- fmt.Errorf("helper exited before ready: %v: %s", err, got)
+				return
+			}
+			got += string(buf[:n])
+		}
+		ready <- nil
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("helper not ready after 30s")
+	}
+
+	mgr := newManager(t, dir, e.fs) // for Bind/Path only; mounts nothing yet
+	c := startContainer(t, mgr, "node-1")
+	dockerExec(t, c, `mkdir -p d && echo fsynced > d/kept.txt && sync d/kept.txt`)
+
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	killed = true
+	checkFor(t, 10*time.Second, "ENOTCONN in the container", func() error {
+		out, err := exec.Command("docker", "exec", c, "ls", "/workspace").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "not connected") {
+			return fmt.Errorf("ls /workspace = %q, %v", out, err)
+		}
+		return nil
+	})
+
+	if _, err := e.v.PurgeOrphans(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgr.Close() })
+	if err := mgr.Recover(ctxT(t), []string{"node-1"}); err != nil {
+		t.Fatal(err)
+	}
+	out := dockerExec(t, c, `cat d/kept.txt && echo again > d/new.txt && cat d/new.txt`)
+	if out != "fsynced\nagain\n" {
+		t.Fatalf("after recovery the container printed %q", out)
+	}
+	wantContent(t, filepath.Join(mgr.Path("node-1"), "d", "new.txt"), "again\n")
+	e.check(t)
 }
