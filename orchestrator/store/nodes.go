@@ -624,14 +624,18 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 		if err := g.Exec(`UPDATE agent_node SET parent_id = ?, updated_at = ? WHERE id = ?`, newParent, now, nodeID).Error; err != nil {
 			return fmt.Errorf("move node %s: %w", nodeID, err)
 		}
+		lists := [][]*nodeRow{newList}
+		if oldParent != newParent {
+			lists = append(lists, oldList)
+		}
 		var changed []string
-		for _, list := range [][]*nodeRow{oldList, newList} {
+		for _, list := range lists {
 			for i, k := range list {
 				k.SortOrder = i
-				if before[k.ID] == i && k.ID != nodeID {
-					continue
-				}
 				if k.ID != nodeID {
+					if before[k.ID] == i {
+						continue
+					}
 					k.UpdatedAt = now
 					changed = append(changed, k.ID)
 				}

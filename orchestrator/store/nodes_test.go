@@ -270,6 +270,8 @@ func TestMoveNode(t *testing.T) {
 	}{
 		{"reorder to front", "c", "", 0, []string{"root", "c", "a", "a1", "a2", "b"}},
 		{"reorder past end clamps", "c", "", 99, []string{"root", "a", "a1", "a2", "b", "c"}},
+		{"first down by one", "a", "", 1, []string{"root", "b", "a", "a1", "a2", "c"}},
+		{"back up", "a", "", 0, []string{"root", "a", "a1", "a2", "b", "c"}},
 		{"reparent", "b", "a", 1, []string{"root", "a", "a1", "b", "a2", "c"}},
 		{"reparent deeper", "c", "a1", 0, []string{"root", "a", "a1", "c", "b", "a2"}},
 	}

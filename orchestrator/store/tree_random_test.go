@@ -1,0 +1,175 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+)
+
+// TestTreeRandomOps applies a seeded random sequence of creates, updates,
+// moves and deletes, and after each checks the tree's invariants; at the end
+// it replays the published "node" records (what a browser sees) and checks
+// they rebuild exactly the stored tree.
+func TestTreeRandomOps(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { treeRandomOps(t, seed) })
+	}
+}
+
+func treeRandomOps(t *testing.T, seed uint64) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	rng := rand.New(rand.NewPCG(seed, 2))
+	statuses := []string{store.NodeIdle, store.NodeThinking, store.NodeRunning, store.NodeDone, store.NodeError}
+
+	tree := func() []store.Node {
+		nodes, err := e.s.Tree(ctx, u.ID, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nodes
+	}
+	pick := func(nodes []store.Node) store.Node { return nodes[rng.IntN(len(nodes))] }
+
+	for step := range 300 {
+		nodes := tree()
+		checkTree(t, step, nodes)
+		var err error
+		switch op := rng.IntN(10); {
+		case len(nodes) == 0:
+			_, err = e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "pi"})
+		case op < 4:
+			p := pick(nodes)
+			_, err = e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &p.ID})
+		case op < 6:
+			st := statuses[rng.IntN(len(statuses))]
+			_, err = e.s.UpdateNode(ctx, u.ID, s.ID, pick(nodes).ID, store.NodePatch{Status: &st})
+		case op < 9:
+			n, p := pick(nodes), pick(nodes)
+			_, err = e.s.MoveNode(ctx, u.ID, s.ID, n.ID, &p.ID, rng.IntN(4))
+			if err != nil && orchestrator.ErrorField(err) == "parent_id" {
+				err = nil // root or cycle: refused, as it should be
+			}
+		default:
+			if rng.IntN(3) == 0 || len(nodes) > 25 {
+				_, err = e.s.DeleteNode(ctx, u.ID, s.ID, pick(nodes).ID)
+			}
+		}
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+
+	// Replay the node records.
+	type view struct {
+		Parent    string
+		SortOrder int
+		Status    string
+	}
+	replayed := map[string]view{}
+	for _, r := range e.pub.all() {
+		if r.Kind != store.KindNode {
+			continue
+		}
+		var ch store.NodeChange
+		if err := json.Unmarshal(r.Data, &ch); err != nil {
+			t.Fatal(err)
+		}
+		switch ch.Op {
+		case store.OpDeleted:
+			for _, id := range ch.IDs {
+				delete(replayed, id)
+			}
+		default:
+			parent := ""
+			if ch.Node.ParentID != nil {
+				parent = *ch.Node.ParentID
+			}
+			replayed[ch.Node.ID] = view{parent, ch.Node.SortOrder, ch.Node.Status}
+		}
+	}
+	stored := map[string]view{}
+	for _, n := range tree() {
+		parent := ""
+		if n.ParentID != nil {
+			parent = *n.ParentID
+		}
+		stored[n.ID] = view{parent, n.SortOrder, n.Status}
+	}
+	if !reflect.DeepEqual(replayed, stored) {
+		t.Fatalf("replayed node records differ from the stored tree:\nreplayed %v\nstored   %v", replayed, stored)
+	}
+}
+
+// checkTree verifies one root, parents present, no cycles, contiguous
+// sort_order per parent, and done/total equal to a brute-force count.
+func checkTree(t *testing.T, step int, nodes []store.Node) {
+	t.Helper()
+	byID := map[string]store.Node{}
+	for _, n := range nodes {
+		byID[n.ID] = n
+	}
+	kids := map[string][]store.Node{}
+	roots := 0
+	for _, n := range nodes {
+		if n.ParentID == nil {
+			roots++
+			continue
+		}
+		if _, ok := byID[*n.ParentID]; !ok {
+			t.Fatalf("step %d: node %s has missing parent %s", step, n.ID, *n.ParentID)
+		}
+		kids[*n.ParentID] = append(kids[*n.ParentID], n)
+	}
+	if len(nodes) > 0 && roots != 1 {
+		t.Fatalf("step %d: %d roots", step, roots)
+	}
+	for p, ks := range kids {
+		seen := make([]bool, len(ks))
+		for _, k := range ks {
+			if k.SortOrder < 0 || k.SortOrder >= len(ks) || seen[k.SortOrder] {
+				t.Fatalf("step %d: children of %s have sort orders not 0..%d: %v", step, p, len(ks)-1, sortOrders(ks))
+			}
+			seen[k.SortOrder] = true
+		}
+	}
+	var count func(id string, depth int) (int, int)
+	count = func(id string, depth int) (int, int) {
+		if depth > len(nodes) {
+			t.Fatalf("step %d: cycle through %s", step, id)
+		}
+		if len(kids[id]) == 0 {
+			if byID[id].Status == store.NodeDone {
+				return 1, 1
+			}
+			return 0, 1
+		}
+		d, n := 0, 0
+		for _, k := range kids[id] {
+			kd, kn := count(k.ID, depth+1)
+			d, n = d+kd, n+kn
+		}
+		return d, n
+	}
+	for _, n := range nodes {
+		if d, tot := count(n.ID, 0); d != n.Done || tot != n.Total {
+			t.Fatalf("step %d: %s done/total %d/%d, want %d/%d", step, n.Name, n.Done, n.Total, d, tot)
+		}
+	}
+}
+
+func sortOrders(ns []store.Node) string {
+	out := ""
+	for _, n := range ns {
+		out += fmt.Sprint(n.SortOrder, " ")
+	}
+	return out
+}
