@@ -197,6 +197,7 @@ func BenchmarkFirstLine(b *testing.B) {
 		}
 		b.StopTimer()
 		r.Close()
+		d.Wait(ctx, id) // like the baseline: let it exit, then remove
 		d.Remove(ctx, id)
 		b.StartTimer()
 	}
