@@ -194,29 +194,57 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 	return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionRunning)
 }
 
-// StopSession delivers signal{stop} to every running node of the session;
-// each relay escalates to SIGTERM and SIGKILL after its grace period. It
-// marks the session stopped.
+// StopSession delivers signal{stop} to every running node of the session,
+// concurrently; each relay escalates to SIGTERM and SIGKILL after its grace
+// period. A node whose relay cannot take the signal (mailbox full) is
+// stopped through the runtime at once. It marks the session stopped.
 func (r *Runner) StopSession(ctx context.Context, userID, sessionID string) error {
 	nodes, err := r.st.Tree(ctx, userID, sessionID)
 	if err != nil {
 		return err
 	}
-	var errs []error
+	var wg sync.WaitGroup
 	for _, n := range nodes {
 		rel := r.relayOf(n.ID)
 		if rel == nil {
 			continue
 		}
-		if _, err := rel.Deliver(ctx, protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop}); err != nil &&
-			!errors.Is(err, relay.ErrExited) && !errors.Is(err, relay.ErrClosed) {
-			errs = append(errs, fmt.Errorf("stop node %s: %w", n.ID, err))
-		}
+		wg.Go(func() {
+			// The relay arms its escalation when it appends the signal; the
+			// wait is only for the write, which a stuck agent may block.
+			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := rel.Deliver(dctx, protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop})
+			if errors.Is(err, relay.ErrMailboxFull) {
+				r.log.Warn("stop: mailbox full; stopping the container directly", "node", n.ID)
+				r.goTracked(func() {
+					if err := r.rt.Stop(r.ctx, rel.Node().ContainerID, r.killGrace()); err != nil && r.ctx.Err() == nil {
+						r.log.Warn("stop container", "node", n.ID, "err", err)
+					}
+				})
+			} else if err != nil && !errors.Is(err, relay.ErrExited) && !errors.Is(err, relay.ErrClosed) {
+				r.log.Warn("stop: deliver signal", "node", n.ID, "err", err)
+			}
+		})
 	}
-	if err := r.st.UpdateSessionStatus(ctx, sessionID, store.SessionStopped); err != nil {
-		errs = append(errs, err)
+	wg.Wait()
+	return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionStopped)
+}
+
+// goTracked runs f in a goroutine Close waits for, unless Close has begun.
+func (r *Runner) goTracked(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.wg.Go(f)
 	}
-	return errors.Join(errs...)
+}
+
+func (r *Runner) killGrace() time.Duration {
+	if r.cfg.KillGrace > 0 {
+		return r.cfg.KillGrace
+	}
+	return relay.DefaultKillGrace
 }
 
 // Deliver appends an input for a running node and writes it to its stdin.
@@ -535,7 +563,7 @@ func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEven
 	msg := protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromSystem,
 		Content: fmt.Sprintf("%s finished: %s", node.Name, summary)}
 	// Asynchronous: the parent's stdin may be slow; this relay must not wait.
-	r.wg.Go(func() {
+	r.goTracked(func() {
 		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.NotifyTimeout)
 		defer cancel()
 		if _, err := prel.Deliver(ctx, msg); err != nil && r.ctx.Err() == nil {
