@@ -55,17 +55,29 @@ async function toError(res: Response): Promise<ApiError> {
 	return new ApiError(res.status, code, message, field);
 }
 
-type Opts = { method?: string; body?: unknown; signal?: AbortSignal; text?: boolean };
+type Opts = {
+	method?: string;
+	body?: unknown;
+	signal?: AbortSignal;
+	text?: boolean;
+	/** headers are extra request headers (e.g. If-Match). */
+	headers?: Record<string, string>;
+	/** raw is sent as-is with Content-Type application/octet-stream (uploads); body is ignored. */
+	raw?: Blob | ArrayBuffer | Uint8Array;
+};
 
 /** request performs one API call and returns the decoded body (undefined for 204). */
 export async function request<T>(path: string, opts: Opts = {}): Promise<T> {
 	const init: RequestInit = {
 		method: opts.method ?? 'GET',
 		credentials: 'same-origin',
-		headers: { Accept: opts.text ? 'text/plain' : 'application/json' },
+		headers: { Accept: opts.text ? 'text/plain' : 'application/json', ...opts.headers },
 		signal: opts.signal
 	};
-	if (opts.body !== undefined) {
+	if (opts.raw !== undefined) {
+		(init.headers as Record<string, string>)['Content-Type'] = 'application/octet-stream';
+		init.body = opts.raw as BodyInit;
+	} else if (opts.body !== undefined) {
 		(init.headers as Record<string, string>)['Content-Type'] = 'application/json';
 		init.body = JSON.stringify(opts.body);
 	}
