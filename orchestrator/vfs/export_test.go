@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -127,5 +129,29 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	if err := v2.Check(ctx, sid2); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSessionDeleteCascades(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	if _, _, err := f.fs.WriteFile(ctx, "/a/b.txt", []byte("x"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.v.KVSet(ctx, f.sid, "k", json.RawMessage(`1`))
+	if _, err := f.db.Exec(`DELETE FROM agent_session WHERE id=?`, f.sid); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"fs_meta", "fs_inode", "fs_dentry", "fs_data", "kv_store"} {
+		var n int
+		f.db.QueryRow(`SELECT COUNT(*) FROM `+table+` WHERE session_id=?`, f.sid).Scan(&n)
+		if n != 0 {
+			t.Fatalf("%s keeps %d rows", table, n)
+		}
+	}
+	// a missing session is not_found, not an internal error
+	_, err := New(f.v.db, Config{}).Session("nope").Stat(ctx, "/")
+	if !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("missing session: %v", err)
 	}
 }
