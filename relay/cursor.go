@@ -26,6 +26,9 @@ type Cursor struct {
 	Exited   bool
 	ExitCode int
 	Input    int64
+	// Stopping: a stop signal was appended; a relay started later still
+	// escalates (runtime stop after the grace period).
+	Stopping bool
 }
 
 // Position is the time of the last consumed line of one stream and its
@@ -37,7 +40,7 @@ type Position struct {
 }
 
 // String encodes the cursor as "o=<unix ns>:<n>,e=<unix ns>:<n>[,d][,x=<exit
-// code>][,i=<seq>]". The store keeps it as opaque text.
+// code>][,i=<seq>][,s]". The store keeps it as opaque text.
 func (c Cursor) String() string {
 	s := "o=" + c.Stdout.String() + ",e=" + c.Stderr.String()
 	if c.SawDone {
@@ -48,6 +51,9 @@ func (c Cursor) String() string {
 	}
 	if c.Input > 0 {
 		s += ",i=" + strconv.FormatInt(c.Input, 10)
+	}
+	if c.Stopping {
+		s += ",s"
 	}
 	return s
 }
@@ -81,6 +87,8 @@ func ParseCursor(s string) (Cursor, error) {
 			c.ExitCode, err = strconv.Atoi(val)
 		case "i":
 			c.Input, err = strconv.ParseInt(val, 10, 64)
+		case "s":
+			c.Stopping = true
 		default:
 			err = fmt.Errorf("unknown key %q", key)
 		}

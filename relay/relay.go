@@ -165,7 +165,7 @@ type Relay struct {
 	// Owned by the run goroutine.
 	cur         Cursor
 	exit        *exitResult
-	stopSent    bool
+	stopArmed   bool // the escalation timer was started (it fires once)
 	stopTimer   <-chan time.Time
 	tail        []string
 	batch       []logItem
@@ -336,6 +336,12 @@ func (r *Relay) run(ctx context.Context) {
 
 	for _, j := range pending {
 		r.writes <- j
+	}
+	if r.cur.Stopping {
+		// A stop was requested before a restart: escalate as if it had just
+		// been sent.
+		r.stopArmed = true
+		r.stopTimer = r.cfg.Clock.After(r.cfg.StopGrace)
 	}
 	lines := r.lines
 	linesDone := false
@@ -564,7 +570,7 @@ func (r *Relay) apply(ctx context.Context, ev protocol.Event) {
 // finish appends the exit (once: the cursor remembers it) and runs
 // Effects.Exited.
 func (r *Relay) finish(ctx context.Context) {
-	ex := Exit{Code: r.exit.code, Err: r.exit.err, Done: r.cur.SawDone, Stopped: r.stopSent, StderrTail: r.tailText()}
+	ex := Exit{Code: r.exit.code, Err: r.exit.err, Done: r.cur.SawDone, Stopped: r.cur.Stopping, StderrTail: r.tailText()}
 	if ex.Err != nil {
 		ex.Code = -1
 	}
@@ -617,7 +623,19 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		return
 	}
 	rec := Record{Kind: KindInput, NodeID: r.cfg.Node.ID, At: r.cfg.Clock.Now(), Data: data}
-	seqs, err := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec)
+	sig, isSignal := req.in.(protocol.SignalInput)
+	var seqs []int64
+	if isSignal && sig.Action == protocol.ActionStop && !r.cur.Stopping {
+		// Remembered with the record, so that a restart keeps escalating.
+		cur := r.cur
+		cur.Stopping = true
+		seqs, err = r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cur.String(), rec)
+		if err == nil {
+			r.cur = cur
+		}
+	} else {
+		seqs, err = r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec)
+	}
 	if err != nil {
 		req.reply <- result{err: fmt.Errorf("append input: %w", err)}
 		return
@@ -626,12 +644,12 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		rec.Seq = seqs[0]
 	}
 	job := writeJob{line: append(data, '\n'), rec: rec, reply: req.reply}
-	if sig, ok := req.in.(protocol.SignalInput); ok {
+	if isSignal {
 		id := r.cfg.Node.ContainerID
 		switch sig.Action {
 		case protocol.ActionStop:
-			if !r.stopSent {
-				r.stopSent = true
+			if r.stopTimer == nil && !r.stopArmed {
+				r.stopArmed = true
 				r.stopTimer = r.cfg.Clock.After(r.cfg.StopGrace)
 			}
 		case protocol.ActionPause:

@@ -402,6 +402,19 @@ func TestSignals(t *testing.T) {
 			}
 		}
 	})
+	t.Run("stop requested before a restart still escalates", func(t *testing.T) {
+		h := newHarness()
+		clk := newClock()
+		h.cfg.Clock = clk
+		h.cfg.Cursor = "o=0:0,e=0:0,s"
+		h.start(t)
+		checkFor(t, "the grace timer", func() bool { return clk.pending() == 1 })
+		clk.Advance(DefaultStopGrace)
+		checkFor(t, "runtime stop", func() bool { return h.tr.index("stop 10s") >= 0 })
+		if ex := h.eff.lastExit(t); !ex.Stopped {
+			t.Fatalf("exit = %+v", ex)
+		}
+	})
 	t.Run("agent stops by itself within the grace", func(t *testing.T) {
 		h := newHarness()
 		clk := newClock()
