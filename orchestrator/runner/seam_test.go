@@ -1,0 +1,6 @@
+package runner
+
+import "github.com/filepath-dev/filepath/orchestrator/workspace"
+
+// The FUSE workspace manager fits the runner's workspace seam.
+var _ Workspaces = (*workspace.Manager)(nil)
