@@ -139,6 +139,7 @@ func BenchmarkPublish(b *testing.B) {
 				h.Publish(rec{"a", i})
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(h.Dropped()), "drops")
 			h.Close()
 			wg.Wait()
 		})
