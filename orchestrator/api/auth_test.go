@@ -1,11 +1,15 @@
 package api_test
 
 import (
+	"context"
 	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/api"
 )
 
 func TestLoginFlow(t *testing.T) {
@@ -107,5 +111,42 @@ func TestUnauthenticated(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	clock := &fakeClock{t: time.Now()}
+	e := newEnv(t, envOpts{now: clock.Now})
+	// The first-start link expires after 24h.
+	clock.Add(24*time.Hour + time.Minute)
+	r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "")
+	if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "expired") {
+		t.Fatalf("expired link: %d %s", r.status, r.body)
+	}
+	// A fresh link works; its cookie expires after the session TTL.
+	admin, err := e.st.UserByName(context.Background(), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.st.CreateLoginToken(context.Background(), admin.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = e.do("GET", "/login?token="+tok, "", "")
+	cs := (&http.Response{Header: r.header}).Cookies()
+	if r.status != http.StatusSeeOther || len(cs) != 1 {
+		t.Fatalf("login: %d %v", r.status, cs)
+	}
+	cookie := []string{"Cookie", cs[0].Name + "=" + cs[0].Value}
+	if r := e.do("GET", "/api/v1/me", "", "", cookie...); r.status != 200 {
+		t.Fatalf("fresh cookie: %d %s", r.status, r.body)
+	}
+	clock.Add(api.DefaultSessionTTL + time.Minute)
+	r = e.do("GET", "/api/v1/me", "", "", cookie...)
+	if r.status != http.StatusUnauthorized {
+		t.Fatalf("expired cookie: %d %s", r.status, r.body)
+	}
+	if code, msg, _ := r.errorOf(t); code != "unauthorized" || msg != "session expired; open a new login link" {
+		t.Fatalf("expired cookie: %s %q", code, msg)
 	}
 }

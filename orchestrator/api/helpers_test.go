@@ -59,6 +59,25 @@ type envOpts struct {
 	cfg       func(*api.Config)
 	buffer    int
 	publisher func(h *hub.Hub[store.Record]) store.Publisher
+	now       func() time.Time // the store's clock
+}
+
+// fakeClock is a settable clock for the store.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 func newEnv(t testing.TB, o envOpts) *testEnv {
@@ -70,7 +89,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 		pub = o.publisher(h)
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub})
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub, Now: o.now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
