@@ -360,9 +360,12 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.Node) (err error) {
 	defer func() {
 		if err != nil {
+			ctx := context.WithoutCancel(ctx)
 			r.recordError(ctx, node, "start agent: "+err.Error())
 			st := store.NodeError
-			r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &st})
+			if _, perr := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &st}); perr != nil {
+				r.log.Warn("mark node error", "node", node.ID, "err", perr)
+			}
 		}
 	}()
 	image := node.Image
@@ -432,6 +435,10 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 		return err
 	}
 	if err := r.rt.Start(ctx, id); err != nil {
+		wctx := context.WithoutCancel(ctx)
+		r.rt.Remove(wctx, id)
+		empty := ""
+		r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{ContainerID: &empty})
 		return err
 	}
 	return r.attach(node, cursor)

@@ -620,3 +620,25 @@ func TestStartAgainFreshStdin(t *testing.T) {
 		t.Fatalf(`"one" %d times: an old input was written to the new container`, c)
 	}
 }
+
+func TestStartMissingImage(t *testing.T) {
+	e := newEnv(t, nil)
+	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "filepath/no-such-image:latest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err == nil || !strings.Contains(err.Error(), "no-such-image") {
+		t.Fatalf("start with a missing image: %v", err)
+	}
+	got := e.node(n.ID)
+	if got.Status != store.NodeError || got.ContainerID != "" || e.r.Running(n.ID) {
+		t.Fatalf("node after a failed start: status %s container %q", got.Status, got.ContainerID)
+	}
+	found := false
+	for _, r := range e.records(n.ID) {
+		found = found || r.Kind == store.KindError && strings.Contains(string(r.Data), "no-such-image")
+	}
+	if !found {
+		t.Fatalf("no error record:\n%s", dump(e.records(n.ID)))
+	}
+}
