@@ -46,6 +46,14 @@ type DockerConfig struct {
 }
 
 // Docker is the Runtime backed by a Docker engine (API 1.41+; negotiated).
+//
+// Containers are hardened by default: all capabilities dropped,
+// no-new-privileges, memory/CPU/pids limits (DefaultLimits), no Docker
+// socket or other mounts besides /workspace, docker-init as PID 1, stdin
+// open without a TTY (OpenStdin, not StdinOnce), and a json-file log
+// bounded by LogMaxSize x LogMaxFiles. The relay follows that log (with
+// timestamps) instead of attaching stdout, so output printed while the
+// orchestrator is down is recovered from it.
 type Docker struct {
 	cli *client.Client
 	cfg DockerConfig

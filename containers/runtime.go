@@ -155,8 +155,12 @@ func (s Stream) String() string {
 
 // LogOptions select what Logs returns.
 type LogOptions struct {
-	// Since returns only lines whose Time is at or after Since (inclusive,
-	// nanosecond precision; zero: from the start). See LogLine.
+	// Since returns only lines whose Time is at or after Since (zero: from
+	// the start). See LogLine. Docker's API takes since as
+	// "seconds.nanoseconds"; it is sent with all nine digits and the engine
+	// keeps every message not before it, so the filter is inclusive at full
+	// nanosecond precision and the line stamped exactly Since comes back
+	// (tested), which is what cursor de-duplication needs.
 	Since time.Time
 	// Follow keeps the reader open for new lines until the container stops
 	// (or ctx ends); without it the reader ends at the current end of log.
