@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +17,8 @@ import (
 type fakeRunner struct {
 	start, stop func(ctx context.Context, userID, sessionID string) error
 	deliver     func(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+	st          *store.Store
+	calls       []string
 }
 
 func (f *fakeRunner) StartSession(ctx context.Context, u, s string) error { return f.start(ctx, u, s) }
@@ -24,7 +27,24 @@ func (f *fakeRunner) Deliver(ctx context.Context, s, n string, in protocol.Input
 	return f.deliver(ctx, s, n, in)
 }
 
-var _ api.Runner = (*fakeRunner)(nil)
+// DeleteNode and DeleteSession make fakeRunner a Remover; they record whether
+// the node/session still existed in the store when called.
+func (f *fakeRunner) DeleteNode(ctx context.Context, u, s, n string) error {
+	_, err := f.st.GetNode(ctx, u, s, n)
+	f.calls = append(f.calls, "remove node, exists="+strconv.FormatBool(err == nil))
+	return nil
+}
+
+func (f *fakeRunner) DeleteSession(ctx context.Context, u, s string) error {
+	_, err := f.st.GetSession(ctx, u, s)
+	f.calls = append(f.calls, "remove session, exists="+strconv.FormatBool(err == nil))
+	return nil
+}
+
+var (
+	_ api.Runner  = (*fakeRunner)(nil)
+	_ api.Remover = (*fakeRunner)(nil)
+)
 
 func TestRunnerIsCalled(t *testing.T) {
 	var st *store.Store
@@ -50,6 +70,7 @@ func TestRunnerIsCalled(t *testing.T) {
 	}
 	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
 	st = e.st
+	r.st = e.st
 	a := e.account("alice")
 	s, n := e.session(a)
 	sp := "/api/v1/sessions/" + s.ID
@@ -62,6 +83,8 @@ func TestRunnerIsCalled(t *testing.T) {
 		{name: "stop error passes through", method: "POST", path: sp + "/stop", status: 409, contains: "not running"},
 		{name: "message", method: "POST", path: sp + "/nodes/" + n.ID + "/messages", body: `{"content":"go"}`, status: 202, contains: `"kind":"input"`},
 		{name: "signal", method: "POST", path: sp + "/nodes/" + n.ID + "/signal", body: `{"action":"resume"}`, status: 202, contains: `"action":"resume"`},
+		{name: "delete node", method: "DELETE", path: sp + "/nodes/" + n.ID, status: 204},
+		{name: "delete session", method: "DELETE", path: sp, status: 204},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,7 +94,8 @@ func TestRunnerIsCalled(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"start", "stop", "deliver message", "deliver signal"}
+	calls = append(calls, r.calls...)
+	want := []string{"start", "stop", "deliver message", "deliver signal", "remove node, exists=true", "remove session, exists=true"}
 	if len(calls) != len(want) {
 		t.Fatalf("calls %v, want %v", calls, want)
 	}

@@ -50,6 +50,14 @@ type Runner interface {
 // The hub is the store's publisher.
 var _ store.Publisher = (*hub.Hub[store.Record])(nil)
 
+// Remover removes what runs for nodes before the store deletes them
+// (containers, workspaces, logs). The API calls it, when the Runner
+// implements it, before store.DeleteNode / store.DeleteSession.
+type Remover interface {
+	DeleteNode(ctx context.Context, userID, sessionID, nodeID string) error
+	DeleteSession(ctx context.Context, userID, sessionID string) error
+}
+
 // LogSource reads the tail of a node's stderr log.
 type LogSource interface {
 	NodeLog(ctx context.Context, sessionID, nodeID string, tailLines int) ([]byte, error)
@@ -62,9 +70,12 @@ type Config struct {
 	Store  *store.Store
 	Hub    *hub.Hub[store.Record]
 	Runner Runner    // nil: inputs are only appended; start/stop answer 503
-	Logs   LogSource // nil: node logs are empty
-	Models ModelSource
-	Logger *slog.Logger
+	Logs   LogSource // nil: the Runner if it is a LogSource, else logs are empty
+	// Remover cleans up before deletions (nil: the Runner if it is a
+	// Remover; else deleting a running session stops it first).
+	Remover Remover
+	Models  ModelSource
+	Logger  *slog.Logger
 	// Stdout receives the one-line login URL printed on first start.
 	Stdout io.Writer
 	// UI is the built web UI (nil: web.Assets()).
@@ -94,6 +105,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"
+	}
+	if c.Logs == nil {
+		c.Logs, _ = c.Runner.(LogSource)
+	}
+	if c.Remover == nil {
+		c.Remover, _ = c.Runner.(Remover)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -85,7 +85,12 @@ func (s *Server) deleteSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Runner != nil && sess.Status == store.SessionRunning {
+	switch {
+	case s.cfg.Remover != nil:
+		if err := s.cfg.Remover.DeleteSession(ctx, uid, sid); err != nil {
+			return err
+		}
+	case s.cfg.Runner != nil && sess.Status == store.SessionRunning:
 		if err := s.cfg.Runner.StopSession(ctx, uid, sid); err != nil {
 			return err
 		}
@@ -204,7 +209,17 @@ func (s *Server) patchNode(c echo.Context) error {
 }
 
 func (s *Server) deleteNode(c echo.Context) error {
-	if _, err := s.store.DeleteNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node")); err != nil {
+	ctx := c.Request().Context()
+	uid, sid, nid := user(c).ID, c.Param("id"), c.Param("node")
+	if s.cfg.Remover != nil {
+		if _, err := s.store.GetNode(ctx, uid, sid, nid); err != nil {
+			return err
+		}
+		if err := s.cfg.Remover.DeleteNode(ctx, uid, sid, nid); err != nil {
+			return err
+		}
+	}
+	if _, err := s.store.DeleteNode(ctx, uid, sid, nid); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
