@@ -69,7 +69,7 @@ func (fs *FS) Stat(ctx context.Context, p string) (FileInfo, error) {
 	if _, err := fs.init(ctx); err != nil {
 		return FileInfo{}, err
 	}
-	r, err := fs.resolve(ctx, fs.v.r, p, true, nil)
+	r, err := fs.resolveRead(ctx, p, true)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -208,7 +208,7 @@ func (fs *FS) List(ctx context.Context, p string) ([]FileInfo, error) {
 	if _, err := fs.init(ctx); err != nil {
 		return nil, err
 	}
-	r, err := fs.resolve(ctx, fs.v.r, p, true, nil)
+	r, err := fs.resolveRead(ctx, p, true)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +554,7 @@ func (fs *FS) Move(ctx context.Context, src, dst string) (FileInfo, error) {
 
 // lstat is Stat without following a final symlink.
 func (fs *FS) lstat(ctx context.Context, p string) (FileInfo, error) {
-	r, err := fs.resolve(ctx, fs.v.r, p, false, nil)
+	r, err := fs.resolveRead(ctx, p, false)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -678,7 +678,7 @@ func (fs *FS) resolveAttr(ctx context.Context, p string) (Attr, error) {
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
-	r, err := fs.resolve(ctx, fs.v.r, p, true, nil)
+	r, err := fs.resolveRead(ctx, p, true)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -686,4 +686,13 @@ func (fs *FS) resolveAttr(ctx context.Context, p string) (Attr, error) {
 		return Attr{}, notFound(p)
 	}
 	return r.attr, nil
+}
+
+// resolveRead resolves p on the read pool, recording a symlink escape in the audit log.
+func (fs *FS) resolveRead(ctx context.Context, p string, followLast bool) (resolved, error) {
+	r, err := fs.resolve(ctx, fs.v.r, p, followLast, nil)
+	if err != nil {
+		fs.v.recordDenial(ctx, err)
+	}
+	return r, err
 }

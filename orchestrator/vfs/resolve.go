@@ -50,7 +50,9 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			continue
 		case "..":
 			if len(stack) == 1 {
-				return resolved{}, errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s", p)
+				e := errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s", p)
+				e.audit = &auditRec{sid: fs.sid, nodeID: fs.nodeID, op: "resolve", path: p, allowed: fs.allowed, at: fs.v.cfg.Now()}
+				return resolved{}, e
 			}
 			stack = stack[:len(stack)-1]
 			continue

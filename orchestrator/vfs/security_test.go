@@ -136,6 +136,9 @@ func TestSymlinks(t *testing.T) {
 			}
 		})
 	}
+	if log, err := f.v.AuditLog(ctx, f.sid, 10); err != nil || len(log) != 2 || log[0].Name != "resolve" || !strings.Contains(log[0].Error, "symlink escapes the workspace") {
+		t.Fatalf("escapes not audited: %+v %v", log, err)
+	}
 	// writing through a symlink writes the target; deleting the link keeps it
 	if _, _, err := fs.WriteFile(ctx, "/abs", []byte("via link"), WriteOptions{}); err != nil {
 		t.Fatal(err)
