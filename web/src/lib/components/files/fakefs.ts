@@ -1,0 +1,154 @@
+// An in-memory stand-in for the session VFS REST API (orchestrator/vfs/http.go), installed as the
+// global fetch by the Files tab tests. Imported only by *.test.ts files.
+import { vi } from 'vitest';
+
+type Node = { dir: boolean; content: string; encoding: 'text' | 'base64'; readonly: boolean; rev: number; at: string };
+export type Call = { method: string; path: string; query: string; headers: Record<string, string>; body: unknown };
+
+const PREFIX = '/api/v1/sessions/s1/fs';
+
+export class FakeFS {
+	nodes = new Map<string, Node>([['/', node(true)]]);
+	calls: Call[] = [];
+	/** fail makes the next matching request answer an error instead. */
+	failures: { method: string; path: string; status: number; code: string; message: string }[] = [];
+
+	constructor(files: Record<string, string | { content?: string; dir?: boolean; readonly?: boolean; base64?: boolean }> = {}) {
+		for (const [p, v] of Object.entries(files)) {
+			if (typeof v === 'string') this.put(p, v);
+			else if (v.dir) this.mkdirAll(p);
+			else this.put(p, v.content ?? '', { readonly: v.readonly, base64: v.base64 });
+		}
+	}
+
+	mkdirAll(p: string) {
+		const segs = p.split('/').filter(Boolean);
+		for (let i = 1; i <= segs.length; i++) {
+			const q = '/' + segs.slice(0, i).join('/');
+			if (!this.nodes.has(q)) this.nodes.set(q, node(true));
+		}
+	}
+
+	/** put writes a file as another writer would (bumps its hash). */
+	put(p: string, content: string, o: { readonly?: boolean; base64?: boolean } = {}) {
+		this.mkdirAll(parent(p));
+		const prev = this.nodes.get(p);
+		this.nodes.set(p, {
+			...node(false),
+			content,
+			encoding: o.base64 ? 'base64' : 'text',
+			readonly: o.readonly ?? prev?.readonly ?? false,
+			rev: (prev?.rev ?? 0) + 1
+		});
+	}
+
+	hash(p: string) {
+		const n = this.nodes.get(p)!;
+		return `h${n.rev}-${n.content.length}`;
+	}
+
+	info(p: string) {
+		const n = this.nodes.get(p)!;
+		return {
+			path: p,
+			name: p === '/' ? '' : p.slice(p.lastIndexOf('/') + 1),
+			is_directory: n.dir,
+			is_readonly: n.readonly,
+			size_bytes: n.dir ? 0 : n.encoding === 'base64' ? Math.floor((n.content.length * 3) / 4) : n.content.length,
+			hash: n.dir ? undefined : this.hash(p),
+			created_at: n.at,
+			updated_at: n.at
+		};
+	}
+
+	callsOf(method: string, path?: string) {
+		return this.calls.filter((c) => c.method === method && (path === undefined || c.path === path));
+	}
+
+	install() {
+		const fn = vi.fn(async (input: string, init: RequestInit = {}) => this.handle(input, init));
+		vi.stubGlobal('fetch', fn);
+		return fn;
+	}
+
+	async handle(input: string, init: RequestInit): Promise<Response> {
+		const url = new URL(input, 'http://x');
+		const method = init.method ?? 'GET';
+		const headers = { ...(init.headers as Record<string, string>) };
+		let body: unknown = init.body;
+		if (typeof body === 'string' && headers['Content-Type'] === 'application/json') body = JSON.parse(body);
+		if (!url.pathname.startsWith(PREFIX)) return err(404, 'not_found', 'no route');
+		let p = url.pathname.slice(PREFIX.length) || '/';
+		p = decodeURIComponent(p);
+		this.calls.push({ method, path: p, query: url.search, headers, body });
+		const f = this.failures.findIndex((x) => x.method === method && x.path === p);
+		if (f >= 0) {
+			const x = this.failures.splice(f, 1)[0];
+			return err(x.status, x.code, x.message);
+		}
+		if (method === 'POST' && p === '/_/stat') {
+			const q = (body as { path: string }).path;
+			if (!this.nodes.has(q)) return err(404, 'not_found', `${q} not found`);
+			return json(200, this.info(q));
+		}
+		const n = this.nodes.get(p);
+		switch (method) {
+			case 'GET': {
+				if (!n) return err(404, 'not_found', `${p} not found`);
+				if (n.dir) {
+					const pre = p === '/' ? '/' : p + '/';
+					const kids = [...this.nodes.keys()].filter(
+						(k) => k !== p && k.startsWith(pre) && !k.slice(pre.length).includes('/')
+					);
+					return json(200, { data: kids.map((k) => this.info(k)) });
+				}
+				return json(200, { ...this.info(p), content: n.content, encoding: n.encoding });
+			}
+			case 'POST': {
+				if (n) return err(409, 'conflict', `${p} already exists`);
+				if (!this.nodes.get(parent(p))?.dir) return err(404, 'not_found', `${parent(p)} not found`);
+				if (headers['Content-Type'] === 'application/octet-stream') {
+					const b = body as Blob;
+					this.put(p, await b.text());
+				} else if ((body as { is_directory?: boolean }).is_directory) {
+					this.nodes.set(p, node(true));
+					return json(201, this.info(p));
+				} else {
+					this.put(p, (body as { content?: string }).content ?? '');
+				}
+				return json(201, { ...this.info(p), content: this.nodes.get(p)!.content, encoding: 'text' });
+			}
+			case 'PUT': {
+				if (!n) return err(404, 'not_found', `${p} not found`);
+				if (n.readonly) return err(403, 'forbidden', `${p} is read-only`);
+				const want = (headers['If-Match'] ?? '').replace(/"/g, '');
+				if (want && want !== this.hash(p)) return err(412, 'precondition_failed', `${p} changed`);
+				this.put(p, (body as { content: string }).content);
+				return json(200, this.info(p));
+			}
+			case 'DELETE': {
+				if (!n) return err(404, 'not_found', `${p} not found`);
+				const kids = [...this.nodes.keys()].filter((k) => k.startsWith(p + '/'));
+				if (kids.length && url.searchParams.get('recursive') !== 'true')
+					return err(409, 'conflict', `${p} is not empty`);
+				for (const k of [p, ...kids]) this.nodes.delete(k);
+				return new Response(null, { status: 204 });
+			}
+		}
+		return err(405, 'invalid', 'method not allowed');
+	}
+}
+
+function node(dir: boolean): Node {
+	return { dir, content: '', encoding: 'text', readonly: false, rev: 0, at: '2026-01-01T00:00:00Z' };
+}
+function parent(p: string) {
+	const i = p.lastIndexOf('/');
+	return i <= 0 ? '/' : p.slice(0, i);
+}
+function json(status: number, v: unknown) {
+	return new Response(JSON.stringify(v), { status, headers: { 'Content-Type': 'application/json' } });
+}
+function err(status: number, code: string, message: string) {
+	return json(status, { error: { code, message } });
+}

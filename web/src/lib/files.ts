@@ -1,0 +1,174 @@
+// Session VFS calls (session-vfs.md, orchestrator/vfs/http.go), built on the one fetch wrapper in
+// api.ts, plus the small path helpers and the file-record feed the Files tab uses.
+import { request } from './api';
+import type { FileOpData, LogRecord } from './types';
+
+/** FsEntry is a file or directory as the VFS API describes it (FileInfo). */
+export interface FsEntry {
+	path: string;
+	name: string;
+	is_directory: boolean;
+	is_symlink?: boolean;
+	target?: string;
+	is_readonly: boolean;
+	size_bytes: number;
+	mode?: number;
+	hash?: string;
+	created_at: string;
+	updated_at: string;
+}
+
+/** FsFile is a file with its content: text as is, anything else base64. */
+export interface FsFile extends FsEntry {
+	content: string;
+	encoding: 'text' | 'base64';
+}
+
+export type FileRecord = LogRecord & { kind: 'file'; data: FileOpData };
+
+const enc = encodeURIComponent;
+
+/** fsURL is the API path (below /api/v1) of `path` in a session's file system. */
+export function fsURL(sessionId: string, path: string): string {
+	const segs = splitPath(path).map(enc);
+	return `/sessions/${enc(sessionId)}/fs${segs.length ? '/' + segs.join('/') : ''}`;
+}
+
+/** downloadURL is a same-origin address that downloads the raw bytes (cookie auth). */
+export function downloadURL(sessionId: string, path: string): string {
+	return `/api/v1${fsURL(sessionId, path)}?download=true`;
+}
+
+export function splitPath(path: string): string[] {
+	return path.split('/').filter((s) => s !== '');
+}
+
+/** joinPath joins a directory and a name: joinPath('/', 'a') is '/a'. */
+export function joinPath(dir: string, name: string): string {
+	return dir === '/' || dir === '' ? `/${name}` : `${dir}/${name}`;
+}
+
+/** parentOf is the directory holding path ('/' for '/' and top-level names). */
+export function parentOf(path: string): string {
+	const segs = splitPath(path);
+	segs.pop();
+	return '/' + segs.join('/');
+}
+
+/** validateName returns why `name` cannot be created in `dir`, or null when it is fine. */
+export function validateName(name: string, dir: string): string | null {
+	if (name === '') return 'Enter a name.';
+	if (name.includes('/')) return 'A name cannot contain "/".';
+	if (name.includes('\0')) return 'A name cannot contain a NUL character.';
+	if (name === '.' || name === '..') return `"${name}" is not a valid name.`;
+	if (new TextEncoder().encode(name).length > 255) return 'A name can be at most 255 bytes long.';
+	if ((dir === '/' || dir === '') && name.startsWith('_'))
+		return 'Names starting with "_" are reserved at the top level.';
+	return null;
+}
+
+/** sortEntries orders directories first, then by name (natural, case-insensitive). */
+export function sortEntries(list: readonly FsEntry[]): FsEntry[] {
+	return [...list].sort(
+		(a, b) =>
+			Number(b.is_directory) - Number(a.is_directory) ||
+			a.name.localeCompare(b.name, undefined, { numeric: true, sensitivity: 'base' })
+	);
+}
+
+/** formatSize prints bytes as "0 B", "12 B", "3.4 KB", "12 MB" (1024-based). */
+export function formatSize(n: number): string {
+	if (!Number.isFinite(n) || n < 0) return '—';
+	if (n < 1024) return `${n} B`;
+	const units = ['KB', 'MB', 'GB', 'TB'];
+	let v = n / 1024;
+	let i = 0;
+	while (v >= 1024 && i < units.length - 1) {
+		v /= 1024;
+		i++;
+	}
+	return `${v >= 10 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
+}
+
+const TYPES: Record<string, string> = {
+	png: 'PNG image', jpg: 'JPEG image', jpeg: 'JPEG image', gif: 'GIF image', webp: 'WebP image',
+	svg: 'SVG image', ico: 'icon', bmp: 'BMP image', pdf: 'PDF document', zip: 'ZIP archive',
+	gz: 'gzip archive', tgz: 'gzip archive', tar: 'tar archive', xz: 'xz archive', bz2: 'bzip2 archive',
+	'7z': '7-Zip archive', wasm: 'WebAssembly module', exe: 'executable', so: 'shared library',
+	dylib: 'shared library', bin: 'binary data', o: 'object file', a: 'static library',
+	class: 'Java class', jar: 'Java archive', pyc: 'Python bytecode', db: 'database',
+	sqlite: 'SQLite database', mp3: 'MP3 audio', wav: 'WAV audio', ogg: 'Ogg audio',
+	mp4: 'MP4 video', webm: 'WebM video', mov: 'QuickTime video', ttf: 'TrueType font',
+	otf: 'OpenType font', woff: 'WOFF font', woff2: 'WOFF2 font'
+};
+
+/** fileType names a binary file's type from its extension ("binary file" when unknown). */
+export function fileType(name: string): string {
+	const dot = name.lastIndexOf('.');
+	const ext = dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
+	return TYPES[ext] ?? (ext ? `.${ext} file` : 'binary file');
+}
+
+/** FsClient is the session VFS API of one session. */
+export interface FsClient {
+	readonly sessionId: string;
+	list(path: string): Promise<FsEntry[]>;
+	read(path: string): Promise<FsFile>;
+	stat(path: string): Promise<FsEntry>;
+	createFile(path: string, content?: string): Promise<FsFile>;
+	mkdir(path: string): Promise<FsEntry>;
+	/** save replaces a file's text; ifMatch is the hash it was read at (412 if it changed). */
+	save(path: string, content: string, ifMatch?: string): Promise<FsEntry>;
+	upload(path: string, data: Blob | ArrayBuffer | Uint8Array): Promise<FsFile>;
+	remove(path: string, recursive?: boolean): Promise<void>;
+	move(src: string, dst: string): Promise<FsEntry>;
+	downloadURL(path: string): string;
+}
+
+/** fsClient returns the VFS API of a session. */
+export function fsClient(sessionId: string): FsClient {
+	const u = (p: string) => fsURL(sessionId, p);
+	return {
+		sessionId,
+		list: async (path) => (await request<{ data: FsEntry[] | null }>(u(path))).data ?? [],
+		read: (path) => request<FsFile>(u(path)),
+		stat: (path) => request<FsEntry>(`${u('/')}/_/stat`, { method: 'POST', body: { path } }),
+		createFile: (path, content = '') =>
+			request<FsFile>(u(path), { method: 'POST', body: { content, encoding: 'text' } }),
+		mkdir: (path) => request<FsEntry>(u(path), { method: 'POST', body: { is_directory: true } }),
+		save: (path, content, ifMatch) =>
+			request<FsEntry>(u(path), {
+				method: 'PUT',
+				body: { content, encoding: 'text' },
+				headers: ifMatch ? { 'If-Match': `"${ifMatch}"` } : undefined
+			}),
+		upload: (path, data) => request<FsFile>(u(path), { method: 'POST', raw: data }),
+		remove: (path, recursive = false) =>
+			request<void>(u(path) + (recursive ? '?recursive=true' : ''), { method: 'DELETE' }),
+		move: (src, dst) =>
+			request<FsEntry>(`${u('/')}/_/move`, { method: 'POST', body: { src_path: src, dst_path: dst } }),
+		downloadURL: (path) => downloadURL(sessionId, path)
+	};
+}
+
+/** FileFeed carries `file` records from the live connection to whoever shows files. */
+export interface FileFeed {
+	/** push forwards one record; records of other kinds are ignored. */
+	push(rec: LogRecord): void;
+	/** subscribe registers fn and returns the function that removes it. */
+	subscribe(fn: (rec: FileRecord) => void): () => void;
+}
+
+export function createFileFeed(): FileFeed {
+	const subs = new Set<(rec: FileRecord) => void>();
+	return {
+		push(rec) {
+			if (rec.kind !== 'file') return;
+			for (const fn of subs) fn(rec as FileRecord);
+		},
+		subscribe(fn) {
+			subs.add(fn);
+			return () => subs.delete(fn);
+		}
+	};
+}
