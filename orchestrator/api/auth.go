@@ -42,6 +42,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		c.Set(userKey, p)
+		// Every route under /sessions/:id, including routes other packages
+		// register (the session files), answers 404 for a session the user
+		// does not own, before its handler runs (DESIGN invariant 9).
+		if sid := c.Param("id"); sid != "" && strings.HasPrefix(c.Path(), apiPrefix+"/sessions/:id") {
+			if _, err := s.store.GetSession(c.Request().Context(), p.User.ID, sid); err != nil {
+				return err
+			}
+		}
 		return next(c)
 	}
 }
