@@ -115,11 +115,15 @@ func (h *Handler) get(c echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, listJSON{Data: list})
 	}
+	hdr := c.Response().Header()
+	if inm := strings.Trim(strings.TrimPrefix(strings.TrimSpace(c.Request().Header.Get("If-None-Match")), "W/"), `"`); inm != "" && inm == info.Hash {
+		hdr.Set("ETag", etag(info.Hash))
+		return c.NoContent(http.StatusNotModified)
+	}
 	info, r, err := fs.ReadFile(ctx, p)
 	if err != nil {
 		return err
 	}
-	hdr := c.Response().Header()
 	hdr.Set("ETag", etag(info.Hash))
 	if wantsRaw(c) {
 		head := make([]byte, min(info.Size, 512))

@@ -136,6 +136,7 @@ func TestHTTP(t *testing.T) {
 				t.Fatalf("body %q headers %v", b, h)
 			}
 		}},
+		{name: "not modified", call: call{method: "GET", path: "/src/main.go", header: map[string]string{"If-None-Match": `"0f3d3c1e5b5e1bb3b7e3b2c69c58f0d0f8e3d5e08ac43d1ab7c5cbb9b4d0b6c1"`}}, status: 200},
 		{name: "list dir", call: call{method: "GET", path: "/src"}, status: 200, check: func(t *testing.T, h http.Header, b []byte) {
 			var l struct{ Data []FileInfo }
 			json.Unmarshal(b, &l)
@@ -238,6 +239,9 @@ func TestHTTPRawUpload(t *testing.T) {
 	status, h, b := do(t, srv, f.sid, call{method: "GET", path: "/up/load.bin", header: map[string]string{"Accept": "application/octet-stream"}})
 	if status != 200 || string(b) != body || h.Get("Content-Type") != "application/octet-stream" {
 		t.Fatalf("status %d len %d type %s", status, len(b), h.Get("Content-Type"))
+	}
+	if st, _, _ := do(t, srv, f.sid, call{method: "GET", path: "/up/load.bin", header: map[string]string{"If-None-Match": h.Get("ETag")}}); st != 304 {
+		t.Fatalf("If-None-Match: status %d", st)
 	}
 	// PUT raw with If-Match of the current ETag
 	req, _ = http.NewRequest("PUT", srv.URL+"/api/v1/sessions/"+f.sid+"/fs/up/load.bin", strings.NewReader("new"))

@@ -73,8 +73,9 @@ type VFS struct {
 // sessionState is the in-memory state of one session: its chunk size once
 // known and the open counts the FUSE mounts hold. Guarded by VFS.mu.
 type sessionState struct {
-	chunk int
-	open  map[int64]int
+	chunk  int
+	open   map[int64]int
+	orphan map[int64]bool // open inodes whose last name went (maybe rolled back)
 }
 
 // New returns a VFS over db, which must already have migration 0002 applied.
@@ -155,7 +156,7 @@ func (v *VFS) state(sid string) *sessionState {
 	defer v.mu.Unlock()
 	st := v.sessions[sid]
 	if st == nil {
-		st = &sessionState{open: map[int64]int{}}
+		st = &sessionState{open: map[int64]int{}, orphan: map[int64]bool{}}
 		v.sessions[sid] = st
 	}
 	return st
@@ -410,7 +411,7 @@ func (fs *FS) removeInodeIfUnlinked(ctx context.Context, tx *txn, ino int64) err
 	if n > 0 {
 		return nil
 	}
-	if fs.v.isOpen(fs.sid, ino) {
+	if fs.v.keepIfOpen(fs.sid, ino) {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO fs_orphan(session_id, ino) VALUES(?,?)`, fs.sid, ino); err != nil {
 			return fmt.Errorf("record orphan: %w", err)
 		}
@@ -444,11 +445,18 @@ func (fs *FS) deleteInode(ctx context.Context, tx *txn, ino int64) error {
 	return nil
 }
 
-func (v *VFS) isOpen(sid string, ino int64) bool {
+// keepIfOpen reports whether ino is open and, if so, notes it as an orphan
+// candidate in the same critical section, so that its last Release (which
+// takes the same lock) cannot miss it.
+func (v *VFS) keepIfOpen(sid string, ino int64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	st := v.sessions[sid]
-	return st != nil && st.open[ino] > 0
+	if st == nil || st.open[ino] <= 0 {
+		return false
+	}
+	st.orphan[ino] = true
+	return true
 }
 
 // Open records that the mount holds ino open: unlinking its last name keeps
@@ -466,12 +474,15 @@ func (fs *FS) Release(ctx context.Context, ino int64) error {
 	fs.v.mu.Lock()
 	st.open[ino]--
 	last := st.open[ino] <= 0
+	orphan := false
 	if last {
 		delete(st.open, ino)
+		orphan = st.orphan[ino]
+		delete(st.orphan, ino)
 	}
 	fs.v.mu.Unlock()
-	if !last {
-		return nil
+	if !orphan {
+		return nil // the common close: no transaction
 	}
 	return fs.v.tx(ctx, func(tx *txn) error {
 		var n int
