@@ -15,8 +15,9 @@
 //   - fs_meta per session: next inode number (never reused), bytes used (the
 //     quota counts the size of every regular-file inode once) and the chunk size.
 //   - fs_orphan: an inode whose last dentry was removed while the mount had it
-//     open is kept, listed here, until Release; PurgeOrphans removes leftovers at
-//     start. This is the one exception to consistency rule 8.
+//     open (FS.Open without the matching FS.Release) is kept, listed here,
+//     until the last Release; VFS.PurgeOrphans removes leftovers at start.
+//     This is the one exception to consistency rule 8.
 //   - fs_audit: insert-only security audit (tool_calls columns).
 //
 // File data is stored in fixed-size chunks (Config.ChunkSize, 64 KiB by default,

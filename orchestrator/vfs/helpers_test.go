@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,5 +142,3 @@ func ctxT(tb testing.TB) context.Context {
 	tb.Cleanup(cancel)
 	return ctx
 }
-
-var _ = strings.TrimSpace
