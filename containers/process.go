@@ -178,11 +178,14 @@ func (p *Process) Start(ctx context.Context, id string) error {
 		return err
 	}
 	p.mu.Lock()
-	if pr.state != StateCreated {
-		p.mu.Unlock()
+	closed, state := p.closed, pr.state
+	p.mu.Unlock()
+	if closed {
+		return orchestrator.Errorf(orchestrator.EUnavailable, "process runtime is closed")
+	}
+	if state != StateCreated {
 		return orchestrator.Errorf(orchestrator.EConflict, "container %s was already started", id)
 	}
-	p.mu.Unlock()
 
 	cmd := exec.Command(pr.spec.Cmd[0], pr.spec.Cmd[1:]...)
 	cmd.Dir = pr.spec.WorkspaceDir

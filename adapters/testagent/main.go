@@ -99,6 +99,9 @@ func (a *agent) run(stdin io.Reader, task string) int {
 		for sc.Scan() {
 			lines <- sc.Text()
 		}
+		if err := sc.Err(); err != nil {
+			fmt.Fprintf(a.errw, "testagent: read stdin: %v\n", err)
+		}
 		close(lines)
 	}()
 	for {
