@@ -34,6 +34,9 @@ func TestLoginFlow(t *testing.T) {
 		t.Fatalf("cookie flags: HttpOnly=%v SameSite=%v Secure=%v Path=%q", ck.HttpOnly, ck.SameSite, ck.Secure, ck.Path)
 	}
 
+	if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("security headers missing: %v", r.header)
+	}
 	me := e.do("GET", "/api/v1/me", "", "", "Cookie", "filepath_session="+ck.Value)
 	if me.status != 200 || !strings.Contains(string(me.body), `"name":"admin"`) {
 		t.Fatalf("me with cookie: %d %s", me.status, me.body)

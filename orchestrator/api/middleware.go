@@ -42,3 +42,15 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		return err
 	}
 }
+
+// secureHeaders sets headers that keep browsers from sniffing types and from
+// framing the app.
+func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		return next(c)
+	}
+}

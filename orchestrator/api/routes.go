@@ -54,7 +54,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = echo.ExtractIPDirect()
 
-	e.Use(s.recoverPanic, s.logRequests, s.authenticate)
+	e.Use(s.recoverPanic, s.logRequests, secureHeaders, s.authenticate)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]bool{"ok": true}) })
 	e.GET("/login", s.login)
