@@ -292,6 +292,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		return fmt.Errorf("count users: %w", err)
 	}
 	if n > 0 {
+		s.log.Info("for a login link, run: filepath user login NAME")
 		return nil
 	}
 	u, err := s.store.CreateUser(ctx, "admin", true)
