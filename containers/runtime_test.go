@@ -36,6 +36,14 @@ var (
 	agentErr  error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentPath != "" {
+		os.RemoveAll(filepath.Dir(agentPath))
+	}
+	os.Exit(code)
+}
+
 // testAgent builds adapters/testagent once for the process runtime.
 func testAgent(t testing.TB) string {
 	t.Helper()
