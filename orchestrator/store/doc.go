@@ -35,6 +35,15 @@
 // WithLog gives other packages the same guarantee for their own changes
 // (e.g. the vfs appending a "file" record with a write).
 //
+// Node records, replayed in order, rebuild the tree exactly (tested): created
+// (plus an "input" record with the task, from "user" for a root, "parent"
+// otherwise), updated (only when a visible field changed: a log_cursor-only
+// patch writes none), moved (and "updated" for every sibling whose
+// sort_order was renumbered), deleted (with every removed id; renumbered
+// siblings get "updated"). Siblings' sort_order is always 0..n-1. One root
+// per session: without parent_id a node becomes the root only if there is
+// none (else invalid parent_id); the root cannot be moved.
+//
 // Lock order: per-session log mutex, then the write connection.
 //
 // # Scoping (DESIGN invariant 9)
@@ -42,8 +51,9 @@
 // Every method taking a userID only sees that user's rows: another user's
 // session or node is not_found, exactly like a missing one. Methods without
 // a userID (SessionByID, NodeByID, ActiveNodes, SessionsByStatus, PatchNode,
-// UpdateSessionStatus, Append, AppendWithCursor, Records, LastSeq, WithLog) are for the
-// runner, relays and handlers that have already authorized the session.
+// UpdateSessionStatus, Append, AppendWithCursor, Records, LastSeq, WithLog)
+// are for the runner, relays and handlers that have already authorized the
+// session.
 //
 // # API
 //
