@@ -99,6 +99,7 @@ func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) e
 	defer func() { s.releaseLog(sessionID, st, failed) }()
 
 	t := &Tx{ctx: ctx, s: s, sessionID: sessionID, now: s.now()}
+	cached := st.known
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 		t.g = g
 		if !st.known {
@@ -122,9 +123,13 @@ func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) e
 		return fn(t)
 	})
 	if err != nil {
-		if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
-			// The session was deleted since its last seq was cached.
-			return nil, notFound("session", sessionID)
+		if cached && isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+			// Most likely the session was deleted since its last seq was
+			// cached (otherwise its existence was checked in this transaction).
+			var n int64
+			if s.rdb.WithContext(ctx).Raw(`SELECT COUNT(*) FROM agent_session WHERE id = ?`, sessionID).Scan(&n).Error == nil && n == 0 {
+				return nil, notFound("session", sessionID)
+			}
 		}
 		return nil, err
 	}
