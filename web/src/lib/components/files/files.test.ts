@@ -277,6 +277,52 @@ describe('FilesPanel', () => {
 		expect((await screen.findByRole('alert')).textContent).toContain('deleted on disk');
 	});
 
+	it('asks before dropping unsaved edits when another file is opened or the file is closed', async () => {
+		const confirmDiscard = vi.fn().mockReturnValue(false);
+		setup(new FakeFS({ '/a.txt': 'a', '/b.txt': 'b' }), { confirmDiscard });
+		const ta = await openFile('a.txt');
+		await fireEvent.click(screen.getByRole('button', { name: /^b.txt/ })); // clean: no question
+		expect(confirmDiscard).not.toHaveBeenCalled();
+		const tb = await screen.findByLabelText('Contents of b.txt');
+		expect(ta.isConnected).toBe(false);
+
+		await fireEvent.input(tb, { target: { value: 'draft' } });
+		await fireEvent.click(screen.getByRole('button', { name: /^a.txt/ }));
+		expect(confirmDiscard).toHaveBeenCalledWith('Discard your unsaved changes to b.txt?');
+		expect((screen.getByLabelText('Contents of b.txt') as HTMLTextAreaElement).value).toBe('draft');
+		await fireEvent.click(screen.getByRole('button', { name: 'Close file' }));
+		expect(screen.getByLabelText('Contents of b.txt')).toBeTruthy();
+
+		confirmDiscard.mockReturnValue(true);
+		await fireEvent.click(screen.getByRole('button', { name: 'Close file' }));
+		expect(screen.queryByLabelText('Contents of b.txt')).toBeNull();
+	});
+
+	it('moves between rows with the keyboard and goes up with Backspace', async () => {
+		setup(new FakeFS({ '/d/x': 'x', '/d/y': 'y' }), { path: '/d' });
+		const x = await screen.findByRole('button', { name: /^x/ });
+		x.focus();
+		await fireEvent.keyDown(x, { key: 'ArrowDown' });
+		expect(document.activeElement).toBe(screen.getByRole('button', { name: /^y/ }));
+		await fireEvent.keyDown(document.activeElement!, { key: 'Home' });
+		expect(document.activeElement).toBe(x);
+		await fireEvent.keyDown(x, { key: 'Delete' });
+		expect(screen.getByRole('dialog', { name: 'Delete file' }).textContent).toContain('Delete x?');
+		await fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+		await fireEvent.keyDown(screen.getByRole('button', { name: /^y/ }), { key: 'Backspace' });
+		await waitFor(() => expect(names()).toEqual(['d/']));
+	});
+
+	it('does not load files too large to show; offers a download', async () => {
+		const fs = new FakeFS({ '/big.log': 'x' });
+		const info = fs.info.bind(fs);
+		fs.info = (p: string) => (p === '/big.log' ? { ...info(p), size_bytes: 3 * 1024 * 1024 } : info(p));
+		setup(fs);
+		await fireEvent.click(await screen.findByRole('button', { name: /^big.log/ }));
+		expect(await screen.findByText('big.log is 3.0 MB — too large to show here.')).toBeTruthy();
+		expect(fs.callsOf('GET', '/big.log')).toHaveLength(0);
+	});
+
 	it('shows API errors readably', async () => {
 		const fs = new FakeFS({});
 		fs.failures.push({ method: 'GET', path: '/', status: 500, code: 'internal', message: 'database is locked' });
