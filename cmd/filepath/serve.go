@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,10 +12,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/labstack/echo/v4"
+
+	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
+	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/workspace"
 )
 
 // serveConfig is the validated configuration of `filepath serve`.
@@ -27,6 +35,12 @@ type serveConfig struct {
 	AllowedOrigins []string
 	MaxBody        int64
 	StreamBuffer   int
+	MaxLine        int64  // longest agent output line
+	FileMax        int64  // largest file in a session's filesystem
+	SessionQuota   int64  // bytes of files per session
+	Workspace      string // fuse | dir
+	AgentCmd       []string
+	Network        string
 }
 
 // env returns the FILEPATH_* variable name or def when it is unset.
@@ -50,13 +64,20 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	origins := fs.String("allowed-origins", env("FILEPATH_ALLOWED_ORIGINS", ""), "comma-separated extra WebSocket origin patterns, e.g. app.example.com (env FILEPATH_ALLOWED_ORIGINS)")
 	maxBody := fs.String("max-body", env("FILEPATH_MAX_BODY", "1MiB"), "largest JSON request body (env FILEPATH_MAX_BODY)")
 	buffer := fs.Int("stream-buffer", hub.DefaultBuffer, "records buffered per stream client before it is dropped as too slow")
+	maxLine := fs.String("max-line", env("FILEPATH_MAX_LINE", "1MiB"), "longest agent output line; longer lines are cut and recorded as errors (env FILEPATH_MAX_LINE)")
+	fileMax := fs.String("file-max", env("FILEPATH_FILE_MAX", "50MiB"), "largest file in a session's filesystem (env FILEPATH_FILE_MAX)")
+	quota := fs.String("session-quota", env("FILEPATH_SESSION_QUOTA", "1GiB"), "bytes of files per session (env FILEPATH_SESSION_QUOTA)")
+	workspace := fs.String("workspace", env("FILEPATH_WORKSPACE", "fuse"), "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node) (env FILEPATH_WORKSPACE)")
+	agentCmd := fs.String("agent-cmd", env("FILEPATH_AGENT_CMD", ""), "with --runtime process: the command every agent runs, e.g. 'bin/testagent' (env FILEPATH_AGENT_CMD)")
+	network := fs.String("network", env("FILEPATH_NETWORK", "bridge"), "Docker network mode of agent containers: bridge, none, or a network name (env FILEPATH_NETWORK)")
 	if err := fs.Parse(args); err != nil {
 		return serveConfig{}, err
 	}
 	if fs.NArg() > 0 {
 		return serveConfig{}, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime, StreamBuffer: *buffer}
+	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime, StreamBuffer: *buffer,
+		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network}
 	if err := cfg.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return cfg, fmt.Errorf("serve: --log-level %q: want debug, info, warn or error", *level)
 	}
@@ -84,6 +105,25 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		return cfg, fmt.Errorf("serve: --max-body %q: want a size like 1MiB or 65536", *maxBody)
 	}
 	cfg.MaxBody = n
+	for _, sz := range []struct {
+		flag string
+		val  string
+		dst  *int64
+	}{{"max-line", *maxLine, &cfg.MaxLine}, {"file-max", *fileMax, &cfg.FileMax}, {"session-quota", *quota, &cfg.SessionQuota}} {
+		n, err := parseSize(sz.val)
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("serve: --%s %q: want a size like 1MiB or 65536", sz.flag, sz.val)
+		}
+		*sz.dst = n
+	}
+	switch cfg.Workspace {
+	case "fuse", "dir":
+	default:
+		return cfg, fmt.Errorf("serve: --workspace %q: want fuse or dir", cfg.Workspace)
+	}
+	if cfg.Runtime == "process" && len(cfg.AgentCmd) == 0 {
+		return cfg, errors.New("serve: --runtime process needs --agent-cmd (the program every agent runs, e.g. bin/testagent)")
+	}
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
@@ -140,36 +180,142 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// serve builds the hub, the store and the API server, and runs them until
-// ctx ends.
+// serve builds the hub, the store, the session filesystem, the runtime, the
+// runner and the API server, and runs them until ctx ends.
 func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Logger) error {
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
+	data, err := filepath.Abs(cfg.Data)
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
 	h := hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
 	defer h.Close()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(cfg.Data, "filepath.db"), Publisher: h})
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: h})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
-	// The lifecycle runner (cfg.Runtime) is wired here once it exists:
-	// build it from st and cfg.Runtime, pass it as api.Config.Runner, and
-	// close it after srv.Run returns.
+	// The session filesystem; its changes become coalesced `file` records.
+	coalCtx, stopCoal := context.WithCancel(context.WithoutCancel(ctx))
+	coal := vfs.NewCoalescer(logAppender{st}, 200*time.Millisecond, nil, log)
+	coalDone := make(chan struct{})
+	go func() { defer close(coalDone); coal.Run(coalCtx) }()
+	defer func() { stopCoal(); <-coalDone }()
+	readDB, err := st.ReadDB().DB()
+	if err != nil {
+		return err
+	}
+	fsys := vfs.New(st.SQL(), vfs.Config{MaxFileSize: cfg.FileMax, SessionQuota: cfg.SessionQuota, ReadDB: readDB, Notifier: coal, Logger: log})
+	defer fsys.Close()
+	if _, err := fsys.PurgeOrphans(ctx); err != nil {
+		return fmt.Errorf("purge orphaned files: %w", err)
+	}
+
+	run, err := newRunner(ctx, cfg, data, st, fsys, log)
+	if err != nil {
+		return err
+	}
+	defer run.Close()
+	if err := run.Reconcile(ctx); err != nil {
+		log.Warn("reconcile nodes with containers", "err", err)
+	}
+
+	files := vfs.NewHandler(fsys)
 	srv, err := api.New(api.Config{
 		Addr:           cfg.Addr,
 		Store:          st,
 		Hub:            h,
+		Runner:         run,
 		Logger:         log,
 		Stdout:         stdout,
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBody:        cfg.MaxBody,
+		Routes:         []func(g *echo.Group){func(g *echo.Group) { files.Register(g.Group("/sessions/:id/fs")) }},
+		RouteDocs:      fsRouteDocs(),
 	})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	log.Info("starting", "data", cfg.Data, "runtime", cfg.Runtime)
+	log.Info("starting", "data", data, "runtime", cfg.Runtime, "workspace", cfg.Workspace)
 	return srv.Run(ctx)
+}
+
+// newRunner builds the container runtime and the lifecycle runner, with each
+// node's /workspace served over FUSE from the session filesystem (or a plain
+// directory with --workspace dir).
+func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Store, fsys *vfs.VFS, log *slog.Logger) (*runner.Runner, error) {
+	rcfg := runner.Config{Store: st, DataDir: data, MaxLine: int(cfg.MaxLine), Network: cfg.Network, Logger: log}
+	switch cfg.Runtime {
+	case "process":
+		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(data, "proc"), Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		rcfg.Runtime = rt
+		rcfg.Cmd = func(store.Node) []string { return cfg.AgentCmd }
+	default:
+		rt, err := containers.NewDocker(ctx, containers.DockerConfig{Network: cfg.Network})
+		if err != nil {
+			return nil, err
+		}
+		rcfg.Runtime = rt
+	}
+	if cfg.Workspace == "fuse" {
+		ws, err := workspace.NewManager(workspace.ManagerConfig{
+			Dir:    filepath.Join(data, "mnt"),
+			Logger: log,
+			Open: func(ctx context.Context, nodeID string) (workspace.FS, error) {
+				n, err := st.NodeByID(ctx, nodeID)
+				if err != nil {
+					return nil, err
+				}
+				return fsys.Session(n.SessionID).ForNode(nodeID, nil)
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("workspace over FUSE (use --workspace dir to run without it): %w", err)
+		}
+		rcfg.Workspaces = ws
+		rcfg.WorkspacePropagation = workspace.Propagation
+	}
+	return runner.New(rcfg)
+}
+
+// logAppender appends the session filesystem's coalesced changes to the
+// session log as `file` records.
+type logAppender struct{ st *store.Store }
+
+func (a logAppender) Append(ctx context.Context, sessionID, kind string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	_, err = a.st.Append(ctx, sessionID, store.NewRecord{Kind: kind, Data: b})
+	return err
+}
+
+// fsRouteDocs documents the session filesystem's routes (vfs.Handler.Register
+// under /sessions/{id}/fs) in the OpenAPI document.
+func fsRouteDocs() []api.RouteDoc {
+	base := "/sessions/{id}/fs"
+	docs := []api.RouteDoc{
+		{Method: "POST", Path: base + "/_/stat", Summary: "metadata of a file or directory {path}", Status: 200},
+		{Method: "POST", Path: base + "/_/move", Summary: "move or rename {src_path, dst_path}", Status: 200},
+		{Method: "POST", Path: base + "/_/copy", Summary: "copy a file or directory {src_path, dst_path}", Status: 201},
+		{Method: "POST", Path: base + "/_/grep", Summary: "search text files {pattern, path_pattern?}", Status: 200},
+	}
+	for _, p := range []string{"", "/", "/{path}"} {
+		docs = append(docs,
+			api.RouteDoc{Method: "GET", Path: base + p, Summary: "read a file (JSON, or raw bytes with Accept: application/octet-stream) or list a directory", Status: 200},
+			api.RouteDoc{Method: "HEAD", Path: base + p, Summary: "headers of a read (ETag = sha256 of the content)", Status: 200},
+			api.RouteDoc{Method: "POST", Path: base + p, Summary: "create a file {content, encoding, is_readonly?} or directory {is_directory: true}; parents are created", Status: 201},
+			api.RouteDoc{Method: "PUT", Path: base + p, Summary: "update a file's content (If-Match: <hash> for a conditional write)", Status: 200},
+			api.RouteDoc{Method: "DELETE", Path: base + p, Summary: "delete a file, or a directory with ?recursive=true", Status: 204},
+		)
+	}
+	return docs
 }

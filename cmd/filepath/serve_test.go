@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -31,13 +33,16 @@ func TestParseServe(t *testing.T) {
 				t.Fatalf("%+v", c)
 			}
 		}},
-		{name: "flags win", env: map[string]string{"FILEPATH_ADDR": "0.0.0.0:9"}, args: []string{"--addr", "127.0.0.1:7", "--runtime", "process", "--allowed-origins", "a.example, b.example", "--max-body", "64KiB"}, check: func(t *testing.T, c serveConfig) {
-			if c.Addr != "127.0.0.1:7" || c.Runtime != "process" || len(c.AllowedOrigins) != 2 || c.AllowedOrigins[1] != "b.example" || c.MaxBody != 64<<10 {
+		{name: "flags win", env: map[string]string{"FILEPATH_ADDR": "0.0.0.0:9"}, args: []string{"--addr", "127.0.0.1:7", "--runtime", "process", "--agent-cmd", "bin/testagent --x", "--allowed-origins", "a.example, b.example", "--max-body", "64KiB"}, check: func(t *testing.T, c serveConfig) {
+			if c.Addr != "127.0.0.1:7" || c.Runtime != "process" || len(c.AgentCmd) != 2 || len(c.AllowedOrigins) != 2 || c.AllowedOrigins[1] != "b.example" || c.MaxBody != 64<<10 {
 				t.Fatalf("%+v", c)
 			}
 		}},
 		{name: "bad level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
 		{name: "bad runtime", args: []string{"--runtime", "vm"}, wantErr: "--runtime"},
+		{name: "process runtime without a command", args: []string{"--runtime", "process"}, wantErr: "--agent-cmd"},
+		{name: "bad workspace", args: []string{"--workspace", "nfs"}, wantErr: "--workspace"},
+		{name: "bad quota", args: []string{"--session-quota", "lots"}, wantErr: "--session-quota"},
 		{name: "bad format", args: []string{"--log-format", "xml"}, wantErr: "--log-format"},
 		{name: "bad size", args: []string{"--max-body", "lots"}, wantErr: "--max-body"},
 		{name: "extra arg", args: []string{"now"}, wantErr: "unexpected argument"},
@@ -87,6 +92,9 @@ func (l *lockedBuffer) String() string {
 // in, uses `apikey create` and `user add/login`, and stops it with ctx.
 func TestServeEndToEnd(t *testing.T) {
 	data := t.TempDir()
+	// serve makes <data>/mnt a shared mount point for the FUSE workspaces and
+	// leaves it (a restarted orchestrator reuses it); the test removes it.
+	t.Cleanup(func() { syscall.Unmount(filepath.Join(data, "mnt"), syscall.MNT_DETACH) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out, errOut := &lockedBuffer{}, &lockedBuffer{}

@@ -47,6 +47,13 @@ type Runner interface {
 	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
 }
 
+// Starter starts one node's agent. When the Runner implements it, the API
+// starts a node it has just created, and restarts a node that is not running
+// when a message is posted to it (the message then goes to the new process).
+type Starter interface {
+	StartNode(ctx context.Context, userID, sessionID, nodeID string) error
+}
+
 // The hub is the store's publisher.
 var _ store.Publisher = (*hub.Hub[store.Record])(nil)
 

@@ -165,9 +165,20 @@ func (s *Server) createNode(c echo.Context) error {
 		return err
 	}
 	in := store.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
-	n, err := s.store.CreateNode(c.Request().Context(), user(c).ID, c.Param("id"), in)
+	ctx := c.Request().Context()
+	n, err := s.store.CreateNode(ctx, user(c).ID, c.Param("id"), in)
 	if err != nil {
 		return err
+	}
+	if st, ok := s.cfg.Runner.(Starter); ok {
+		// The node exists whatever happens next: a start that fails marks it
+		// error with a record saying why, which the answer shows.
+		if err := st.StartNode(ctx, user(c).ID, n.SessionID, n.ID); err != nil {
+			s.log.Warn("start spawned node", "node", n.ID, "err", err)
+		}
+		if fresh, err := s.store.GetNode(ctx, user(c).ID, n.SessionID, n.ID); err == nil {
+			n = fresh
+		}
 	}
 	return c.JSON(http.StatusCreated, n)
 }
@@ -322,6 +333,13 @@ func (s *Server) deliver(c echo.Context, in protocol.Input) error {
 		return err
 	}
 	if s.cfg.Runner != nil {
+		if _, isMsg := in.(protocol.MessageInput); isMsg {
+			if st, ok := s.cfg.Runner.(Starter); ok {
+				if err := st.StartNode(ctx, user(c).ID, sid, nid); err != nil {
+					return err
+				}
+			}
+		}
 		rec, err := s.cfg.Runner.Deliver(ctx, sid, nid, in)
 		if err != nil {
 			return err

@@ -194,6 +194,31 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 	return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionRunning)
 }
 
+// StartNode starts nodeID's container when it is not running (a node just
+// spawned through the API, or one that exited and gets a new message) and
+// marks the session running. A node that fails to start is marked error with
+// an error record naming the reason, and the error is returned.
+func (r *Runner) StartNode(ctx context.Context, userID, sessionID, nodeID string) error {
+	sess, err := r.st.GetSession(ctx, userID, sessionID)
+	if err != nil {
+		return err
+	}
+	node, err := r.st.GetNode(ctx, userID, sessionID, nodeID)
+	if err != nil {
+		return err
+	}
+	if r.relayOf(nodeID) != nil {
+		return nil
+	}
+	if err := r.startNode(ctx, sess, node); err != nil {
+		return err
+	}
+	if sess.Status != store.SessionRunning {
+		return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionRunning)
+	}
+	return nil
+}
+
 // StopSession delivers signal{stop} to every running node of the session,
 // concurrently; each relay escalates to SIGTERM and SIGKILL after its grace
 // period. A node whose relay cannot take the signal (mailbox full) is
@@ -531,7 +556,12 @@ func (r *Runner) Spawn(ctx context.Context, parent relay.Node, ev protocol.Spawn
 	if ev.Task != nil {
 		in.Task = *ev.Task
 	}
-	if pnode.AgentType == AgentCustom || ev.Agent == AgentCustom {
+	// A child of a custom agent runs its parent's image unless the spawn
+	// names another catalog agent; a name the catalog does not know (a BYO
+	// agent's own name for its workers) is the parent's image too.
+	if _, known := orchestrator.AgentByType(ev.Agent); pnode.AgentType == AgentCustom && (!known || ev.Agent == AgentCustom) {
+		in.AgentType, in.Image = AgentCustom, pnode.Image
+	} else if ev.Agent == AgentCustom {
 		in.Image = pnode.Image
 	}
 	child, err := r.st.CreateNode(ctx, sess.UserID, sess.ID, in)
