@@ -30,6 +30,7 @@ type node struct {
 	seen      bool // seenMtime/seenSize hold what the kernel may have cached
 	seenMtime time.Time
 	seenSize  int64
+	seenAt    time.Time // when the VFS last told us the attributes
 }
 
 var (
@@ -80,7 +81,7 @@ func fillAttr(a *Attr, out *fuse.Attr) {
 
 // remember records the attributes the kernel now holds for n.
 func (n *node) remember(a *Attr) {
-	n.seen, n.seenMtime, n.seenSize = true, a.Mtime, a.Size
+	n.seen, n.seenMtime, n.seenSize, n.seenAt = true, a.Mtime, a.Size, time.Now()
 }
 
 // child returns the go-fuse inode for a, creating its node if needed, and
@@ -275,16 +276,22 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	ctx = uninterruptible(ctx)
-	a, err := n.m.fs.GetAttr(ctx, n.ino)
-	if err != nil {
-		return nil, 0, errno(err)
-	}
 	n.mu.Lock()
-	// Close-to-open consistency: keep the kernel's page cache only when
-	// the file has not changed since the kernel last saw it.
-	keep := n.seen && n.seenSize == a.Size && n.seenMtime.Equal(a.Mtime)
-	n.remember(&a)
+	fresh := n.seen && time.Since(n.seenAt) < n.m.opts.AttrTimeout
 	n.mu.Unlock()
+	keep := fresh
+	if !fresh {
+		// Close-to-open consistency: keep the kernel's page cache only
+		// when the file has not changed since the kernel last saw it.
+		a, err := n.m.fs.GetAttr(ctx, n.ino)
+		if err != nil {
+			return nil, 0, errno(err)
+		}
+		n.mu.Lock()
+		keep = n.seen && n.seenSize == a.Size && n.seenMtime.Equal(a.Mtime)
+		n.remember(&a)
+		n.mu.Unlock()
+	}
 	n.m.fs.Open(n.ino)
 	if keep {
 		return &handle{}, fuse.FOPEN_KEEP_CACHE, 0

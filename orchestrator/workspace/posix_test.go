@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -286,18 +287,15 @@ func TestPOSIX(t *testing.T) {
 			if err := os.WriteFile(p, want, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			f, err := os.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			b, err := syscall.Mmap(int(f.Fd()), 0, len(want), syscall.PROT_READ, syscall.MAP_SHARED)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer syscall.Munmap(b)
-			if !bytes.Equal(b, want) {
-				t.Fatal("mmap content differs")
+			// In another process: a page fault on a FUSE mapping holds
+			// the faulting process's mmap lock while the server answers,
+			// and a server in the same process may need that lock to
+			// grow its heap.
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMmap$")
+			cmd.Env = append(os.Environ(), "FILEPATH_WS_MMAP="+p)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), fmt.Sprintf("mmap ok %x", sha256.Sum256(want))) {
+				t.Fatalf("mmap in a child process: %v\n%s", err, out)
 			}
 		}},
 		{"another uid", func(t *testing.T, dir string) {
@@ -384,4 +382,28 @@ func wantErrno(t *testing.T, err error, want syscall.Errno) {
 	if !errors.Is(err, want) {
 		t.Fatalf("error = %v, want %v", err, want)
 	}
+}
+
+// TestHelperMmap is not a test: the "mmap read" case runs it in a child
+// process to read FILEPATH_WS_MMAP through a shared mapping.
+func TestHelperMmap(t *testing.T) {
+	p := os.Getenv("FILEPATH_WS_MMAP")
+	if p == "" {
+		t.Skip("helper process only")
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(b)
+	fmt.Printf("mmap ok %x\n", sha256.Sum256(b))
 }

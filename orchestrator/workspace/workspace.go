@@ -140,13 +140,18 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 	}
 	fo := &fs.Options{
 		MountOptions: fuse.MountOptions{
-			FsName:            "filepath",
-			Name:              "filepath",
-			MaxWrite:          opts.MaxWrite,
-			MaxBackground:     64,
-			DisableXAttrs:     true,
-			ExtraCapabilities: extra,
-			Debug:             opts.Debug,
+			FsName:        "filepath",
+			Name:          "filepath",
+			MaxWrite:      opts.MaxWrite,
+			MaxBackground: 64,
+			DisableXAttrs: true,
+			// Plain READDIR: one VFS query per directory. READDIRPLUS
+			// would cost a VFS lookup per entry up front, also for
+			// listings (os.ReadDir, ls, find) that only need names and
+			// types.
+			DisableReadDirPlus: true,
+			ExtraCapabilities:  extra,
+			Debug:              opts.Debug,
 		},
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
