@@ -70,6 +70,9 @@ type Config struct {
 	// image's own command. The process runtime needs it.
 	Cmd    func(store.Node) []string
 	Logger *slog.Logger
+	// CloneTimeout bounds cloning the session's repository into the
+	// workspace before its first agent starts (DefaultCloneTimeout).
+	CloneTimeout time.Duration
 
 	// Relay settings (zero: the relay's defaults).
 	MaxLine    int
@@ -412,6 +415,9 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	dir, err := r.ws.Mount(ctx, node.ID)
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
+	}
+	if err := r.cloneRepo(ctx, sess, node, dir); err != nil {
+		return err
 	}
 	parent := ""
 	if node.ParentID != nil {

@@ -1,0 +1,135 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+)
+
+// DefaultCloneTimeout bounds `git clone` of a session's repository.
+const DefaultCloneTimeout = 10 * time.Minute
+
+// maxCloneOutput bounds the git output kept in the command record.
+const maxCloneOutput = 16 << 10
+
+// cloneRepo clones the session's repository into dir (the node's workspace,
+// as the host sees it) before the agent starts, when the session has a git
+// URL and the workspace is still empty: the session filesystem is shared by
+// all of its nodes, so the first node to start clones it for everyone. The
+// clone shows in the node's chat as a command event pair; a failure is
+// returned (the caller marks the node error and does not start it).
+func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.Node, dir string) error {
+	if sess.GitRepoURL == nil || *sess.GitRepoURL == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("read workspace: %w", err)
+	}
+	if len(entries) > 0 {
+		return nil // cloned already (or the user put files there first)
+	}
+	url := *sess.GitRepoURL
+	shown := "git clone " + url + " /workspace"
+	r.appendCommand(ctx, node, protocol.CommandEvent{Cmd: shown, Status: protocol.StepStart})
+
+	timeout := r.cfg.CloneTimeout
+	if timeout <= 0 {
+		timeout = DefaultCloneTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// "--" ends the options: the URL was validated by the store, and git
+	// must never read it as a flag. No prompts: a private repository fails
+	// at once instead of waiting for a password nobody can type.
+	cmd := exec.CommandContext(cctx, "git", "-c", "protocol.file.allow=never", "clone", "--progress", "--", url, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false")
+	var out tailBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	code := 0
+	if err != nil {
+		code = -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+	}
+	text := progressText(out.String())
+	exitF := float64(code)
+	ev := protocol.CommandEvent{Cmd: shown, Status: protocol.StepDone, Exit: &exitF, Stderr: &text}
+	if err != nil {
+		ev.Status = protocol.StepError
+	}
+	r.appendCommand(ctx, node, ev)
+	switch {
+	case err == nil:
+		return nil
+	case cctx.Err() == context.DeadlineExceeded:
+		return orchestrator.Errorf(orchestrator.EUnavailable, "git clone %s: gave up after %s", url, timeout)
+	default:
+		return orchestrator.Errorf(orchestrator.EInvalid, "git clone %s failed (exit %d): %s", url, code, lastLine(text))
+	}
+}
+
+func (r *Runner) appendCommand(ctx context.Context, node store.Node, ev protocol.CommandEvent) {
+	ev.Type = protocol.TypeCommand
+	data, err := json.Marshal(ev)
+	if err == nil {
+		_, err = r.st.Append(context.WithoutCancel(ctx), node.SessionID, store.NewRecord{NodeID: node.ID, Kind: store.KindEvent, Data: data})
+	}
+	if err != nil {
+		r.log.Warn("append clone progress", "node", node.ID, "err", err)
+	}
+}
+
+// progressText keeps what a person reads of git's progress output: each
+// carriage-return-rewritten line only in its final state.
+func progressText(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		if j := strings.LastIndexByte(l, '\r'); j >= 0 {
+			lines[i] = l[j+1:]
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// tailBuffer keeps the last maxCloneOutput bytes written to it.
+type tailBuffer struct{ b bytes.Buffer }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > maxCloneOutput {
+		p = p[len(p)-maxCloneOutput:]
+	}
+	if over := t.b.Len() + len(p) - maxCloneOutput; over > 0 {
+		t.b.Next(over)
+	}
+	t.b.Write(p)
+	return n, nil
+}
+
+func (t *tailBuffer) String() string { return t.b.String() }
+
+var _ io.Writer = (*tailBuffer)(nil)
