@@ -223,6 +223,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		log.Warn("reconcile nodes with containers", "err", err)
 	}
 
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	sweepDone := make(chan struct{})
+	go func() { defer close(sweepDone); sweepExpired(sweepCtx, st, time.Hour, log) }()
+	defer func() { stopSweep(); <-sweepDone }()
+
 	files := vfs.NewHandler(fsys)
 	srv, err := api.New(api.Config{
 		Addr:           cfg.Addr,
@@ -283,6 +288,25 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 		rcfg.WorkspacePropagation = workspace.Propagation
 	}
 	return runner.New(rcfg)
+}
+
+// sweepExpired deletes expired login links and browser sessions at start and
+// then every interval, until ctx ends.
+func sweepExpired(ctx context.Context, st *store.Store, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := st.DeleteExpired(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("delete expired logins", "err", err)
+		} else if n > 0 {
+			log.Info("deleted expired logins", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // logAppender appends the session filesystem's coalesced changes to the

@@ -631,8 +631,36 @@ func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) err
 	if ex.Err == nil {
 		p.ExitCode = &ex.Code
 	}
-	_, err := r.st.PatchNode(ctx, node.SessionID, node.ID, p)
-	return err
+	if _, err := r.st.PatchNode(ctx, node.SessionID, node.ID, p); err != nil {
+		return err
+	}
+	return r.settleSession(ctx, node.SessionID, node.ID)
+}
+
+// settleSession gives a running session whose last agent has exited the
+// status that tells what happened: error when its root ended in error,
+// stopped otherwise (invariant 6: no session shows running with nothing
+// running).
+func (r *Runner) settleSession(ctx context.Context, sessionID, exitedNodeID string) error {
+	r.mu.Lock()
+	for id, rel := range r.relays {
+		if id != exitedNodeID && rel.Node().SessionID == sessionID {
+			r.mu.Unlock()
+			return nil
+		}
+	}
+	r.mu.Unlock()
+	sess, err := r.st.SessionByID(ctx, sessionID)
+	if err != nil || sess.Status != store.SessionRunning {
+		return err
+	}
+	status := store.SessionStopped
+	if sess.RootNodeID != nil {
+		if root, err := r.st.NodeByID(ctx, *sess.RootNodeID); err == nil && root.Status == store.NodeError {
+			status = store.SessionError
+		}
+	}
+	return r.st.UpdateSessionStatus(ctx, sessionID, status)
 }
 
 // recordError appends a runtime error record for the node.

@@ -231,6 +231,7 @@ func TestMessageRoundTrip(t *testing.T) {
 	if n.ExitCode == nil || *n.ExitCode != 0 {
 		t.Fatalf("exit code = %v", n.ExitCode)
 	}
+	e.waitSessionStatus(store.SessionStopped) // nothing runs any more
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("hello?")); err == nil {
 		t.Fatal("deliver to a finished node succeeded")
 	}
@@ -393,6 +394,16 @@ func TestCrash(t *testing.T) {
 	if d.Source != "exit" || d.ExitCode == nil || *d.ExitCode != 3 || !strings.Contains(d.StderrTail, "about to fail") {
 		t.Fatalf("exit record = %s", last.Data)
 	}
+	e.waitSessionStatus(store.SessionError)
+}
+
+// waitSessionStatus waits for the session to show status.
+func (e *env) waitSessionStatus(status string) {
+	e.t.Helper()
+	e.waitFor("session "+status, func() bool {
+		s, err := e.st.SessionByID(e.ctx, e.sid)
+		return err == nil && s.Status == status
+	})
 }
 
 func TestStopEscalatesToKill(t *testing.T) {
