@@ -45,6 +45,8 @@ const sessions = [
 
 const log = [];
 const clients = new Set();
+let bigNodes = [];
+const bigLog = [];
 function add(kind, node_id, data) {
 	const r = { seq: log.length + 1, kind, node_id, at: now(), data };
 	log.push(r);
@@ -116,7 +118,7 @@ const server = http.createServer(async (req, res) => {
 			const s = sessions.find((x) => x.id === sm[1]);
 			if (!s) return fail(res, 404, 'not_found', `session ${sm[1]} not found`);
 			const rest = sm[2] ?? '';
-			const mine = s.id === sid ? nodes : [];
+			const mine = s.id === sid ? nodes : s.id === 'ses_big' ? bigNodes : [];
 			if (rest === '' && req.method === 'GET') return json(res, 200, s);
 			if (rest === '' && req.method === 'DELETE') { sessions.splice(sessions.indexOf(s), 1); res.writeHead(204); return res.end(); }
 			if (rest === '/stop') { s.status = 'stopped'; return json(res, 202, s); }
@@ -164,11 +166,36 @@ server.on('upgrade', (req, sock) => {
 	if (url.pathname.includes(sid)) {
 		for (const r of log) if (r.seq > after) send(sock, JSON.stringify(r));
 		clients.add(sock);
+	} else if (url.pathname.includes('ses_big')) {
+		for (const r of bigLog) if (r.seq > after) send(sock, JSON.stringify(r));
 	}
 	sock.on('data', (d) => { if ((d[0] & 0x0f) === 0x8) sock.end(); });
 	sock.on('close', () => clients.delete(sock));
 	sock.on('error', () => clients.delete(sock));
 });
+
+// MOCK_BIG=1: a 500-node, 10,000-record session "ses_big" for the render benchmark
+// (docs/benchmarks/web.md): 2,000 records on the root, the rest spread over the other nodes.
+if (process.env.MOCK_BIG) {
+	const big = [];
+	for (let i = 0; i < 500; i++) {
+		const n = node(i ? `b${i}` : 'b0', i ? `b${Math.floor((i - 1) / 4)}` : null, `agent-${i}`, 'claude-code', 'claude-sonnet-4', ['idle', 'running', 'done', 'thinking', 'error'][i % 5], i * 100, i);
+		n.session_id = 'ses_big';
+		big.push(n);
+	}
+	sessions.push({ ...sessions[0], id: 'ses_big', name: 'big-500', root_node_id: 'b0', node_count: 500 });
+	bigNodes = big;
+	const kinds = [
+		(i) => ({ type: 'text', content: `message ${i} about \`file_${i}.go\` and more words to wrap the line a little` }),
+		(i) => ({ type: 'tool', name: 'read_file', path: `src/f${i}.ts`, status: 'done', output: 'x'.repeat(80) }),
+		(i) => ({ type: 'command', cmd: `go test ./pkg${i}`, status: 'done', exit: 0, stdout: 'ok' }),
+		(i) => ({ type: 'commit', hash: crypto.createHash('sha1').update(String(i)).digest('hex'), message: `commit ${i}` })
+	];
+	for (let i = 0; i < 10000; i++) {
+		const nid = i < 2000 ? 'b0' : `b${1 + (i % 499)}`;
+		bigLog.push({ seq: i + 1, kind: 'event', node_id: nid, at: now(), data: kinds[i % 4](i) });
+	}
+}
 
 // Live activity: the api-design node alternates thinking/running and talks now and then.
 let tick = 0;

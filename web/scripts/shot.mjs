@@ -12,6 +12,7 @@ const [w, h] = size.split('x').map(Number);
 const dir = await mkdtemp(path.join(os.tmpdir(), 'shot-'));
 const port = 9300 + Math.floor(Math.random() * 500);
 const chrome = spawn('/usr/bin/chromium', ['--headless', '--no-sandbox', '--disable-gpu', `--remote-debugging-port=${port}`, `--user-data-dir=${dir}`, `--window-size=${w},${h}`, 'about:blank'], { stdio: 'ignore' });
+setTimeout(() => { console.error('shot: timed out'); chrome.kill(); process.exit(2); }, 90_000).unref();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let target;
 for (let i = 0; i < 50 && !target; i++) {
@@ -36,7 +37,7 @@ if (process.env.DARK) await call('Runtime.evaluate', { expression: `localStorage
 await call('Page.navigate', { url });
 await sleep(Number(process.env.WAIT ?? 3000));
 for (const s of steps) {
-	const r = await call('Runtime.evaluate', { expression: s, awaitPromise: true });
+	const r = await call("Runtime.evaluate", { expression: s, awaitPromise: true });
 	if (r.result?.exceptionDetails) console.log('step failed:', s, r.result.exceptionDetails.exception?.description);
 	await sleep(400);
 }

@@ -109,4 +109,17 @@ describe('ChatView', () => {
 		expect(el.scrollTop).toBe(1200);
 		expect(screen.queryByRole('button', { name: /new messages/ })).toBeNull();
 	});
+
+	it('mounts only the newest 200 items and pages in earlier ones', async () => {
+		const recs = Array.from({ length: 650 }, (_, i) => ev('n', { type: 'text', content: `m${i}` }, i + 1));
+		const { container } = render(ChatView, { records: recs });
+		expect(container.querySelectorAll('.list > .item')).toHaveLength(200);
+		expect(screen.getByText('m649')).toBeTruthy();
+		expect(screen.queryByText('m449')).toBeNull();
+		await fireEvent.click(screen.getByRole('button', { name: 'Show earlier (450 more)' }));
+		expect(container.querySelectorAll('.list > .item')).toHaveLength(600);
+		await fireEvent.click(screen.getByRole('button', { name: 'Show earlier (50 more)' }));
+		expect(container.querySelectorAll('.list > .item')).toHaveLength(650);
+		expect(screen.queryByRole('button', { name: /show earlier/i })).toBeNull();
+	});
 });
