@@ -1,0 +1,248 @@
+// Shared helpers of the end-to-end tests and the UI benchmark: what they need (Chromium, Docker,
+// the binary, the agent image), starting and stopping the real server, launching headless
+// Chromium, and small polling helpers. No fixed sleeps anywhere: every wait polls with a deadline.
+import { spawn, execFile } from 'node:child_process';
+import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const run = promisify(execFile);
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BIN = process.env.FILEPATH_BIN ?? path.join(REPO, 'bin/filepath');
+export const CHROMIUM = process.env.CHROMIUM ?? '/usr/lib/chromium/chromium';
+export const AGENT_IMAGE = process.env.E2E_AGENT_IMAGE ?? 'filepath/testagent:latest';
+export const CI = process.env.CI === 'true';
+
+export const CHROME_ARGS = [
+	'--no-sandbox',
+	'--disable-gpu',
+	'--disable-quic',
+	'--no-first-run',
+	'--disable-background-networking',
+	'--disable-component-update',
+	'--disable-sync'
+];
+
+/**
+ * missing returns why the end-to-end run cannot happen here ('' when everything is present):
+ * the Chromium executable, the built binary, a reachable Docker engine and (optionally) an image.
+ * Callers fail on a reason when CI=true and skip otherwise.
+ */
+export async function missing({ docker = true, image = AGENT_IMAGE } = {}) {
+	const reasons = [];
+	try {
+		await access(CHROMIUM, constants.X_OK);
+	} catch {
+		reasons.push(`no Chromium at ${CHROMIUM} (set CHROMIUM)`);
+	}
+	try {
+		await access(BIN, constants.X_OK);
+	} catch {
+		reasons.push(`no binary at ${BIN}: run make build (or go build -o bin/filepath ./cmd/filepath after npm run build)`);
+	}
+	if (docker) {
+		try {
+			await run('docker', ['info', '--format', '{{.ServerVersion}}'], { timeout: 20_000 });
+			if (image) {
+				try {
+					await run('docker', ['image', 'inspect', image], { timeout: 20_000 });
+				} catch {
+					reasons.push(`no image ${image}: run images/build.sh`);
+				}
+			}
+		} catch (e) {
+			reasons.push(`no Docker engine: ${String(e.stderr || e.message).trim().split('\n')[0]}`);
+		}
+	}
+	return reasons.join('; ');
+}
+
+/** requirements returns node:test options: fail under CI=true, skip otherwise. */
+export async function requirements(opts) {
+	const why = await missing(opts);
+	if (!why) return {};
+	if (CI) return { __fail: why };
+	return { skip: why };
+}
+
+/**
+ * startServer runs `filepath serve --addr 127.0.0.1:0 --data DIR` and resolves once it printed its
+ * login line and answers /healthz on that address. stop() ends it by PID (SIGTERM, then SIGKILL).
+ */
+export async function startServer(dataDir, { timeout = 30_000, env = {} } = {}) {
+	const proc = spawn(BIN, ['serve', '--addr', '127.0.0.1:0', '--data', dataDir], {
+		stdio: ['ignore', 'pipe', 'pipe'],
+		env: { ...process.env, ...env }
+	});
+	let stdout = '';
+	let stderr = '';
+	let exited = null;
+	proc.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+	proc.stderr.setEncoding('utf8').on('data', (d) => {
+		stderr += d;
+		if (stderr.length > 200_000) stderr = stderr.slice(-100_000);
+	});
+	const done = new Promise((resolve) => proc.on('exit', (code, sig) => resolve((exited = { code, sig }))));
+	const killOnExit = () => {
+		try {
+			process.kill(proc.pid, 'SIGKILL');
+		} catch {
+			/* already gone */
+		}
+	};
+	process.on('exit', killOnExit);
+
+	const server = {
+		pid: proc.pid,
+		base: '',
+		loginURL: '',
+		get stdout() {
+			return stdout;
+		},
+		get stderr() {
+			return stderr;
+		},
+		async stop() {
+			process.off('exit', killOnExit);
+			if (exited) return exited;
+			proc.kill('SIGTERM');
+			const t = setTimeout(() => exited || proc.kill('SIGKILL'), 15_000);
+			const r = await done;
+			clearTimeout(t);
+			return r;
+		}
+	};
+	try {
+		const line = await poll(
+			() => {
+				if (exited) {
+					const e = new Error(`filepath serve exited (${JSON.stringify(exited)}) before printing its login line; stderr:\n${stderr.slice(-3000)}`);
+					e.fatal = true;
+					throw e;
+				}
+				return stdout.match(/^login: (http:\/\/127\.0\.0\.1:(\d+))\/login\?token=\S+$/m);
+			},
+			{ timeout, what: 'the login line on stdout' }
+		);
+		server.base = line[1];
+		server.loginURL = line[0].slice('login: '.length);
+		if (Number(line[2]) === 0) throw new Error(`the login line names port 0, not the bound port: ${line[0]}`);
+		await poll(
+			async () => {
+				const r = await fetch(server.base + '/healthz').catch(() => null);
+				return r?.ok ? true : null;
+			},
+			{ timeout, what: `${server.base}/healthz` }
+		);
+		return server;
+	} catch (e) {
+		await server.stop();
+		throw e;
+	}
+}
+
+/** poll calls fn until it returns a truthy value (returned) or the deadline passes (throws). */
+export async function poll(fn, { timeout = 15_000, interval = 50, what = 'a condition' } = {}) {
+	const end = Date.now() + timeout;
+	let last;
+	for (;;) {
+		try {
+			const v = await fn();
+			if (v) return v;
+		} catch (e) {
+			if (e?.fatal) throw e;
+			last = e;
+		}
+		if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? `: ${last.message}` : ''}`);
+		await new Promise((r) => setTimeout(r, interval));
+	}
+}
+
+/** launch starts headless Chromium with its own profile directory (removed by close()). */
+export async function launch({ width = 1280, height = 800, ...rest } = {}) {
+	const dir = await mkdtemp(path.join(os.tmpdir(), 'fp-e2e-chrome-'));
+	const context = await chromium.launchPersistentContext(dir, {
+		executablePath: CHROMIUM,
+		headless: true,
+		args: CHROME_ARGS,
+		viewport: { width, height },
+		...rest
+	});
+	const errors = [];
+	context.on('page', (p) => watch(p, errors));
+	for (const p of context.pages()) watch(p, errors);
+	return {
+		context,
+		errors,
+		page: context.pages()[0] ?? (await context.newPage()),
+		async close() {
+			await context.close().catch(() => {});
+			await rm(dir, { recursive: true, force: true }).catch(() => {});
+		}
+	};
+}
+
+function watch(page, errors) {
+	page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+	page.on('console', (m) => {
+		if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
+	});
+}
+
+/** api calls the server's REST API with the cookies of a browser context. */
+export async function api(context, base, method, p, body) {
+	const cookies = await context.cookies(base);
+	const res = await fetch(base + '/api/v1' + p, {
+		method,
+		headers: {
+			Cookie: cookies.map((c) => `${c.name}=${c.value}`).join('; '),
+			Origin: base,
+			...(body !== undefined ? { 'Content-Type': 'application/json' } : {})
+		},
+		body: body !== undefined ? JSON.stringify(body) : undefined
+	});
+	const text = await res.text();
+	if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+	return text ? JSON.parse(text) : undefined;
+}
+
+/** containersOf lists the ids of Docker containers labelled with a filepath session. */
+export async function containersOf(sessionId) {
+	const { stdout } = await run('docker', ['ps', '-aq', '--filter', `label=filepath.session=${sessionId}`]);
+	return stdout.split('\n').filter(Boolean);
+}
+
+export async function userLogin(dataDir, base, name = 'admin') {
+	const { stdout } = await run(BIN, ['user', 'login', name, '--data', dataDir, '--url', base], { timeout: 20_000 });
+	return stdout.trim();
+}
+
+export async function tempDir(prefix) {
+	return mkdtemp(path.join(os.tmpdir(), prefix));
+}
+
+/**
+ * removeDir removes a temp directory of this run. The server keeps `<data>/mnt` bind-mounted onto
+ * itself (shared propagation for the FUSE workspaces) after it stops, so mounts under dir are
+ * detached first (deepest first); only paths inside dir are touched.
+ */
+export async function removeDir(dir) {
+	const abs = path.resolve(dir) + '/';
+	let mounts = [];
+	try {
+		mounts = (await readFile('/proc/self/mountinfo', 'utf8'))
+			.split('\n')
+			.map((l) => l.split(' ')[4])
+			.filter((m) => m && m.startsWith(abs))
+			.sort((x, y) => y.length - x.length);
+	} catch {
+		/* not Linux */
+	}
+	for (const m of mounts) await run('umount', ['-l', m]).catch(() => {});
+	await rm(dir, { recursive: true, force: true }).catch(() => {});
+}

@@ -1,0 +1,262 @@
+// End-to-end: the real binary (bin/filepath serve on 127.0.0.1:0, a fresh data dir), a real agent
+// container (filepath/testagent:latest) and headless Chromium driven by playwright-core.
+//   cd web && npm run e2e          (node --test e2e/)
+// With CI=true a missing Chromium, Docker engine, binary or image fails the run; otherwise the
+// test is skipped with the reason. Screenshots of the session view go to docs/screenshots/.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import {
+	AGENT_IMAGE,
+	REPO,
+	api,
+	containersOf,
+	launch,
+	poll,
+	removeDir,
+	requirements,
+	startServer,
+	tempDir,
+	userLogin
+} from './lib.mjs';
+
+const SHOTS = process.env.E2E_SCREENSHOTS ?? path.join(REPO, 'docs/screenshots');
+const T = 30_000; // the deadline of one wait (container start-up included)
+
+const req = await requirements();
+
+test('session flow against the real binary, a real agent container and headless Chromium', { skip: req.skip, timeout: 600_000 }, async (t) => {
+	if (req.__fail) assert.fail(`CI=true and the end-to-end test cannot run: ${req.__fail}`);
+
+	const dataDir = await tempDir('fp-e2e-data-');
+	let server;
+	let a; // browser A (desktop)
+	let b; // browser B (a second profile, same user)
+	let sessionId = '';
+	let failed = '';
+
+	t.after(async () => {
+		if (failed && server) t.diagnostic(`server stderr (tail):\n${server.stderr.slice(-4000)}`);
+		for (const br of [a, b]) if (br?.errors.length) t.diagnostic(`browser errors:\n${br.errors.join('\n')}`);
+		if (sessionId && server && a) {
+			try {
+				await api(a.context, server.base, 'DELETE', `/sessions/${sessionId}`);
+				await poll(async () => (await containersOf(sessionId)).length === 0, { timeout: T, what: 'the session containers to be removed' });
+			} catch (e) {
+				t.diagnostic(`cleanup: ${e.message}`);
+			}
+		}
+		await a?.close();
+		await b?.close();
+		await server?.stop();
+		await removeDir(dataDir);
+	});
+
+	// step runs one named part of the flow; after a failure the rest are skipped (the failure
+	// already fails the run) so the log shows the first broken step, not a cascade.
+	const step = (name, fn) =>
+		t.test(name, failed ? { skip: `an earlier step failed: ${failed}` } : {}, async () => {
+			try {
+				await fn();
+			} catch (e) {
+				failed = name;
+				throw e;
+			}
+		});
+
+	let page;
+	const header = () => page.locator('section.panel h1.name');
+	const chat = (kind) => page.locator(`[data-testid=chat-scroll] .item[data-kind=${kind}]`);
+	const treeRow = (name) => page.locator('[role=treeitem] > .row').filter({ has: page.locator('.name', { hasText: new RegExp(`^${name}$`) }) });
+	async function send(text) {
+		const box = page.getByRole('textbox', { name: 'Message' });
+		await box.fill(text);
+		await box.press('Enter');
+		await poll(async () => (await box.inputValue()) === '', { timeout: T, what: 'the message to be sent' });
+	}
+
+	await step('server starts and prints a login URL with its real port', async () => {
+		server = await startServer(dataDir);
+		assert.match(server.loginURL, /^http:\/\/127\.0\.0\.1:[1-9]\d*\/login\?token=/);
+	});
+
+	await step('log in with the printed URL', async () => {
+		a = await launch({ width: 1280, height: 800 });
+		page = a.page;
+		await page.goto(server.loginURL);
+		await page.waitForURL(server.base + '/', { timeout: T });
+		await page.getByRole('heading', { name: 'Sessions' }).waitFor({ timeout: T });
+	});
+
+	await step('create a session from the dashboard', async () => {
+		await page.getByRole('button', { name: 'New session' }).first().click();
+		await page.locator('#ns-name').fill('e2e-refactor');
+		await page.getByRole('button', { name: 'Create and spawn agent' }).click();
+		await page.waitForURL(/\/session\/[^/?]+/, { timeout: T });
+		sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/')[2]);
+		assert.ok(sessionId, 'session id in the address');
+		await page.getByRole('dialog', { name: 'Spawn agent' }).waitFor({ timeout: T });
+	});
+
+	await step('spawn a custom agent (the test agent image); its container starts', async () => {
+		const dlg = page.getByRole('dialog', { name: 'Spawn agent' });
+		await dlg.locator('#spawn-name').fill('lead');
+		await dlg.getByRole('group', { name: 'Agent type' }).getByRole('button', { name: 'custom', exact: true }).click();
+		await dlg.locator('#spawn-image').fill(AGENT_IMAGE);
+		await dlg.getByRole('button', { name: 'Spawn', exact: true }).click();
+		await dlg.waitFor({ state: 'detached', timeout: T });
+		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'the panel header to show lead' });
+		await treeRow('lead').waitFor({ timeout: T });
+		await poll(async () => (await containersOf(sessionId)).length === 1, { timeout: T, what: "the lead's container" });
+	});
+
+	await step('send messages; text, tool, command, commit, spawn and worker blocks render', async () => {
+		await send('echo Reading the README, then listing the workspace.; tool; command');
+		await chat('text').filter({ hasText: 'Reading the README, then listing the workspace.' }).waitFor({ timeout: T });
+		await send('commit; commit; spawn 3; workers; echo Three workers are on it.');
+		await chat('user').first().waitFor({ timeout: T });
+		await chat('commits').filter({ hasText: 'testagent commit' }).waitFor({ timeout: T });
+		assert.equal(await chat('commits').first().getByText('testagent commit').count(), 2, 'two commits grouped in one log');
+		await chat('command').filter({ hasText: 'ls /workspace' }).waitFor({ timeout: T });
+		await chat('spawn').nth(2).waitFor({ timeout: T });
+		await chat('workers').getByRole('button', { name: 'child-3' }).waitFor({ timeout: T });
+		await chat('text').filter({ hasText: 'Three workers are on it.' }).waitFor({ timeout: T });
+	});
+
+	await step('expand the tool block and the command block and see their output', async () => {
+		const tool = chat('tool').first();
+		await tool.getByRole('button').first().click();
+		await tool.locator('pre', { hasText: '# readme' }).waitFor({ timeout: T });
+		const cmd = chat('command').first();
+		await cmd.getByRole('button').first().click();
+		await cmd.locator('pre', { hasText: 'README.md' }).waitFor({ timeout: T });
+		await cmd.getByRole('button').first().click(); // collapse again, for the screenshot
+		await cmd.locator('pre').waitFor({ state: 'detached', timeout: T });
+	});
+
+	await step('the spawned children appear in the tree and finish', async () => {
+		for (const n of ['child-1', 'child-2', 'child-3']) await treeRow(n).waitFor({ timeout: T });
+		await poll(async () => (await treeRow('lead').locator('.count').textContent())?.trim() === '3/3', { timeout: 60_000, what: 'the lead row to count 3/3 done children' });
+	});
+
+	await step('screenshot: light theme', async () => {
+		await mkdir(SHOTS, { recursive: true });
+		await chatTop(page);
+		await settle(page);
+		await page.screenshot({ path: path.join(SHOTS, 'session-light.png') });
+	});
+
+	await step('clicking a worker pill selects that node in the tree', async () => {
+		await chat('workers').getByRole('button', { name: 'child-2' }).click();
+		await poll(async () => (await header().textContent()) === 'child-2', { timeout: T, what: 'the panel header to show child-2' });
+		await poll(async () => (await page.locator('[role=treeitem] > .row.selected .name').textContent()) === 'child-2', { timeout: T, what: 'child-2 selected in the tree' });
+		await chat('text').filter({ hasText: 'hello from child-2' }).waitFor({ timeout: T });
+		await chat('done').waitFor({ timeout: T });
+		await treeRow('lead').locator('button.select').click();
+		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'lead selected again' });
+	});
+
+	await step('theme toggle: html gets .dark and --bg changes', async () => {
+		const bg = () => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--bg').trim());
+		const light = await bg();
+		assert.equal(await page.evaluate(() => document.documentElement.classList.contains('dark')), false);
+		await page.getByRole('button', { name: 'Switch to dark theme' }).click();
+		await poll(() => page.evaluate(() => document.documentElement.classList.contains('dark')), { timeout: T, what: 'html.dark' });
+		const dark = await bg();
+		assert.notEqual(dark, light, `--bg stays ${light} in dark mode`);
+		// the screenshot: the same view as the light one, tool block open
+		const tool = chat('tool').first();
+		if ((await tool.locator('pre').count()) === 0) await tool.getByRole('button').first().click();
+		await tool.locator('pre', { hasText: '# readme' }).waitFor({ timeout: T });
+		await chatTop(page);
+		await settle(page);
+		await page.screenshot({ path: path.join(SHOTS, 'session-dark.png') });
+	});
+
+	await step('reload keeps the session, the tree, the chat and the theme', async () => {
+		const url = page.url();
+		await page.reload();
+		assert.equal(page.url(), url);
+		for (const n of ['lead', 'child-1', 'child-2', 'child-3']) await treeRow(n).waitFor({ timeout: T });
+		await poll(async () => (await page.locator('[role=treeitem] > .row.selected .name').textContent()) === 'lead', { timeout: T, what: 'a selected node after reload (the root)' });
+		await chat('text').filter({ hasText: 'Three workers are on it.' }).waitFor({ timeout: T });
+		await chat('commits').waitFor({ timeout: T });
+		assert.equal(await page.evaluate(() => document.documentElement.classList.contains('dark')), true, 'dark theme remembered');
+	});
+
+	await step('a second browser (same user, own cookie) sees a new message live', async () => {
+		const login = await userLogin(dataDir, server.base);
+		assert.match(login, /\/login\?token=/);
+		b = await launch({ width: 1280, height: 800 });
+		const pb = b.page;
+		await pb.goto(login);
+		await pb.waitForURL(server.base + '/', { timeout: T });
+		await pb.locator(`[data-session-id="${sessionId}"] a.name`).click();
+		await pb.waitForURL(`**/session/${sessionId}`, { timeout: T });
+		await pb.locator('[data-testid=chat-scroll] .item[data-kind=text]', { hasText: 'Three workers are on it.' }).waitFor({ timeout: T });
+		const before = await pb.evaluate(() => performance.getEntriesByType('navigation').length + ':' + performance.timeOrigin);
+		await send('echo live from browser A');
+		await pb.locator('[data-testid=chat-scroll] .item[data-kind=user]', { hasText: 'echo live from browser A' }).waitFor({ timeout: T });
+		await pb.locator('[data-testid=chat-scroll] .item[data-kind=text]', { hasText: /^\s*live from browser A\s*$/ }).waitFor({ timeout: T });
+		const after = await pb.evaluate(() => performance.getEntriesByType('navigation').length + ':' + performance.timeOrigin);
+		assert.equal(after, before, 'browser B did not reload');
+	});
+
+	await step('the Files tab shows a file written to the session filesystem, live', async () => {
+		const tab = page.getByRole('tab', { name: 'Files' });
+		await tab.click();
+		const entry = (name) => page.locator('.entries .nm', { hasText: new RegExp(`^${name.replace('.', '\\.')}$`) });
+		await page.locator('.entries, .rows').first().waitFor({ timeout: T });
+		// written after the tab is open: it must appear without a refresh (file records on the stream)
+		await api(a.context, server.base, 'POST', `/sessions/${sessionId}/fs/notes/e2e.txt`, { content: 'written by the e2e test\n', encoding: 'text' });
+		await entry('notes/').waitFor({ timeout: T });
+		await entry('notes/').click();
+		await entry('e2e.txt').waitFor({ timeout: T });
+		await entry('e2e.txt').click();
+		const body = page.getByRole('textbox', { name: 'Contents of e2e.txt' });
+		await poll(async () => (await body.inputValue()) === 'written by the e2e test\n', { timeout: T, what: 'the file content in the viewer' });
+		await page.getByRole('tab', { name: 'Chat' }).click();
+		await chat('text').first().waitFor({ timeout: T });
+	});
+
+	await step('narrow viewport: the tree is a drawer; selecting a node closes it', async () => {
+		await page.setViewportSize({ width: 390, height: 844 });
+		const tree = page.locator('aside.tree');
+		const box = async () => (await tree.boundingBox()) ?? { x: -1e9, width: 0 };
+		await poll(async () => {
+			const r = await box();
+			return r.x + r.width <= 0;
+		}, { timeout: T, what: 'the tree to be off-screen' });
+		await page.getByRole('button', { name: 'Show agents' }).click();
+		await poll(async () => (await box()).x >= 0, { timeout: T, what: 'the drawer to open' });
+		await settle(page);
+		await page.screenshot({ path: path.join(SHOTS, 'session-mobile.png') });
+		await treeRow('child-1').locator('button.select').click();
+		await poll(async () => {
+			const r = await box();
+			return r.x + r.width <= 0;
+		}, { timeout: T, what: 'the drawer to close after selecting' });
+		await poll(async () => (await header().textContent()) === 'child-1', { timeout: T, what: 'child-1 in the panel header' });
+	});
+
+	await step('no uncaught page errors', async () => {
+		const errs = [...(a?.errors ?? []), ...(b?.errors ?? [])].filter((e) => e.startsWith('pageerror'));
+		assert.deepEqual(errs, []);
+	});
+});
+
+// chatTop scrolls the chat to its first message: the screenshots show the user's messages, a
+// text, the open tool block, the command, the commit log, the spawns and the worker pills.
+async function chatTop(page) {
+	await page.locator('[data-testid=chat-scroll]').evaluate((el) => (el.scrollTop = 0));
+}
+
+// settle waits until CSS transitions/animations that end are done and two frames have painted.
+async function settle(page) {
+	await page.evaluate(async () => {
+		const finite = document.getAnimations().filter((an) => an.effect?.getTiming().iterations !== Infinity);
+		await Promise.all(finite.map((an) => an.finished.catch(() => {})));
+		await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+	});
+}
