@@ -95,10 +95,9 @@ func TestContainerGit(t *testing.T) {
 	e.check(t)
 }
 
-// TestRestartRecovery simulates an orchestrator crash: the FUSE connection
-// dies under a running container (as when the server is killed), a new
-// Manager recovers the node, and the same container sees a working
-// /workspace again with the data it had fsynced.
+// TestRestartRecovery stops an orchestrator with Shutdown under a running
+// container; a new VFS and Manager recover the node, and the same container
+// sees a working /workspace again with the data it had fsynced.
 func TestRestartRecovery(t *testing.T) {
 	testenv.RequireFUSE(t)
 	testenv.RequireImage(t, gitImage)
@@ -111,15 +110,11 @@ func TestRestartRecovery(t *testing.T) {
 	c := startContainer(t, mgr, "node-1")
 	dockerExec(t, c, `echo before-crash > kept.txt && sync kept.txt`)
 
-	// Crash: the connection is aborted exactly as when the serving process
-	// dies; the old Manager is abandoned, never closed.
-	mgr.mu.Lock()
-	old := mgr.mounts["node-1"]
-	mgr.mu.Unlock()
-	if err := old.Abort(); err != nil {
+	// Stop serving as a stopping (or killed) orchestrator does: the
+	// connection ends, the mount point stays, dead.
+	if err := mgr.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	<-old.done
 	out, err := exec.Command("docker", "exec", c, "ls", "/workspace").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "not connected") {
 		t.Fatalf("after the crash ls /workspace = %q, %v; want ENOTCONN", out, err)

@@ -214,7 +214,31 @@ func (m *Manager) Mounted() []string {
 	return ids
 }
 
-// Close unmounts every workspace. Safe to call more than once.
+// Shutdown stops serving every workspace without unmounting: each mount
+// point is left dead (ENOTCONN), exactly as if the process had been killed,
+// so that Recover in the next process can stack a new mount on it and the
+// running containers see the new one. Call it when the orchestrator stops
+// but its containers keep running; use Unmount for a node whose container
+// is gone. Safe to call more than once; the Manager is closed afterwards.
+func (m *Manager) Shutdown() error {
+	m.mu.Lock()
+	m.closed = true
+	mounts := m.mounts
+	m.mounts = map[string]*MountPoint{}
+	m.mu.Unlock()
+	var errs []error
+	for id, mt := range mounts {
+		if err := mt.Abort(); err != nil {
+			errs = append(errs, fmt.Errorf("workspace: node %s: %w", id, err))
+			continue
+		}
+		<-mt.done
+	}
+	return errors.Join(errs...)
+}
+
+// Close unmounts every workspace (containers bound to them lose their
+// /workspace). Safe to call more than once.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true

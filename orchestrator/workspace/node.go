@@ -293,10 +293,16 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		n.mu.Unlock()
 	}
 	n.m.fs.Open(n.ino)
+	var out uint32
 	if keep {
-		return &handle{}, fuse.FOPEN_KEEP_CACHE, 0
+		out |= fuse.FOPEN_KEEP_CACHE
 	}
-	return &handle{}, 0, 0
+	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		// Nothing to flush on close of a read-only handle: spare the
+		// kernel the FLUSH round trip (writers flush their own data).
+		out |= fuse.FOPEN_NOFLUSH
+	}
+	return &handle{}, out, 0
 }
 
 func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

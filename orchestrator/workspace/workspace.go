@@ -15,6 +15,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // FS is the inode-level session filesystem a mount serves (*vfs.FS satisfies
@@ -186,7 +187,24 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	m.dev = st.Dev
+	pollHack(dir)
 	return m, nil
+}
+
+// pollHack makes the kernel send one POLL now, which go-fuse answers with
+// ENOSYS so that the kernel never polls this connection again. Otherwise the
+// first epoll_ctl on a file of the mount by this process (os.Open registers
+// files with the Go netpoller) waits for a POLL answer while holding the
+// runtime's epoll lock, and the server, which needs the netpoller, never
+// answers: a deadlock. go-fuse does this itself only for mounts it makes
+// (it is the .go-fuse-epoll-hack file go-fuse serves in the root).
+func pollHack(dir string) {
+	fd, err := syscall.Open(dir+"/.go-fuse-epoll-hack", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer syscall.Close(fd)
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLPRI | unix.POLLOUT}}, 0)
 }
 
 // mountFUSE opens /dev/fuse and mounts it at dir (as fusermount would, with
