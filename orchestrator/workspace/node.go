@@ -27,10 +27,9 @@ type node struct {
 	woff int64
 	werr error // a failed deferred write, reported by the next write/flush/fsync
 
-	seen      bool // seenMtime/seenSize hold what the kernel may have cached
-	seenMtime time.Time
-	seenSize  int64
-	seenAt    time.Time // when the VFS last told us the attributes
+	seen   bool      // attr holds what the kernel may have cached
+	attr   Attr      // the attributes the VFS last returned
+	seenAt time.Time // when; zero once a change through this mount made attr stale
 }
 
 var (
@@ -81,7 +80,32 @@ func fillAttr(a *Attr, out *fuse.Attr) {
 
 // remember records the attributes the kernel now holds for n.
 func (n *node) remember(a *Attr) {
-	n.seen, n.seenMtime, n.seenSize, n.seenAt = true, a.Mtime, a.Size, time.Now()
+	n.seen, n.attr, n.seenAt = true, *a, time.Now()
+}
+
+// fresh reports whether attr may answer GETATTR without asking the VFS: it
+// is younger than the attribute timeout, the same staleness the kernel's
+// own attribute cache allows. Caller holds n.mu.
+func (n *node) fresh() bool {
+	return n.seen && !n.seenAt.IsZero() && time.Since(n.seenAt) < n.m.opts.AttrTimeout
+}
+
+// stale marks n's cached attributes out of date after a change through this
+// mount (data written, a link added or removed, an entry changed in a
+// directory).
+func (n *node) stale() {
+	n.mu.Lock()
+	n.seenAt = time.Time{}
+	n.mu.Unlock()
+}
+
+// staleChild marks the cached attributes of n's child name out of date.
+func (n *node) staleChild(name string) {
+	if c := n.GetChild(name); c != nil {
+		if cn, ok := c.Operations().(*node); ok {
+			cn.stale()
+		}
+	}
 }
 
 // child returns the go-fuse inode for a, creating its node if needed, and
@@ -126,6 +150,10 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	ctx = uninterruptible(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if len(n.wbuf) == 0 && n.werr == nil && n.fresh() {
+		fillAttr(&n.attr, &out.Attr)
+		return 0
+	}
 	if err := n.flushLocked(ctx); err != nil {
 		return errno(err)
 	}
@@ -176,6 +204,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	ctx = uninterruptible(ctx)
+	defer n.stale()
 	a, err := n.m.fs.Create(ctx, n.ino, name, syscall.S_IFREG|mode&07777, flags&syscall.O_EXCL != 0)
 	if err != nil {
 		return nil, nil, 0, errno(err)
@@ -195,6 +224,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx = uninterruptible(ctx)
+	defer n.stale()
 	a, err := n.m.fs.Mkdir(ctx, n.ino, name, syscall.S_IFDIR|mode&07777)
 	if err == nil {
 		err = n.own(ctx, &a)
@@ -207,6 +237,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx = uninterruptible(ctx)
+	defer n.stale()
 	a, err := n.m.fs.Symlink(ctx, n.ino, name, target)
 	if err == nil {
 		err = n.own(ctx, &a)
@@ -228,6 +259,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx = uninterruptible(ctx)
+	defer n.stale()
 	t, ok := target.(*node)
 	if !ok {
 		return nil, syscall.EXDEV
@@ -241,11 +273,15 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	ctx = uninterruptible(ctx)
-	return errno(n.m.fs.Unlink(ctx, n.ino, name))
+	defer n.stale()
+	err := n.m.fs.Unlink(ctx, n.ino, name)
+	n.staleChild(name) // its nlink dropped (go-fuse drops the child after we return)
+	return errno(err)
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	ctx = uninterruptible(ctx)
+	defer n.stale()
 	return errno(n.m.fs.Rmdir(ctx, n.ino, name))
 }
 
@@ -255,7 +291,12 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok {
 		return syscall.EXDEV
 	}
-	return errno(n.m.fs.Rename(ctx, n.ino, name, np.ino, newName, flags))
+	defer n.stale()
+	defer np.stale()
+	err := n.m.fs.Rename(ctx, n.ino, name, np.ino, newName, flags)
+	n.staleChild(name)
+	np.staleChild(newName) // a replaced file's nlink dropped
+	return errno(err)
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
@@ -277,7 +318,7 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	ctx = uninterruptible(ctx)
 	n.mu.Lock()
-	fresh := n.seen && time.Since(n.seenAt) < n.m.opts.AttrTimeout
+	fresh := n.fresh()
 	n.mu.Unlock()
 	keep := fresh
 	if !fresh {
@@ -288,7 +329,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			return nil, 0, errno(err)
 		}
 		n.mu.Lock()
-		keep = n.seen && n.seenSize == a.Size && n.seenMtime.Equal(a.Mtime)
+		keep = n.seen && n.attr.Size == a.Size && n.attr.Mtime.Equal(a.Mtime)
 		n.remember(&a)
 		n.mu.Unlock()
 	}
@@ -335,6 +376,7 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 	}
 	if len(data) >= limit {
 		c, err := n.m.fs.WriteAt(ctx, n.ino, data, off)
+		n.seenAt = time.Time{}
 		if err != nil {
 			return 0, errno(err)
 		}
@@ -362,6 +404,7 @@ func (n *node) flushLocked(ctx context.Context) error {
 	}
 	_, err := n.m.fs.WriteAt(ctx, n.ino, n.wbuf, n.woff)
 	n.wbuf = n.wbuf[:0]
+	n.seenAt = time.Time{}
 	if err != nil {
 		n.werr = err
 	}
