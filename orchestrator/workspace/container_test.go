@@ -93,6 +93,25 @@ func TestContainerGit(t *testing.T) {
 	// The host (Files tab, REST) sees the same bytes.
 	wantContent(t, filepath.Join(mgr.Path("node-1"), "README"), "hello\n")
 	e.check(t)
+
+	// Unmounting under a running container ends the server anyway (the
+	// container's bind keeps the connection alive, so it is aborted).
+	done := make(chan error, 1)
+	go func() { done <- mgr.Unmount("node-1") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Unmount under a running container did not return")
+	}
+	if out, err := exec.Command("docker", "exec", c, "ls", "/workspace").CombinedOutput(); err == nil {
+		t.Fatalf("after Unmount the container still lists /workspace: %q", out)
+	}
+	if _, err := os.Stat(mgr.Path("node-1")); !os.IsNotExist(err) {
+		t.Fatalf("mount point left behind: %v", err)
+	}
 }
 
 // TestRestartRecovery stops an orchestrator with Shutdown under a running

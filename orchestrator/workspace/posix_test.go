@@ -407,3 +407,39 @@ func TestHelperMmap(t *testing.T) {
 	defer syscall.Munmap(b)
 	fmt.Printf("mmap ok %x\n", sha256.Sum256(b))
 }
+
+// TestTwoMounts checks what nodes of one session see of each other's
+// changes: created, changed and removed files show within the cache timeouts
+// (close-to-open consistency), never torn.
+func TestTwoMounts(t *testing.T) {
+	e := newEnv(t, vfs.Config{})
+	opts := Options{EntryTimeout: 200 * time.Millisecond, AttrTimeout: 200 * time.Millisecond, NegativeTimeout: 200 * time.Millisecond}
+	a, b := e.mount(t, opts).Dir(), e.mount(t, opts).Dir()
+	_, err := os.Stat(filepath.Join(b, "f")) // cache a negative entry in b
+	wantErrno(t, err, syscall.ENOENT)
+	mustWrite(t, filepath.Join(a, "f"), "one")
+	wantContent(t, filepath.Join(a, "f"), "one")
+	eventually := func(what string, cond func() error) { checkFor(t, 3*time.Second, what, cond) }
+	eventually("b sees the new file", func() error {
+		b, err := os.ReadFile(filepath.Join(b, "f"))
+		if err != nil || string(b) != "one" {
+			return fmt.Errorf("%q, %v", b, err)
+		}
+		return nil
+	})
+	mustWrite(t, filepath.Join(a, "f"), "two, longer")
+	eventually("b sees the new content", func() error {
+		b, err := os.ReadFile(filepath.Join(b, "f"))
+		if err != nil || string(b) != "two, longer" {
+			return fmt.Errorf("%q, %v", b, err)
+		}
+		return nil
+	})
+	os.Remove(filepath.Join(a, "f"))
+	eventually("b sees the removal", func() error {
+		if _, err := os.Stat(filepath.Join(b, "f")); !errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("stat: %v", err)
+		}
+		return nil
+	})
+}
