@@ -281,12 +281,6 @@ func (m *MountPoint) Abort() error {
 // minor extracts the minor device number from a Linux dev_t.
 func minor(dev uint64) uint64 { return (dev & 0xff) | ((dev >> 12) & 0xfff00) }
 
-// isDead reports whether dir is a dead FUSE mount (ENOTCONN).
-func isDead(dir string) bool {
-	var st syscall.Stat_t
-	return errors.Is(syscall.Stat(dir, &st), syscall.ENOTCONN)
-}
-
 // ClearMounts lazily unmounts every mount stacked at dir (live or dead).
 func ClearMounts(dir string) error {
 	for i := 0; i < 64; i++ {
