@@ -214,11 +214,18 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		return fmt.Errorf("purge orphaned files: %w", err)
 	}
 
-	run, err := newRunner(ctx, cfg, data, st, fsys, log)
+	run, ws, err := newRunner(ctx, cfg, data, st, fsys, log)
 	if err != nil {
 		return err
 	}
-	defer run.Close()
+	defer func() {
+		run.Close()
+		if ws != nil {
+			// Leave the mounts dead, not unmounted: the agents' containers
+			// keep running, and the next start stacks new mounts on them.
+			ws.Shutdown()
+		}
+	}()
 	if err := run.Reconcile(ctx); err != nil {
 		log.Warn("reconcile nodes with containers", "err", err)
 	}
@@ -252,20 +259,20 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 // newRunner builds the container runtime and the lifecycle runner, with each
 // node's /workspace served over FUSE from the session filesystem (or a plain
 // directory with --workspace dir).
-func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Store, fsys *vfs.VFS, log *slog.Logger) (*runner.Runner, error) {
+func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Store, fsys *vfs.VFS, log *slog.Logger) (*runner.Runner, *workspace.Manager, error) {
 	rcfg := runner.Config{Store: st, DataDir: data, MaxLine: int(cfg.MaxLine), Network: cfg.Network, Logger: log}
 	switch cfg.Runtime {
 	case "process":
 		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(data, "proc"), Logger: log})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rcfg.Runtime = rt
 		rcfg.Cmd = func(store.Node) []string { return cfg.AgentCmd }
 	default:
 		rt, err := containers.NewDocker(ctx, containers.DockerConfig{Network: cfg.Network})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rcfg.Runtime = rt
 	}
@@ -282,12 +289,28 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 			},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("workspace over FUSE (use --workspace dir to run without it): %w", err)
+			return nil, nil, fmt.Errorf("workspace over FUSE (use --workspace dir to run without it): %w", err)
+		}
+		// Containers outlive the orchestrator: serve the workspaces of the
+		// nodes that may still run again before the relays re-attach.
+		active, err := st.ActiveNodes(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		ids := make([]string, len(active))
+		for i, n := range active {
+			ids[i] = n.ID
+		}
+		if err := ws.Recover(ctx, ids); err != nil {
+			log.Warn("recover workspaces", "err", err)
 		}
 		rcfg.Workspaces = ws
 		rcfg.WorkspacePropagation = workspace.Propagation
+		run, err := runner.New(rcfg)
+		return run, ws, err
 	}
-	return runner.New(rcfg)
+	run, err := runner.New(rcfg)
+	return run, nil, err
 }
 
 // sweepExpired deletes expired login links and browser sessions at start and
