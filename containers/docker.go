@@ -123,7 +123,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 	if _, err := d.cli.ImageInspect(ctx, spec.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return "", &orchestrator.Error{Code: orchestrator.EUnavailable, Field: "image",
-				Message: fmt.Sprintf("image %q not found locally; build it with make images", spec.Image)}
+				Message: fmt.Sprintf("image %q is not on this machine: build it with docker build (make images builds the test and tutorial agents), or spawn a custom agent with an image you have", spec.Image)}
 		}
 		return "", d.wrap("inspect image for", spec.Image, err)
 	}

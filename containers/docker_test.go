@@ -80,7 +80,7 @@ func TestDockerErrors(t *testing.T) {
 		wantMsg  string
 	}{
 		{name: "image missing", spec: Spec{SessionID: "s", NodeID: "n", Image: "filepath/no-such-image:latest"},
-			wantCode: orchestrator.EUnavailable, wantMsg: `image "filepath/no-such-image:latest" not found locally; build it with make images`},
+			wantCode: orchestrator.EUnavailable, wantMsg: `image "filepath/no-such-image:latest" is not on this machine: build it with docker build (make images builds the test and tutorial agents), or spawn a custom agent with an image you have`},
 		{name: "image required", spec: Spec{SessionID: "s", NodeID: "n"}, wantCode: orchestrator.EInvalid, wantMsg: "image is required"},
 		{name: "node required", spec: Spec{SessionID: "s", Image: testImage}, wantCode: orchestrator.EInvalid, wantMsg: "node id is required"},
 	}
