@@ -74,7 +74,7 @@ export async function requirements(opts) {
  * startServer runs `filepath serve --addr 127.0.0.1:0 --data DIR` and resolves once it printed its
  * login line and answers /healthz on that address. stop() ends it by PID (SIGTERM, then SIGKILL).
  */
-export async function startServer(dataDir, { timeout = 30_000, env = {} } = {}) {
+export async function startServer(dataDir, { timeout = 30_000, env = {}, login = true } = {}) {
 	const proc = spawn(BIN, ['serve', '--addr', '127.0.0.1:0', '--data', dataDir], {
 		stdio: ['ignore', 'pipe', 'pipe'],
 		env: { ...process.env, ...env }
@@ -118,6 +118,23 @@ export async function startServer(dataDir, { timeout = 30_000, env = {} } = {}) 
 		}
 	};
 	try {
+		if (!login) {
+			// a data dir that already has users: no login line; the address is in the log
+			const m = await poll(
+				() => {
+					if (exited) {
+						const e = new Error(`filepath serve exited (${JSON.stringify(exited)}); stderr:\n${stderr.slice(-3000)}`);
+						e.fatal = true;
+						throw e;
+					}
+					return stderr.match(/msg=listening addr=(127\.0\.0\.1:\d+)/);
+				},
+				{ timeout, what: 'the listening line on stderr' }
+			);
+			server.base = 'http://' + m[1];
+			await poll(async () => ((await fetch(server.base + '/healthz').catch(() => null))?.ok ? true : null), { timeout, what: `${server.base}/healthz` });
+			return server;
+		}
 		const line = await poll(
 			() => {
 				if (exited) {

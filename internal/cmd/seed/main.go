@@ -3,13 +3,14 @@
 // package, so the server must not be running on the same session while it
 // appends, and nodes created here are never started (no containers).
 //
-//	go run ./internal/cmd/seed --data DIR [--nodes 500] [--records 10000] [--root-records 2000]
+//	go run ./internal/cmd/seed --data DIR [--nodes 500] [--records 10000] [--root-records 2000] [--name NAME]
 //	    creates a user (admin, unless it exists), a session with a tree of
 //	    --nodes nodes (a root, ~20 children, the rest grandchildren) and
 //	    --records event/input records spread over them (the root gets
 //	    --root-records; its last record is the text "seed: last record").
 //	    Prints one JSON line: {"session","root","nodes","records","login"}
 //	    where login is a path (/login?token=...) to append to the server's URL.
+//	    --nodes 0 creates an empty session (no nodes, no records).
 //
 //	go run ./internal/cmd/seed --data DIR --session ID [--node ID] --stream 100 --for 10s
 //	    appends text/tool/command/commit records at RATE per second for the
@@ -83,6 +84,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "seed: --data is required")
 		return 2
 	}
+	if err := os.MkdirAll(o.data, 0o700); err != nil {
+		fmt.Fprintf(stderr, "seed: create data directory: %v\n", err)
+		return 1
+	}
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(o.data, "filepath.db")})
 	if err != nil {
 		fmt.Fprintf(stderr, "seed: open store: %v\n", err)
@@ -113,8 +118,8 @@ type seeded struct {
 }
 
 func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
-	if o.nodes < 1 || o.children < 0 || o.records < o.rootRecords || o.rootRecords < 1 {
-		return seeded{}, errors.New("want --nodes >= 1, --children >= 0 and 1 <= --root-records <= --records")
+	if o.nodes < 0 || o.children < 0 || (o.nodes > 0 && (o.records < o.rootRecords || o.rootRecords < 1)) {
+		return seeded{}, errors.New("want --nodes >= 0, --children >= 0 and 1 <= --root-records <= --records")
 	}
 	u, err := st.UserByName(ctx, o.user)
 	if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
@@ -126,6 +131,13 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	sess, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: o.name})
 	if err != nil {
 		return seeded{}, fmt.Errorf("create session: %w", err)
+	}
+	tok, err := st.CreateLoginToken(ctx, u.ID, 24*time.Hour)
+	if err != nil {
+		return seeded{}, fmt.Errorf("login token: %w", err)
+	}
+	if o.nodes == 0 { // an empty session: the benchmark's baseline
+		return seeded{Session: sess.ID, Login: "/login?token=" + tok}, nil
 	}
 	root, err := st.CreateNode(ctx, u.ID, sess.ID, store.NewNode{Name: "lead", AgentType: orchestrator.AgentCustom, Model: "claude-sonnet-4", Image: o.image})
 	if err != nil {
@@ -211,10 +223,6 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	}
 	if err := flush(); err != nil {
 		return seeded{}, err
-	}
-	tok, err := st.CreateLoginToken(ctx, u.ID, 24*time.Hour)
-	if err != nil {
-		return seeded{}, fmt.Errorf("login token: %w", err)
 	}
 	return seeded{Session: sess.ID, Root: root.ID, Nodes: len(nodes), Records: total, Login: "/login?token=" + tok}, nil
 }
