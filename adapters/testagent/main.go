@@ -22,6 +22,9 @@
 //	done [TEXT]      a done event, then exit 0
 //	sleep MS         wait MS milliseconds
 //	stderr TEXT      write TEXT to stderr
+//	rate N PERSEC    N text events "t <unix ns> <i>" (i = 1..N) at PERSEC per
+//	                 second (0: as fast as possible), each stamped with the
+//	                 time just before it is written (for latency benchmarks)
 //	tree D W         if D > 0: spawn W children each told "tree D-1 W; done";
 //	                 "tree 2 2" makes 2 children and 4 grandchildren
 //
@@ -177,6 +180,8 @@ func (a *agent) step(s Step) (code int, exit bool) {
 		for i := 1; i <= s.N; i++ {
 			a.emit(map[string]any{"type": "text", "content": "flood " + strconv.Itoa(i)})
 		}
+	case "rate":
+		a.rate(s.N, s.W)
 	case "bad":
 		a.raw([]byte(`{"type":"text","content":` + "\n"))
 	case "huge":
@@ -260,6 +265,27 @@ func (a *agent) spawn(name, agent, task string) {
 	a.children = append(a.children, name)
 	a.mu.Unlock()
 	a.emit(map[string]any{"type": "spawn", "name": name, "agent": agent, "model": os.Getenv("FILEPATH_MODEL"), "task": task})
+}
+
+// rate writes n timestamped text events at perSec per second (0: no pause).
+// Event i is due at start + i/perSec; a late one is written at once.
+func (a *agent) rate(n, perSec int) {
+	start := time.Now()
+	buf := make([]byte, 0, 64)
+	for i := 1; i <= n; i++ {
+		if perSec > 0 {
+			due := start.Add(time.Duration(i-1) * time.Second / time.Duration(perSec))
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		buf = append(buf[:0], `{"type":"text","content":"t `...)
+		buf = strconv.AppendInt(buf, time.Now().UnixNano(), 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		buf = append(buf, "\"}\n"...)
+		a.raw(buf)
+	}
 }
 
 // hugeLine returns a text event line of exactly n bytes plus a newline (or

@@ -10,8 +10,8 @@ import (
 type Step struct {
 	Op   string   // a command name from the table in main.go's doc, or "echo" for plain text
 	Args []string // the command's arguments; for echo, stderr, done and handoff: one string (the rest of the line)
-	N    int      // the numeric argument of flood, huge, crash, sleep, spawn, tree (depth)
-	W    int      // the width of tree
+	N    int      // the numeric argument of flood, huge, crash, sleep, spawn, rate (count), tree (depth)
+	W    int      // the width of tree; the events per second of rate
 }
 
 // commands lists each command with how its arguments parse.
@@ -30,6 +30,7 @@ var commands = map[string]struct {
 	"sleep":       {numbers: 1, maxArgs: 1},
 	"spawn":       {numbers: 1, maxArgs: 2},
 	"tree":        {numbers: 2, maxArgs: 2},
+	"rate":        {numbers: 2, maxArgs: 2},
 	"status":      {maxArgs: 2},
 	"bad":         {maxArgs: 0},
 	"utf8":        {maxArgs: 0},

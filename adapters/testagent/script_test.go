@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -35,6 +37,8 @@ func TestParse(t *testing.T) {
 		{name: "status needs a state", script: "status", wantErr: "status: want a state"},
 		{name: "status pct must be a number", script: "status idle x", wantErr: "context_pct must be a number"},
 		{name: "tree needs width", script: "tree 2", wantErr: "want 2 number argument(s)"},
+		{name: "rate", script: "rate 10 1000", want: []Step{{Op: "rate", Args: []string{"10", "1000"}, N: 10, W: 1000}}},
+		{name: "rate needs a rate", script: "rate 10", wantErr: "rate: want 2 number argument(s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,6 +140,54 @@ func TestRun(t *testing.T) {
 			}
 			if !reflect.DeepEqual(filtered, tt.want) {
 				t.Fatalf("events\n got %q\nwant %q", filtered, tt.want)
+			}
+		})
+	}
+}
+
+// TestRate checks that rate stamps each event with its emit time, in order,
+// and paces them: 20 events at 1,000/s take at least 19 ms.
+func TestRate(t *testing.T) {
+	tests := []struct {
+		name    string
+		n, rate int
+		minTook time.Duration
+	}{
+		{name: "unpaced", n: 100, rate: 0},
+		{name: "paced", n: 20, rate: 1000, minTook: 19 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			a := &agent{out: bufioWriter(&out), errw: &errb, exit: func(int) { t.Fatal("unexpected exit") }}
+			before := time.Now().UnixNano()
+			a.rate(tt.n, tt.rate)
+			after := time.Now().UnixNano()
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) != tt.n {
+				t.Fatalf("%d lines, want %d", len(lines), tt.n)
+			}
+			prev, first := before, int64(0)
+			for i, l := range lines {
+				var ev struct{ Type, Content string }
+				if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Type != "text" {
+					t.Fatalf("line %d %q: not a text event (%v)", i+1, l, err)
+				}
+				var ns int64
+				var idx int
+				if _, err := fmt.Sscanf(ev.Content, "t %d %d", &ns, &idx); err != nil || idx != i+1 {
+					t.Fatalf("line %d content %q: want \"t <ns> %d\" (%v)", i+1, ev.Content, i+1, err)
+				}
+				if ns < prev || ns > after {
+					t.Fatalf("line %d stamp %d outside [%d, %d]", i+1, ns, prev, after)
+				}
+				if i == 0 {
+					first = ns
+				}
+				prev = ns
+			}
+			if took := time.Duration(prev - first); took < tt.minTook {
+				t.Fatalf("%d events at %d/s took %v, want at least %v", tt.n, tt.rate, took, tt.minTook)
 			}
 		})
 	}
