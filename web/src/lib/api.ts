@@ -130,6 +130,9 @@ export const api = {
 		),
 	sendMessage: (id: string, node: string, content: string) =>
 		request<LogRecord>(`${n(id, node)}/messages`, { method: 'POST', body: { content } }),
+	signal: (id: string, node: string, action: 'stop' | 'pause' | 'resume') =>
+		request<LogRecord>(`${n(id, node)}/signal`, { method: 'POST', body: { action } }),
+	deleteNode: (id: string, node: string) => request<void>(n(id, node), { method: 'DELETE' }),
 	logs: (id: string, node: string, tail = 500) =>
 		request<string>(`${n(id, node)}/logs?tail=${tail}`, { text: true })
 };

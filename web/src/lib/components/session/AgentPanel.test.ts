@@ -66,4 +66,32 @@ describe('AgentPanel', () => {
 		{ in: 2_500_000, want: '2.5M' }
 	];
 	for (const t of tokens) it(`formatTokens(${t.in})`, () => expect(formatTokens(t.in)).toBe(t.want));
+
+	it('stops a running agent and shows a refused stop', async () => {
+		const onstop = vi.fn().mockRejectedValueOnce(new Error('node a is not running')).mockResolvedValue(undefined);
+		render(AgentPanel, { node: a, records: [], onsend: vi.fn(), onstop });
+		await fireEvent.click(screen.getByRole('button', { name: /Stop/ }));
+		expect(onstop).toHaveBeenCalledWith('a');
+		expect((await screen.findByRole('alert')).textContent).toContain('Could not stop the agent: node a is not running');
+		await fireEvent.click(screen.getByRole('button', { name: /Stop/ }));
+		expect(onstop).toHaveBeenCalledTimes(2);
+		expect(screen.queryByRole('alert')).toBeNull();
+	});
+
+	it('offers no stop for an agent that is not running', () => {
+		render(AgentPanel, { node: b, records: [], onsend: vi.fn(), onstop: vi.fn() });
+		expect(screen.queryByRole('button', { name: /Stop/ })).toBeNull();
+	});
+
+	it('deletes only after confirmation', async () => {
+		const ondelete = vi.fn().mockResolvedValue(undefined);
+		const confirm = vi.fn().mockReturnValueOnce(false).mockReturnValueOnce(true);
+		render(AgentPanel, { node: b, records: [], onsend: vi.fn(), ondelete, confirm });
+		await fireEvent.click(screen.getByRole('button', { name: /Delete/ }));
+		expect(confirm).toHaveBeenCalledTimes(1);
+		expect(confirm.mock.calls[0][0]).toContain('Delete beta and every agent under it?');
+		expect(ondelete).not.toHaveBeenCalled();
+		await fireEvent.click(screen.getByRole('button', { name: /Delete/ }));
+		expect(ondelete).toHaveBeenCalledWith('b');
+	});
 });
