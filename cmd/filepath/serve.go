@@ -23,6 +23,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
+	"github.com/filepath-dev/filepath/relay"
 )
 
 // serveConfig is the validated configuration of `filepath serve`.
@@ -41,6 +42,7 @@ type serveConfig struct {
 	Workspace      string // fuse | dir
 	AgentCmd       []string
 	Network        string
+	Mailbox        int // inputs queued per agent
 }
 
 // env returns the FILEPATH_* variable name or def when it is unset.
@@ -63,7 +65,8 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	runtime := fs.String("runtime", env("FILEPATH_RUNTIME", "docker"), "agent runtime: docker or process (env FILEPATH_RUNTIME)")
 	origins := fs.String("allowed-origins", env("FILEPATH_ALLOWED_ORIGINS", ""), "comma-separated extra WebSocket origin patterns, e.g. app.example.com (env FILEPATH_ALLOWED_ORIGINS)")
 	maxBody := fs.String("max-body", env("FILEPATH_MAX_BODY", "1MiB"), "largest JSON request body (env FILEPATH_MAX_BODY)")
-	buffer := fs.Int("stream-buffer", hub.DefaultBuffer, "records buffered per stream client before it is dropped as too slow")
+	buffer := fs.Int("stream-buffer", envInt("FILEPATH_STREAM_BUFFER", hub.DefaultBuffer), "records buffered per stream client before it is dropped as too slow (env FILEPATH_STREAM_BUFFER)")
+	mailbox := fs.Int("mailbox", envInt("FILEPATH_MAILBOX", relay.DefaultMailboxLen), "inputs queued per agent before sending more is refused (env FILEPATH_MAILBOX)")
 	maxLine := fs.String("max-line", env("FILEPATH_MAX_LINE", "1MiB"), "longest agent output line; longer lines are cut and recorded as errors (env FILEPATH_MAX_LINE)")
 	fileMax := fs.String("file-max", env("FILEPATH_FILE_MAX", "50MiB"), "largest file in a session's filesystem (env FILEPATH_FILE_MAX)")
 	quota := fs.String("session-quota", env("FILEPATH_SESSION_QUOTA", "1GiB"), "bytes of files per session (env FILEPATH_SESSION_QUOTA)")
@@ -77,7 +80,7 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		return serveConfig{}, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
 	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime, StreamBuffer: *buffer,
-		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network}
+		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network, Mailbox: *mailbox}
 	if err := cfg.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return cfg, fmt.Errorf("serve: --log-level %q: want debug, info, warn or error", *level)
 	}
@@ -96,6 +99,9 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	}
 	if cfg.Data == "" {
 		return cfg, errors.New("serve: --data is empty")
+	}
+	if cfg.Mailbox < 1 {
+		return cfg, fmt.Errorf("serve: --mailbox %d: want at least 1", cfg.Mailbox)
 	}
 	if cfg.StreamBuffer < 1 {
 		return cfg, fmt.Errorf("serve: --stream-buffer %d: want at least 1", cfg.StreamBuffer)
@@ -130,6 +136,17 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// envInt returns the FILEPATH_* variable as an int, or def when it is unset
+// or not a number (the flag's own check then reports a bad value).
+func envInt(name string, def int) int {
+	if v, ok := os.LookupEnv(name); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			return n
+		}
+	}
+	return def
 }
 
 // parseSize parses a byte size: 123, 64KiB, 1MiB, 2GiB (also KB/MB/GB as
@@ -260,7 +277,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 // node's /workspace served over FUSE from the session filesystem (or a plain
 // directory with --workspace dir).
 func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Store, fsys *vfs.VFS, log *slog.Logger) (*runner.Runner, *workspace.Manager, error) {
-	rcfg := runner.Config{Store: st, DataDir: data, MaxLine: int(cfg.MaxLine), Network: cfg.Network, Logger: log}
+	rcfg := runner.Config{Store: st, DataDir: data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log}
 	switch cfg.Runtime {
 	case "process":
 		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(data, "proc"), Logger: log})
