@@ -603,8 +603,11 @@ func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEven
 	if ev.Summary != nil {
 		summary = *ev.Summary
 	}
-	msg := protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromSystem,
-		Content: fmt.Sprintf("%s finished: %s", node.Name, summary)}
+	content := node.Name + " finished."
+	if summary != "" {
+		content = fmt.Sprintf("%s finished: %s", node.Name, summary)
+	}
+	msg := protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromSystem, Content: content}
 	// Asynchronous: the parent's stdin may be slow; this relay must not wait.
 	r.goTracked(func() {
 		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.NotifyTimeout)

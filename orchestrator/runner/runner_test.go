@@ -324,7 +324,7 @@ func TestSpawnTree(t *testing.T) {
 	e.waitFor("finish messages at the root", func() bool {
 		n := 0
 		for _, r := range e.records(root.ID) {
-			if r.Kind == store.KindInput && strings.Contains(string(r.Data), `"from":"system"`) && strings.Contains(string(r.Data), " finished: ") {
+			if r.Kind == store.KindInput && strings.Contains(string(r.Data), `"from":"system"`) && strings.Contains(string(r.Data), " finished") {
 				n++
 			}
 		}
