@@ -89,4 +89,15 @@ describe('session page', () => {
 		await fireEvent.keyDown(area, { key: 'Enter' });
 		await vi.waitFor(() => expect(fake.sendMessage).toHaveBeenCalledWith('s1', 'root', 'hello'));
 	});
+
+	it('shows the agent named in ?node= after a reload, and keeps the shown agent in the address', async () => {
+		const nav = await import('$app/navigation');
+		url.search = '?node=kid';
+		render(Page);
+		expect(await screen.findByRole('heading', { name: 'kid' })).toBeTruthy();
+		await fireEvent.click(screen.getByRole('button', { name: 'Running root' }));
+		expect(await screen.findByRole('heading', { name: 'root' })).toBeTruthy();
+		const calls = (nav.replaceState as unknown as { mock: { calls: [URL][] } }).mock.calls;
+		expect(calls.some(([u]) => new URL(u).searchParams.get('node') === 'root')).toBe(true);
+	});
 });
