@@ -95,7 +95,7 @@ describe('session page', () => {
 		url.search = '?node=kid';
 		render(Page);
 		expect(await screen.findByRole('heading', { name: 'kid' })).toBeTruthy();
-		await fireEvent.click(screen.getByRole('button', { name: 'Running root' }));
+		await fireEvent.click(screen.getByRole('button', { name: 'Running root 0/1' }));
 		expect(await screen.findByRole('heading', { name: 'root' })).toBeTruthy();
 		const calls = (nav.replaceState as unknown as { mock: { calls: [URL][] } }).mock.calls;
 		expect(calls.some(([u]) => new URL(u).searchParams.get('node') === 'root')).toBe(true);
