@@ -371,6 +371,7 @@ func fsRouteDocs() []api.RouteDoc {
 		{Method: "POST", Path: base + "/_/move", Summary: "move or rename {src_path, dst_path}", Status: 200},
 		{Method: "POST", Path: base + "/_/copy", Summary: "copy a file or directory {src_path, dst_path}", Status: 201},
 		{Method: "POST", Path: base + "/_/grep", Summary: "search text files {pattern, path_pattern?}", Status: 200},
+		{Method: "GET", Path: base + "/_/audit", Summary: "the session's security audit records (refused paths, symlink escapes), newest first; ?limit=N", Status: 200},
 	}
 	for _, p := range []string{"", "/", "/{path}"} {
 		docs = append(docs,

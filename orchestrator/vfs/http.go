@@ -35,6 +35,7 @@ func (h *Handler) Register(g *echo.Group) {
 	g.POST("/_/move", h.move)
 	g.POST("/_/copy", h.copy)
 	g.POST("/_/grep", h.grep)
+	g.GET("/_/audit", h.audit)
 	for _, p := range []string{"", "/", "/*"} {
 		g.GET(p, h.get)
 		g.HEAD(p, h.get)
