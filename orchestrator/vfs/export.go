@@ -251,11 +251,12 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE fs_meta SET next_ino=?, used_bytes=? WHERE session_id=?`, maxIno+1, used, sessionID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE fs_meta SET next_ino=MAX(next_ino, ?), used_bytes=? WHERE session_id=?`, maxIno+1, used, sessionID); err != nil {
 			return err
 		}
 		return nil
 	})
+	v.dropReserved(sessionID)
 	if err != nil {
 		return fmt.Errorf("import %s: %w", src, err)
 	}

@@ -302,6 +302,11 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 
 // mknod creates an inode of mode (with target for a symlink) under parent.
 func (fs *FS) mknod(ctx context.Context, tx *txn, parent int64, name string, mode uint32, target string) (Attr, error) {
+	return fs.mknodIno(ctx, tx, parent, name, 0, mode, target)
+}
+
+// mknodIno is mknod with a reserved inode number (0: allocate one).
+func (fs *FS) mknodIno(ctx context.Context, tx *txn, parent int64, name string, ino int64, mode uint32, target string) (Attr, error) {
 	var pmode uint32
 	if err := tx.QueryRowContext(ctx, `SELECT mode FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, parent).Scan(&pmode); err != nil {
 		if err == sql.ErrNoRows {
@@ -317,7 +322,7 @@ func (fs *FS) mknod(ctx context.Context, tx *txn, parent int64, name string, mod
 	if mode&ModeType == ModeSymlink {
 		size = int64(len(target))
 	}
-	ino, err := fs.newInode(ctx, tx, mode, fs.uid, fs.gid, size, now)
+	ino, err := fs.newInode(ctx, tx, ino, mode, fs.uid, fs.gid, size, now)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -706,23 +711,9 @@ func (fs *FS) WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int,
 		if ro != 0 {
 			return errorf(syscall.EACCES, "", "file is readonly")
 		}
-		end := off + int64(len(p))
-		if end > size {
-			if err := fs.checkFileSize(end, ""); err != nil {
-				return err
-			}
-			if err := fs.addUsage(ctx, tx, end-size); err != nil {
-				return err
-			}
-		}
-		newSize, err := fs.writeChunks(ctx, tx, ino, cs, size, p, off)
+		newSize, err := fs.writeData(ctx, tx, ino, cs, size, p, off, fs.v.cfg.Now())
 		if err != nil {
 			return err
-		}
-		s, ns := splitTime(fs.v.cfg.Now())
-		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET size=?, mtime=?, mtime_ns=?, ctime=?, ctime_ns=?, sha256=NULL, data_gen=data_gen+1 WHERE session_id=? AND ino=?`,
-			newSize, s, ns, s, ns, fs.sid, ino); err != nil {
-			return fmt.Errorf("update inode %d: %w", ino, err)
 		}
 		ev = event{op: OpModified, ino: ino, size: newSize}
 		return fs.resolveEvent(ctx, tx, &ev)
@@ -732,6 +723,107 @@ func (fs *FS) WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int,
 	}
 	fs.notify(ev)
 	return len(p), nil
+}
+
+// writeData writes p at off into regular file ino of size bytes in tx:
+// limits, usage, chunks, size and times. It returns the new size.
+func (fs *FS) writeData(ctx context.Context, tx *txn, ino int64, cs int, size int64, p []byte, off int64, now time.Time) (int64, error) {
+	end := off + int64(len(p))
+	if end > size {
+		if err := fs.checkFileSize(end, ""); err != nil {
+			return 0, err
+		}
+		if err := fs.addUsage(ctx, tx, end-size); err != nil {
+			return 0, err
+		}
+	}
+	newSize, err := fs.writeChunks(ctx, tx, ino, cs, size, p, off)
+	if err != nil {
+		return 0, err
+	}
+	s, ns := splitTime(now)
+	if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET size=?, mtime=?, mtime_ns=?, ctime=?, ctime_ns=?, sha256=NULL, data_gen=data_gen+1 WHERE session_id=? AND ino=?`,
+		newSize, s, ns, s, ns, fs.sid, ino); err != nil {
+		return 0, fmt.Errorf("update inode %d: %w", ino, err)
+	}
+	return newSize, nil
+}
+
+// CreateFile creates the regular file name in parent as inode ino (a
+// number from ReserveIno), owned by uid:gid, with data written at off, in
+// one transaction: the FUSE mount creates a new file this way when it is
+// first flushed. EEXIST when the name exists.
+func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64) (Attr, error) {
+	if err := validName(name); err != nil {
+		return Attr{}, err
+	}
+	if ino <= RootIno {
+		return Attr{}, errorf(syscall.EINVAL, name, "invalid inode number %d", ino)
+	}
+	if off < 0 {
+		return Attr{}, errorf(syscall.EINVAL, name, "negative offset")
+	}
+	cs, err := fs.init(ctx)
+	if err != nil {
+		return Attr{}, err
+	}
+	if err := fs.checkInodeAccess(ctx, "create", parent, name, true); err != nil {
+		return Attr{}, err
+	}
+	mode = ModeRegular | mode&ModePerm
+	var size, gen int64
+	if len(data) > 0 {
+		size, gen = off+int64(len(data)), 1
+		if err := fs.checkFileSize(size, name); err != nil {
+			return Attr{}, err
+		}
+	}
+	now := fs.v.cfg.Now()
+	t := time.Unix(0, now.UnixNano())
+	s, ns := splitTime(now)
+	var ev event
+	// Four statements for a new file with data: touch the parent (which
+	// also checks it is a directory), insert the inode with its final
+	// size, insert the name, account the bytes (and keep next_ino above
+	// ino), then the chunks.
+	err = fs.v.tx(ctx, func(tx *txn) error {
+		r, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mtime=?, mtime_ns=?, ctime=?, ctime_ns=? WHERE session_id=? AND ino=? AND mode & 61440 = 16384`, s, ns, s, ns, fs.sid, parent)
+		if err != nil {
+			return fmt.Errorf("touch parent of %s: %w", name, err)
+		}
+		if n, err := r.RowsAffected(); err != nil || n != 1 {
+			if _, err := fs.getAttr(ctx, tx, parent); err != nil {
+				return errorf(syscall.ENOENT, name, "parent of %s not found", name)
+			}
+			return errorf(syscall.ENOTDIR, name, "parent of %s is not a directory", name)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns, data_gen)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, fs.sid, ino, mode, uid, gid, size, s, s, s, ns, ns, ns, now.UnixNano(), gen); err != nil {
+			return fmt.Errorf("insert inode: %w", err)
+		}
+		if err := fs.addDentry(ctx, tx, parent, name, ino); err != nil {
+			return err
+		}
+		var used int64
+		if err := tx.QueryRowContext(ctx, `UPDATE fs_meta SET used_bytes=used_bytes+?, next_ino=MAX(next_ino, ?) WHERE session_id=? RETURNING used_bytes`, size, ino+1, fs.sid).Scan(&used); err != nil {
+			return fmt.Errorf("update usage: %w", err)
+		}
+		if size > 0 && used > fs.v.cfg.SessionQuota {
+			return errorf(syscall.ENOSPC, name, "session quota of %s exceeded", humanBytes(fs.v.cfg.SessionQuota))
+		}
+		if size > 0 {
+			if _, err := fs.writeChunks(ctx, tx, ino, cs, 0, data, off); err != nil {
+				return err
+			}
+		}
+		ev = event{op: OpCreated, parent: parent, name: name, size: size}
+		return fs.resolveEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return Attr{}, err
+	}
+	fs.notify(ev)
+	return Attr{Ino: ino, Mode: mode, Nlink: 1, UID: uid, GID: gid, Size: size, Atime: t, Mtime: t, Ctime: t, Created: t}, nil
 }
 
 // Fsync is a no-op: every change commits before its call returns.
@@ -788,3 +880,7 @@ func (fs *FS) pathOf(ctx context.Context, q querier, ino int64) (string, error) 
 	}
 	return p, nil
 }
+
+// ValidName reports whether name may be a directory entry (EINVAL or
+// ENAMETOOLONG otherwise).
+func ValidName(name string) error { return validName(name) }

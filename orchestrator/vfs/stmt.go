@@ -84,9 +84,13 @@ func (c *stmtCache) close() {
 
 // txn is a write transaction that uses the statement cache.
 type txn struct {
-	tx *sql.Tx
-	c  *stmtCache
+	tx    *sql.Tx
+	c     *stmtCache
+	after []func() // run after a successful commit
 }
+
+// onCommit runs f once the transaction has committed (never after a rollback).
+func (t *txn) onCommit(f func()) { t.after = append(t.after, f) }
 
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	if s := t.c.get(ctx, q); s != nil {

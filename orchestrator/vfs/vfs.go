@@ -76,6 +76,9 @@ type sessionState struct {
 	chunk  int
 	open   map[int64]int
 	orphan map[int64]bool // open inodes whose last name went (maybe rolled back)
+	// inode numbers reserved by ReserveIno: [resNext, resEnd) are already
+	// below fs_meta.next_ino and given to no inode yet
+	resNext, resEnd int64
 }
 
 // New returns a VFS over db, which must already have migration 0002 applied.
@@ -216,7 +219,8 @@ func (v *VFS) tx(ctx context.Context, f func(*txn) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := f(&txn{tx: sqlTx, c: v.wc}); err != nil {
+	t := &txn{tx: sqlTx, c: v.wc}
+	if err := f(t); err != nil {
 		_ = sqlTx.Rollback()
 		v.wc.prepareWanted(ctx)
 		v.recordDenial(ctx, err)
@@ -224,6 +228,9 @@ func (v *VFS) tx(ctx context.Context, f func(*txn) error) error {
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	for _, f := range t.after {
+		f()
 	}
 	v.wc.prepareWanted(ctx)
 	return nil
@@ -316,18 +323,82 @@ func (fs *FS) lookup(ctx context.Context, q querier, parent int64, name string) 
 
 // allocIno returns the next inode number of the session.
 func (fs *FS) allocIno(ctx context.Context, tx *txn) (int64, error) {
+	if ino := fs.takeReserved(); ino > 0 {
+		return ino, nil
+	}
+	// Reserve a block: this create takes the first number, the rest are
+	// handed out from memory once the transaction has committed.
 	var ino int64
-	if err := tx.QueryRowContext(ctx, `UPDATE fs_meta SET next_ino=next_ino+1 WHERE session_id=? RETURNING next_ino-1`, fs.sid).Scan(&ino); err != nil {
+	if err := tx.QueryRowContext(ctx, `UPDATE fs_meta SET next_ino=next_ino+? WHERE session_id=? RETURNING next_ino-?`, inoBlock, fs.sid, inoBlock).Scan(&ino); err != nil {
 		return 0, fmt.Errorf("allocate inode: %w", err)
 	}
+	tx.onCommit(func() { fs.addReserved(ino+1, ino+inoBlock) })
 	return ino, nil
 }
 
-// newInode inserts an inode with the given mode and returns its number.
-func (fs *FS) newInode(ctx context.Context, tx *txn, mode uint32, uid, gid uint32, size int64, now time.Time) (int64, error) {
-	ino, err := fs.allocIno(ctx, tx)
-	if err != nil {
+// inoBlock is how many inode numbers one fs_meta update reserves. Numbers
+// are never reused; reserved numbers lost at a restart are a gap, as the
+// agentfs schema allows.
+const inoBlock = 64
+
+// takeReserved returns a reserved inode number, or 0 when none is left.
+func (fs *FS) takeReserved() int64 {
+	st := fs.v.state(fs.sid)
+	fs.v.mu.Lock()
+	defer fs.v.mu.Unlock()
+	if st.resNext >= st.resEnd {
+		return 0
+	}
+	ino := st.resNext
+	st.resNext++
+	return ino
+}
+
+// addReserved makes the committed numbers [first, end) available.
+func (fs *FS) addReserved(first, end int64) {
+	st := fs.v.state(fs.sid)
+	fs.v.mu.Lock()
+	defer fs.v.mu.Unlock()
+	if st.resNext >= st.resEnd {
+		st.resNext, st.resEnd = first, end
+	}
+}
+
+// dropReserved forgets the session's reserved numbers (after an import
+// rewrote fs_meta.next_ino).
+func (v *VFS) dropReserved(sid string) {
+	st := v.state(sid)
+	v.mu.Lock()
+	st.resNext, st.resEnd = 0, 0
+	v.mu.Unlock()
+}
+
+// ReserveIno returns an inode number that no other inode of the session
+// will get, for CreateFile.
+func (fs *FS) ReserveIno(ctx context.Context) (int64, error) {
+	if _, err := fs.init(ctx); err != nil {
 		return 0, err
+	}
+	if ino := fs.takeReserved(); ino > 0 {
+		return ino, nil
+	}
+	var ino int64
+	err := fs.v.tx(ctx, func(tx *txn) error {
+		var err error
+		ino, err = fs.allocIno(ctx, tx)
+		return err
+	})
+	return ino, err
+}
+
+// newInode inserts an inode with the given mode and returns its number
+// (ino, when not 0, is a number from ReserveIno).
+func (fs *FS) newInode(ctx context.Context, tx *txn, ino int64, mode uint32, uid, gid uint32, size int64, now time.Time) (int64, error) {
+	if ino == 0 {
+		var err error
+		if ino, err = fs.allocIno(ctx, tx); err != nil {
+			return 0, err
+		}
 	}
 	s, ns := splitTime(now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns)

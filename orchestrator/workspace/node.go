@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -30,6 +31,28 @@ type node struct {
 	seen   bool      // attr holds what the kernel may have cached
 	attr   Attr      // the attributes the VFS last returned
 	seenAt time.Time // when; zero once a change through this mount made attr stale
+
+	// pend is set while the file is created in the kernel but not yet in
+	// the VFS (see lazyCreate); guarded by mu. noVFSOpen: the creating
+	// handle has no VFS Open to release (the create failed).
+	pend      *pending
+	noVFSOpen bool
+
+	// kids are this directory's pending children by name; guarded by kmu
+	// (taken after a child's mu, never before).
+	kmu  sync.Mutex
+	kids map[string]*node
+}
+
+// pending is a file created through this mount that the VFS does not have
+// yet: the first flush (close, fsync, a full buffer, a stat, a read, an
+// open, or any change or listing of its directory through this mount)
+// creates it with the buffered data in one transaction.
+type pending struct {
+	parent   *node
+	name     string
+	mode     uint32
+	uid, gid uint32
 }
 
 var (
@@ -137,8 +160,138 @@ func (n *node) own(ctx context.Context, a *Attr) error {
 	return nil
 }
 
+// settle creates in the VFS every pending file of directory n, so that a
+// VFS call about n's entries sees them. A failure stays with the file (its
+// close reports it).
+func (n *node) settle(ctx context.Context) {
+	n.kmu.Lock()
+	if len(n.kids) == 0 {
+		n.kmu.Unlock()
+		return
+	}
+	kids := make([]*node, 0, len(n.kids))
+	for _, k := range n.kids {
+		kids = append(kids, k)
+	}
+	n.kmu.Unlock()
+	for _, k := range kids {
+		k.mu.Lock()
+		_ = k.materializeLocked(ctx)
+		k.mu.Unlock()
+	}
+}
+
+// settleChild settles the pending files of n's child directory name (before
+// it is removed or replaced: it must not look empty).
+func (n *node) settleChild(ctx context.Context, name string) {
+	if c := n.GetChild(name); c != nil {
+		if cn, ok := c.Operations().(*node); ok {
+			cn.settle(ctx)
+		}
+	}
+}
+
+// materializeLocked creates a pending file in the VFS with the buffered
+// data. Caller holds n.mu.
+func (n *node) materializeLocked(ctx context.Context) error {
+	p := n.pend
+	if p == nil {
+		return nil
+	}
+	n.pend = nil
+	p.parent.kmu.Lock()
+	if p.parent.kids[p.name] == n {
+		delete(p.parent.kids, p.name)
+	}
+	p.parent.kmu.Unlock()
+	fc := n.m.fs.(fileCreator)
+	a, err := fc.CreateFile(ctx, p.parent.ino, p.name, p.mode, p.uid, p.gid, n.ino, n.wbuf, n.woff)
+	n.wbuf = n.wbuf[:0]
+	if err != nil {
+		p.parent.stale()
+		n.werr = err
+		n.noVFSOpen = true
+		n.seenAt = time.Time{}
+		n.m.opts.Logger.Warn("workspace: create", "dir", n.m.dir, "name", p.name, "err", err)
+		return err
+	}
+	n.m.fs.Open(n.ino) // the creating handle
+	n.remember(&a)
+	p.parent.created(a.Created)
+	return nil
+}
+
+// created applies to directory n's cached attributes the creation of an
+// entry at t through this mount: the VFS set its mtime and ctime to t (the
+// new inode's creation time) and nothing else.
+func (n *node) created(t time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fresh() {
+		n.attr.Mtime, n.attr.Ctime = t, t
+		return
+	}
+	n.seenAt = time.Time{}
+}
+
+// lazyCreate creates the new file name in the kernel only (see pending),
+// or reports ok=false when the file must be created now: O_EXCL (lock
+// files must be exclusive across mounts), no write buffering, an FS
+// without CreateFile, or a name that exists in the VFS.
+func (n *node) lazyCreate(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, bool, syscall.Errno) {
+	fc, ok := n.m.fs.(fileCreator)
+	if !ok || flags&syscall.O_EXCL != 0 || n.m.opts.WriteBuffer <= 0 {
+		return nil, false, 0
+	}
+	if err := vfs.ValidName(name); err != nil {
+		return nil, false, errno(err)
+	}
+	if _, err := n.m.fs.Lookup(ctx, n.ino, name); !vfs.IsErrno(err, syscall.ENOENT) {
+		if err != nil {
+			return nil, false, errno(err)
+		}
+		return nil, false, 0 // exists: open it the usual way
+	}
+	n.mu.Lock()
+	fresh := n.fresh()
+	n.mu.Unlock()
+	if !fresh {
+		pa, err := n.m.fs.GetAttr(ctx, n.ino)
+		if err != nil {
+			return nil, false, errno(err)
+		}
+		if !pa.IsDir() {
+			return nil, false, syscall.ENOTDIR
+		}
+	}
+	ino, err := fc.ReserveIno(ctx)
+	if err != nil {
+		return nil, false, errno(err)
+	}
+	var uid, gid uint32
+	if c, ok := fuse.FromContext(ctx); ok {
+		uid, gid = c.Uid, c.Gid
+	}
+	now := time.Now()
+	a := Attr{Ino: ino, Mode: syscall.S_IFREG | mode&07777, Nlink: 1, UID: uid, GID: gid, Atime: now, Mtime: now, Ctime: now, Created: now}
+	kid := &node{m: n.m, ino: ino, pend: &pending{parent: n, name: name, mode: mode & 07777, uid: uid, gid: gid}}
+	n.kmu.Lock()
+	if n.kids == nil {
+		n.kids = map[string]*node{}
+	}
+	n.kids[name] = kid
+	n.kmu.Unlock()
+	fillAttr(&a, &out.Attr)
+	ch := n.NewInode(ctx, kid, fs.StableAttr{Mode: syscall.S_IFREG, Ino: uint64(ino)})
+	kid.mu.Lock()
+	kid.remember(&a)
+	kid.mu.Unlock()
+	return ch, true, 0
+}
+
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx = uninterruptible(ctx)
+	n.settle(ctx)
 	a, err := n.m.fs.Lookup(ctx, n.ino, name)
 	if err != nil {
 		return nil, errno(err)
@@ -153,6 +306,9 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	if len(n.wbuf) == 0 && n.werr == nil && n.fresh() {
 		fillAttr(&n.attr, &out.Attr)
 		return 0
+	}
+	if err := n.materializeLocked(ctx); err != nil {
+		return errno(err)
 	}
 	if err := n.flushLocked(ctx); err != nil {
 		return errno(err)
@@ -204,6 +360,15 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	ctx = uninterruptible(ctx)
+	n.settle(ctx)
+	// A lazily created file changes the directory only when it reaches
+	// the VFS (materializeLocked updates n's attributes then).
+	if ch, ok, e := n.lazyCreate(ctx, name, flags, mode, out); e != 0 || ok {
+		if e != 0 {
+			return nil, nil, 0, e
+		}
+		return ch, &handle{}, 0, 0
+	}
 	defer n.stale()
 	a, err := n.m.fs.Create(ctx, n.ino, name, syscall.S_IFREG|mode&07777, flags&syscall.O_EXCL != 0)
 	if err != nil {
@@ -224,6 +389,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx = uninterruptible(ctx)
+	n.settle(ctx)
 	defer n.stale()
 	a, err := n.m.fs.Mkdir(ctx, n.ino, name, syscall.S_IFDIR|mode&07777)
 	if err == nil {
@@ -237,6 +403,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx = uninterruptible(ctx)
+	n.settle(ctx)
 	defer n.stale()
 	a, err := n.m.fs.Symlink(ctx, n.ino, name, target)
 	if err == nil {
@@ -264,6 +431,13 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if !ok {
 		return nil, syscall.EXDEV
 	}
+	n.settle(ctx)
+	t.mu.Lock()
+	err := t.materializeLocked(ctx)
+	t.mu.Unlock()
+	if err != nil {
+		return nil, errno(err)
+	}
 	a, err := n.m.fs.Link(ctx, t.ino, n.ino, name)
 	if err != nil {
 		return nil, errno(err)
@@ -273,6 +447,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	ctx = uninterruptible(ctx)
+	n.settle(ctx)
 	defer n.stale()
 	err := n.m.fs.Unlink(ctx, n.ino, name)
 	n.staleChild(name) // its nlink dropped (go-fuse drops the child after we return)
@@ -281,6 +456,8 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	ctx = uninterruptible(ctx)
+	n.settle(ctx)
+	n.settleChild(ctx, name)
 	defer n.stale()
 	return errno(n.m.fs.Rmdir(ctx, n.ino, name))
 }
@@ -291,6 +468,10 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok {
 		return syscall.EXDEV
 	}
+	n.settle(ctx)
+	np.settle(ctx)
+	n.settleChild(ctx, name)
+	np.settleChild(ctx, newName)
 	defer n.stale()
 	defer np.stale()
 	err := n.m.fs.Rename(ctx, n.ino, name, np.ino, newName, flags)
@@ -301,6 +482,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	ctx = uninterruptible(ctx)
+	n.settle(ctx)
 	list, err := n.m.fs.ReadDir(ctx, n.ino)
 	if err != nil {
 		return nil, errno(err)
@@ -318,6 +500,10 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	ctx = uninterruptible(ctx)
 	n.mu.Lock()
+	if err := n.materializeLocked(ctx); err != nil {
+		n.mu.Unlock()
+		return nil, 0, errno(err)
+	}
 	fresh := n.fresh()
 	n.mu.Unlock()
 	keep := fresh
@@ -375,6 +561,9 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 		}
 	}
 	if len(data) >= limit {
+		if err := n.materializeLocked(ctx); err != nil {
+			return 0, errno(err)
+		}
 		c, err := n.m.fs.WriteAt(ctx, n.ino, data, off)
 		n.seenAt = time.Time{}
 		if err != nil {
@@ -398,6 +587,9 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 func (n *node) flushLocked(ctx context.Context) error {
 	if err := n.werr; err != nil {
 		return err
+	}
+	if n.pend != nil {
+		return n.materializeLocked(ctx)
 	}
 	if len(n.wbuf) == 0 {
 		return nil
@@ -446,8 +638,12 @@ func (n *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	if len(n.wbuf) == 0 && cap(n.wbuf) > 0 {
 		n.wbuf = nil // do not keep a buffer per closed file
 	}
+	skip := n.noVFSOpen
+	n.noVFSOpen = false
 	n.mu.Unlock()
-	if rerr := n.m.fs.Release(ctx, n.ino); err == nil {
+	if skip {
+		// the create failed: there is no VFS Open to end
+	} else if rerr := n.m.fs.Release(ctx, n.ino); err == nil {
 		err = rerr
 	}
 	if err != nil {

@@ -298,6 +298,106 @@ func TestPOSIX(t *testing.T) {
 				t.Fatalf("mmap in a child process: %v\n%s", err, out)
 			}
 		}},
+		{"new file while still open", func(t *testing.T, dir string) {
+			// A new file exists for the VFS only from its first flush
+			// (lazy create); everything this mount does with its
+			// directory or the file must see it before that.
+			p := filepath.Join(dir, "open")
+			f, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString("partial"); err != nil {
+				t.Fatal(err)
+			}
+			names, err := os.ReadDir(dir)
+			if err != nil || len(names) != 1 || names[0].Name() != "open" {
+				t.Fatalf("readdir with a new open file = %v, %v", names, err)
+			}
+			names, err = os.ReadDir(dir)
+			if err != nil || len(names) != 1 {
+				t.Fatalf("readdir with a new open file = %v, %v", names, err)
+			}
+			sub := filepath.Join(dir, "sub")
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s, err := os.Create(filepath.Join(sub, "s"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantErrno(t, os.Remove(sub), syscall.ENOTEMPTY)
+			if err := os.Rename(filepath.Join(dir, "empty-dir-does-not-exist"), sub); !errors.Is(err, syscall.ENOENT) {
+				t.Fatalf("rename of a missing name = %v", err)
+			}
+			s.Close()
+			if err := os.RemoveAll(sub); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(" more"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := e.fs.PathOf(ctxT(t), inoOf(t, p)); err != nil || b != "/"+filepath.Base(dir)+"/open" {
+				t.Fatalf("after fsync the VFS has %q, %v", b, err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			wantContent(t, p, "partial more")
+
+			// rename and unlink of a file not flushed yet
+			g, err := os.Create(filepath.Join(dir, "g"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.WriteString("gg")
+			if err := os.Rename(filepath.Join(dir, "g"), filepath.Join(dir, "g2")); err != nil {
+				t.Fatal(err)
+			}
+			h, err := os.Create(filepath.Join(dir, "h"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.WriteString("hh")
+			if err := os.Remove(filepath.Join(dir, "h")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.WriteString(" after unlink"); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Close(); err != nil {
+				t.Fatal(err)
+			}
+			wantContent(t, filepath.Join(dir, "g2"), "gg")
+			wantErrno(t, statErr(filepath.Join(dir, "h")), syscall.ENOENT)
+
+			// an empty new file, stat and hard link before close
+			k, err := os.Create(filepath.Join(dir, "k"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, err := k.Stat(); err != nil || st.Size() != 0 || !st.Mode().IsRegular() {
+				t.Fatalf("fstat of a new file = %v, %v", st, err)
+			}
+			if err := os.Link(filepath.Join(dir, "k"), filepath.Join(dir, "k2")); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.Close(); err != nil {
+				t.Fatal(err)
+			}
+			wantNlink(t, filepath.Join(dir, "k"), 2)
+			wantContent(t, filepath.Join(dir, "k2"), "")
+
+			// O_EXCL stays exclusive
+			_, err = os.OpenFile(filepath.Join(dir, "k"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			wantErrno(t, err, syscall.EEXIST)
+		}},
 		{"another uid", func(t *testing.T, dir string) {
 			os.Chmod(filepath.Dir(root), 0o755) // t.TempDir is 0700
 			os.Chmod(dir, 0o777)

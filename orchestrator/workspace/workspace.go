@@ -44,6 +44,15 @@ type FS interface {
 	Release(ctx context.Context, ino int64) error
 }
 
+// fileCreator is implemented by an FS (as *vfs.FS does) that can create a
+// file with its first data in one transaction. The mount then creates a new
+// file (O_CREAT without O_EXCL) lazily: CREATE reserves an inode number and
+// the VFS learns of the file at its first flush, with the buffered data.
+type fileCreator interface {
+	ReserveIno(ctx context.Context) (int64, error)
+	CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64) (Attr, error)
+}
+
 // Defaults for Options.
 const (
 	DefaultEntryTimeout    = time.Second
