@@ -124,3 +124,45 @@ func TestReserveIno(t *testing.T) {
 		t.Fatalf("after a failed create: %+v %v", a, err)
 	}
 }
+
+func TestEventPathsAfterRename(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	fs := f.fs
+	a, err := fs.Mkdir(ctx, RootIno, "a", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fs.Mkdir(ctx, a.Ino, "b", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := fs.Create(ctx, b.Ino, "x", 0o644, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.WriteAt(ctx, x.Ino, []byte("1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// a failed rename (target exists, no-replace) must not leave its view cached
+	if _, err := fs.Mkdir(ctx, RootIno, "c", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Rename(ctx, RootIno, "a", RootIno, "c", RenameNoReplace); !errors.Is(err, syscall.EEXIST) {
+		t.Fatal(err)
+	}
+	if err := fs.Rename(ctx, RootIno, "a", RootIno, "z", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.WriteAt(ctx, x.Ino, []byte("2"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Create(ctx, b.Ino, "y", 0o644, true); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"created /a", "created /a/b", "created /a/b/x", "modified /a/b/x", "created /c",
+		"deleted /a", "created /z", "modified /z/b/x", "created /z/b/y"}
+	if got := f.rec.take(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events\n got %v\nwant %v", got, want)
+	}
+}

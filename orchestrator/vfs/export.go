@@ -176,6 +176,7 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 		return fmt.Errorf("import: %s has no root directory (inode 1)", src)
 	}
 	err = v.tx(ctx, func(tx *txn) error {
+		fs.forgetDirPaths(tx) // imported inode numbers may be ones used before
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND ino != 1`, sessionID).Scan(&n); err != nil {
 			return err

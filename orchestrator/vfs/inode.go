@@ -544,6 +544,8 @@ func (fs *FS) Rename(ctx context.Context, oldParent int64, oldName string, newPa
 }
 
 func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName string, newParent int64, newName string, flags uint32) ([]event, error) {
+	fs.forgetDirPaths(tx)
+	tx.onCommit(func() { fs.forgetDirPaths(nil) })
 	src, err := fs.lookup(ctx, tx, oldParent, oldName)
 	if err != nil {
 		return nil, err

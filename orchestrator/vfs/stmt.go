@@ -87,6 +87,9 @@ type txn struct {
 	tx    *sql.Tx
 	c     *stmtCache
 	after []func() // run after a successful commit
+	// noPathCache: this transaction renamed something; it must not fill
+	// the directory path cache (see FS.dirPath)
+	noPathCache bool
 }
 
 // onCommit runs f once the transaction has committed (never after a rollback).

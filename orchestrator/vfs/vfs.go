@@ -79,6 +79,7 @@ type sessionState struct {
 	// inode numbers reserved by ReserveIno: [resNext, resEnd) are already
 	// below fs_meta.next_ino and given to no inode yet
 	resNext, resEnd int64
+	dirPaths        map[int64]string // directory inode → path (FS.dirPath)
 }
 
 // New returns a VFS over db, which must already have migration 0002 applied.
@@ -159,7 +160,7 @@ func (v *VFS) state(sid string) *sessionState {
 	defer v.mu.Unlock()
 	st := v.sessions[sid]
 	if st == nil {
-		st = &sessionState{open: map[int64]int{}, orphan: map[int64]bool{}}
+		st = &sessionState{open: map[int64]int{}, orphan: map[int64]bool{}, dirPaths: map[int64]string{}}
 		v.sessions[sid] = st
 	}
 	return st
@@ -370,6 +371,7 @@ func (v *VFS) dropReserved(sid string) {
 	st := v.state(sid)
 	v.mu.Lock()
 	st.resNext, st.resEnd = 0, 0
+	clear(st.dirPaths)
 	v.mu.Unlock()
 }
 
