@@ -131,20 +131,14 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// parseLineLimit reads a positive byte count: 4096, 64KiB, 1MiB.
+// parseLineLimit reads a positive byte count up to 1 GiB: 4096, 64KiB, 1MiB.
 func parseLineLimit(s string) (int, error) {
-	mult := 1
-	if v, ok := strings.CutSuffix(s, "KiB"); ok {
-		s, mult = v, 1<<10
-	} else if v, ok := strings.CutSuffix(s, "MiB"); ok {
-		s, mult = v, 1<<20
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(s))
+	n, err := parseSize(s)
 	if err != nil {
 		return 0, errors.New("want a number of bytes like 4096, 64KiB or 1MiB")
 	}
-	if n <= 0 || n > (1<<30)/mult {
+	if n <= 0 || n > 1<<30 {
 		return 0, errors.New("must be between 1 byte and 1GiB")
 	}
-	return n * mult, nil
+	return int(n), nil
 }
