@@ -21,9 +21,6 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 )
 
-// LogDriver is the Docker log driver of agent containers.
-const LogDriver = "local"
-
 // DockerConfig configures the Docker runtime.
 type DockerConfig struct {
 	// Host is the engine address; "" uses DOCKER_HOST and friends (client.FromEnv).
@@ -31,11 +28,11 @@ type DockerConfig struct {
 	// Network is the network mode for specs that leave Network empty
 	// (default "bridge").
 	Network string
-	// LogMaxSize and LogMaxFiles bound each container's log (Docker's
-	// "local" driver; defaults "32m" and 4: at most 128 MiB of log per
-	// container). They also bound what a restarted orchestrator can
-	// recover: the newest LogMaxSize x LogMaxFiles of log data, a little
-	// less than that of plain output once the driver's framing is paid.
+	// LogMaxSize and LogMaxFiles bound each container's json-file log
+	// (defaults "32m" and 4: at most 128 MiB of log per container). They
+	// also bound what a restarted orchestrator can recover: the newest
+	// LogMaxSize x LogMaxFiles of json-file data, about 100 MB of plain
+	// output once the driver's JSON wrapping (~70 bytes a line) is paid.
 	LogMaxSize  string
 	LogMaxFiles int
 	// Instance, when set, is put on every container as label
@@ -157,10 +154,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 			NanoCPUs:  lim.NanoCPUs,
 			PidsLimit: &pids,
 		},
-		// The local driver keeps each line's raw bytes (json-file would
-		// replace invalid UTF-8 with U+FFFD before the relay could see it,
-		// hiding a protocol error) and stores them compactly.
-		LogConfig: container.LogConfig{Type: LogDriver, Config: map[string]string{
+		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{
 			"max-size": d.cfg.LogMaxSize,
 			"max-file": strconv.Itoa(d.cfg.LogMaxFiles),
 		}},

@@ -51,7 +51,7 @@ func TestDockerHardening(t *testing.T) {
 		{"network", hc.NetworkMode == "bridge", hc.NetworkMode},
 		{"read-only rootfs", hc.ReadonlyRootfs && hc.Tmpfs["/tmp"] != "", hc.Tmpfs},
 		{"no privileged", !hc.Privileged, hc.Privileged},
-		{"local log bounded", hc.LogConfig.Type == LogDriver && hc.LogConfig.Config["max-size"] == "32m" && hc.LogConfig.Config["max-file"] == "4", hc.LogConfig},
+		{"json-file bounded", hc.LogConfig.Type == "json-file" && hc.LogConfig.Config["max-size"] == "32m" && hc.LogConfig.Config["max-file"] == "4", hc.LogConfig},
 		{"init", hc.Init != nil && *hc.Init, hc.Init},
 		{"stdin open", c.Config.OpenStdin && !c.Config.StdinOnce && !c.Config.Tty, c.Config},
 		{"workspace bind", len(hc.Mounts) == 1 && hc.Mounts[0].Source == ws && hc.Mounts[0].Target == "/workspace", hc.Mounts},

@@ -351,16 +351,22 @@ func TestBadLinesKeepAgentRunning(t *testing.T) {
 			errs = append(errs, m)
 		}
 	}
-	if len(errs) != 3 {
-		t.Fatalf("%d error records, want 3:\n%s", len(errs), dump(e.records(root.ID)))
+	if len(errs) != 2 {
+		t.Fatalf("%d error records, want 2:\n%s", len(errs), dump(e.records(root.ID)))
 	}
-	for i, want := range []string{"JSON", "65536-byte line limit", "UTF-8"} {
+	for i, want := range []string{"JSON", "65536-byte line limit"} {
 		if !strings.Contains(errs[i]["message"].(string), want) || errs[i]["source"] != "stdout" || errs[i]["raw"] == "" {
 			t.Fatalf("error %d = %v, want a stdout error about %s", i, errs[i], want)
 		}
 	}
 	if len(errs[1]["raw"].(string)) > 4096 {
 		t.Fatalf("raw of the cut line holds %d bytes", len(errs[1]["raw"].(string)))
+	}
+	// Docker's json-file log driver stores lines as JSON strings and replaces
+	// invalid UTF-8 with U+FFFD before anyone reads it, so the relay sees a
+	// valid line (the raw-byte path is covered by the relay's unit tests).
+	if !hasText(e.records(root.ID), "bad \ufffd\ufffd utf8") {
+		t.Fatalf("the non-UTF-8 line is not recorded:\n%s", dump(e.records(root.ID)))
 	}
 	if !hasText(e.records(root.ID), "after") {
 		t.Fatal("the agent did not continue after the bad lines")
