@@ -50,7 +50,7 @@ type DockerConfig struct {
 // Containers are hardened by default: all capabilities dropped,
 // no-new-privileges, memory/CPU/pids limits (DefaultLimits), no Docker
 // socket or other mounts besides /workspace, docker-init as PID 1, stdin
-// open without a TTY (OpenStdin, not StdinOnce), and a bounded "local" log
+// open without a TTY (OpenStdin, not StdinOnce), and a json-file log
 // bounded by LogMaxSize x LogMaxFiles. The relay follows that log (with
 // timestamps) instead of attaching stdout, so output printed while the
 // orchestrator is down is recovered from it.
@@ -204,7 +204,7 @@ func (h *hijacked) Write(p []byte) (int, error) { return h.hr.Conn.Write(p) }
 func (h *hijacked) Close() error { return h.hr.Conn.Close() }
 
 // Logs implements Runtime by reading Docker's log with timestamps (the
-// log driver keeps what was printed while nobody was attached).
+// json-file driver keeps what was printed while nobody was attached).
 func (d *Docker) Logs(ctx context.Context, id string, opts LogOptions) (*LogReader, error) {
 	rc, err := d.cli.ContainerLogs(ctx, id, container.LogsOptions{
 		ShowStdout: opts.Stdout || !opts.Stderr,

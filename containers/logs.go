@@ -19,7 +19,7 @@ const maxTimestamp = 64
 // LogReader turns a multiplexed, timestamped log stream (Docker's
 // stdcopy framing: an 8-byte header {stream, 0, 0, 0, size uint32 BE} then
 // "<RFC3339Nano time> <bytes>") into whole lines. A frame without a trailing
-// newline is a fragment (Docker's log drivers split lines at 16 KiB);
+// newline is a fragment (Docker's json-file driver splits lines at 16 KiB);
 // fragments of one stream are joined until a newline. Memory per stream is
 // bounded by MaxLine: the rest of a longer line is discarded as it is read.
 // A LogReader is not safe for concurrent use.

@@ -190,7 +190,7 @@ const DefaultMaxLine = 1 << 20
 // every later line arrives exactly once. Do not persist the cursor of an
 // Unterminated line while the container still runs: its rest may follow.
 // Recovery reaches back as far as the container's log retention (for Docker:
-// DockerConfig.LogMaxSize x LogMaxFiles of log data per container).
+// DockerConfig.LogMaxSize x LogMaxFiles of json-file data per container).
 type LogLine struct {
 	Stream  Stream
 	Time    time.Time // the runtime's timestamp of the line (of its first fragment)
