@@ -653,3 +653,34 @@ func TestStartMissingImage(t *testing.T) {
 		t.Fatalf("no error record:\n%s", dump(e.records(n.ID)))
 	}
 }
+
+// TestLongLinesArriveWhileRunning: lines longer than the log driver's 16 KiB
+// pieces (one within the limit, one over it) are recorded while the agent
+// keeps running, in order with what follows them: nothing waits for the
+// container to exit.
+func TestLongLinesArriveWhileRunning(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxLine = 64 << 10 })
+	root := e.startRoot("huge 40000; echo middle; huge 200000; echo after; sleep 60000")
+	e.waitFor("the lines after the long ones, while the agent runs", func() bool {
+		return hasText(e.records(root.ID), "after")
+	})
+	if !e.r.Running(root.ID) {
+		t.Fatal("the agent is not running any more: the lines came at exit")
+	}
+	var kinds []string
+	for _, r := range e.records(root.ID) {
+		switch {
+		case r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"text"`) && len(r.Data) > 30000:
+			kinds = append(kinds, "long")
+		case r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"middle"`):
+			kinds = append(kinds, "middle")
+		case r.Kind == store.KindError && strings.Contains(string(r.Data), "65536-byte line limit"):
+			kinds = append(kinds, "cut")
+		case r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"after"`):
+			kinds = append(kinds, "after")
+		}
+	}
+	if strings.Join(kinds, ",") != "long,middle,cut,after" {
+		t.Fatalf("records %v, want long,middle,cut,after:\n%s", kinds, dump(e.records(root.ID)))
+	}
+}
