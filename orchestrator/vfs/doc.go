@@ -25,6 +25,13 @@
 // the last is full, so a write at an offset rewrites only the chunks it touches.
 // Holes are stored as zeros, keeping rule 7 (size = sum of chunk sizes).
 //
+// Inode numbers are taken from fs_meta.next_ino in blocks of 64 (one
+// update per 64 new inodes); numbers reserved but unused when the process
+// ends are a gap, never reused. ReserveIno hands one out ahead of time for
+// CreateFile, which creates a file with its first data in one transaction
+// (the FUSE mount's lazy create). Event paths use a per-session cache of
+// directory paths that every rename (and import) clears.
+//
 // Every change is one transaction that commits before the call returns, so
 // Fsync is a no-op. Directory nlink is the dentry count (1), as agentfs defines
 // it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.

@@ -662,23 +662,51 @@ func (fs *FS) ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, 
 	if off < 0 {
 		return 0, errorf(syscall.EINVAL, "", "negative offset")
 	}
-	var size int64
-	var mode uint32
-	if err := fs.v.r.QueryRowContext(ctx, `SELECT mode, size FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&mode, &size); err != nil {
-		if err == sql.ErrNoRows {
-			return 0, errorf(syscall.ENOENT, "", "inode %d not found", ino)
-		}
+	// One query (one snapshot) for the inode's type and size and the
+	// chunks overlapping [off, off+len(p)).
+	first := off / int64(cs) * int64(cs)
+	rows, err := fs.v.r.QueryContext(ctx, `SELECT i.mode, i.size, d.offset, d.data FROM fs_inode i
+		LEFT JOIN fs_data d ON d.session_id=i.session_id AND d.ino=i.ino AND d.offset>=? AND d.offset<?
+		WHERE i.session_id=? AND i.ino=? ORDER BY d.offset`, first, off+int64(len(p)), fs.sid, ino)
+	if err != nil {
 		return 0, fmt.Errorf("read inode %d: %w", ino, err)
 	}
-	if mode&ModeType == ModeDir {
-		return 0, errorf(syscall.EISDIR, "", "inode %d is a directory", ino)
+	defer rows.Close()
+	n, found := 0, false
+	for rows.Next() {
+		var size int64
+		var mode uint32
+		var coff sql.NullInt64
+		var data []byte
+		if err := rows.Scan(&mode, &size, &coff, &data); err != nil {
+			return 0, fmt.Errorf("read inode %d: %w", ino, err)
+		}
+		if !found {
+			found = true
+			if mode&ModeType == ModeDir {
+				return 0, errorf(syscall.EISDIR, "", "inode %d is a directory", ino)
+			}
+			if off >= size {
+				return 0, nil
+			}
+			n = int(min(int64(len(p)), size-off))
+			clear(p[:n])
+		}
+		if !coff.Valid {
+			continue
+		}
+		// overlap of [coff, coff+len(data)) with [off, off+n)
+		end := off + int64(n)
+		lo, hi := max(coff.Int64, off), min(coff.Int64+int64(len(data)), end)
+		if lo < hi {
+			copy(p[lo-off:hi-off], data[lo-coff.Int64:hi-coff.Int64])
+		}
 	}
-	if off >= size {
-		return 0, nil
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("read inode %d: %w", ino, err)
 	}
-	n := int(min(int64(len(p)), size-off))
-	if err := fs.readChunks(ctx, fs.v.r, ino, cs, p[:n], off); err != nil {
-		return 0, err
+	if !found {
+		return 0, errorf(syscall.ENOENT, "", "inode %d not found", ino)
 	}
 	return n, nil
 }

@@ -75,9 +75,13 @@ type Options struct {
 	// MaxWrite is the largest READ/WRITE request the kernel sends.
 	MaxWrite int
 	// WriteBuffer is how many contiguous bytes an open file collects before
-	// writing them to the VFS; negative disables buffering. Buffered data
-	// is written on flush (close), fsync, release and before any read,
-	// stat or truncate of the file.
+	// writing them to the VFS; negative disables buffering (and lazy
+	// creates). Buffered data is written on flush (close), fsync, release
+	// and before any read, stat or truncate of the file. A new file
+	// (O_CREAT without O_EXCL) reaches the VFS with its first buffered
+	// data, in one transaction: until then other mounts and the REST API
+	// do not see it, and a conflicting name created there meanwhile makes
+	// its close fail with EEXIST.
 	WriteBuffer int
 	// Writeback enables the kernel's writeback cache. Faster for small
 	// writes, but the kernel then trusts its own file sizes and mtimes,
