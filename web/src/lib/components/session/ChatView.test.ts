@@ -55,6 +55,7 @@ describe('ChatView', () => {
 		expect(screen.getByText(/missing field "content"/)).toBeTruthy();
 		expect(container.querySelector('[data-kind="error"] pre')!.textContent).toBe('{"type":"text"}');
 		expect(screen.getByText(/all green/)).toBeTruthy();
+		expect(container.querySelector('[data-kind="done"]')!.textContent!.trim()).toBe('done — all green');
 		expect(container.querySelectorAll('[data-kind="status"]')).toHaveLength(0);
 		expect(container.textContent).not.toContain('running');
 		// worker pill and spawn link select by name
