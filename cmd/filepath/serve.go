@@ -44,6 +44,7 @@ type serveConfig struct {
 	AgentCmd       []string
 	Network        string
 	Mailbox        int // inputs queued per agent
+	MaxAgents      int // agents per session
 }
 
 // env returns the FILEPATH_* variable name or def when it is unset.
@@ -67,6 +68,7 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	origins := fs.String("allowed-origins", env("FILEPATH_ALLOWED_ORIGINS", ""), "comma-separated extra WebSocket origin patterns, e.g. app.example.com (env FILEPATH_ALLOWED_ORIGINS)")
 	maxBody := fs.String("max-body", env("FILEPATH_MAX_BODY", "1MiB"), "largest JSON request body (env FILEPATH_MAX_BODY)")
 	buffer := fs.Int("stream-buffer", envInt("FILEPATH_STREAM_BUFFER", hub.DefaultBuffer), "records buffered per stream client before it is dropped as too slow (env FILEPATH_STREAM_BUFFER)")
+	maxAgents := fs.Int("max-agents", envInt("FILEPATH_MAX_AGENTS", store.DefaultMaxNodes), "agents one session may hold, spawned ones included (env FILEPATH_MAX_AGENTS)")
 	mailbox := fs.Int("mailbox", envInt("FILEPATH_MAILBOX", relay.DefaultMailboxLen), "inputs queued per agent before sending more is refused (env FILEPATH_MAILBOX)")
 	maxLine := fs.String("max-line", env("FILEPATH_MAX_LINE", "1MiB"), "longest agent output line; longer lines are cut and recorded as errors (env FILEPATH_MAX_LINE)")
 	fileMax := fs.String("file-max", env("FILEPATH_FILE_MAX", "50MiB"), "largest file in a session's filesystem (env FILEPATH_FILE_MAX)")
@@ -81,7 +83,7 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		return serveConfig{}, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
 	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime, StreamBuffer: *buffer,
-		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network, Mailbox: *mailbox}
+		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network, Mailbox: *mailbox, MaxAgents: *maxAgents}
 	if err := cfg.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return cfg, fmt.Errorf("serve: --log-level %q: want debug, info, warn or error", *level)
 	}
@@ -100,6 +102,9 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	}
 	if cfg.Data == "" {
 		return cfg, errors.New("serve: --data is empty")
+	}
+	if cfg.MaxAgents < 1 {
+		return cfg, fmt.Errorf("serve: --max-agents %d: want at least 1", cfg.MaxAgents)
 	}
 	if cfg.Mailbox < 1 {
 		return cfg, fmt.Errorf("serve: --mailbox %d: want at least 1", cfg.Mailbox)
@@ -210,7 +215,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	}
 	h := hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
 	defer h.Close()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: h})
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: h, MaxNodes: cfg.MaxAgents})
 	if err != nil {
 		return err
 	}

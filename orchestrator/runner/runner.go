@@ -101,9 +101,18 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // relay watchers and parent notifications
 
-	mu     sync.Mutex // guards relays and closed
+	mu     sync.Mutex // guards relays, deleting and closed
 	relays map[string]*relay.Relay
-	closed bool
+	// deleting holds the sessions being deleted: no new container starts
+	// in them (a spawn racing the delete would leave one running).
+	deleting map[string]bool
+	closed   bool
+}
+
+func (r *Runner) isDeleting(sessionID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deleting[sessionID]
 }
 
 var _ relay.Effects = (*Runner)(nil)
@@ -191,6 +200,9 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 			return err
 		}
 		if err := r.startNode(ctx, sess, node); err != nil {
+			if serr := r.st.UpdateSessionStatus(context.WithoutCancel(ctx), sessionID, store.SessionError); serr != nil {
+				r.log.Warn("mark session error", "session", sessionID, "err", serr)
+			}
 			return err
 		}
 	}
@@ -214,6 +226,12 @@ func (r *Runner) StartNode(ctx context.Context, userID, sessionID, nodeID string
 		return nil
 	}
 	if err := r.startNode(ctx, sess, node); err != nil {
+		if sess.RootNodeID != nil && *sess.RootNodeID == nodeID && sess.Status != store.SessionRunning {
+			// Nothing runs: the session shows that its agent failed.
+			if serr := r.st.UpdateSessionStatus(context.WithoutCancel(ctx), sessionID, store.SessionError); serr != nil {
+				r.log.Warn("mark session error", "session", sessionID, "err", serr)
+			}
+		}
 		return err
 	}
 	if sess.Status != store.SessionRunning {
@@ -344,6 +362,14 @@ func (r *Runner) DeleteSession(ctx context.Context, userID, sessionID string) er
 	if err != nil {
 		return err
 	}
+	// From here on no container starts in this session; one created just
+	// before is in the list below (startNode checks again after creating).
+	r.mu.Lock()
+	if r.deleting == nil {
+		r.deleting = map[string]bool{}
+	}
+	r.deleting[sessionID] = true
+	r.mu.Unlock()
 	errs := []error{r.removeNodes(ctx, nodes)}
 	infos, err := r.rt.List(ctx, map[string]string{containers.LabelSession: sessionID, LabelInstance: r.instance})
 	if err != nil {
@@ -396,6 +422,9 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 			}
 		}
 	}()
+	if r.isDeleting(sess.ID) {
+		return orchestrator.Errorf(orchestrator.ENotFound, "session %s is being deleted", sess.ID)
+	}
 	image := node.Image
 	if image == "" {
 		agent, ok := orchestrator.AgentByType(node.AgentType)
@@ -448,7 +477,15 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 		Cmd:                  cmd,
 	})
 	if err != nil {
+		if node.AgentType != AgentCustom && orchestrator.ErrorField(err) == "image" {
+			// The built-in agents' images are not part of this repository.
+			return orchestrator.Errorf(orchestrator.EUnavailable, "the %s agent's image %s is not on this machine; spawn a custom agent with an image you have (make images builds filepath/byo-echo:latest and filepath/testagent:latest)", node.AgentType, image)
+		}
 		return err
+	}
+	if r.isDeleting(sess.ID) {
+		r.rt.Remove(context.WithoutCancel(ctx), id)
+		return orchestrator.Errorf(orchestrator.ENotFound, "session %s is being deleted", sess.ID)
 	}
 	// Every input so far is history (the task goes in FILEPATH_TASK): the
 	// relay must not write any of it to the new container's stdin.

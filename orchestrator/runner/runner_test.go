@@ -652,6 +652,22 @@ func TestStartMissingImage(t *testing.T) {
 	if !found {
 		t.Fatalf("no error record:\n%s", dump(e.records(n.ID)))
 	}
+	e.waitSessionStatus(store.SessionError)
+}
+
+// TestStartCatalogAgentWithoutImage: a built-in agent whose image is not on
+// the machine fails with a message that says what to do instead.
+func TestStartCatalogAgentWithoutImage(t *testing.T) {
+	e := newEnv(t, nil)
+	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: "shelley"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.r.StartNode(e.ctx, e.uid, e.sid, n.ID)
+	if err == nil || !strings.Contains(err.Error(), "the shelley agent's image") || !strings.Contains(err.Error(), "spawn a custom agent") {
+		t.Fatalf("start: %v", err)
+	}
+	e.waitSessionStatus(store.SessionError)
 }
 
 // TestLongLinesArriveWhileRunning: lines longer than the log driver's 16 KiB
@@ -682,5 +698,38 @@ func TestLongLinesArriveWhileRunning(t *testing.T) {
 	}
 	if strings.Join(kinds, ",") != "long,middle,cut,after" {
 		t.Fatalf("records %v, want long,middle,cut,after:\n%s", kinds, dump(e.records(root.ID)))
+	}
+}
+
+// TestDeleteSessionWhileSpawning: deleting a session whose agent is busy
+// spawning children leaves no container behind, not even one whose spawn
+// raced the delete.
+func TestDeleteSessionWhileSpawning(t *testing.T) {
+	e := newEnv(t, nil)
+	root := e.startRoot("tree 4 4")
+	e.waitFor("some children", func() bool {
+		nodes, _ := e.st.Tree(e.ctx, e.uid, e.sid)
+		return len(nodes) > 3
+	})
+	if err := e.r.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if err := e.st.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatalf("store delete: %v", err)
+	}
+	left := func() int {
+		infos, err := e.rt.List(e.ctx, map[string]string{containers.LabelSession: e.sid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(infos)
+	}
+	e.waitFor("no containers of the deleted session", func() bool { return left() == 0 })
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := left(); n != 0 {
+			t.Fatalf("%d containers of the deleted session appeared after the delete (root %s)", n, root.ID)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

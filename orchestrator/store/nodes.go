@@ -296,6 +296,9 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 		if err != nil {
 			return err
 		}
+		if max := s.maxNodes(); len(t.byID) >= max {
+			return orchestrator.Errorf(orchestrator.EConflict, "session has reached its limit of %d agents; delete some or raise --max-agents", max)
+		}
 		parentKey := ""
 		if in.ParentID == nil || *in.ParentID == "" {
 			if root != nil {

@@ -385,3 +385,36 @@ func TestDeleteNode(t *testing.T) {
 	_, err = e.s.DeleteNode(ctx, u.ID, s.ID, n["b"].ID)
 	wantCode(t, err, orchestrator.ENotFound, "")
 }
+
+// TestMaxNodes: a session cannot grow past its agent limit; the refusal
+// names the limit and changes nothing.
+func TestMaxNodes(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/filepath.db"
+	s, err := store.Open(ctx, store.Config{Path: path, MaxNodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u, _ := s.CreateUser(ctx, "alice", false)
+	sess, _ := s.CreateSession(ctx, u.ID, store.NewSession{Name: "s"})
+	root, err := s.CreateNode(ctx, u.ID, sess.ID, store.NewNode{AgentType: "codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := s.CreateNode(ctx, u.ID, sess.ID, store.NewNode{AgentType: "codex", ParentID: &root.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, _ := s.LastSeq(ctx, sess.ID)
+	_, err = s.CreateNode(ctx, u.ID, sess.ID, store.NewNode{AgentType: "codex", ParentID: &root.ID})
+	wantCode(t, err, orchestrator.EConflict, "")
+	if err == nil || !regexp.MustCompile(`limit of 3 agents`).MatchString(err.Error()) {
+		t.Fatalf("err = %v, want the limit named", err)
+	}
+	nodes, _ := s.Tree(ctx, u.ID, sess.ID)
+	if after, _ := s.LastSeq(ctx, sess.ID); len(nodes) != 3 || after != last {
+		t.Fatalf("refused create changed the session: %d nodes, seq %d → %d", len(nodes), last, after)
+	}
+}

@@ -63,6 +63,19 @@ type Config struct {
 	// Migrations replaces the embedded migrations (tests only; nil: the
 	// embedded list).
 	Migrations []Migration
+	// MaxNodes bounds the agents of one session (DefaultMaxNodes), so that
+	// agents spawning agents cannot grow a tree without end.
+	MaxNodes int
+}
+
+// DefaultMaxNodes is the default bound on the agents of one session.
+const DefaultMaxNodes = 1000
+
+func (s *Store) maxNodes() int {
+	if s.cfg.MaxNodes > 0 {
+		return s.cfg.MaxNodes
+	}
+	return DefaultMaxNodes
 }
 
 // Store is the orchestrator's durable state in one SQLite file. It is safe
