@@ -180,7 +180,10 @@ func newServer(b *testing.B, kind string) *server {
 	ctx := context.Background()
 	s := &server{b: b, ctx: ctx, dir: b.TempDir(), image: testImage}
 	log := slog.New(slog.DiscardHandler)
-	s.hub = hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	// FILEPATH_BENCH_STREAM_BUFFER is serve's --stream-buffer (records
+	// buffered per stream client before it is dropped as too slow).
+	buffer, _ := strconv.Atoi(os.Getenv("FILEPATH_BENCH_STREAM_BUFFER"))
+	s.hub = hub.New(hub.Config{Buffer: buffer}, func(r store.Record) string { return r.SessionID })
 	s.tap = &tap{next: s.hub}
 	var err error
 	rcfg := runner.Config{DataDir: s.dir, Logger: log, StopGrace: 2 * time.Second, KillGrace: time.Second}
