@@ -19,7 +19,11 @@ type fakeRunner struct {
 	deliver     func(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
 	st          *store.Store
 	calls       []string
+	running     map[string]bool
 }
+
+// Running makes fakeRunner an api.Liveness.
+func (f *fakeRunner) Running(nodeID string) bool { return f.running[nodeID] }
 
 func (f *fakeRunner) StartSession(ctx context.Context, u, s string) error { return f.start(ctx, u, s) }
 func (f *fakeRunner) StopSession(ctx context.Context, u, s string) error  { return f.stop(ctx, u, s) }
@@ -42,9 +46,33 @@ func (f *fakeRunner) DeleteSession(ctx context.Context, u, s string) error {
 }
 
 var (
-	_ api.Runner  = (*fakeRunner)(nil)
-	_ api.Remover = (*fakeRunner)(nil)
+	_ api.Runner   = (*fakeRunner)(nil)
+	_ api.Remover  = (*fakeRunner)(nil)
+	_ api.Liveness = (*fakeRunner)(nil)
 )
+
+// TestStatusRunningNeedsARunningAgent: PATCH cannot mark a node whose agent
+// does not run as running or thinking (invariant 6); other statuses can be set.
+func TestStatusRunningNeedsARunningAgent(t *testing.T) {
+	r := &fakeRunner{running: map[string]bool{}}
+	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
+	a := e.account("alice")
+	s, n := e.session(a)
+	p := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID
+	for _, status := range []string{"running", "thinking"} {
+		rep := e.do("PATCH", p, a.key, `{"status":"`+status+`"}`)
+		if rep.status != 409 || !contains(rep.body, "is not running") {
+			t.Fatalf("PATCH %s on a stopped node: %d %s", status, rep.status, rep.body)
+		}
+	}
+	if rep := e.do("PATCH", p, a.key, `{"status":"done"}`); rep.status != 200 || !contains(rep.body, `"status":"done"`) {
+		t.Fatalf("PATCH done: %d %s", rep.status, rep.body)
+	}
+	r.running[n.ID] = true
+	if rep := e.do("PATCH", p, a.key, `{"status":"running"}`); rep.status != 200 || !contains(rep.body, `"status":"running"`) {
+		t.Fatalf("PATCH running on a running node: %d %s", rep.status, rep.body)
+	}
+}
 
 func TestRunnerIsCalled(t *testing.T) {
 	var st *store.Store

@@ -54,6 +54,13 @@ type Starter interface {
 	StartNode(ctx context.Context, userID, sessionID, nodeID string) error
 }
 
+// Liveness tells whether a node's agent process runs. When the Runner
+// implements it, the API refuses to mark a node that does not run as
+// running or thinking.
+type Liveness interface {
+	Running(nodeID string) bool
+}
+
 // The hub is the store's publisher.
 var _ store.Publisher = (*hub.Hub[store.Record])(nil)
 

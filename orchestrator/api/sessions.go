@@ -208,6 +208,13 @@ func (s *Server) patchNode(c echo.Context) error {
 	if err := objectField("config", req.Config); err != nil {
 		return err
 	}
+	if req.Status != nil && (*req.Status == store.NodeRunning || *req.Status == store.NodeThinking) {
+		// Invariant 6: running means a container runs; only the agent
+		// itself reports what it is doing while it runs.
+		if l, ok := s.cfg.Runner.(Liveness); ok && !l.Running(c.Param("node")) {
+			return orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: status %q is reported by a running agent, not set by hand", c.Param("node"), *req.Status)
+		}
+	}
 	p := store.NodePatch{Name: req.Name, Status: req.Status}
 	if len(req.Config) > 0 && string(req.Config) != "null" {
 		p.Config = &req.Config
