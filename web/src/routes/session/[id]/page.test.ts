@@ -1,6 +1,6 @@
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { node, ev } from '$lib/test/fixtures';
+import { node, ev, nodeRec } from '$lib/test/fixtures';
 import type { LogRecord } from '$lib/types';
 
 class FakeWS {
@@ -99,5 +99,31 @@ describe('session page', () => {
 		expect(await screen.findByRole('heading', { name: 'root' })).toBeTruthy();
 		const calls = (nav.replaceState as unknown as { mock: { calls: [URL][] } }).mock.calls;
 		expect(calls.some(([u]) => new URL(u).searchParams.get('node') === 'root')).toBe(true);
+	});
+
+	// SvelteKit's replaceState does not update page.url, so the mock leaves `url` alone too.
+	const written = async () => {
+		const nav = await import('$app/navigation');
+		return (nav.replaceState as unknown as { mock: { calls: [URL][] } }).mock.calls.map(([u]) => new URL(u));
+	};
+
+	it('drops ?spawn=1 from the address once the modal opened, and never writes it back', async () => {
+		url.search = '?spawn=1';
+		render(Page);
+		expect(await screen.findByRole('dialog', { name: 'Spawn agent' })).toBeTruthy();
+		await vi.waitFor(async () => expect((await written()).some((u) => u.searchParams.get('node') === 'root')).toBe(true));
+		const urls = await written();
+		expect(urls.length).toBeGreaterThan(0);
+		for (const u of urls) expect(u.searchParams.has('spawn')).toBe(false);
+		expect(urls.at(-1)!.searchParams.get('node')).toBe('root');
+	});
+
+	it('when the shown agent is deleted, the selection and ?node= move to the root', async () => {
+		url.search = '?node=kid';
+		render(Page);
+		expect(await screen.findByRole('heading', { name: 'kid' })).toBeTruthy();
+		FakeWS.all[0].send(nodeRec('deleted', nodes[1], 1, ['kid']));
+		expect(await screen.findByRole('heading', { name: 'root' })).toBeTruthy();
+		await vi.waitFor(async () => expect((await written()).at(-1)?.searchParams.get('node')).toBe('root'));
 	});
 });
