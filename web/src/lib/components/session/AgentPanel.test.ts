@@ -78,10 +78,18 @@ describe('AgentPanel', () => {
 		expect(screen.queryByRole('alert')).toBeNull();
 	});
 
-	it('offers no stop for an agent that is not running', () => {
-		render(AgentPanel, { node: b, records: [], onsend: vi.fn(), onstop: vi.fn() });
-		expect(screen.queryByRole('button', { name: /Stop/ })).toBeNull();
-	});
+	const stopCases = [
+		{ name: 'idle (waiting for input, container alive)', status: 'idle', stop: true },
+		{ name: 'thinking', status: 'thinking', stop: true },
+		{ name: 'running', status: 'running', stop: true },
+		{ name: 'done', status: 'done', stop: false },
+		{ name: 'error', status: 'error', stop: false }
+	] as const;
+	for (const c of stopCases)
+		it(`offers Stop for ${c.name}: ${c.stop}`, () => {
+			render(AgentPanel, { node: node('n', null, 'n', c.status), records: [], onsend: vi.fn(), onstop: vi.fn() });
+			expect(screen.queryByRole('button', { name: /Stop/ }) !== null).toBe(c.stop);
+		});
 
 	it('deletes only after confirmation', async () => {
 		const ondelete = vi.fn().mockResolvedValue(undefined);
