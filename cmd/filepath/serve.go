@@ -275,6 +275,10 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		return err
 	}
 	defer srv.Close()
+	// Admin commands (`filepath user login`) print links to this address.
+	if err := os.WriteFile(filepath.Join(data, urlFile), []byte(srv.URL()+"\n"), 0o600); err != nil {
+		log.Warn("write the server's URL to the data directory", "err", err)
+	}
 	log.Info("starting", "data", data, "runtime", cfg.Runtime, "workspace", cfg.Workspace)
 	return srv.Run(ctx)
 }

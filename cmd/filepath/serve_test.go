@@ -154,6 +154,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}{
 		{name: "user add", args: []string{"user", "add", "bob", "--data", data, "--url", base}, code: 0, out: base + "/login?token="},
 		{name: "user login", args: []string{"user", "login", "bob", "--data", data, "--url", base}, code: 0, out: base + "/login?token="},
+		{name: "user login links to where the server runs", args: []string{"user", "login", "bob", "--data", data}, code: 0, out: base + "/login?token="},
 		{name: "user add twice", args: []string{"user", "add", "bob", "--data", data}, code: 1},
 		{name: "user login unknown", args: []string{"user", "login", "nobody", "--data", data}, code: 1},
 		{name: "user without name", args: []string{"user", "add", "--data", data}, code: 2},

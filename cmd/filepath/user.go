@@ -30,17 +30,36 @@ type adminFlags struct {
 func addAdminFlags(fs *flag.FlagSet) adminFlags {
 	return adminFlags{
 		data: fs.String("data", env("FILEPATH_DATA", "./data"), "data directory (env FILEPATH_DATA)"),
-		url:  fs.String("url", "http://"+env("FILEPATH_ADDR", "127.0.0.1:8080"), "base URL of the server, for login links"),
+		url:  fs.String("url", "", "base URL of the server, for login links (default: the address the server last served on)"),
 		ttl:  fs.Duration("ttl", api.DefaultLoginTTL, "how long a login link stays valid"),
 	}
 }
 
-// openStore opens the database of a data directory for an admin command.
-func openStore(ctx context.Context, data string) (*store.Store, error) {
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+// urlFile is where serve writes the URL it serves on, so that admin
+// commands print login links that work without --url.
+const urlFile = "url"
+
+// baseURL is the server's base URL for login links: --url, else the one the
+// server last wrote to the data directory, else FILEPATH_ADDR's default.
+func baseURL(flagURL, data string) string {
+	if flagURL != "" {
+		return strings.TrimRight(flagURL, "/")
 	}
-	return store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db")})
+	if b, err := os.ReadFile(filepath.Join(data, urlFile)); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "http://" + env("FILEPATH_ADDR", "127.0.0.1:8080")
+}
+
+// openStore opens the database of a data directory for an admin command.
+// It never creates one: a typo in --data must not start an empty database
+// beside the real one.
+func openStore(ctx context.Context, data string) (*store.Store, error) {
+	path := filepath.Join(data, "filepath.db")
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("no filepath database at %s: start `filepath serve --data %s` once first, or pass the --data of your server", path, data)
+	}
+	return store.Open(ctx, store.Config{Path: path})
 }
 
 // parseWithName parses args where the one positional NAME may come before or
@@ -110,6 +129,6 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "user %s %s: create login token: %v\n", sub, name, err)
 		return 1
 	}
-	fmt.Fprintln(stdout, api.LoginURL(strings.TrimRight(*af.url, "/"), tok))
+	fmt.Fprintln(stdout, api.LoginURL(baseURL(*af.url, *af.data), tok))
 	return 0
 }

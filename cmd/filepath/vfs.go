@@ -37,10 +37,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // vfsStore opens the store of a data directory and a VFS over it.
 func vfsStore(ctx context.Context, data string) (*store.Store, *vfs.VFS, error) {
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create data directory: %w", err)
-	}
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db")})
+	st, err := openStore(ctx, data)
 	if err != nil {
 		return nil, nil, err
 	}

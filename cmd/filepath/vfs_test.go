@@ -13,6 +13,12 @@ import (
 func TestVFSExportImport(t *testing.T) {
 	ctx := context.Background()
 	data := t.TempDir()
+	// A data directory that a server has used: the database exists.
+	first, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
 	st, v, err := vfsStore(ctx, data)
 	if err != nil {
 		t.Fatal(err)
