@@ -51,6 +51,26 @@ describe('AgentPanel', () => {
 		expect((await screen.findByRole('alert')).textContent).toContain('logs unavailable');
 	});
 
+	it('Chat, Files and Log: exactly one looks selected', async () => {
+		const loadLogs = vi.fn().mockResolvedValue('stderr line\n');
+		render(AgentPanel, { node: a, records: [ev('a', { type: 'text', content: 'hello chat' })], onsend: vi.fn(), loadLogs, sessionId: 's1' });
+		const chat = screen.getByRole('tab', { name: 'Chat' });
+		const log = screen.getByRole('button', { name: /log/i });
+		const selected = () => ({
+			chat: chat.getAttribute('aria-selected') === 'true' && chat.classList.contains('on'),
+			log: log.getAttribute('aria-pressed') === 'true' && log.classList.contains('on')
+		});
+		expect(selected()).toEqual({ chat: true, log: false });
+		await fireEvent.click(log);
+		expect(await screen.findByText(/stderr line/)).toBeTruthy();
+		expect(selected()).toEqual({ chat: false, log: true });
+		expect(chat.classList.contains('on') || chat.getAttribute('aria-selected') === 'true').toBe(false);
+		await fireEvent.click(chat);
+		expect(selected()).toEqual({ chat: true, log: false });
+		expect(screen.getByText('hello chat')).toBeTruthy();
+		expect(screen.queryByText(/stderr line/)).toBeNull();
+	});
+
 	it('without a node it offers to spawn', async () => {
 		const onspawn = vi.fn();
 		render(AgentPanel, { node: undefined, records: [], onsend: vi.fn(), onspawn });
