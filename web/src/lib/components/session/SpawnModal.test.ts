@@ -1,6 +1,6 @@
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import SpawnModal, { AGENT_KEY, MODEL_KEY } from './SpawnModal.svelte';
+import SpawnModal, { AGENT_KEY, IMAGE_KEY, MODEL_KEY } from './SpawnModal.svelte';
 import { ApiError } from '$lib/api';
 import type { AgentInfo } from '$lib/types';
 
@@ -57,13 +57,27 @@ describe('SpawnModal', () => {
 		expect(input.value).not.toBe(first);
 	});
 
+	it('defaults to custom with a locally built image, pills in catalog order', async () => {
+		const { props } = setup();
+		const custom = await screen.findByRole('button', { name: 'custom' });
+		const pills = screen.getByRole('group', { name: 'Agent type' }).querySelectorAll('button');
+		expect([...pills].map((b) => b.textContent)).toEqual(['shelley', 'claude-code', 'codex', 'custom']);
+		expect(custom.getAttribute('aria-pressed')).toBe('true');
+		const img = screen.getByLabelText('Image') as HTMLInputElement;
+		expect(img.value).toBe('filepath/byo-echo:latest');
+		expect(img.placeholder).toBe('an image on this machine, e.g. filepath/byo-echo:latest');
+		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+		await vi.waitFor(() =>
+			expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ agent_type: 'custom', image: 'filepath/byo-echo:latest' }))
+		);
+	});
+
 	it('highlights the chosen agent and uses its default model', async () => {
 		setup();
 		const codex = await screen.findByRole('button', { name: 'codex' });
-		expect(screen.getByRole('button', { name: 'shelley' }).getAttribute('aria-pressed')).toBe('true');
 		await fireEvent.click(codex);
 		expect(codex.getAttribute('aria-pressed')).toBe('true');
-		expect(screen.getByRole('button', { name: 'shelley' }).getAttribute('aria-pressed')).toBe('false');
+		expect(screen.getByRole('button', { name: 'custom' }).getAttribute('aria-pressed')).toBe('false');
 		expect(screen.getByLabelText('Model').textContent).toContain('GPT-5');
 		await fireEvent.click(screen.getByRole('button', { name: 'shelley' }));
 		expect(screen.getByLabelText('Model').textContent).toContain('Claude Sonnet 4');
@@ -104,18 +118,24 @@ describe('SpawnModal', () => {
 		await vi.waitFor(() => expect(screen.getByLabelText('Model').textContent).toContain('GPT-5 mini'));
 	});
 
-	it('shows the image field only for custom and sends it', async () => {
-		const { props } = setup();
-		await screen.findByRole('button', { name: 'custom' });
+	it('shows the image field only for custom, sends it, and remembers it', async () => {
+		const { props, rerender } = setup();
+		await fireEvent.click(await screen.findByRole('button', { name: 'codex' }));
 		expect(screen.queryByLabelText('Image')).toBeNull();
 		await fireEvent.click(screen.getByRole('button', { name: 'custom' }));
 		const spawn = screen.getByRole('button', { name: 'Spawn' }) as HTMLButtonElement;
+		await fireEvent.input(screen.getByLabelText('Image'), { target: { value: ' ' } });
 		expect(spawn.disabled).toBe(true);
 		await fireEvent.input(screen.getByLabelText('Image'), { target: { value: 'my-agent:1' } });
 		await fireEvent.click(spawn);
 		await vi.waitFor(() =>
 			expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ agent_type: 'custom', image: 'my-agent:1' }))
 		);
+		await vi.waitFor(() => expect(screen.queryByRole('dialog')).toBeNull());
+		expect(localStorage.getItem(IMAGE_KEY)).toBe('my-agent:1');
+		await rerender({ open: true });
+		expect((await screen.findByRole('button', { name: 'custom' })).getAttribute('aria-pressed')).toBe('true');
+		expect((screen.getByLabelText('Image') as HTMLInputElement).value).toBe('my-agent:1');
 	});
 
 	it('stays open and shows the API error when spawning fails', async () => {
