@@ -911,6 +911,16 @@ func (fs *FS) pathOf(ctx context.Context, q querier, ino int64) (string, error) 
 	return p, nil
 }
 
-// ValidName reports whether name may be a directory entry (EINVAL or
-// ENAMETOOLONG otherwise).
-func ValidName(name string) error { return validName(name) }
+// CheckCreate reports whether the file name may be created in parent: a
+// valid name the node's policy allows (EACCES, logged and audited, when
+// not). It creates nothing: the FUSE mount's lazy create checks at open
+// what CreateFile would refuse only at the first flush.
+func (fs *FS) CheckCreate(ctx context.Context, parent int64, name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	if _, err := fs.init(ctx); err != nil {
+		return err
+	}
+	return fs.checkInodeAccess(ctx, "create", parent, name, true)
+}

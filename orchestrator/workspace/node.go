@@ -243,8 +243,8 @@ func (n *node) lazyCreate(ctx context.Context, name string, flags, mode uint32, 
 	if !ok || flags&syscall.O_EXCL != 0 || n.m.opts.WriteBuffer <= 0 {
 		return nil, false, 0
 	}
-	if err := vfs.ValidName(name); err != nil {
-		return nil, false, errno(err)
+	if err := fc.CheckCreate(ctx, n.ino, name); err != nil {
+		return nil, false, errno(err) // refused at open, as an eager create would be
 	}
 	if _, err := n.m.fs.Lookup(ctx, n.ino, name); !vfs.IsErrno(err, syscall.ENOENT) {
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testenv"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -542,4 +543,60 @@ func TestTwoMounts(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPolicy: a node restricted to some paths is refused a new file outside
+// them at open (not only at close), also with the lazy create.
+func TestPolicy(t *testing.T) {
+	e := newEnv(t, vfs.Config{})
+	ctx := ctxT(t)
+	if _, err := e.fs.Mkdir(ctx, vfs.RootIno, "ok", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Mkdir(ctx, vfs.RootIno, "other", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	restricted, err := e.fs.ForNode("node-1", []string{"/ok", "/new/sub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.RequireFUSE(t)
+	m, err := Mount(ctx, t.TempDir(), restricted, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	tests := []struct {
+		name  string
+		flags int
+		path  string
+		want  syscall.Errno
+	}{
+		{"allowed", os.O_CREATE | os.O_WRONLY | os.O_TRUNC, "ok/a", 0},
+		{"allowed exclusive", os.O_CREATE | os.O_WRONLY | os.O_EXCL, "ok/b", 0},
+		{"outside", os.O_CREATE | os.O_WRONLY | os.O_TRUNC, "other/a", syscall.EACCES},
+		{"outside exclusive", os.O_CREATE | os.O_WRONLY | os.O_EXCL, "other/b", syscall.EACCES},
+		{"outside at the root", os.O_CREATE | os.O_WRONLY, "c", syscall.EACCES},
+		// "/new" may be looked up (it leads to an allowed path) but not created
+		{"ancestor of an allowed path", os.O_CREATE | os.O_WRONLY | os.O_TRUNC, "new", syscall.EACCES},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := os.OpenFile(filepath.Join(m.Dir(), tt.path), tt.flags, 0o644)
+			if tt.want != 0 {
+				wantErrno(t, err, tt.want)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString("x"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			wantContent(t, filepath.Join(m.Dir(), tt.path), "x")
+		})
+	}
 }

@@ -49,6 +49,7 @@ type FS interface {
 // file (O_CREAT without O_EXCL) lazily: CREATE reserves an inode number and
 // the VFS learns of the file at its first flush, with the buffered data.
 type fileCreator interface {
+	CheckCreate(ctx context.Context, parent int64, name string) error
 	ReserveIno(ctx context.Context) (int64, error)
 	CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64) (Attr, error)
 }
