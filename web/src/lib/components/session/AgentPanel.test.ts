@@ -2,6 +2,7 @@ import { fireEvent, render, screen } from '@testing-library/svelte';
 import { describe, expect, it, vi } from 'vitest';
 import AgentPanel, { formatTokens } from './AgentPanel.svelte';
 import { ev, node } from '$lib/test/fixtures';
+import { injectStyles } from '$lib/test/css';
 
 describe('AgentPanel', () => {
 	const a = node('a', null, 'alpha', 'running', { agent_type: 'claude-code', model: 'claude-sonnet-4', tokens: 48213 });
@@ -69,6 +70,27 @@ describe('AgentPanel', () => {
 		expect(selected()).toEqual({ chat: true, log: false });
 		expect(screen.getByText('hello chat')).toBeTruthy();
 		expect(screen.queryByText(/stderr line/)).toBeNull();
+	});
+
+	it('header: the name never gives way to the buttons (they wrap to a second row instead)', () => {
+		const remove = injectStyles('src/lib/components/session/AgentPanel.svelte');
+		try {
+			render(AgentPanel, { node: node('e', null, 'echo', 'idle'), records: [], onsend: vi.fn(), onstop: vi.fn(), ondelete: vi.fn(), loadLogs: vi.fn(), sessionId: 's1' });
+			const name = screen.getByRole('heading', { name: 'echo' });
+			const ident = screen.getByTestId('ident');
+			const tools = screen.getByTestId('tools');
+			expect(name.parentElement).toBe(ident);
+			expect(tools.contains(screen.getByRole('button', { name: /Stop/ }))).toBe(true);
+			expect(tools.contains(screen.getByRole('tab', { name: 'Chat' }))).toBe(true);
+			expect(getComputedStyle(ident.parentElement!).flexWrap).toBe('wrap');
+			expect(getComputedStyle(ident).minWidth).toBe('0px');
+			expect(getComputedStyle(name).minWidth).toBe('0px');
+			expect(getComputedStyle(name).textOverflow).toBe('ellipsis');
+			expect(getComputedStyle(tools).flexShrink).toBe('0');
+			expect(getComputedStyle(screen.getByTestId('status-label')).whiteSpace).toBe('nowrap');
+		} finally {
+			remove();
+		}
 	});
 
 	it('without a node it offers to spawn', async () => {
