@@ -1,6 +1,7 @@
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Session } from '$lib/types';
+import { injectStyles } from '$lib/test/css';
 
 const goto = vi.fn();
 vi.mock('$app/navigation', () => ({ goto: (...a: unknown[]) => goto(...a) }));
@@ -33,7 +34,7 @@ describe('dashboard', () => {
 	it('lists sessions with status, node count and last activity', async () => {
 		render(Page);
 		expect(await screen.findByText('brave-42')).toBeTruthy();
-		expect(screen.getByText('running')).toBeTruthy();
+		expect(screen.getByText('Running')).toBeTruthy();
 		expect(screen.getByText('github.com/a/b.git')).toBeTruthy();
 		expect(screen.getAllByText('3')).toHaveLength(2);
 		expect(screen.getAllByText('just now')).toHaveLength(2);
@@ -55,7 +56,35 @@ describe('dashboard', () => {
 		render(Page);
 		await fireEvent.click(await screen.findByRole('button', { name: /stop/i }));
 		expect((await screen.findByRole('alert')).textContent).toContain('session is already stopping');
-		expect(screen.getByText('running')).toBeTruthy();
+		expect(screen.getByText('Running')).toBeTruthy();
+	});
+
+	it('a session whose root failed to start shows Error in red, and offers Start (a retry) and Delete', async () => {
+		fake.sessions.mockResolvedValue([session('s3', 'broken-1', 'error')]);
+		fake.startSession.mockResolvedValue(session('s3', 'broken-1', 'running'));
+		render(Page);
+		const badge = await screen.findByTestId('status');
+		expect(badge.textContent).toBe('Error');
+		expect(badge.classList.contains('error')).toBe(true);
+		expect(badge.title).toMatch(/failed to start/);
+		expect(screen.getByRole('button', { name: 'Delete broken-1' })).toBeTruthy();
+		await fireEvent.click(screen.getByRole('button', { name: /start/i }));
+		await vi.waitFor(() => expect(fake.startSession).toHaveBeenCalledWith('s3'));
+		expect(await screen.findByText('Running')).toBeTruthy();
+	});
+
+	it('"New session" stays on one line beside the heading', async () => {
+		const remove = injectStyles('src/routes/+page.svelte');
+		try {
+			render(Page);
+			await screen.findByText('brave-42');
+			const btn = screen.getByRole('button', { name: /new session/i });
+			expect(getComputedStyle(btn).whiteSpace).toBe('nowrap');
+			expect(getComputedStyle(btn).flexShrink).toBe('0');
+			expect(getComputedStyle(screen.getByRole('heading', { name: 'Sessions' }).parentElement!).minWidth).toBe('0px');
+		} finally {
+			remove();
+		}
 	});
 
 	it('New session creates and opens the session with the spawn modal', async () => {
