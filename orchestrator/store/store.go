@@ -92,6 +92,7 @@ type Store struct {
 	logs   map[string]*logState
 
 	insertOne *sql.Stmt // insertLogSQL, prepared on the write connection
+	insertN   map[int]*sql.Stmt // multi-row INSERTs by row count (insertChunks)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -189,13 +190,27 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		rsql.Close()
 		return nil, fmt.Errorf("open store %s: prepare: %w", cfg.Path, err)
 	}
+	insertN := map[int]*sql.Stmt{}
+	for _, n := range insertChunks {
+		st, err := wsql.PrepareContext(ctx, insertRowsSQL(n))
+		if err != nil {
+			for _, st := range insertN {
+				st.Close()
+			}
+			insertOne.Close()
+			wsql.Close()
+			rsql.Close()
+			return nil, fmt.Errorf("open store %s: prepare: %w", cfg.Path, err)
+		}
+		insertN[n] = st
+	}
 	pub := cfg.Publisher
 	if pub == nil {
 		pub = nopPublisher{}
 	}
 	return &Store{
 		cfg: cfg, now: cfg.Now, wsql: wsql, rsql: rsql, db: db, rdb: rdb, pub: pub,
-		logs: make(map[string]*logState), insertOne: insertOne,
+		logs: make(map[string]*logState), insertOne: insertOne, insertN: insertN,
 	}, nil
 }
 
@@ -228,7 +243,11 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		// Let SQLite refresh its query planner statistics; best effort.
 		_, _ = s.wsql.Exec(`PRAGMA optimize`)
-		s.closeErr = errors.Join(s.insertOne.Close(), s.rsql.Close(), s.wsql.Close())
+		errs := []error{s.insertOne.Close()}
+		for _, st := range s.insertN {
+			errs = append(errs, st.Close())
+		}
+		s.closeErr = errors.Join(append(errs, s.rsql.Close(), s.wsql.Close())...)
 	})
 	return s.closeErr
 }
