@@ -91,7 +91,7 @@ type Store struct {
 	logsMu sync.Mutex // guards logs; never held while waiting for the database
 	logs   map[string]*logState
 
-	insertOne *sql.Stmt // insertLogSQL, prepared on the write connection
+	insertOne *sql.Stmt         // insertLogSQL, prepared on the write connection
 	insertN   map[int]*sql.Stmt // multi-row INSERTs by row count (insertChunks)
 
 	closeOnce sync.Once
