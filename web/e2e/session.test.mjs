@@ -193,7 +193,8 @@ test('session flow against the real binary, a real agent container and headless 
 		await pb.goto(login);
 		await pb.waitForURL(server.base + '/', { timeout: T });
 		await pb.locator(`[data-session-id="${sessionId}"] a.name`).click();
-		await pb.waitForURL(`**/session/${sessionId}`, { timeout: T });
+		// The page keeps the shown agent in the address (?node=ID): match the path only.
+		await pb.waitForURL((u) => u.pathname === `/session/${sessionId}`, { timeout: T });
 		await pb.locator('[data-testid=chat-scroll] .item[data-kind=text]', { hasText: 'Three workers are on it.' }).waitFor({ timeout: T });
 		const before = await pb.evaluate(() => performance.getEntriesByType('navigation').length + ':' + performance.timeOrigin);
 		await send('echo live from browser A');
