@@ -375,8 +375,10 @@ func TestStreamShutdownGoingAway(t *testing.T) {
 
 func TestStreamPingTimeoutCloses(t *testing.T) {
 	e := newEnv(t, envOpts{cfg: func(c *api.Config) {
-		c.PingInterval = 20 * time.Millisecond
-		c.PingTimeout = 50 * time.Millisecond
+		// Generous for a loaded machine under -race: a reading client must
+		// never miss a pong deadline because its goroutine was not scheduled.
+		c.PingInterval = 50 * time.Millisecond
+		c.PingTimeout = 500 * time.Millisecond
 	}})
 	a := e.account("alice")
 	s, _ := e.session(a)
@@ -397,7 +399,7 @@ func TestStreamPingTimeoutCloses(t *testing.T) {
 	}
 	defer dead.CloseNow()
 	waitFor(t, 10*time.Second, "the silent client to be closed", func() bool { return e.hub.Subscribers(s.ID) == 1 })
-	time.Sleep(200 * time.Millisecond) // several ping intervals: the reading client must survive them
+	time.Sleep(time.Second) // many ping intervals: the reading client must survive them
 	if readCtx.Err() != nil || e.hub.Subscribers(s.ID) != 1 {
 		t.Fatal("the reading client was closed")
 	}
