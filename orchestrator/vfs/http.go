@@ -276,20 +276,25 @@ func checkWritable(p string) error {
 	return nil
 }
 
-func (h *Handler) post(c echo.Context) error {
-	ctx := c.Request().Context()
-	p, err := reqPath(c)
-	if err != nil {
-		return err
+// writeRequest reads what POST and PUT share: the writable path and the
+// body (answered is true when parseWrite has already answered the request).
+func (h *Handler) writeRequest(c echo.Context) (p string, body writeBody, data []byte, answered bool, err error) {
+	if p, err = reqPath(c); err != nil {
+		return "", body, nil, false, err
 	}
 	if p, err = CleanPath(p); err != nil {
-		return err
+		return "", body, nil, false, err
 	}
-	if err := checkWritable(p); err != nil {
-		return err
+	if err = checkWritable(p); err != nil {
+		return "", body, nil, false, err
 	}
-	var body writeBody
-	data, answered, err := h.parseWrite(c, &body)
+	data, answered, err = h.parseWrite(c, &body)
+	return p, body, data, answered, err
+}
+
+func (h *Handler) post(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, body, data, answered, err := h.writeRequest(c)
 	if answered || err != nil {
 		return err
 	}
@@ -312,18 +317,7 @@ func (h *Handler) post(c echo.Context) error {
 
 func (h *Handler) put(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := reqPath(c)
-	if err != nil {
-		return err
-	}
-	if p, err = CleanPath(p); err != nil {
-		return err
-	}
-	if err := checkWritable(p); err != nil {
-		return err
-	}
-	var body writeBody
-	data, answered, err := h.parseWrite(c, &body)
+	p, body, data, answered, err := h.writeRequest(c)
 	if answered || err != nil {
 		return err
 	}

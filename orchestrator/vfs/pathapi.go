@@ -62,19 +62,9 @@ func notFound(p string) error { return errorf(syscall.ENOENT, p, "%s not found",
 
 // Stat returns the metadata of p (symlinks followed), with the content hash of a file.
 func (fs *FS) Stat(ctx context.Context, p string) (FileInfo, error) {
-	p, err := fs.cleanFor(ctx, "stat", p, false)
+	p, r, err := fs.resolveExisting(ctx, p)
 	if err != nil {
 		return FileInfo{}, err
-	}
-	if _, err := fs.init(ctx); err != nil {
-		return FileInfo{}, err
-	}
-	r, err := fs.resolveRead(ctx, p, true)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	if !r.exists {
-		return FileInfo{}, notFound(p)
 	}
 	if err := fs.checkPath(ctx, "stat", r.path, false); err != nil {
 		return FileInfo{}, err
@@ -671,21 +661,28 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name,
 // resolveAttr returns the attributes of p (symlinks followed) for callers
 // that mix both APIs.
 func (fs *FS) resolveAttr(ctx context.Context, p string) (Attr, error) {
+	_, r, err := fs.resolveExisting(ctx, p)
+	return r.attr, err
+}
+
+// resolveExisting cleans p and resolves it, symlinks followed, to an entry
+// that exists; it returns the cleaned path.
+func (fs *FS) resolveExisting(ctx context.Context, p string) (string, resolved, error) {
 	p, err := fs.cleanFor(ctx, "stat", p, false)
 	if err != nil {
-		return Attr{}, err
+		return "", resolved{}, err
 	}
 	if _, err := fs.init(ctx); err != nil {
-		return Attr{}, err
+		return "", resolved{}, err
 	}
 	r, err := fs.resolveRead(ctx, p, true)
 	if err != nil {
-		return Attr{}, err
+		return "", resolved{}, err
 	}
 	if !r.exists {
-		return Attr{}, notFound(p)
+		return "", resolved{}, notFound(p)
 	}
-	return r.attr, nil
+	return p, r, nil
 }
 
 // resolveRead resolves p on the read pool, recording a symlink escape in the audit log.
