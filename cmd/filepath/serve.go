@@ -322,6 +322,9 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 		if err != nil {
 			return nil, nil, fmt.Errorf("workspace over FUSE (use --workspace dir to run without it): %w", err)
 		}
+		// Every change (a node's mount, the REST API) is pushed to the
+		// kernels of the session's other mounts.
+		fsys.SetInvalidator(ws.Fanout())
 		// Containers outlive the orchestrator: serve the workspaces of the
 		// nodes that may still run again before the relays re-attach.
 		active, err := st.ActiveNodes(ctx)

@@ -129,5 +129,6 @@ func (fs *FS) resize(ctx context.Context, tx *txn, ino int64, cs int, oldSize, n
 	if err != nil {
 		return fmt.Errorf("resize inode %d: %w", ino, err)
 	}
+	fs.changedData(tx, ino)
 	return nil
 }

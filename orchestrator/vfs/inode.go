@@ -484,6 +484,7 @@ func (fs *FS) unlinkEntry(ctx context.Context, tx *txn, parent int64, name strin
 	if _, err := tx.ExecContext(ctx, `DELETE FROM fs_dentry WHERE session_id=? AND parent_ino=? AND name=?`, fs.sid, parent, name); err != nil {
 		return fmt.Errorf("delete dentry %q: %w", name, err)
 	}
+	fs.changedEntry(tx, parent, name)
 	if err := fs.touchCtime(ctx, tx, ino, fs.v.cfg.Now()); err != nil {
 		return err
 	}
@@ -604,6 +605,8 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 			if _, err := tx.ExecContext(ctx, `UPDATE fs_dentry SET ino=? WHERE session_id=? AND parent_ino=? AND name=?`, u.ino, fs.sid, u.parent, u.name); err != nil {
 				return nil, fmt.Errorf("exchange: %w", err)
 			}
+			fs.changedEntry(tx, u.parent, u.name)
+			fs.changedAttrs(tx, u.ino)
 		}
 		for _, ino := range []int64{oldParent, newParent} {
 			if err := fs.touch(ctx, tx, ino, now); err != nil {
@@ -640,6 +643,8 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 		newParent, newName, fs.sid, oldParent, oldName); err != nil {
 		return nil, fmt.Errorf("rename: %w", err)
 	}
+	fs.changedEntry(tx, oldParent, oldName)
+	fs.changedEntry(tx, newParent, newName)
 	for _, ino := range []int64{oldParent, newParent} {
 		if err := fs.touch(ctx, tx, ino, now); err != nil {
 			return nil, err
@@ -776,6 +781,7 @@ func (fs *FS) writeData(ctx context.Context, tx *txn, ino int64, cs int, size in
 		newSize, s, ns, s, ns, fs.sid, ino); err != nil {
 		return 0, fmt.Errorf("update inode %d: %w", ino, err)
 	}
+	fs.changedData(tx, ino)
 	return newSize, nil
 }
 

@@ -344,6 +344,7 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 				len(data), hexSum, s, ns, s, ns, fs.sid, ino); err != nil {
 				return fmt.Errorf("write %s: %w", p, err)
 			}
+			fs.changedData(tx, ino)
 			op := OpModified
 			if created {
 				op = OpCreated
@@ -354,6 +355,7 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET is_readonly=? WHERE session_id=? AND ino=?`, *opt.Readonly, fs.sid, ino); err != nil {
 				return fmt.Errorf("set readonly on %s: %w", p, err)
 			}
+			fs.changedAttrs(tx, ino)
 		}
 		return nil
 	})

@@ -90,6 +90,9 @@ type txn struct {
 	// noPathCache: this transaction renamed something; it must not fill
 	// the directory path cache (see FS.dirPath)
 	noPathCache bool
+	// sid and changes: what the transaction changed, for the Invalidator
+	sid     string
+	changes Change
 }
 
 // onCommit runs f once the transaction has committed (never after a rollback).

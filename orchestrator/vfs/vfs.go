@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -65,6 +66,8 @@ type VFS struct {
 	r   *reader // read pool (the writer when Config.ReadDB is nil)
 	wc  *stmtCache
 	cfg Config
+
+	inval atomic.Pointer[Invalidator]
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
@@ -233,6 +236,7 @@ func (v *VFS) tx(ctx context.Context, f func(*txn) error) error {
 	for _, f := range t.after {
 		f()
 	}
+	v.invalidate(ctx, t)
 	v.wc.prepareWanted(ctx)
 	return nil
 }
@@ -418,6 +422,8 @@ func (fs *FS) addDentry(ctx context.Context, tx *txn, parent int64, name string,
 		}
 		return fmt.Errorf("insert dentry %q: %w", name, err)
 	}
+	fs.changedEntry(tx, parent, name)
+	fs.changedAttrs(tx, ino) // its link count
 	return nil
 }
 
@@ -428,6 +434,7 @@ func (fs *FS) touch(ctx context.Context, tx *txn, ino int64, now time.Time) erro
 	if err != nil {
 		return fmt.Errorf("touch inode %d: %w", ino, err)
 	}
+	fs.changedAttrs(tx, ino)
 	return nil
 }
 
@@ -437,6 +444,7 @@ func (fs *FS) touchCtime(ctx context.Context, tx *txn, ino int64, now time.Time)
 	if err != nil {
 		return fmt.Errorf("touch inode %d: %w", ino, err)
 	}
+	fs.changedAttrs(tx, ino)
 	return nil
 }
 

@@ -18,6 +18,8 @@ type env struct {
 	sid string
 	fs  *vfs.FS
 	dir string // data dir
+	// fanout is the VFS's Invalidator; mount attaches every mount to it
+	fanout *Fanout
 }
 
 func ctxT(tb testing.TB) context.Context {
@@ -56,11 +58,22 @@ func openEnv(tb testing.TB, st *store.Store, sid, dir string, cfg vfs.Config) *e
 	}
 	cfg.ReadDB = rdb
 	v := vfs.New(st.SQL(), cfg)
-	return &env{st: st, v: v, sid: sid, fs: v.Session(sid), dir: dir}
+	f := &Fanout{}
+	v.SetInvalidator(f)
+	return &env{st: st, v: v, sid: sid, fs: v.Session(sid), dir: dir, fanout: f}
 }
 
-// mount mounts the session at a fresh directory and unmounts it at cleanup.
+// mount mounts the session at a fresh directory, told of other mounts' and
+// the REST API's changes as the Manager's mounts are, and unmounts it at
+// cleanup.
 func (e *env) mount(tb testing.TB, opts Options) *MountPoint {
+	tb.Helper()
+	opts.Fanout = e.fanout
+	return e.mountUnshared(tb, opts)
+}
+
+// mountUnshared mounts the session without a Fanout unless opts has one.
+func (e *env) mountUnshared(tb testing.TB, opts Options) *MountPoint {
 	tb.Helper()
 	testenv.RequireFUSE(tb)
 	dir := tb.TempDir()

@@ -29,15 +29,20 @@ type ManagerConfig struct {
 	// shared mount point so that remounts propagate into containers.
 	Dir string
 	// Open returns the filesystem a node's mount serves (the session VFS,
-	// restricted to the node's allowed paths).
-	Open    func(ctx context.Context, nodeID string) (FS, error)
+	// restricted to the node's allowed paths). It must report its session
+	// (SessionID() string, as *vfs.FS does).
+	Open func(ctx context.Context, nodeID string) (FS, error)
+	// Options for every mount; Options.Fanout is the Manager's own.
 	Options Options
 	Logger  *slog.Logger
 }
 
-// Manager owns one mount per node under Dir/<node-id>.
+// Manager owns one mount per node under Dir/<node-id>. Its Fanout must be
+// installed as the VFS's Invalidator (vfs.VFS.SetInvalidator), so that each
+// mount learns of changes made through the others and the REST API.
 type Manager struct {
-	cfg ManagerConfig
+	cfg    ManagerConfig
+	fanout Fanout
 
 	mu     sync.Mutex // guards mounts and closed
 	mounts map[string]*MountPoint
@@ -72,8 +77,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if err := MakeShared(dir); err != nil {
 		return nil, err
 	}
-	return &Manager{cfg: cfg, mounts: map[string]*MountPoint{}}, nil
+	m := &Manager{cfg: cfg, mounts: map[string]*MountPoint{}}
+	m.cfg.Options.Fanout = &m.fanout
+	return m, nil
 }
+
+// Fanout is the VFS Invalidator that keeps the Manager's mounts coherent.
+func (m *Manager) Fanout() *Fanout { return &m.fanout }
 
 // Path returns the host mount point of a node's workspace.
 func (m *Manager) Path(nodeID string) string { return filepath.Join(m.cfg.Dir, nodeID) }

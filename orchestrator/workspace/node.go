@@ -28,9 +28,10 @@ type node struct {
 	woff int64
 	werr error // a failed deferred write, reported by the next write/flush/fsync
 
-	seen   bool      // attr holds what the kernel may have cached
-	attr   Attr      // the attributes the VFS last returned
-	seenAt time.Time // when; zero once a change through this mount made attr stale
+	seen    bool      // attr holds what the kernel may have cached
+	attr    Attr      // the attributes the VFS last returned
+	seenAt  time.Time // when; zero once a change through this mount made attr stale
+	seenGen uint64    // the mount's invalidation count before they were read
 
 	// pend is set while the file is created in the kernel but not yet in
 	// the VFS (see lazyCreate); guarded by mu. noVFSOpen: the creating
@@ -81,11 +82,15 @@ var (
 // Release for opens that returned a non-nil handle.
 type handle struct{ _ byte }
 
-// uninterruptible drops the request's cancellation. The kernel cancels a
-// request when the calling thread gets a signal; a VFS operation is one
-// short transaction, and failing it with EINTR would surface as a failed
-// close() or write() in programs that do not retry (most do not).
-func uninterruptible(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+// ctx prepares a request's context for VFS calls. It drops the request's
+// cancellation: the kernel cancels a request when the calling thread gets a
+// signal; a VFS operation is one short transaction, and failing it with
+// EINTR would surface as a failed close() or write() in programs that do
+// not retry (most do not). It names this mount as the origin of the
+// changes made, which the Fanout does not tell back to it.
+func (n *node) ctx(ctx context.Context) context.Context {
+	return vfs.WithOrigin(context.WithoutCancel(ctx), n.m)
+}
 
 // blockSize is the st_blksize reported; tools size their buffers by it.
 const blockSize = 64 << 10
@@ -101,16 +106,20 @@ func fillAttr(a *Attr, out *fuse.Attr) {
 	out.SetTimes(&a.Atime, &a.Mtime, &a.Ctime)
 }
 
-// remember records the attributes the kernel now holds for n.
-func (n *node) remember(a *Attr) {
-	n.seen, n.attr, n.seenAt = true, *a, time.Now()
+// remember records the attributes the kernel now holds for n, read from
+// the VFS when the mount's invalidation count was gen (m.gen before the
+// VFS call).
+func (n *node) remember(a *Attr, gen uint64) {
+	n.seen, n.attr, n.seenAt, n.seenGen = true, *a, time.Now(), gen
 }
 
 // fresh reports whether attr may answer GETATTR without asking the VFS: it
 // is younger than the attribute timeout, the same staleness the kernel's
-// own attribute cache allows. Caller holds n.mu.
+// own attribute cache allows, and no change made elsewhere has been
+// reported to this mount since it was read. Caller holds n.mu.
 func (n *node) fresh() bool {
-	return n.seen && !n.seenAt.IsZero() && time.Since(n.seenAt) < n.m.opts.AttrTimeout
+	return n.seen && !n.seenAt.IsZero() && time.Since(n.seenAt) < n.m.opts.AttrTimeout &&
+		n.seenGen == n.m.gen.Load()
 }
 
 // stale marks n's cached attributes out of date after a change through this
@@ -133,12 +142,12 @@ func (n *node) staleChild(name string) {
 
 // child returns the go-fuse inode for a, creating its node if needed, and
 // fills out.
-func (n *node) child(ctx context.Context, a *Attr, out *fuse.EntryOut) *fs.Inode {
+func (n *node) child(ctx context.Context, a *Attr, out *fuse.EntryOut, gen uint64) *fs.Inode {
 	fillAttr(a, &out.Attr)
 	ch := n.NewInode(ctx, &node{m: n.m, ino: a.Ino}, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT, Ino: uint64(a.Ino)})
 	if cn, ok := ch.Operations().(*node); ok {
 		cn.mu.Lock()
-		cn.remember(a)
+		cn.remember(a, gen)
 		cn.mu.Unlock()
 	}
 	return ch
@@ -205,6 +214,7 @@ func (n *node) materializeLocked(ctx context.Context) error {
 	}
 	p.parent.kmu.Unlock()
 	fc := n.m.fs.(fileCreator)
+	gen := n.m.gen.Load()
 	a, err := fc.CreateFile(ctx, p.parent.ino, p.name, p.mode, p.uid, p.gid, n.ino, n.wbuf, n.woff)
 	n.wbuf = n.wbuf[:0]
 	if err != nil {
@@ -216,7 +226,7 @@ func (n *node) materializeLocked(ctx context.Context) error {
 		return err
 	}
 	n.m.fs.Open(n.ino) // the creating handle
-	n.remember(&a)
+	n.remember(&a, gen)
 	p.parent.created(a.Created)
 	return nil
 }
@@ -284,23 +294,24 @@ func (n *node) lazyCreate(ctx context.Context, name string, flags, mode uint32, 
 	fillAttr(&a, &out.Attr)
 	ch := n.NewInode(ctx, kid, fs.StableAttr{Mode: syscall.S_IFREG, Ino: uint64(ino)})
 	kid.mu.Lock()
-	kid.remember(&a)
+	kid.remember(&a, n.m.gen.Load())
 	kid.mu.Unlock()
 	return ch, true, 0
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.settle(ctx)
+	gen := n.m.gen.Load()
 	a, err := n.m.fs.Lookup(ctx, n.ino, name)
 	if err != nil {
 		return nil, errno(err)
 	}
-	return n.child(ctx, &a, out), 0
+	return n.child(ctx, &a, out, gen), 0
 }
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(n.wbuf) == 0 && n.werr == nil && n.fresh() {
@@ -313,17 +324,18 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	if err := n.flushLocked(ctx); err != nil {
 		return errno(err)
 	}
+	gen := n.m.gen.Load()
 	a, err := n.m.fs.GetAttr(ctx, n.ino)
 	if err != nil {
 		return errno(err)
 	}
 	fillAttr(&a, &out.Attr)
-	n.remember(&a)
+	n.remember(&a, gen)
 	return 0
 }
 
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	var ch AttrChange
 	if v, ok := in.GetMode(); ok {
 		ch.Mode = &v
@@ -349,17 +361,19 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if err := n.flushLocked(ctx); err != nil {
 		return errno(err)
 	}
+	gen := n.m.gen.Load()
 	a, err := n.m.fs.SetAttr(ctx, n.ino, ch)
 	if err != nil {
 		return errno(err)
 	}
 	fillAttr(&a, &out.Attr)
-	n.remember(&a)
+	n.remember(&a, gen)
 	return 0
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
+	gen := n.m.gen.Load()
 	n.settle(ctx)
 	// A lazily created file changes the directory only when it reaches
 	// the VFS (materializeLocked updates n's attributes then).
@@ -384,11 +398,12 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		}
 	}
 	n.m.fs.Open(a.Ino)
-	return n.child(ctx, &a, out), &handle{}, 0, 0
+	return n.child(ctx, &a, out, gen), &handle{}, 0, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
+	gen := n.m.gen.Load()
 	n.settle(ctx)
 	defer n.stale()
 	a, err := n.m.fs.Mkdir(ctx, n.ino, name, syscall.S_IFDIR|mode&07777)
@@ -398,11 +413,12 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err != nil {
 		return nil, errno(err)
 	}
-	return n.child(ctx, &a, out), 0
+	return n.child(ctx, &a, out, gen), 0
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
+	gen := n.m.gen.Load()
 	n.settle(ctx)
 	defer n.stale()
 	a, err := n.m.fs.Symlink(ctx, n.ino, name, target)
@@ -412,11 +428,11 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err != nil {
 		return nil, errno(err)
 	}
-	return n.child(ctx, &a, out), 0
+	return n.child(ctx, &a, out, gen), 0
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	t, err := n.m.fs.Readlink(ctx, n.ino)
 	if err != nil {
 		return nil, errno(err)
@@ -425,7 +441,8 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
+	gen := n.m.gen.Load()
 	defer n.stale()
 	t, ok := target.(*node)
 	if !ok {
@@ -442,11 +459,11 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err != nil {
 		return nil, errno(err)
 	}
-	return n.child(ctx, &a, out), 0
+	return n.child(ctx, &a, out, gen), 0
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.settle(ctx)
 	defer n.stale()
 	err := n.m.fs.Unlink(ctx, n.ino, name)
@@ -455,7 +472,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.settle(ctx)
 	n.settleChild(ctx, name)
 	defer n.stale()
@@ -463,7 +480,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	np, ok := newParent.(*node)
 	if !ok {
 		return syscall.EXDEV
@@ -481,7 +498,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.settle(ctx)
 	list, err := n.m.fs.ReadDir(ctx, n.ino)
 	if err != nil {
@@ -498,7 +515,7 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	if err := n.materializeLocked(ctx); err != nil {
 		n.mu.Unlock()
@@ -510,13 +527,14 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if !fresh {
 		// Close-to-open consistency: keep the kernel's page cache only
 		// when the file has not changed since the kernel last saw it.
+		gen := n.m.gen.Load()
 		a, err := n.m.fs.GetAttr(ctx, n.ino)
 		if err != nil {
 			return nil, 0, errno(err)
 		}
 		n.mu.Lock()
 		keep = n.seen && n.attr.Size == a.Size && n.attr.Mtime.Equal(a.Mtime)
-		n.remember(&a)
+		n.remember(&a, gen)
 		n.mu.Unlock()
 	}
 	n.m.fs.Open(n.ino)
@@ -533,7 +551,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 }
 
 func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	err := n.flushLocked(ctx)
 	n.mu.Unlock()
@@ -548,7 +566,7 @@ func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64
 }
 
 func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.takeErr(); err != nil {
@@ -611,7 +629,7 @@ func (n *node) takeErr() error {
 }
 
 func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.flushLocked(ctx)
@@ -619,7 +637,7 @@ func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
 }
 
 func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	n.flushLocked(ctx)
 	err := n.takeErr()
@@ -631,7 +649,7 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 }
 
 func (n *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	n.flushLocked(ctx)
 	err := n.takeErr()
@@ -653,7 +671,7 @@ func (n *node) Release(ctx context.Context, f fs.FileHandle) syscall.Errno {
 }
 
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	ctx = uninterruptible(ctx)
+	ctx = n.ctx(ctx)
 	s, err := n.m.fs.Statfs(ctx)
 	if err != nil {
 		return errno(err)

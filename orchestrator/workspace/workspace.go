@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,11 +55,15 @@ type fileCreator interface {
 	CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64) (Attr, error)
 }
 
-// Defaults for Options.
+// Defaults for Options. The kernel cache timeouts are 30 s for a mount with
+// a Fanout, which pushes every change made elsewhere to it, and 1 s
+// (UnsharedTimeout) for one without, which learns of such changes only when
+// its cache entries expire.
 const (
-	DefaultEntryTimeout    = time.Second
-	DefaultAttrTimeout     = time.Second
-	DefaultNegativeTimeout = time.Second
+	DefaultEntryTimeout    = 30 * time.Second
+	DefaultAttrTimeout     = 30 * time.Second
+	DefaultNegativeTimeout = 30 * time.Second
+	UnsharedTimeout        = time.Second
 	DefaultMaxWrite        = 1 << 20
 	DefaultWriteBuffer     = 1 << 20
 )
@@ -68,8 +73,9 @@ type Options struct {
 	// Root is the inode served as the mount's root (vfs.RootIno when 0).
 	Root int64
 	// EntryTimeout, AttrTimeout and NegativeTimeout are how long the kernel
-	// may cache names, attributes and failed lookups. Changes made through
-	// another mount or the REST API become visible after at most this long.
+	// may cache names, attributes and failed lookups. Without a Fanout,
+	// changes made through another mount or the REST API become visible
+	// after at most this long; with one, as soon as the notice arrives.
 	EntryTimeout    time.Duration
 	AttrTimeout     time.Duration
 	NegativeTimeout time.Duration
@@ -89,6 +95,10 @@ type Options struct {
 	// so changes from other mounts or the REST API to a cached file are
 	// not seen. Off by default.
 	Writeback bool
+	// Fanout, when set, tells this mount of changes to its session made
+	// through other mounts or the REST API (see Fanout). The filesystem
+	// must report its session (SessionID() string, as *vfs.FS does).
+	Fanout *Fanout
 	// Debug logs every FUSE request.
 	Debug  bool
 	Logger *slog.Logger
@@ -98,14 +108,18 @@ func (o Options) withDefaults() Options {
 	if o.Root == 0 {
 		o.Root = 1
 	}
+	entry, attr, neg := DefaultEntryTimeout, DefaultAttrTimeout, DefaultNegativeTimeout
+	if o.Fanout == nil {
+		entry, attr, neg = UnsharedTimeout, UnsharedTimeout, UnsharedTimeout
+	}
 	if o.EntryTimeout == 0 {
-		o.EntryTimeout = DefaultEntryTimeout
+		o.EntryTimeout = entry
 	}
 	if o.AttrTimeout == 0 {
-		o.AttrTimeout = DefaultAttrTimeout
+		o.AttrTimeout = attr
 	}
 	if o.NegativeTimeout == 0 {
-		o.NegativeTimeout = DefaultNegativeTimeout
+		o.NegativeTimeout = neg
 	}
 	if o.MaxWrite <= 0 {
 		o.MaxWrite = DefaultMaxWrite
@@ -130,6 +144,12 @@ type MountPoint struct {
 	server *fuse.Server
 	dev    uint64 // st_dev of the mount, for aborting the connection
 
+	// inval holds changes made elsewhere to tell the kernel about; gen
+	// counts the batches told, so that attributes read from the VFS before
+	// a batch are not cached as fresh after it (see node.remember).
+	inval invalQueue
+	gen   atomic.Uint64
+
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{} // closed when the serve loop has ended
@@ -143,10 +163,19 @@ type MountPoint struct {
 // it would not if the dead mount were detached first.
 func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint, error) {
 	opts = opts.withDefaults()
+	var sid string
+	if opts.Fanout != nil {
+		s, ok := fsys.(interface{ SessionID() string })
+		if !ok {
+			return nil, fmt.Errorf("mount %s: a Fanout needs a filesystem that reports its session", dir)
+		}
+		sid = s.SessionID()
+	}
 	if _, err := fsys.GetAttr(ctx, opts.Root); err != nil {
 		return nil, fmt.Errorf("mount %s: root inode %d: %w", dir, opts.Root, err)
 	}
 	m := &MountPoint{dir: dir, fs: fsys, opts: opts, done: make(chan struct{})}
+	m.inval.wake = make(chan struct{}, 1)
 	root := &node{m: m, ino: opts.Root}
 	entry, attr, neg := opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout
 	var extra uint64
@@ -172,6 +201,9 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 		AttrTimeout:     &attr,
 		NegativeTimeout: &neg,
 		RootStableAttr:  &fs.StableAttr{Ino: uint64(opts.Root)},
+		// Node ids are inode numbers (never reused by the VFS), so that
+		// invalidation notices need no inode → node table.
+		ExternalNodeID: true,
 	}
 	fd, err := mountFUSE(dir, opts.MaxWrite)
 	if err != nil {
@@ -190,6 +222,9 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 	go func() {
 		defer close(m.done)
 		server.Serve()
+		if opts.Fanout != nil {
+			opts.Fanout.remove(sid, m)
+		}
 	}()
 	if err := server.WaitMount(); err != nil {
 		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
@@ -202,6 +237,10 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 	}
 	m.dev = st.Dev
 	pollHack(dir)
+	if opts.Fanout != nil {
+		go m.invalidator()
+		opts.Fanout.add(sid, m)
+	}
 	return m, nil
 }
 
