@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -61,27 +62,58 @@ func (f *Fanout) remove(sessionID string, m *MountPoint) {
 // which may hold locks a FUSE request of this mount waits for); the
 // mount's own goroutine sends the notices.
 type invalQueue struct {
-	mu   sync.Mutex
-	q    []vfs.Change
-	wake chan struct{}
+	mu     sync.Mutex
+	q      []vfs.Change
+	stores []cacheStore
+	wake   chan struct{}
+	// pushes counts changes pushed from elsewhere; it is incremented
+	// before the change is queued (see cacheStore).
+	pushes atomic.Uint64
 }
 
+// cacheStore is the content of a file this mount has just created, to put in the
+// kernel's page cache so that reading it back needs no READ (nor, since a
+// cached read does not invalidate atime, a GETATTR at the next stat). It is
+// dropped when any change from elsewhere was pushed since pushes was read,
+// before the file reached the VFS: that change may be to this file, and its
+// notice may have been handled already.
+type cacheStore struct {
+	ino    int64
+	data   []byte
+	pushes uint64
+}
+
+// maxStore bounds the content put in the page cache per new file.
+const maxStore = 256 << 10
+
 func (q *invalQueue) push(ch vfs.Change) {
+	q.pushes.Add(1)
 	q.mu.Lock()
 	q.q = append(q.q, ch)
 	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *invalQueue) pushStore(s cacheStore) {
+	q.mu.Lock()
+	q.stores = append(q.stores, s)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *invalQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (q *invalQueue) take() []vfs.Change {
+func (q *invalQueue) take() ([]vfs.Change, []cacheStore) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.q
-	q.q = nil
-	return b
+	b, s := q.q, q.stores
+	q.q, q.stores = nil, nil
+	return b, s
 }
 
 // invalidator sends the queued notices until the server stops.
@@ -92,7 +124,16 @@ func (m *MountPoint) invalidator() {
 			return
 		case <-m.inval.wake:
 		}
-		m.applyInvalidations(m.inval.take())
+		changes, stores := m.inval.take()
+		m.applyInvalidations(changes)
+		for _, s := range stores {
+			if m.inval.pushes.Load() != s.pushes {
+				continue
+			}
+			if id, ok := m.nodeID(s.ino); ok {
+				m.notified(m.server.InodeNotifyStoreCache(id, 0, s.data))
+			}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -214,8 +215,11 @@ func (n *node) materializeLocked(ctx context.Context) error {
 	}
 	p.parent.kmu.Unlock()
 	fc := n.m.fs.(fileCreator)
-	gen := n.m.gen.Load()
+	gen, pushes := n.m.gen.Load(), n.m.inval.pushes.Load()
 	a, err := fc.CreateFile(ctx, p.parent.ino, p.name, p.mode, p.uid, p.gid, n.ino, n.wbuf, n.woff)
+	if err == nil && n.m.opts.Fanout != nil && n.woff == 0 && len(n.wbuf) > 0 && len(n.wbuf) <= maxStore {
+		n.m.inval.pushStore(cacheStore{ino: n.ino, data: bytes.Clone(n.wbuf), pushes: pushes})
+	}
 	n.wbuf = n.wbuf[:0]
 	if err != nil {
 		p.parent.stale()

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -586,6 +588,13 @@ func TestTwoMounts(t *testing.T) {
 		return readsAs(filepath.Join(b, "h"), "two")()
 	})
 
+	// A file a created is in a's page cache (cacheStore); b changes it.
+	mustWrite(t, filepath.Join(a, "s"), "mine")
+	wantContent(t, filepath.Join(a, "s"), "mine")
+	soon("b sees a's new file", readsAs(filepath.Join(b, "s"), "mine"))
+	mustWrite(t, filepath.Join(b, "s"), "ours")
+	soon("a sees b's change to the file a created", readsAs(filepath.Join(a, "s"), "ours"))
+
 	// The REST API (no mount) reaches every mount.
 	wantContent(t, filepath.Join(a, "h"), "two")
 	if _, _, err := e.fs.WriteFile(ctx, "/h", []byte("api"), vfs.WriteOptions{}); err != nil {
@@ -687,4 +696,61 @@ func TestPolicy(t *testing.T) {
 			wantContent(t, filepath.Join(m.Dir(), tt.path), "x")
 		})
 	}
+}
+
+// countingFS counts the VFS reads of file content.
+type countingFS struct {
+	*vfs.FS
+	reads atomic.Int64
+}
+
+func (c *countingFS) ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, error) {
+	c.reads.Add(1)
+	return c.FS.ReadAt(ctx, ino, p, off)
+}
+
+// TestNewFileFromPageCache: a small file created through a mount is put in
+// the kernel's page cache, so reading it back through that mount does not
+// reach the VFS (and it reads the right bytes).
+func TestNewFileFromPageCache(t *testing.T) {
+	e := newEnv(t, vfs.Config{})
+	testenv.RequireFUSE(t)
+	cfs := &countingFS{FS: e.fs}
+	m, err := Mount(ctxT(t), t.TempDir(), cfs, Options{Fanout: e.fanout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	i := 0
+	// The page cache is filled just after close, by the mount's own
+	// goroutine: a read that comes first goes to the VFS, correctly.
+	checkFor(t, 5*time.Second, "a new file read back without a VFS read", func() error {
+		i++
+		p := filepath.Join(m.Dir(), fmt.Sprintf("f%d", i))
+		want := fmt.Sprintf("content of file %d\n", i)
+		mustWrite(t, p, want)
+		time.Sleep(20 * time.Millisecond)
+		before := cfs.reads.Load()
+		wantContent(t, p, want)
+		if n := cfs.reads.Load() - before; n != 0 {
+			return fmt.Errorf("%d VFS reads", n)
+		}
+		return nil
+	})
+	// A file written in several writes before close is cached whole.
+	p := filepath.Join(m.Dir(), "multi")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"one ", "two ", "three"} {
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	wantContent(t, p, "one two three")
 }

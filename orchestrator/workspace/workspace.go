@@ -194,8 +194,14 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 			// listings (os.ReadDir, ls, find) that only need names and
 			// types.
 			DisableReadDirPlus: true,
-			ExtraCapabilities:  extra,
-			Debug:              opts.Debug,
+			// With a Fanout every change made elsewhere drops the
+			// pages it affects, and OPEN keeps the page cache only
+			// when the file is unchanged: the kernel need not drop a
+			// file's pages whenever its mtime moves (which would also
+			// drop what a new file's cacheStore put there).
+			ExplicitDataCacheControl: opts.Fanout != nil,
+			ExtraCapabilities:        extra,
+			Debug:                    opts.Debug,
 		},
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
