@@ -114,6 +114,52 @@ func TestContainerGit(t *testing.T) {
 	}
 }
 
+// TestContainerSeesOtherNodes: inside a container, changes made by another
+// node of the session (its mount) and by the REST API show at once, though
+// the container's kernel caches names, attributes and pages for 30 s; and
+// the other node sees the container's changes at once too.
+func TestContainerSeesOtherNodes(t *testing.T) {
+	testenv.RequireFUSE(t)
+	testenv.RequireImage(t, gitImage)
+	e := newEnv(t, vfs.Config{})
+	mgr := newManager(t, sharedDir(t), e.fs)
+	e.v.SetInvalidator(mgr.Fanout()) // as serve installs it
+	t.Cleanup(func() { mgr.Close() })
+	ctx := ctxT(t)
+	for _, id := range []string{"node-1", "node-2"} {
+		if _, err := mgr.Mount(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startContainer(t, mgr, "node-1")
+	other := mgr.Path("node-2")
+	// Cache in the container's kernel: a missing name, a file's pages.
+	mustWrite(t, filepath.Join(other, "shared.txt"), "v1")
+	if out := dockerExec(t, c, `test -e new.txt || echo missing; cat shared.txt`); out != "missing\nv1" {
+		t.Fatalf("container printed %q", out)
+	}
+	mustWrite(t, filepath.Join(other, "new.txt"), "from node 2")
+	mustWrite(t, filepath.Join(other, "shared.txt"), "v2") // same size
+	if _, _, err := e.fs.WriteFile(ctx, "/api.txt", []byte("from the API"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 3*time.Second, "the container sees the other node's and the API's changes", func() error {
+		out, err := exec.Command("docker", "exec", "-w", "/workspace", c, "sh", "-c", `cat new.txt; echo; cat shared.txt; echo; cat api.txt`).CombinedOutput()
+		if want := "from node 2\nv2\nfrom the API"; err != nil || string(out) != want {
+			return fmt.Errorf("%q, %v; want %q", out, err, want)
+		}
+		return nil
+	})
+	wantContent(t, filepath.Join(other, "api.txt"), "from the API")
+	dockerExec(t, c, `echo -n v3 > shared.txt; rm new.txt`)
+	checkFor(t, 3*time.Second, "the other node sees the container's changes", func() error {
+		if err := readsAs(filepath.Join(other, "shared.txt"), "v3")(); err != nil {
+			return err
+		}
+		return isGone(filepath.Join(other, "new.txt"))()
+	})
+}
+
 // TestRestartRecovery stops an orchestrator with Shutdown under a running
 // container; a new VFS and Manager recover the node, and the same container
 // sees a working /workspace again with the data it had fsynced.
