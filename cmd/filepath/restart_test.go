@@ -281,6 +281,19 @@ func TestRestartKeepsAgentsAndWorkspaces(t *testing.T) {
 	if c.do("GET", "/api/v1/sessions/"+sess.ID+"/fs/kept.txt", nil, &file) != 200 || file.Content != "before\nafter1\nafter2\n" {
 		t.Fatalf("kept.txt through the API: %q", file.Content)
 	}
+	// An edit through the API (the Files tab) shows in the container at
+	// once, though its kernel has kept.txt's pages and attributes cached.
+	send("/cmd cat kept.txt")
+	if out := c.commandDone(sess.ID, node.ID, "cat kept.txt"); out != "before\nafter1\nafter2" {
+		t.Fatalf("the container read %q", out)
+	}
+	if code := c.do("PUT", "/api/v1/sessions/"+sess.ID+"/fs/kept.txt", map[string]any{"content": "edited in the browser\n", "encoding": "text"}, nil); code != 200 {
+		t.Fatalf("PUT kept.txt: %d", code)
+	}
+	send("/cmd cat ./kept.txt")
+	if out := c.commandDone(sess.ID, node.ID, "cat ./kept.txt"); out != "edited in the browser" {
+		t.Fatalf("after an edit through the API the container read %q", out)
+	}
 	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
 	srv.stop(t)
 }
