@@ -32,6 +32,11 @@
 // (the FUSE mount's lazy create). Event paths use a per-session cache of
 // directory paths that every rename (and import) clears.
 //
+// After each commit the Invalidator (SetInvalidator) learns which names and
+// inodes the transaction touched, with the origin its context carries
+// (WithOrigin): the workspace Fanout turns that into FUSE invalidation
+// notices for the session's other mounts, so their kernels may cache long.
+//
 // Every change is one transaction that commits before the call returns, so
 // Fsync is a no-op. Directory nlink is the dentry count (1), as agentfs defines
 // it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.
