@@ -17,8 +17,6 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
-
-	"github.com/filepath-dev/filepath/orchestrator"
 )
 
 // DockerConfig configures the Docker runtime.
@@ -78,13 +76,13 @@ func NewDocker(ctx context.Context, cfg DockerConfig) (*Docker, error) {
 	}
 	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
-		return nil, orchestrator.Errorf(orchestrator.EUnavailable, "docker client: %v", err)
+		return nil, errorf(CodeUnavailable, "docker client: %v", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
 		cli.Close()
-		return nil, orchestrator.Errorf(orchestrator.EUnavailable, "docker engine not reachable at %s: %v", cli.DaemonHost(), err)
+		return nil, errorf(CodeUnavailable, "docker engine not reachable at %s: %v", cli.DaemonHost(), err)
 	}
 	return &Docker{cli: cli, cfg: cfg}, nil
 }
@@ -100,11 +98,11 @@ func (d *Docker) wrap(op, id string, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s container %s: %w", op, id, err)
 	case cerrdefs.IsNotFound(err):
-		return orchestrator.Errorf(orchestrator.ENotFound, "container %q not found", id)
+		return errorf(CodeNotFound, "container %q not found", id)
 	case client.IsErrConnectionFailed(err):
-		return orchestrator.Errorf(orchestrator.EUnavailable, "docker engine not reachable at %s: %v", d.cli.DaemonHost(), err)
+		return errorf(CodeUnavailable, "docker engine not reachable at %s: %v", d.cli.DaemonHost(), err)
 	case cerrdefs.IsConflict(err):
-		return orchestrator.Errorf(orchestrator.EConflict, "%s container %s: %v", op, id, err)
+		return errorf(CodeConflict, "%s container %s: %v", op, id, err)
 	}
 	return fmt.Errorf("%s container %s: %w", op, id, err)
 }
@@ -115,11 +113,11 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 		return "", err
 	}
 	if spec.Image == "" {
-		return "", orchestrator.FieldErrorf("image", "image is required")
+		return "", fieldErrorf("image", "image is required")
 	}
 	if _, err := d.cli.ImageInspect(ctx, spec.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return "", &orchestrator.Error{Code: orchestrator.EUnavailable, Field: "image",
+			return "", &Error{Code: CodeUnavailable, Field: "image",
 				Message: fmt.Sprintf("image %q is not on this machine: build it with docker build (make images builds the test and tutorial agents), or spawn a custom agent with an image you have", spec.Image)}
 		}
 		return "", d.wrap("inspect image for", spec.Image, err)
@@ -181,7 +179,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 func (d *Docker) Start(ctx context.Context, id string) error {
 	err := d.cli.ContainerStart(ctx, id, container.StartOptions{})
 	if err != nil && strings.Contains(err.Error(), "is not a shared or slave mount") {
-		return orchestrator.Errorf(orchestrator.EUnavailable,
+		return errorf(CodeUnavailable,
 			"start container %s: %v (workspace propagation needs a shared host mount: mount --make-rshared on the data directory's mount)", id, err)
 	}
 	return d.wrap("start", id, err)
@@ -313,7 +311,7 @@ func (d *Docker) List(ctx context.Context, want map[string]string) ([]Info, erro
 	out := make([]Info, 0, len(cs))
 	for _, c := range cs {
 		info, err := d.Inspect(ctx, c.ID)
-		if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
+		if CodeOf(err) == CodeNotFound {
 			continue // removed meanwhile
 		}
 		if err != nil {
@@ -375,10 +373,10 @@ func (d *Docker) labels(spec Spec) map[string]string {
 // validateSpec checks what every runtime needs.
 func validateSpec(spec Spec) error {
 	if spec.SessionID == "" {
-		return orchestrator.FieldErrorf("session_id", "session id is required")
+		return fieldErrorf("session_id", "session id is required")
 	}
 	if spec.NodeID == "" {
-		return orchestrator.FieldErrorf("node_id", "node id is required")
+		return fieldErrorf("node_id", "node id is required")
 	}
 	return nil
 }

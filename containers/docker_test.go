@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
-
-	"github.com/filepath-dev/filepath/orchestrator"
 )
 
 // TestDockerHardening checks the defaults are visible in docker inspect.
@@ -80,21 +78,21 @@ func TestDockerErrors(t *testing.T) {
 		wantMsg  string
 	}{
 		{name: "image missing", spec: Spec{SessionID: "s", NodeID: "n", Image: "filepath/no-such-image:latest"},
-			wantCode: orchestrator.EUnavailable, wantMsg: `image "filepath/no-such-image:latest" is not on this machine: build it with docker build (make images builds the test and tutorial agents), or spawn a custom agent with an image you have`},
-		{name: "image required", spec: Spec{SessionID: "s", NodeID: "n"}, wantCode: orchestrator.EInvalid, wantMsg: "image is required"},
-		{name: "node required", spec: Spec{SessionID: "s", Image: testImage}, wantCode: orchestrator.EInvalid, wantMsg: "node id is required"},
+			wantCode: CodeUnavailable, wantMsg: `image "filepath/no-such-image:latest" is not on this machine: build it with docker build (make images builds the test and tutorial agents), or spawn a custom agent with an image you have`},
+		{name: "image required", spec: Spec{SessionID: "s", NodeID: "n"}, wantCode: CodeInvalid, wantMsg: "image is required"},
+		{name: "node required", spec: Spec{SessionID: "s", Image: testImage}, wantCode: CodeInvalid, wantMsg: "node id is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := d.Create(ctx, tt.spec)
-			if orchestrator.ErrorCode(err) != tt.wantCode || err.Error() != tt.wantMsg {
-				t.Fatalf("err = %v (%s), want %s %q", err, orchestrator.ErrorCode(err), tt.wantCode, tt.wantMsg)
+			if CodeOf(err) != tt.wantCode || err.Error() != tt.wantMsg {
+				t.Fatalf("err = %v (%s), want %s %q", err, CodeOf(err), tt.wantCode, tt.wantMsg)
 			}
 		})
 	}
 	t.Run("engine not reachable", func(t *testing.T) {
 		_, err := NewDocker(ctx, DockerConfig{Host: "unix:///nonexistent/docker.sock"})
-		if orchestrator.ErrorCode(err) != orchestrator.EUnavailable || !strings.Contains(err.Error(), "docker engine not reachable at unix:///nonexistent/docker.sock") {
+		if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "docker engine not reachable at unix:///nonexistent/docker.sock") {
 			t.Fatalf("err = %v", err)
 		}
 	})

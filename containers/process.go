@@ -16,8 +16,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/filepath-dev/filepath/orchestrator"
 )
 
 // ProcessConfig configures the process runtime.
@@ -72,7 +70,7 @@ type proc struct {
 // unisolated.
 func NewProcess(cfg ProcessConfig) (*Process, error) {
 	if cfg.Dir == "" {
-		return nil, orchestrator.FieldErrorf("dir", "process runtime needs a log directory")
+		return nil, fieldErrorf("dir", "process runtime needs a log directory")
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("process runtime: %w", err)
@@ -135,7 +133,7 @@ func (p *Process) get(id string) (*proc, error) {
 	defer p.mu.Unlock()
 	pr, ok := p.procs[id]
 	if !ok {
-		return nil, orchestrator.Errorf(orchestrator.ENotFound, "container %q not found", id)
+		return nil, errorf(CodeNotFound, "container %q not found", id)
 	}
 	return pr, nil
 }
@@ -146,11 +144,11 @@ func (p *Process) Create(ctx context.Context, spec Spec) (string, error) {
 		return "", err
 	}
 	if len(spec.Cmd) == 0 {
-		return "", orchestrator.FieldErrorf("cmd", "the process runtime needs a command (Spec.Cmd)")
+		return "", fieldErrorf("cmd", "the process runtime needs a command (Spec.Cmd)")
 	}
 	if spec.WorkspaceDir != "" {
 		if fi, err := os.Stat(spec.WorkspaceDir); err != nil || !fi.IsDir() {
-			return "", orchestrator.FieldErrorf("workspace_dir", "workspace %s is not a directory", spec.WorkspaceDir)
+			return "", fieldErrorf("workspace_dir", "workspace %s is not a directory", spec.WorkspaceDir)
 		}
 	}
 	var b [8]byte
@@ -165,7 +163,7 @@ func (p *Process) Create(ctx context.Context, spec Spec) (string, error) {
 	defer p.mu.Unlock()
 	if p.closed {
 		lf.close()
-		return "", orchestrator.Errorf(orchestrator.EUnavailable, "process runtime is closed")
+		return "", errorf(CodeUnavailable, "process runtime is closed")
 	}
 	p.procs[id] = &proc{id: id, spec: spec, state: StateCreated, exited: make(chan struct{}), log: lf}
 	return id, nil
@@ -181,10 +179,10 @@ func (p *Process) Start(ctx context.Context, id string) error {
 	closed, state := p.closed, pr.state
 	p.mu.Unlock()
 	if closed {
-		return orchestrator.Errorf(orchestrator.EUnavailable, "process runtime is closed")
+		return errorf(CodeUnavailable, "process runtime is closed")
 	}
 	if state != StateCreated {
-		return orchestrator.Errorf(orchestrator.EConflict, "container %s was already started", id)
+		return errorf(CodeConflict, "container %s was already started", id)
 	}
 
 	cmd := exec.Command(pr.spec.Cmd[0], pr.spec.Cmd[1:]...)
@@ -208,12 +206,12 @@ func (p *Process) Start(ctx context.Context, id string) error {
 	select {
 	case p.spawn <- func() { errc <- cmd.Start() }:
 	case <-p.quit:
-		return orchestrator.Errorf(orchestrator.EUnavailable, "process runtime is closed")
+		return errorf(CodeUnavailable, "process runtime is closed")
 	case <-ctx.Done():
 		return fmt.Errorf("start %s: %w", id, ctx.Err())
 	}
 	if err := <-errc; err != nil {
-		return orchestrator.Errorf(orchestrator.EInvalid, "start %s: %v", id, err)
+		return errorf(CodeInvalid, "start %s: %v", id, err)
 	}
 	p.mu.Lock()
 	pr.cmd, pr.stdin, pr.state, pr.started = cmd, stdin, StateRunning, time.Now().UTC()
@@ -261,7 +259,7 @@ func (p *Process) AttachStdin(ctx context.Context, id string) (io.WriteCloser, e
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pr.state != StateRunning && pr.state != StatePaused {
-		return nil, orchestrator.Errorf(orchestrator.EConflict, "container %s is not running", id)
+		return nil, errorf(CodeConflict, "container %s is not running", id)
 	}
 	return &procStdin{pr: pr}, nil
 }
@@ -389,9 +387,9 @@ func (p *Process) setPaused(id string, pause bool) error {
 		pr.signal(syscall.SIGCONT)
 		pr.state = StateRunning
 	case pause:
-		return orchestrator.Errorf(orchestrator.EConflict, "container %s is not running", id)
+		return errorf(CodeConflict, "container %s is not running", id)
 	default:
-		return orchestrator.Errorf(orchestrator.EConflict, "container %s is not paused", id)
+		return errorf(CodeConflict, "container %s is not paused", id)
 	}
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/filepath-dev/filepath/orchestrator"
 )
 
 // TestProcessClose checks that processes end with the runtime and that the
@@ -18,10 +16,10 @@ func TestProcessClose(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := p.Create(ctx, Spec{SessionID: "s", NodeID: "n"}); orchestrator.ErrorField(err) != "cmd" {
+	if _, err := p.Create(ctx, Spec{SessionID: "s", NodeID: "n"}); FieldOf(err) != "cmd" {
 		t.Fatalf("create without cmd: %v", err)
 	}
-	if _, err := p.Create(ctx, Spec{SessionID: "s", NodeID: "n", Cmd: []string{agent}, WorkspaceDir: "/no/such/dir"}); orchestrator.ErrorField(err) != "workspace_dir" {
+	if _, err := p.Create(ctx, Spec{SessionID: "s", NodeID: "n", Cmd: []string{agent}, WorkspaceDir: "/no/such/dir"}); FieldOf(err) != "workspace_dir" {
 		t.Fatalf("create with a missing workspace: %v", err)
 	}
 	id, err := p.Create(ctx, Spec{SessionID: "s", NodeID: "n", Cmd: []string{agent}, Env: map[string]string{"FILEPATH_TASK": "ignore-stop"}})
@@ -48,7 +46,7 @@ func TestProcessClose(t *testing.T) {
 	if info.State != StateExited || info.ExitCode != 137 {
 		t.Fatalf("after close: %s exit %d, want exited 137", info.State, info.ExitCode)
 	}
-	if err := p.Start(ctx, unstarted); orchestrator.ErrorCode(err) != orchestrator.EUnavailable {
+	if err := p.Start(ctx, unstarted); CodeOf(err) != CodeUnavailable {
 		t.Fatalf("start after close: %v", err)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/testenv"
-	"github.com/filepath-dev/filepath/orchestrator"
 )
 
 const testImage = "filepath/testagent:latest"
@@ -539,20 +538,20 @@ func testList(t *testing.T, h harness) {
 	if err := h.rt.Remove(ctx, idleID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.rt.Inspect(ctx, idleID); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+	if _, err := h.rt.Inspect(ctx, idleID); CodeOf(err) != CodeNotFound {
 		t.Fatalf("inspect after remove: %v", err)
 	}
 }
 
 func testNotFound(t *testing.T, h harness) {
 	ctx := context.Background()
-	if _, err := h.rt.Inspect(ctx, "no-such-container"); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+	if _, err := h.rt.Inspect(ctx, "no-such-container"); CodeOf(err) != CodeNotFound {
 		t.Fatalf("inspect: %v", err)
 	}
 	if err := h.rt.Remove(ctx, "no-such-container"); err != nil {
 		t.Fatalf("remove of a missing container: %v", err)
 	}
-	if _, err := h.rt.Create(ctx, Spec{NodeID: "n"}); orchestrator.ErrorField(err) != "session_id" {
+	if _, err := h.rt.Create(ctx, Spec{NodeID: "n"}); FieldOf(err) != "session_id" {
 		t.Fatalf("create without session: %v", err)
 	}
 }

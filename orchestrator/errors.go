@@ -42,8 +42,17 @@ func FieldErrorf(field, format string, args ...any) *Error {
 	return &Error{Code: EInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of the first *Error in err's chain, EInternal for
-// any other non-nil error, and "" for nil.
+// coded is an error of a package the orchestrator builds on and that cannot
+// import it (containers.Error), carrying one of the codes above.
+type coded interface {
+	error
+	ErrorCode() string
+	ErrorField() string
+}
+
+// ErrorCode returns the code of the first *Error (or coded error, such as a
+// containers.Error) in err's chain, EInternal for any other non-nil error, and
+// "" for nil.
 func ErrorCode(err error) string {
 	if err == nil {
 		return ""
@@ -51,6 +60,10 @@ func ErrorCode(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	var c coded
+	if errors.As(err, &c) {
+		return c.ErrorCode()
 	}
 	return EInternal
 }
@@ -62,6 +75,10 @@ func ErrorMessage(err error) string {
 	if errors.As(err, &e) {
 		return e.Message
 	}
+	var c coded
+	if errors.As(err, &c) {
+		return c.Error()
+	}
 	return "internal error"
 }
 
@@ -70,6 +87,10 @@ func ErrorField(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Field
+	}
+	var c coded
+	if errors.As(err, &c) {
+		return c.ErrorField()
 	}
 	return ""
 }
