@@ -98,6 +98,9 @@ func (s *Server) deleteSession(c echo.Context) error {
 	if err := s.store.DeleteSession(ctx, uid, sid); err != nil {
 		return err
 	}
+	if s.hub != nil {
+		s.hub.End(sid, errSessionDeleted) // open streams close with 4404
+	}
 	return c.NoContent(http.StatusNoContent)
 }
 

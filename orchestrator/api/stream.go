@@ -24,14 +24,23 @@ import (
 // Close reasons of the stream.
 const (
 	reasonShutdown = "server shutting down"
+	reasonDeleted  = "session deleted"
 )
+
+// statusSessionDeleted closes the streams of a session that was deleted (an
+// application close code: 4000 + the HTTP status a new stream would get).
+const statusSessionDeleted websocket.StatusCode = 4404
+
+// errSessionDeleted ends the hub subscriptions of a deleted session.
+var errSessionDeleted = errors.New("session deleted")
 
 // stream serves GET /api/v1/sessions/:id/stream?after=N: it subscribes to the
 // hub first, replays the records after N from the store in pages, then
 // forwards live records, skipping any seq already sent and fetching any gap
 // from the store, so the client sees every record after N exactly once, in
 // order (DESIGN invariant 2). A client too slow for its buffer is closed with
-// 1013 and resumes with after=<last seq>.
+// 1013 and resumes with after=<last seq>. When the session is deleted, its
+// streams close with 4404.
 func (s *Server) stream(c echo.Context) error {
 	r := c.Request()
 	ctx := r.Context()
@@ -56,6 +65,11 @@ func (s *Server) stream(c echo.Context) error {
 
 	sub := s.hub.Subscribe(sid) // before the replay: nothing falls between them
 	defer sub.Close()
+	// A delete between the check above and Subscribe ended no subscription
+	// of ours: check again.
+	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+		return err
+	}
 
 	conn, err := websocket.Accept(c.Response(), r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
 	if err != nil {
@@ -86,6 +100,8 @@ func (s *Server) stream(c echo.Context) error {
 	case errors.Is(err, hub.ErrTooSlow):
 		code, reason = websocket.StatusTryAgainLater, fmt.Sprintf("too slow; reconnect with after=%d", st.last)
 		s.log.Info("stream client too slow", "session", sid, "last_seq", st.last)
+	case errors.Is(err, errSessionDeleted):
+		code, reason = statusSessionDeleted, reasonDeleted
 	case s.streamCtx.Err() != nil, errors.Is(err, hub.ErrClosed):
 		code, reason = websocket.StatusGoingAway, reasonShutdown
 	case readCtx.Err() != nil:

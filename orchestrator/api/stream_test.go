@@ -373,6 +373,49 @@ func TestStreamShutdownGoingAway(t *testing.T) {
 	}
 }
 
+// TestStreamClosedWhenSessionDeleted: deleting a session closes the streams
+// open on it (4404), so that a second tab or device stops showing a session
+// that no longer exists; a new stream is refused with 404.
+func TestStreamClosedWhenSessionDeleted(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a := e.account("alice")
+	s, _ := e.session(a)
+	other, _ := e.session(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, _, err := e.dial(ctx, s.ID, 0, a.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	co, _, err := e.dial(ctx, other.ID, 0, a.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer co.CloseNow()
+	waitFor(t, 5*time.Second, "subscriptions", func() bool {
+		return e.hub.Subscribers(s.ID) == 1 && e.hub.Subscribers(other.ID) == 1
+	})
+	if r := e.doT(t, "DELETE", "/api/v1/sessions/"+s.ID, a.key, ""); r.status != 204 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	for {
+		_, _, err = c.Read(ctx)
+		if err != nil {
+			break
+		}
+	}
+	if websocket.CloseStatus(err) != 4404 {
+		t.Fatalf("read: %v, want close 4404", err)
+	}
+	if _, resp, err := e.dial(ctx, s.ID, 0, a.key); err == nil || resp == nil || resp.StatusCode != 404 {
+		t.Fatalf("new stream on the deleted session: %v, %v; want 404", resp, err)
+	}
+	if n := e.hub.Subscribers(other.ID); n != 1 {
+		t.Fatalf("the other session's stream was closed too (%d subscribers)", n)
+	}
+}
+
 func TestStreamPingTimeoutCloses(t *testing.T) {
 	e := newEnv(t, envOpts{cfg: func(c *api.Config) {
 		// Generous for a loaded machine under -race: a reading client must

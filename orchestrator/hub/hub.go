@@ -126,6 +126,16 @@ func (h *Hub[R]) removeLocked(s *Subscription[R], err error) {
 	close(s.c)
 }
 
+// End ends every subscription of key with reason err (a session that was
+// deleted); later subscribers of key are not affected.
+func (h *Hub[R]) End(key string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs[key] {
+		h.removeLocked(s, err)
+	}
+}
+
 // Subscribers returns the number of live subscribers of key.
 func (h *Hub[R]) Subscribers(key string) int {
 	h.mu.Lock()

@@ -120,6 +120,32 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 	h.Publish(rec{"a", 1})
 }
 
+// TestEndKey: End closes the subscriptions of one key with the given reason
+// and leaves other keys and later subscribers alone.
+func TestEndKey(t *testing.T) {
+	h := newHub(4)
+	gone := errors.New("session deleted")
+	a1, a2, b := h.Subscribe("a"), h.Subscribe("a"), h.Subscribe("b")
+	h.End("a", gone)
+	for _, s := range []*hub.Subscription[rec]{a1, a2} {
+		if _, ok := <-s.C(); ok || !errors.Is(s.Err(), gone) {
+			t.Fatalf("subscription of a: open or Err = %v, want %v", s.Err(), gone)
+		}
+	}
+	late := h.Subscribe("a")
+	h.Publish(rec{"a", 1})
+	h.Publish(rec{"b", 1})
+	if r := <-late.C(); r.seq != 1 {
+		t.Fatalf("later subscriber of a got %v", r)
+	}
+	if r := <-b.C(); r.seq != 1 {
+		t.Fatalf("subscriber of b got %v", r)
+	}
+	if n := h.Subscribers("a"); n != 1 {
+		t.Fatalf("%d subscribers of a, want the later one", n)
+	}
+}
+
 func BenchmarkPublish(b *testing.B) {
 	for _, subs := range []int{1, 10, 100} {
 		b.Run(strconv.Itoa(subs)+"subs", func(b *testing.B) {
