@@ -52,6 +52,15 @@ func (s *Server) stream(c echo.Context) error {
 	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
+	// A client can only know seqs the session has: a larger after (a
+	// client of another database) would silently skip every record up to it.
+	last, err := s.store.LastSeq(ctx, sid)
+	if err != nil {
+		return err
+	}
+	if after > last {
+		return orchestrator.FieldErrorf("after", "after=%d is beyond the last record of this session (%d): resume with after=%d or less", after, last, last)
+	}
 	if err := checkOrigin(r, s.cfg.AllowedOrigins); err != nil {
 		return err
 	}

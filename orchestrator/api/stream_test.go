@@ -461,6 +461,7 @@ func TestStreamBadRequests(t *testing.T) {
 		{name: "not an upgrade", path: "/api/v1/sessions/" + s.ID + "/stream", status: 400},
 		{name: "bad after", path: "/api/v1/sessions/" + s.ID + "/stream?after=x", status: 400, field: "after"},
 		{name: "negative after", path: "/api/v1/sessions/" + s.ID + "/stream?after=-1", status: 400, field: "after"},
+		{name: "after beyond the last record", path: "/api/v1/sessions/" + s.ID + "/stream?after=1000000", status: 422, field: "after"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
