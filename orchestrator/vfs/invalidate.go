@@ -52,6 +52,14 @@ func (v *VFS) SetInvalidator(inv Invalidator) {
 	v.inval.Store(&inv)
 }
 
+// Invalidator returns the Invalidator installed in fs's VFS, or nil.
+func (fs *FS) Invalidator() Invalidator {
+	if p := fs.v.inval.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // invalidate reports a committed transaction's changes.
 func (v *VFS) invalidate(ctx context.Context, t *txn) {
 	p := v.inval.Load()

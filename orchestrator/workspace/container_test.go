@@ -45,15 +45,18 @@ func dockerExec(t *testing.T, c, script string) string {
 	return string(out)
 }
 
-func newManager(t *testing.T, dir string, fsys FS) *Manager {
+// newManager returns a Manager whose every node serves e's session, with its
+// Fanout installed in e's VFS as serve installs it.
+func newManager(t *testing.T, dir string, e *env) *Manager {
 	t.Helper()
 	mgr, err := NewManager(ManagerConfig{
 		Dir:  dir,
-		Open: func(context.Context, string) (FS, error) { return fsys, nil },
+		Open: func(context.Context, string) (FS, error) { return e.fs, nil },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.v.SetInvalidator(mgr.Fanout())
 	return mgr
 }
 
@@ -72,7 +75,7 @@ func TestContainerGit(t *testing.T) {
 	testenv.RequireFUSE(t)
 	testenv.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
-	mgr := newManager(t, sharedDir(t), e.fs)
+	mgr := newManager(t, sharedDir(t), e)
 	t.Cleanup(func() { mgr.Close() })
 	if _, err := mgr.Mount(ctxT(t), "node-1"); err != nil {
 		t.Fatal(err)
@@ -122,8 +125,7 @@ func TestContainerSeesOtherNodes(t *testing.T) {
 	testenv.RequireFUSE(t)
 	testenv.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
-	mgr := newManager(t, sharedDir(t), e.fs)
-	e.v.SetInvalidator(mgr.Fanout()) // as serve installs it
+	mgr := newManager(t, sharedDir(t), e)
 	t.Cleanup(func() { mgr.Close() })
 	ctx := ctxT(t)
 	for _, id := range []string{"node-1", "node-2"} {
@@ -168,7 +170,7 @@ func TestRestartRecovery(t *testing.T) {
 	testenv.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	dir := sharedDir(t)
-	mgr := newManager(t, dir, e.fs)
+	mgr := newManager(t, dir, e)
 	if _, err := mgr.Mount(ctxT(t), "node-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ func TestRestartRecovery(t *testing.T) {
 	if _, err := e2.v.PurgeOrphans(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	mgr2 := newManager(t, dir, e2.fs)
+	mgr2 := newManager(t, dir, e2)
 	t.Cleanup(func() { mgr2.Close() })
 	if err := mgr2.Recover(ctxT(t), []string{"node-1"}); err != nil {
 		t.Fatal(err)
@@ -225,6 +227,7 @@ func TestHelperServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.v.SetInvalidator(mgr.Fanout())
 	if _, err := mgr.Mount(ctx, os.Getenv("FILEPATH_WS_NODE")); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +288,7 @@ func TestRestartAfterKill(t *testing.T) {
 		t.Fatal("helper not ready after 30s")
 	}
 
-	mgr := newManager(t, dir, e.fs) // for Bind/Path only; mounts nothing yet
+	mgr := newManager(t, dir, e) // for Bind/Path only; mounts nothing yet
 	c := startContainer(t, mgr, "node-1")
 	dockerExec(t, c, `mkdir -p d && echo fsynced > d/kept.txt && sync d/kept.txt`)
 

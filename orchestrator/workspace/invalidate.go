@@ -3,6 +3,7 @@ package workspace
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -25,14 +26,42 @@ type Fanout struct {
 
 var _ vfs.Invalidator = (*Fanout)(nil)
 
-// Invalidate queues ch for every mount of the session but origin.
+// Invalidate queues ch for every mount of the session but origin. A change
+// with no mount as origin (the REST API) waits, up to deliverWait, until
+// every mount has told its kernel, so that when the API answers, every
+// container sees the change.
 func (f *Fanout) Invalidate(sessionID string, origin any, ch vfs.Change) {
+	var wg sync.WaitGroup
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for m := range f.sessions[sessionID] {
-		if m != origin {
-			m.inval.push(ch)
+		if m == origin {
+			continue
 		}
+		var done func()
+		if origin == nil {
+			wg.Add(1)
+			done = wg.Done
+		}
+		m.inval.push(invalItem{ch: ch, done: done})
+	}
+	f.mu.Unlock()
+	if origin == nil {
+		waitTimeout(&wg, deliverWait)
+	}
+}
+
+// deliverWait bounds how long a change from the REST API waits for the
+// mounts' notices (a mount whose notice waits on a busy directory).
+const deliverWait = 2 * time.Second
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	c := make(chan struct{})
+	go func() { wg.Wait(); close(c) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+	case <-t.C:
 	}
 }
 
@@ -57,46 +86,79 @@ func (f *Fanout) remove(sessionID string, m *MountPoint) {
 	}
 }
 
-// invalQueue holds the changes a mount has still to tell its kernel.
+// invalQueue holds what a mount has still to tell its kernel, in order.
 // push never blocks (it runs on the goroutine that committed the change,
 // which may hold locks a FUSE request of this mount waits for); the
 // mount's own goroutine sends the notices.
 type invalQueue struct {
 	mu     sync.Mutex
-	q      []vfs.Change
-	stores []cacheStore
+	items  []invalItem
+	stores int // cacheStore items queued
 	wake   chan struct{}
 	// pushes counts changes pushed from elsewhere; it is incremented
 	// before the change is queued (see cacheStore).
 	pushes atomic.Uint64
 }
 
-// cacheStore is the content of a file this mount has just created, to put in the
-// kernel's page cache so that reading it back needs no READ (nor, since a
-// cached read does not invalidate atime, a GETATTR at the next stat). It is
-// dropped when any change from elsewhere was pushed since pushes was read,
-// before the file reached the VFS: that change may be to this file, and its
-// notice may have been handled already.
-type cacheStore struct {
-	ino    int64
-	data   []byte
-	pushes uint64
+// invalItem is a change made elsewhere, a change this mount made that its
+// kernel did not see (self), a notice to send again, or a cacheStore.
+type invalItem struct {
+	ch    vfs.Change
+	self  bool // this mount's caches are current: no generation bump
+	store *cacheStore
+	retry int    // earlier attempts of a notice that failed with ENOENT
+	done  func() // called once the item is handled
 }
 
-// maxStore bounds the content put in the page cache per new file.
-const maxStore = 256 << 10
+// cacheStore is the content of a file this mount has just created, to put in
+// the kernel's page cache so that reading it back needs no READ (nor, since
+// a cached read does not invalidate atime, a GETATTR at the next stat).
+// It is skipped when any change from elsewhere was pushed since pushes was
+// read, before the file reached the VFS (that change may be to this file,
+// and its notice may have been handled already), or when the file was
+// written or resized through this mount since (its pages may be newer
+// than data); a write that races with the store drops the pages again.
+type cacheStore struct {
+	n      *node
+	data   []byte
+	pushes uint64
+	wgen   uint64 // n.wgen when data was the whole file
+}
 
-func (q *invalQueue) push(ch vfs.Change) {
-	q.pushes.Add(1)
+const (
+	// maxStore bounds the content put in the page cache per new file;
+	// maxStores the stores queued at once (more are skipped).
+	maxStore  = 256 << 10
+	maxStores = 256
+	// retryAfter and maxRetries: an inode notice that fails with ENOENT
+	// for an inode this mount has just handed to the kernel (its reply may
+	// not be installed yet) is sent again after retryAfter, 2×, 4×.
+	retryAfter = 20 * time.Millisecond
+	maxRetries = 3
+	// recentFor is how long after a reply an inode counts as just handed.
+	recentFor = time.Second
+)
+
+// push queues a change made elsewhere.
+func (q *invalQueue) push(it invalItem) {
+	if !it.self && it.retry == 0 {
+		q.pushes.Add(1)
+	}
 	q.mu.Lock()
-	q.q = append(q.q, ch)
+	q.items = append(q.items, it)
 	q.mu.Unlock()
 	q.signal()
 }
 
-func (q *invalQueue) pushStore(s cacheStore) {
+// pushStore queues s unless too many stores wait already.
+func (q *invalQueue) pushStore(s *cacheStore) {
 	q.mu.Lock()
-	q.stores = append(q.stores, s)
+	if q.stores >= maxStores {
+		q.mu.Unlock()
+		return
+	}
+	q.stores++
+	q.items = append(q.items, invalItem{store: s})
 	q.mu.Unlock()
 	q.signal()
 }
@@ -108,12 +170,12 @@ func (q *invalQueue) signal() {
 	}
 }
 
-func (q *invalQueue) take() ([]vfs.Change, []cacheStore) {
+func (q *invalQueue) take() []invalItem {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b, s := q.q, q.stores
-	q.q, q.stores = nil, nil
-	return b, s
+	b := q.items
+	q.items, q.stores = nil, 0
+	return b
 }
 
 // invalidator sends the queued notices until the server stops.
@@ -124,63 +186,159 @@ func (m *MountPoint) invalidator() {
 			return
 		case <-m.inval.wake:
 		}
-		changes, stores := m.inval.take()
-		m.applyInvalidations(changes)
-		for _, s := range stores {
-			if m.inval.pushes.Load() != s.pushes {
-				continue
-			}
-			if id, ok := m.nodeID(s.ino); ok {
-				m.notified(m.server.InodeNotifyStoreCache(id, 0, s.data))
-			}
+		m.handle(m.inval.take())
+	}
+}
+
+// handle sends the notices of a batch: the changes first, then the stores,
+// then it reports the batch done.
+func (m *MountPoint) handle(batch []invalItem) {
+	var changes []invalItem
+	for _, it := range batch {
+		if it.store == nil {
+			changes = append(changes, it)
+		}
+	}
+	m.applyInvalidations(changes)
+	for _, it := range batch {
+		if s := it.store; s != nil {
+			m.applyStore(s)
+		}
+	}
+	for _, it := range batch {
+		if it.done != nil {
+			it.done()
 		}
 	}
 }
 
-// applyInvalidations first makes every attribute this mount cached stale
-// (a cheap, coarse step that needs no inode → node map), then tells the
-// kernel which names, attributes and pages to drop. Notices for what the
-// kernel does not know fail with ENOENT, which is fine.
-func (m *MountPoint) applyInvalidations(batch []vfs.Change) {
+func (m *MountPoint) applyStore(s *cacheStore) {
+	if m.inval.pushes.Load() != s.pushes || s.n.wgen.Load() != s.wgen {
+		return
+	}
+	id, ok := m.nodeID(s.n.ino)
+	if !ok {
+		return
+	}
+	m.notified(m.notify.InodeNotifyStoreCache(id, 0, s.data))
+	if s.n.wgen.Load() != s.wgen {
+		// A write or truncate through this mount raced with the store:
+		// the kernel may hold the older bytes now. Drop them.
+		m.notified(m.notify.InodeNotify(id, 0, 0))
+	}
+}
+
+// applyInvalidations tells the kernel which names, attributes and pages to
+// drop. For a change made elsewhere it first makes every attribute this
+// mount cached stale (a cheap, coarse step that needs no inode → node map).
+// Notices for what the kernel does not know fail with ENOENT, which is
+// fine, except for an inode this mount has just handed to the kernel: the
+// reply that makes the kernel know it may still be on its way, so the
+// notice is sent again a little later.
+func (m *MountPoint) applyInvalidations(batch []invalItem) {
 	if len(batch) == 0 {
 		return
 	}
-	m.gen.Add(1)
+	for _, it := range batch {
+		if !it.self && it.retry == 0 {
+			m.gen.Add(1)
+			break
+		}
+	}
 	type entry struct {
 		parent uint64
 		name   string
 	}
 	entries := map[entry]struct{}{}
-	data := map[uint64]struct{}{}
-	attrs := map[uint64]struct{}{}
-	for _, ch := range batch {
-		for _, e := range ch.Entries {
+	data := map[int64]int{} // ino → retries so far
+	attrs := map[int64]int{}
+	for _, it := range batch {
+		for _, e := range it.ch.Entries {
 			if p, ok := m.nodeID(e.Parent); ok {
 				entries[entry{p, e.Name}] = struct{}{}
 			}
 		}
-		for _, ino := range ch.Data {
-			if id, ok := m.nodeID(ino); ok {
-				data[id] = struct{}{}
-			}
+		for _, ino := range it.ch.Data {
+			data[ino] = max(data[ino], it.retry)
 		}
-		for _, ino := range ch.Attrs {
-			if id, ok := m.nodeID(ino); ok {
-				attrs[id] = struct{}{}
-			}
+		for _, ino := range it.ch.Attrs {
+			attrs[ino] = max(attrs[ino], it.retry)
 		}
 	}
 	for e := range entries {
-		m.notified(m.server.EntryNotify(e.parent, e.name))
+		m.notified(m.notify.EntryNotify(e.parent, e.name))
 	}
-	for id := range data {
-		m.notified(m.server.InodeNotify(id, 0, 0)) // pages and attributes
+	for ino, r := range data {
+		m.inodeNotice(ino, true, r)
 	}
-	for id := range attrs {
-		if _, ok := data[id]; !ok {
-			m.notified(m.server.InodeNotify(id, -1, 0)) // attributes only
+	for ino, r := range attrs {
+		if _, ok := data[ino]; !ok {
+			m.inodeNotice(ino, false, r)
 		}
 	}
+}
+
+// inodeNotice drops the kernel's attributes of ino, and its pages too when
+// data is set; it schedules a retry when the kernel does not know ino yet
+// but should soon.
+func (m *MountPoint) inodeNotice(ino int64, data bool, retries int) {
+	id, ok := m.nodeID(ino)
+	if !ok {
+		return
+	}
+	off := int64(-1) // attributes only
+	if data {
+		off = 0
+	}
+	st := m.notify.InodeNotify(id, off, 0)
+	if st == fuse.ENOENT && retries < maxRetries && m.recent(ino) {
+		ch := vfs.Change{Attrs: []int64{ino}}
+		if data {
+			ch = vfs.Change{Data: []int64{ino}}
+		}
+		time.AfterFunc(retryAfter<<retries, func() {
+			m.inval.push(invalItem{ch: ch, retry: retries + 1})
+		})
+		return
+	}
+	m.notified(st)
+}
+
+// handed records that a reply has just given ino to the kernel.
+func (m *MountPoint) handed(ino int64) {
+	if m.opts.Fanout == nil {
+		return
+	}
+	now := time.Now()
+	m.rmu.Lock()
+	defer m.rmu.Unlock()
+	if len(m.replied) >= 4096 {
+		for k, t := range m.replied {
+			if now.Sub(t) > recentFor {
+				delete(m.replied, k)
+			}
+		}
+		if len(m.replied) >= 4096 {
+			clear(m.replied)
+		}
+	}
+	m.replied[ino] = now
+}
+
+// recent reports whether a reply gave ino to the kernel within recentFor.
+func (m *MountPoint) recent(ino int64) bool {
+	m.rmu.Lock()
+	defer m.rmu.Unlock()
+	t, ok := m.replied[ino]
+	return ok && time.Since(t) < recentFor
+}
+
+// notifier is the part of *fuse.Server the invalidator uses (a test can
+// stand in for the kernel).
+type notifier interface {
+	EntryNotify(parent uint64, name string) fuse.Status
+	InodeNotify(node uint64, off int64, length int64) fuse.Status
+	InodeNotifyStoreCache(node uint64, offset int64, data []byte) fuse.Status
 }
 
 // nodeID is the FUSE node id of a VFS inode: the mount uses inode numbers

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
 // Propagation is the bind propagation the container runtime must use for
@@ -127,6 +129,11 @@ func (m *Manager) mountLocked(ctx context.Context, nodeID string) (string, error
 	fsys, err := m.cfg.Open(ctx, nodeID)
 	if err != nil {
 		return "", fmt.Errorf("workspace: open filesystem of node %s: %w", nodeID, err)
+	}
+	// Without the notices, the 30 s kernel caches would hide other nodes'
+	// changes: refuse rather than serve stale files.
+	if r, ok := fsys.(interface{ Invalidator() vfs.Invalidator }); ok && r.Invalidator() != vfs.Invalidator(&m.fanout) {
+		return "", fmt.Errorf("workspace: node %s: the session filesystem does not report its changes to this Manager: install Manager.Fanout() with vfs.VFS.SetInvalidator", nodeID)
 	}
 	mt, err := Mount(ctx, dir, fsys, m.cfg.Options)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,8 @@ type node struct {
 	attr    Attr      // the attributes the VFS last returned
 	seenAt  time.Time // when; zero once a change through this mount made attr stale
 	seenGen uint64    // the mount's invalidation count before they were read
+	// wgen counts writes and resizes through this mount (see cacheStore)
+	wgen atomic.Uint64
 
 	// pend is set while the file is created in the kernel but not yet in
 	// the VFS (see lazyCreate); guarded by mu. noVFSOpen: the creating
@@ -145,6 +148,7 @@ func (n *node) staleChild(name string) {
 // fills out.
 func (n *node) child(ctx context.Context, a *Attr, out *fuse.EntryOut, gen uint64) *fs.Inode {
 	fillAttr(a, &out.Attr)
+	n.m.handed(a.Ino)
 	ch := n.NewInode(ctx, &node{m: n.m, ino: a.Ino}, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT, Ino: uint64(a.Ino)})
 	if cn, ok := ch.Operations().(*node); ok {
 		cn.mu.Lock()
@@ -186,7 +190,7 @@ func (n *node) settle(ctx context.Context) {
 	n.kmu.Unlock()
 	for _, k := range kids {
 		k.mu.Lock()
-		_ = k.materializeLocked(ctx)
+		_ = k.materializeLocked(ctx, false)
 		k.mu.Unlock()
 	}
 }
@@ -202,8 +206,10 @@ func (n *node) settleChild(ctx context.Context, name string) {
 }
 
 // materializeLocked creates a pending file in the VFS with the buffered
-// data. Caller holds n.mu.
-func (n *node) materializeLocked(ctx context.Context) error {
+// data; at a close or fsync (cache set), when the buffer is the whole file,
+// it also has the data put in the kernel's page cache (cacheStore).
+// Caller holds n.mu.
+func (n *node) materializeLocked(ctx context.Context, cache bool) error {
 	p := n.pend
 	if p == nil {
 		return nil
@@ -217,8 +223,8 @@ func (n *node) materializeLocked(ctx context.Context) error {
 	fc := n.m.fs.(fileCreator)
 	gen, pushes := n.m.gen.Load(), n.m.inval.pushes.Load()
 	a, err := fc.CreateFile(ctx, p.parent.ino, p.name, p.mode, p.uid, p.gid, n.ino, n.wbuf, n.woff)
-	if err == nil && n.m.opts.Fanout != nil && n.woff == 0 && len(n.wbuf) > 0 && len(n.wbuf) <= maxStore {
-		n.m.inval.pushStore(cacheStore{ino: n.ino, data: bytes.Clone(n.wbuf), pushes: pushes})
+	if err == nil && cache && n.m.opts.Fanout != nil && n.woff == 0 && len(n.wbuf) > 0 && len(n.wbuf) <= maxStore {
+		n.m.inval.pushStore(&cacheStore{n: n, data: bytes.Clone(n.wbuf), pushes: pushes, wgen: n.wgen.Load()})
 	}
 	n.wbuf = n.wbuf[:0]
 	if err != nil {
@@ -232,6 +238,11 @@ func (n *node) materializeLocked(ctx context.Context) error {
 	n.m.fs.Open(n.ino) // the creating handle
 	n.remember(&a, gen)
 	p.parent.created(a.Created)
+	if n.m.opts.Fanout != nil {
+		// The directory's mtime moved now, after the kernel (which
+		// dropped its attributes at CREATE) may have asked for them.
+		n.m.inval.push(invalItem{ch: vfs.Change{Attrs: []int64{p.parent.ino}}, self: true})
+	}
 	return nil
 }
 
@@ -300,6 +311,7 @@ func (n *node) lazyCreate(ctx context.Context, name string, flags, mode uint32, 
 	kid.mu.Lock()
 	kid.remember(&a, n.m.gen.Load())
 	kid.mu.Unlock()
+	n.m.handed(ino)
 	return ch, true, 0
 }
 
@@ -322,7 +334,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		fillAttr(&n.attr, &out.Attr)
 		return 0
 	}
-	if err := n.materializeLocked(ctx); err != nil {
+	if err := n.materializeLocked(ctx, false); err != nil {
 		return errno(err)
 	}
 	if err := n.flushLocked(ctx); err != nil {
@@ -340,6 +352,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	ctx = n.ctx(ctx)
+	n.wgen.Add(1) // a truncate changes the pages
 	var ch AttrChange
 	if v, ok := in.GetMode(); ok {
 		ch.Mode = &v
@@ -454,7 +467,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	}
 	n.settle(ctx)
 	t.mu.Lock()
-	err := t.materializeLocked(ctx)
+	err := t.materializeLocked(ctx, false)
 	t.mu.Unlock()
 	if err != nil {
 		return nil, errno(err)
@@ -521,7 +534,7 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	ctx = n.ctx(ctx)
 	n.mu.Lock()
-	if err := n.materializeLocked(ctx); err != nil {
+	if err := n.materializeLocked(ctx, false); err != nil {
 		n.mu.Unlock()
 		return nil, 0, errno(err)
 	}
@@ -573,6 +586,7 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.wgen.Add(1)
 	if err := n.takeErr(); err != nil {
 		return 0, errno(err)
 	}
@@ -583,7 +597,7 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 		}
 	}
 	if len(data) >= limit {
-		if err := n.materializeLocked(ctx); err != nil {
+		if err := n.materializeLocked(ctx, false); err != nil {
 			return 0, errno(err)
 		}
 		c, err := n.m.fs.WriteAt(ctx, n.ino, data, off)
@@ -611,7 +625,7 @@ func (n *node) flushLocked(ctx context.Context) error {
 		return err
 	}
 	if n.pend != nil {
-		return n.materializeLocked(ctx)
+		return n.materializeLocked(ctx, false)
 	}
 	if len(n.wbuf) == 0 {
 		return nil
@@ -625,6 +639,15 @@ func (n *node) flushLocked(ctx context.Context) error {
 	return err
 }
 
+// closeFlushLocked is flushLocked for a close or an fsync, where a new
+// file's whole content may go to the kernel's page cache (cacheStore).
+func (n *node) closeFlushLocked(ctx context.Context) error {
+	if n.werr == nil && n.pend != nil {
+		return n.materializeLocked(ctx, true)
+	}
+	return n.flushLocked(ctx)
+}
+
 // takeErr returns and clears a deferred write error.
 func (n *node) takeErr() error {
 	err := n.werr
@@ -636,14 +659,14 @@ func (n *node) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.flushLocked(ctx)
+	n.closeFlushLocked(ctx)
 	return errno(n.takeErr())
 }
 
 func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
 	ctx = n.ctx(ctx)
 	n.mu.Lock()
-	n.flushLocked(ctx)
+	n.closeFlushLocked(ctx)
 	err := n.takeErr()
 	n.mu.Unlock()
 	if err != nil {

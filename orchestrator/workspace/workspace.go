@@ -147,8 +147,12 @@ type MountPoint struct {
 	// inval holds changes made elsewhere to tell the kernel about; gen
 	// counts the batches told, so that attributes read from the VFS before
 	// a batch are not cached as fresh after it (see node.remember).
-	inval invalQueue
-	gen   atomic.Uint64
+	inval  invalQueue
+	gen    atomic.Uint64
+	notify notifier // the server
+	// replied: inodes handed to the kernel lately (see handed)
+	rmu     sync.Mutex
+	replied map[int64]time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -174,7 +178,7 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 	if _, err := fsys.GetAttr(ctx, opts.Root); err != nil {
 		return nil, fmt.Errorf("mount %s: root inode %d: %w", dir, opts.Root, err)
 	}
-	m := &MountPoint{dir: dir, fs: fsys, opts: opts, done: make(chan struct{})}
+	m := &MountPoint{dir: dir, fs: fsys, opts: opts, done: make(chan struct{}), replied: map[int64]time.Time{}}
 	m.inval.wake = make(chan struct{}, 1)
 	root := &node{m: m, ino: opts.Root}
 	entry, attr, neg := opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout
@@ -224,7 +228,13 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 		syscall.Close(fd)
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
-	m.server = server
+	m.server, m.notify = server, server
+	if opts.Fanout != nil {
+		// Before serving, so that the mount leaves the Fanout however
+		// early its server stops.
+		opts.Fanout.add(sid, m)
+		go m.invalidator()
+	}
 	go func() {
 		defer close(m.done)
 		server.Serve()
@@ -243,10 +253,6 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 	}
 	m.dev = st.Dev
 	pollHack(dir)
-	if opts.Fanout != nil {
-		go m.invalidator()
-		opts.Fanout.add(sid, m)
-	}
 	return m, nil
 }
 
