@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Benchmarks of the inode API (what the FUSE mount calls) against native
@@ -85,7 +86,7 @@ func BenchmarkSmallCreateWrite(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := fs.CreateFile(ctx, dir.Ino, fmt.Sprintf("f%05d.txt", n), 0o644, 0, 0, ino, data, 0); err != nil {
+				if _, err := fs.CreateFile(ctx, dir.Ino, fmt.Sprintf("f%05d.txt", n), 0o644, 0, 0, ino, data, 0, time.Time{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -788,8 +788,10 @@ func (fs *FS) writeData(ctx context.Context, tx *txn, ino int64, cs int, size in
 // CreateFile creates the regular file name in parent as inode ino (a
 // number from ReserveIno), owned by uid:gid, with data written at off, in
 // one transaction: the FUSE mount creates a new file this way when it is
-// first flushed. EEXIST when the name exists.
-func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64) (Attr, error) {
+// first flushed. EEXIST when the name exists. created is when the file was
+// created (the mount's CREATE, which told the kernel so): the directory's
+// mtime and ctime move to it unless they are later already; zero means now.
+func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64, created time.Time) (Attr, error) {
 	if err := validName(name); err != nil {
 		return Attr{}, err
 	}
@@ -817,13 +819,22 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 	now := fs.v.cfg.Now()
 	t := time.Unix(0, now.UnixNano())
 	s, ns := splitTime(now)
+	if created.IsZero() || created.After(now) {
+		created = now
+	}
+	ds, dns := splitTime(created)
 	var ev event
 	// Four statements for a new file with data: touch the parent (which
 	// also checks it is a directory), insert the inode with its final
 	// size, insert the name, account the bytes (and keep next_ino above
 	// ino), then the chunks.
 	err = fs.v.tx(ctx, func(tx *txn) error {
-		r, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mtime=?, mtime_ns=?, ctime=?, ctime_ns=? WHERE session_id=? AND ino=? AND mode & 61440 = 16384`, s, ns, s, ns, fs.sid, parent)
+		r, err := tx.ExecContext(ctx, `UPDATE fs_inode SET
+			mtime    = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?1 ELSE mtime END,
+			mtime_ns = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?2 ELSE mtime_ns END,
+			ctime    = CASE WHEN (ctime, ctime_ns) < (?1, ?2) THEN ?1 ELSE ctime END,
+			ctime_ns = CASE WHEN (ctime, ctime_ns) < (?1, ?2) THEN ?2 ELSE ctime_ns END
+			WHERE session_id=?3 AND ino=?4 AND mode & 61440 = 16384`, ds, dns, fs.sid, parent)
 		if err != nil {
 			return fmt.Errorf("touch parent of %s: %w", name, err)
 		}

@@ -100,11 +100,10 @@ type invalQueue struct {
 	pushes atomic.Uint64
 }
 
-// invalItem is a change made elsewhere, a change this mount made that its
-// kernel did not see (self), a notice to send again, or a cacheStore.
+// invalItem is a change made elsewhere, a notice to send again, or a
+// cacheStore.
 type invalItem struct {
 	ch    vfs.Change
-	self  bool // this mount's caches are current: no generation bump
 	store *cacheStore
 	retry int    // earlier attempts of a notice that failed with ENOENT
 	done  func() // called once the item is handled
@@ -141,7 +140,7 @@ const (
 
 // push queues a change made elsewhere.
 func (q *invalQueue) push(it invalItem) {
-	if !it.self && it.retry == 0 {
+	if it.retry == 0 {
 		q.pushes.Add(1)
 	}
 	q.mu.Lock()
@@ -229,8 +228,8 @@ func (m *MountPoint) applyStore(s *cacheStore) {
 }
 
 // applyInvalidations tells the kernel which names, attributes and pages to
-// drop. For a change made elsewhere it first makes every attribute this
-// mount cached stale (a cheap, coarse step that needs no inode → node map).
+// drop. For a new change it first makes every attribute this mount cached
+// stale (a cheap, coarse step that needs no inode → node map).
 // Notices for what the kernel does not know fail with ENOENT, which is
 // fine, except for an inode this mount has just handed to the kernel: the
 // reply that makes the kernel know it may still be on its way, so the
@@ -240,7 +239,7 @@ func (m *MountPoint) applyInvalidations(batch []invalItem) {
 		return
 	}
 	for _, it := range batch {
-		if !it.self && it.retry == 0 {
+		if it.retry == 0 {
 			m.gen.Add(1)
 			break
 		}

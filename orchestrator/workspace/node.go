@@ -58,6 +58,7 @@ type pending struct {
 	name     string
 	mode     uint32
 	uid, gid uint32
+	created  time.Time // the CREATE: the directory's mtime from then on
 }
 
 var (
@@ -222,7 +223,7 @@ func (n *node) materializeLocked(ctx context.Context, cache bool) error {
 	p.parent.kmu.Unlock()
 	fc := n.m.fs.(fileCreator)
 	gen, pushes := n.m.gen.Load(), n.m.inval.pushes.Load()
-	a, err := fc.CreateFile(ctx, p.parent.ino, p.name, p.mode, p.uid, p.gid, n.ino, n.wbuf, n.woff)
+	a, err := fc.CreateFile(ctx, p.parent.ino, p.name, p.mode, p.uid, p.gid, n.ino, n.wbuf, n.woff, p.created)
 	if err == nil && cache && n.m.opts.Fanout != nil && n.woff == 0 && len(n.wbuf) > 0 && len(n.wbuf) <= maxStore {
 		n.m.inval.pushStore(&cacheStore{n: n, data: bytes.Clone(n.wbuf), pushes: pushes, wgen: n.wgen.Load()})
 	}
@@ -237,23 +238,23 @@ func (n *node) materializeLocked(ctx context.Context, cache bool) error {
 	}
 	n.m.fs.Open(n.ino) // the creating handle
 	n.remember(&a, gen)
-	p.parent.created(a.Created)
-	if n.m.opts.Fanout != nil {
-		// The directory's mtime moved now, after the kernel (which
-		// dropped its attributes at CREATE) may have asked for them.
-		n.m.inval.push(invalItem{ch: vfs.Change{Attrs: []int64{p.parent.ino}}, self: true})
-	}
+	p.parent.created(p.created)
 	return nil
 }
 
 // created applies to directory n's cached attributes the creation of an
-// entry at t through this mount: the VFS set its mtime and ctime to t (the
-// new inode's creation time) and nothing else.
+// entry at t through this mount: the VFS moves its mtime and ctime to t
+// unless they are later (CreateFile) and changes nothing else.
 func (n *node) created(t time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.fresh() {
-		n.attr.Mtime, n.attr.Ctime = t, t
+		if t.After(n.attr.Mtime) {
+			n.attr.Mtime = t
+		}
+		if t.After(n.attr.Ctime) {
+			n.attr.Ctime = t
+		}
 		return
 	}
 	n.seenAt = time.Time{}
@@ -281,6 +282,7 @@ func (n *node) lazyCreate(ctx context.Context, name string, flags, mode uint32, 
 	fresh := n.fresh()
 	n.mu.Unlock()
 	if !fresh {
+		gen := n.m.gen.Load()
 		pa, err := n.m.fs.GetAttr(ctx, n.ino)
 		if err != nil {
 			return nil, false, errno(err)
@@ -288,6 +290,9 @@ func (n *node) lazyCreate(ctx context.Context, name string, flags, mode uint32, 
 		if !pa.IsDir() {
 			return nil, false, syscall.ENOTDIR
 		}
+		n.mu.Lock()
+		n.remember(&pa, gen)
+		n.mu.Unlock()
 	}
 	ino, err := fc.ReserveIno(ctx)
 	if err != nil {
@@ -299,7 +304,7 @@ func (n *node) lazyCreate(ctx context.Context, name string, flags, mode uint32, 
 	}
 	now := time.Now()
 	a := Attr{Ino: ino, Mode: syscall.S_IFREG | mode&07777, Nlink: 1, UID: uid, GID: gid, Atime: now, Mtime: now, Ctime: now, Created: now}
-	kid := &node{m: n.m, ino: ino, pend: &pending{parent: n, name: name, mode: mode & 07777, uid: uid, gid: gid}}
+	kid := &node{m: n.m, ino: ino, pend: &pending{parent: n, name: name, mode: mode & 07777, uid: uid, gid: gid, created: now}}
 	n.kmu.Lock()
 	if n.kids == nil {
 		n.kids = map[string]*node{}
@@ -312,6 +317,10 @@ func (n *node) lazyCreate(ctx context.Context, name string, flags, mode uint32, 
 	kid.remember(&a, n.m.gen.Load())
 	kid.mu.Unlock()
 	n.m.handed(ino)
+	// The directory's mtime is the CREATE's from now on: the kernel may
+	// ask for it before the file reaches the VFS, which then sets the same
+	// time (CreateFile's created).
+	n.created(now)
 	return ch, true, 0
 }
 
