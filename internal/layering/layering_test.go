@@ -20,18 +20,28 @@ func TestImportArrows(t *testing.T) {
 		"adapters/...":   {"adapters", "protocol"},
 	}
 	for pkgs, ok := range allowed {
-		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../../"+pkgs).Output()
-		if err != nil {
-			t.Fatalf("go list %s: %v", pkgs, err)
+		check(t, pkgs, ok, "-deps")
+		// Their tests may use the test helpers besides.
+		check(t, pkgs, append(ok, "internal/testenv"), "-deps", "-test")
+	}
+}
+
+func check(t *testing.T, pkgs string, ok []string, flags ...string) {
+	t.Helper()
+	args := append(append([]string{"list"}, flags...), "-f", "{{.ImportPath}}", "../../"+pkgs)
+	out, err := exec.Command("go", args...).Output()
+	if err != nil {
+		t.Fatalf("go %v: %v", args, err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		rel, mine := strings.CutPrefix(dep, module)
+		if !mine {
+			continue
 		}
-		for _, dep := range strings.Fields(string(out)) {
-			rel, mine := strings.CutPrefix(dep, module)
-			if !mine {
-				continue
-			}
-			if !allowedDep(rel, ok) {
-				t.Errorf("%s depends on %s; DESIGN.md allows only %v", pkgs, rel, ok)
-			}
+		// test variants: "p [p.test]", "p_test", "p.test"
+		rel = strings.TrimSuffix(strings.TrimSuffix(rel, ".test"), "_test")
+		if !allowedDep(rel, ok) {
+			t.Errorf("%s (go %v) depends on %s; DESIGN.md allows only %v", pkgs, flags, rel, ok)
 		}
 	}
 }

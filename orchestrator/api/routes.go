@@ -33,7 +33,7 @@ func apiRoutes() []route {
 		{http.MethodPost, "/sessions/:id/start", (*Server).startSession, opDoc{summary: "Start the session's agents", status: 202, resp: "Session"}},
 		{http.MethodPost, "/sessions/:id/stop", (*Server).stopSession, opDoc{summary: "Stop the session's agents", status: 202, resp: "Session"}},
 		{http.MethodGet, "/sessions/:id/tree", (*Server).getTree, opDoc{summary: "The agent tree as a flat list", status: 200, resp: "NodeList"}},
-		{http.MethodGet, "/sessions/:id/stream", (*Server).stream, opDoc{summary: "WebSocket: one JSON Record per text message, replay after `after` then live; close 1013: too slow, reconnect with after=<last seq>; 1001: server shutting down; 4404: session deleted", status: 101, query: []string{"after"}}},
+		{http.MethodGet, "/sessions/:id/stream", (*Server).stream, opDoc{summary: "WebSocket: one JSON Record per text message, replay after `after` then live; close 1013: too slow, reconnect with after=<last seq>; 1001: server shutting down; 4404: session deleted; 4422: after is beyond the session's last record (reload)", status: 101, query: []string{"after"}}},
 		{http.MethodPost, "/sessions/:id/nodes", (*Server).createNode, opDoc{summary: "Create a node", status: 201, req: "NewNode", resp: "Node"}},
 		{http.MethodPatch, "/sessions/:id/nodes/:node", (*Server).patchNode, opDoc{summary: "Update a node", status: 200, req: "NodePatch", resp: "Node"}},
 		{http.MethodDelete, "/sessions/:id/nodes/:node", (*Server).deleteNode, opDoc{summary: "Delete a node and its subtree", status: 204}},

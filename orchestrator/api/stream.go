@@ -31,6 +31,11 @@ const (
 // application close code: 4000 + the HTTP status a new stream would get).
 const statusSessionDeleted websocket.StatusCode = 4404
 
+// statusAfterBeyondLast closes a stream asked for records after a seq the
+// session does not have (a client of another database): the client must
+// reload the session and resume from a seq it has.
+const statusAfterBeyondLast websocket.StatusCode = 4422
+
 // errSessionDeleted ends the hub subscriptions of a deleted session.
 var errSessionDeleted = errors.New("session deleted")
 
@@ -58,8 +63,12 @@ func (s *Server) stream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	beyond := ""
 	if after > last {
-		return orchestrator.FieldErrorf("after", "after=%d is beyond the last record of this session (%d): resume with after=%d or less", after, last, last)
+		beyond = fmt.Sprintf("after=%d is beyond the last record of this session (%d): reload and resume with after=%d or less", after, last, last)
+		if !isUpgrade(r) {
+			return orchestrator.FieldErrorf("after", "%s", beyond)
+		}
 	}
 	if err := checkOrigin(r, s.cfg.AllowedOrigins); err != nil {
 		return err
@@ -86,6 +95,12 @@ func (s *Server) stream(c echo.Context) error {
 		return nil // Accept has answered
 	}
 	defer conn.CloseNow()
+	if beyond != "" {
+		// A browser cannot read an HTTP status of a WebSocket handshake:
+		// say it with a close code it can act on.
+		_ = conn.Close(statusAfterBeyondLast, beyond)
+		return nil
+	}
 
 	// The reader goroutine (pongs, client close) must outlive shutdown so
 	// that we can still send the 1001 close frame: it ends with the conn.

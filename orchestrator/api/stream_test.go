@@ -416,6 +416,27 @@ func TestStreamClosedWhenSessionDeleted(t *testing.T) {
 	}
 }
 
+// TestStreamAfterBeyondLast: a WebSocket asking for records after a seq
+// the session does not have (a client of another database) is closed at
+// once with 4422, since a browser cannot read a handshake's HTTP status;
+// the client then reloads (web/src/lib/live).
+func TestStreamAfterBeyondLast(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a := e.account("alice")
+	other, _ := e.session(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	last, _ := e.st.LastSeq(ctx, other.ID)
+	cb, _, err := e.dial(ctx, other.ID, last+10, a.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.CloseNow()
+	if _, _, err := cb.Read(ctx); websocket.CloseStatus(err) != 4422 {
+		t.Fatalf("read: %v, want close 4422", err)
+	}
+}
+
 func TestStreamPingTimeoutCloses(t *testing.T) {
 	e := newEnv(t, envOpts{cfg: func(c *api.Config) {
 		// Generous for a loaded machine under -race: a reading client must

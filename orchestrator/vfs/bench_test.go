@@ -86,7 +86,7 @@ func BenchmarkSmallCreateWrite(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := fs.CreateFile(ctx, dir.Ino, fmt.Sprintf("f%05d.txt", n), 0o644, 0, 0, ino, data, 0, time.Time{}); err != nil {
+				if _, _, err := fs.CreateFile(ctx, dir.Ino, fmt.Sprintf("f%05d.txt", n), 0o644, 0, 0, ino, data, 0, time.Time{}); err != nil {
 					b.Fatal(err)
 				}
 			}

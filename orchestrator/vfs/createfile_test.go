@@ -51,7 +51,7 @@ func TestCreateFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := fs.CreateFile(ctx, parent, tt.file, 0o640, 1000, 1001, ino, []byte(tt.data), tt.off, time.Time{})
+			a, _, err := fs.CreateFile(ctx, parent, tt.file, 0o640, 1000, 1001, ino, []byte(tt.data), tt.off, time.Time{})
 			f.check(t)
 			if tt.wantErr != 0 {
 				if !errors.Is(err, tt.wantErr) {
@@ -100,7 +100,7 @@ func TestReserveIno(t *testing.T) {
 			if ino, err = f.fs.ReserveIno(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.fs.CreateFile(ctx, RootIno, fmt.Sprint("r", i), 0o644, 0, 0, ino, nil, 0, time.Time{}); err != nil {
+			if _, _, err := f.fs.CreateFile(ctx, RootIno, fmt.Sprint("r", i), 0o644, 0, 0, ino, nil, 0, time.Time{}); err != nil {
 				t.Fatal(err)
 			}
 		} else {
@@ -170,7 +170,8 @@ func TestEventPathsAfterRename(t *testing.T) {
 
 // TestCreateFileDirTime: the directory's mtime and ctime move to the
 // creation time CreateFile is given (the mount's CREATE, which the kernel
-// was told), never backwards past a later change.
+// was told), or to now when the directory changed since (never backwards,
+// and others see that it changed); CreateFile returns the new mtime.
 func TestCreateFileDirTime(t *testing.T) {
 	f := newFixture(t, Config{})
 	ctx := ctxT(t)
@@ -178,31 +179,36 @@ func TestCreateFileDirTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	create := func(name string, at time.Time) Attr {
+	create := func(name string, at time.Time) (Attr, time.Time) {
 		t.Helper()
 		ino, err := f.fs.ReserveIno(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.fs.CreateFile(ctx, d.Ino, name, 0o644, 0, 0, ino, []byte("x"), 0, at); err != nil {
+		_, got, err := f.fs.CreateFile(ctx, d.Ino, name, 0o644, 0, 0, ino, []byte("x"), 0, at)
+		if err != nil {
 			t.Fatal(err)
 		}
 		a, err := f.fs.GetAttr(ctx, d.Ino)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return a
+		if !got.Equal(a.Mtime) {
+			t.Fatalf("CreateFile returned the directory mtime %v, the directory has %v", got, a.Mtime)
+		}
+		return a, got
 	}
 	t0 := time.Now().Add(time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
-	if a := create("a", t0); !a.Mtime.Equal(t0) || !a.Ctime.Equal(t0) {
+	if a, _ := create("a", t0); !a.Mtime.Equal(t0) || !a.Ctime.Equal(t0) {
 		t.Fatalf("after a create at %v the directory has mtime %v, ctime %v", t0, a.Mtime, a.Ctime)
 	}
-	if a := create("b", t0.Add(-time.Hour)); !a.Mtime.Equal(t0) {
-		t.Fatalf("an earlier creation time moved the directory's mtime back to %v", a.Mtime)
-	}
 	before := time.Now()
-	if a := create("c", time.Time{}); a.Mtime.Before(before) {
+	if a, _ := create("b", t0.Add(-time.Hour)); !a.Mtime.After(t0) || a.Mtime.Before(before) {
+		t.Fatalf("a create dated before the directory's last change left its mtime at %v, want now", a.Mtime)
+	}
+	before = time.Now()
+	if a, _ := create("c", time.Time{}); a.Mtime.Before(before) {
 		t.Fatalf("a create with no time left the directory's mtime at %v, before the call", a.Mtime)
 	}
 	f.check(t)

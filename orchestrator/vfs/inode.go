@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -790,30 +791,32 @@ func (fs *FS) writeData(ctx context.Context, tx *txn, ino int64, cs int, size in
 // one transaction: the FUSE mount creates a new file this way when it is
 // first flushed. EEXIST when the name exists. created is when the file was
 // created (the mount's CREATE, which told the kernel so): the directory's
-// mtime and ctime move to it unless they are later already; zero means now.
-func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64, created time.Time) (Attr, error) {
+// mtime and ctime move to it, or to now when something changed them since
+// (so that others see the directory change); zero means now. It returns the
+// file and the directory's new mtime.
+func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64, created time.Time) (Attr, time.Time, error) {
 	if err := validName(name); err != nil {
-		return Attr{}, err
+		return Attr{}, time.Time{}, err
 	}
 	if ino <= RootIno {
-		return Attr{}, errorf(syscall.EINVAL, name, "invalid inode number %d", ino)
+		return Attr{}, time.Time{}, errorf(syscall.EINVAL, name, "invalid inode number %d", ino)
 	}
 	if off < 0 {
-		return Attr{}, errorf(syscall.EINVAL, name, "negative offset")
+		return Attr{}, time.Time{}, errorf(syscall.EINVAL, name, "negative offset")
 	}
 	cs, err := fs.init(ctx)
 	if err != nil {
-		return Attr{}, err
+		return Attr{}, time.Time{}, err
 	}
 	if err := fs.checkInodeAccess(ctx, "create", parent, name, true); err != nil {
-		return Attr{}, err
+		return Attr{}, time.Time{}, err
 	}
 	mode = ModeRegular | mode&ModePerm
 	var size, gen int64
 	if len(data) > 0 {
 		size, gen = off+int64(len(data)), 1
 		if err := fs.checkFileSize(size, name); err != nil {
-			return Attr{}, err
+			return Attr{}, time.Time{}, err
 		}
 	}
 	now := fs.v.cfg.Now()
@@ -824,21 +827,25 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 	}
 	ds, dns := splitTime(created)
 	var ev event
+	var dirMtime time.Time
 	// Four statements for a new file with data: touch the parent (which
 	// also checks it is a directory), insert the inode with its final
 	// size, insert the name, account the bytes (and keep next_ino above
 	// ino), then the chunks.
 	err = fs.v.tx(ctx, func(tx *txn) error {
-		r, err := tx.ExecContext(ctx, `UPDATE fs_inode SET
-			mtime    = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?1 ELSE mtime END,
-			mtime_ns = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?2 ELSE mtime_ns END,
-			ctime    = CASE WHEN (ctime, ctime_ns) < (?1, ?2) THEN ?1 ELSE ctime END,
-			ctime_ns = CASE WHEN (ctime, ctime_ns) < (?1, ?2) THEN ?2 ELSE ctime_ns END
-			WHERE session_id=?3 AND ino=?4 AND mode & 61440 = 16384`, ds, dns, fs.sid, parent)
-		if err != nil {
+		var ms, mns int64
+		err := tx.QueryRowContext(ctx, `UPDATE fs_inode SET
+			mtime    = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?1 ELSE ?3 END,
+			mtime_ns = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?2 ELSE ?4 END,
+			ctime    = CASE WHEN (ctime, ctime_ns) < (?1, ?2) THEN ?1 ELSE ?3 END,
+			ctime_ns = CASE WHEN (ctime, ctime_ns) < (?1, ?2) THEN ?2 ELSE ?4 END
+			WHERE session_id=?5 AND ino=?6 AND mode & 61440 = 16384
+			RETURNING mtime, mtime_ns`, ds, dns, s, ns, fs.sid, parent).Scan(&ms, &mns)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("touch parent of %s: %w", name, err)
 		}
-		if n, err := r.RowsAffected(); err != nil || n != 1 {
+		dirMtime = joinTime(ms, mns)
+		if errors.Is(err, sql.ErrNoRows) {
 			if _, err := fs.getAttr(ctx, tx, parent); err != nil {
 				return errorf(syscall.ENOENT, name, "parent of %s not found", name)
 			}
@@ -867,10 +874,10 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 		return fs.resolveEvent(ctx, tx, &ev)
 	})
 	if err != nil {
-		return Attr{}, err
+		return Attr{}, time.Time{}, err
 	}
 	fs.notify(ev)
-	return Attr{Ino: ino, Mode: mode, Nlink: 1, UID: uid, GID: gid, Size: size, Atime: t, Mtime: t, Ctime: t, Created: t}, nil
+	return Attr{Ino: ino, Mode: mode, Nlink: 1, UID: uid, GID: gid, Size: size, Atime: t, Mtime: t, Ctime: t, Created: t}, dirMtime, nil
 }
 
 // Fsync is a no-op: every change commits before its call returns.

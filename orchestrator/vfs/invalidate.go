@@ -7,8 +7,11 @@ import "context"
 // tells the kernel behind every other FUSE mount of the session, which can
 // then cache names and attributes for long instead of asking again.
 //
-// Invalidate runs on the committing goroutine, after the commit; it must
-// not block on filesystem calls (queue the work).
+// Invalidate runs on the committing goroutine, after the commit (no
+// database connection or VFS lock is held). For a change made through a
+// mount it must not block (that mount's FUSE request is still running);
+// for one with no origin (the REST API) it may wait, bounded, until the
+// caches know.
 type Invalidator interface {
 	Invalidate(sessionID string, origin any, ch Change)
 }

@@ -265,7 +265,7 @@ func BenchmarkVFSDirect(b *testing.B) {
 				b.Fatal(err)
 			}
 			// the first flush: the file with its data, one transaction
-			a, err := e.fs.CreateFile(ctx, d.Ino, name, 0o644, 0, 0, ino, data, 0, time.Time{})
+			a, _, err := e.fs.CreateFile(ctx, d.Ino, name, 0o644, 0, 0, ino, data, 0, time.Time{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -30,38 +30,76 @@ var _ vfs.Invalidator = (*Fanout)(nil)
 // with no mount as origin (the REST API) waits, up to deliverWait, until
 // every mount has told its kernel, so that when the API answers, every
 // container sees the change.
+//
+// A mount that let such a wait time out (its notices wait on a busy
+// directory) is not waited for again until it has caught up, so that one
+// stuck mount does not slow every API change down.
 func (f *Fanout) Invalidate(sessionID string, origin any, ch vfs.Change) {
-	var wg sync.WaitGroup
+	var w *waiter
+	var pushed func() // holds the waiter open until every push is made
+	if origin == nil {
+		w = &waiter{all: make(chan struct{})}
+		pushed = w.add()
+	}
+	var waited []*MountPoint
 	f.mu.Lock()
 	for m := range f.sessions[sessionID] {
 		if m == origin {
 			continue
 		}
 		var done func()
-		if origin == nil {
-			wg.Add(1)
-			done = wg.Done
+		if w != nil && !m.inval.lagging.Load() {
+			done = w.add()
+			waited = append(waited, m)
 		}
 		m.inval.push(invalItem{ch: ch, done: done})
 	}
 	f.mu.Unlock()
-	if origin == nil {
-		waitTimeout(&wg, deliverWait)
+	if w == nil {
+		return
+	}
+	pushed()
+	if len(waited) == 0 {
+		return
+	}
+	t := time.NewTimer(deliverWait)
+	defer t.Stop()
+	select {
+	case <-w.all:
+	case <-t.C:
+		for _, m := range waited {
+			m.inval.lagging.Store(true) // cleared when its queue is handled
+		}
 	}
 }
 
 // deliverWait bounds how long a change from the REST API waits for the
-// mounts' notices (a mount whose notice waits on a busy directory).
+// mounts' notices.
 const deliverWait = 2 * time.Second
 
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
-	c := make(chan struct{})
-	go func() { wg.Wait(); close(c) }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-c:
-	case <-t.C:
+// waiter closes all once every function add returned has been called.
+type waiter struct {
+	mu   sync.Mutex
+	n    int
+	all  chan struct{}
+	done bool
+}
+
+func (w *waiter) add() func() {
+	w.mu.Lock()
+	w.n++
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.n--
+			if w.n == 0 && !w.done {
+				w.done = true
+				close(w.all)
+			}
+		})
 	}
 }
 
@@ -98,12 +136,16 @@ type invalQueue struct {
 	// pushes counts changes pushed from elsewhere; it is incremented
 	// before the change is queued (see cacheStore).
 	pushes atomic.Uint64
+	// lagging: an API change timed out waiting for this queue (see
+	// Fanout.Invalidate); cleared when the queue has been handled.
+	lagging atomic.Bool
 }
 
-// invalItem is a change made elsewhere, a notice to send again, or a
-// cacheStore.
+// invalItem is a change made elsewhere, a change this mount made that its
+// kernel did not see (self), a notice to send again, or a cacheStore.
 type invalItem struct {
 	ch    vfs.Change
+	self  bool // the mount's own attribute cache knows: no generation bump
 	store *cacheStore
 	retry int    // earlier attempts of a notice that failed with ENOENT
 	done  func() // called once the item is handled
@@ -134,13 +176,15 @@ const (
 	// not be installed yet) is sent again after retryAfter, 2×, 4×.
 	retryAfter = 20 * time.Millisecond
 	maxRetries = 3
-	// recentFor is how long after a reply an inode counts as just handed.
-	recentFor = time.Second
+	// recentFor is how long after a reply an inode counts as just handed;
+	// maxReplied bounds how many are remembered.
+	recentFor  = time.Second
+	maxReplied = 1 << 16
 )
 
 // push queues a change made elsewhere.
 func (q *invalQueue) push(it invalItem) {
-	if it.retry == 0 {
+	if !it.self && it.retry == 0 {
 		q.pushes.Add(1)
 	}
 	q.mu.Lock()
@@ -177,20 +221,28 @@ func (q *invalQueue) take() []invalItem {
 	return b
 }
 
-// invalidator sends the queued notices until the server stops.
+// invalidator sends the queued notices until the server stops. Then it
+// reports what is still queued as done (there is no kernel left to tell;
+// the Fanout no longer pushes to the mount, which left it before done).
 func (m *MountPoint) invalidator() {
 	for {
 		select {
 		case <-m.done:
+			for _, it := range m.inval.take() {
+				if it.done != nil {
+					it.done()
+				}
+			}
 			return
 		case <-m.inval.wake:
 		}
 		m.handle(m.inval.take())
+		m.inval.lagging.Store(false)
 	}
 }
 
 // handle sends the notices of a batch: the changes first, then the stores,
-// then it reports the batch done.
+// then it reports the batch done (a notice retried later is not waited for).
 func (m *MountPoint) handle(batch []invalItem) {
 	var changes []invalItem
 	for _, it := range batch {
@@ -239,7 +291,7 @@ func (m *MountPoint) applyInvalidations(batch []invalItem) {
 		return
 	}
 	for _, it := range batch {
-		if it.retry == 0 {
+		if !it.self && it.retry == 0 {
 			m.gen.Add(1)
 			break
 		}
@@ -311,14 +363,14 @@ func (m *MountPoint) handed(ino int64) {
 	now := time.Now()
 	m.rmu.Lock()
 	defer m.rmu.Unlock()
-	if len(m.replied) >= 4096 {
+	if len(m.replied) >= maxReplied {
 		for k, t := range m.replied {
 			if now.Sub(t) > recentFor {
 				delete(m.replied, k)
 			}
 		}
-		if len(m.replied) >= 4096 {
-			clear(m.replied)
+		if len(m.replied) >= maxReplied {
+			clear(m.replied) // more than maxReplied lookups in recentFor
 		}
 	}
 	m.replied[ino] = now

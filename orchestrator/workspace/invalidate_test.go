@@ -166,16 +166,45 @@ func TestDirMtimeAfterLazyCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 2*time.Second, "the directory's mtime through the mount", func() error {
-		st, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		if !st.ModTime().Equal(da.Mtime) {
-			return fmt.Errorf("mount shows %v, VFS has %v", st.ModTime(), da.Mtime)
-		}
-		return nil
-	})
+	sameMtime := func(what, dir string) {
+		t.Helper()
+		checkFor(t, 2*time.Second, what, func() error {
+			da, err := e.fs.Lookup(ctx, vfs.RootIno, "d")
+			if err != nil {
+				return err
+			}
+			st, err := os.Stat(dir)
+			if err != nil {
+				return err
+			}
+			if !st.ModTime().Equal(da.Mtime) {
+				return fmt.Errorf("mount shows %v, VFS has %v", st.ModTime(), da.Mtime)
+			}
+			return nil
+		})
+	}
+	if !da.Mtime.After(time.Now().Add(-time.Minute)) {
+		t.Fatalf("directory mtime %v", da.Mtime)
+	}
+	sameMtime("the directory's mtime through the mount", d)
+
+	// A new file still open in this mount while another mount changes the
+	// directory: when the file reaches the VFS, its CREATE time is older
+	// than the directory's mtime, which then moves to now; both mounts
+	// show that.
+	other := e.mount(t, Options{})
+	od := filepath.Join(other.Dir(), "d")
+	f1, err := os.Create(filepath.Join(d, "one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	mustWrite(t, filepath.Join(od, "from-other"), "b")
+	sameMtime("the other mount's change", d)
+	f1.WriteString("1")
+	f1.Close()
+	sameMtime("the directory's mtime after the late create", d)
+	sameMtime("the directory's mtime in another mount", od)
 }
 
 // TestAPIWriteSeenWhenItReturns: when a change through the REST API (the

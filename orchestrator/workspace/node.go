@@ -223,7 +223,7 @@ func (n *node) materializeLocked(ctx context.Context, cache bool) error {
 	p.parent.kmu.Unlock()
 	fc := n.m.fs.(fileCreator)
 	gen, pushes := n.m.gen.Load(), n.m.inval.pushes.Load()
-	a, err := fc.CreateFile(ctx, p.parent.ino, p.name, p.mode, p.uid, p.gid, n.ino, n.wbuf, n.woff, p.created)
+	a, dirMtime, err := fc.CreateFile(ctx, p.parent.ino, p.name, p.mode, p.uid, p.gid, n.ino, n.wbuf, n.woff, p.created)
 	if err == nil && cache && n.m.opts.Fanout != nil && n.woff == 0 && len(n.wbuf) > 0 && len(n.wbuf) <= maxStore {
 		n.m.inval.pushStore(&cacheStore{n: n, data: bytes.Clone(n.wbuf), pushes: pushes, wgen: n.wgen.Load()})
 	}
@@ -238,7 +238,12 @@ func (n *node) materializeLocked(ctx context.Context, cache bool) error {
 	}
 	n.m.fs.Open(n.ino) // the creating handle
 	n.remember(&a, gen)
-	p.parent.created(p.created)
+	p.parent.created(dirMtime)
+	if !dirMtime.Equal(p.created) && n.m.opts.Fanout != nil {
+		// The directory changed since the CREATE, so its mtime is now,
+		// not the CREATE's time this kernel was shown: drop it there.
+		n.m.inval.push(invalItem{ch: vfs.Change{Attrs: []int64{p.parent.ino}}, self: true})
+	}
 	return nil
 }
 
@@ -361,7 +366,6 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	ctx = n.ctx(ctx)
-	n.wgen.Add(1) // a truncate changes the pages
 	var ch AttrChange
 	if v, ok := in.GetMode(); ok {
 		ch.Mode = &v
@@ -373,6 +377,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		ch.GID = &v
 	}
 	if v, ok := in.GetSize(); ok {
+		n.wgen.Add(1) // a truncate changes the pages (see cacheStore)
 		s := int64(v)
 		ch.Size = &s
 	}
@@ -401,8 +406,8 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	ctx = n.ctx(ctx)
 	gen := n.m.gen.Load()
 	n.settle(ctx)
-	// A lazily created file changes the directory only when it reaches
-	// the VFS (materializeLocked updates n's attributes then).
+	// A lazily created file reaches the VFS at its first flush; the
+	// directory shows the CREATE's time from now on (lazyCreate).
 	if ch, ok, e := n.lazyCreate(ctx, name, flags, mode, out); e != 0 || ok {
 		if e != 0 {
 			return nil, nil, 0, e

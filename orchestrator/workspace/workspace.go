@@ -52,7 +52,7 @@ type FS interface {
 type fileCreator interface {
 	CheckCreate(ctx context.Context, parent int64, name string) error
 	ReserveIno(ctx context.Context) (int64, error)
-	CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64, created time.Time) (Attr, error)
+	CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64, created time.Time) (Attr, time.Time, error)
 }
 
 // Defaults for Options. The kernel cache timeouts are 30 s for a mount with

@@ -31,6 +31,9 @@ export interface LiveOptions {
 }
 
 const EMPTY: readonly LogRecord[] = Object.freeze([]);
+/** Close codes of the stream (orchestrator/api/stream.go). */
+const CLOSE_SESSION_DELETED = 4404;
+const CLOSE_AFTER_BEYOND_LAST = 4422;
 const BASE_DELAY = 500;
 const MAX_DELAY = 15_000;
 
@@ -140,10 +143,21 @@ export class LiveSession {
 			this.#receive(ev.data);
 		};
 		ws.onerror = () => {};
-		ws.onclose = () => {
+		ws.onclose = (ev) => {
 			if (this.#ws !== ws) return;
 			this.#ws = null;
 			if (this.#closed) return;
+			const code = (ev as { code?: number } | null)?.code;
+			if (code === CLOSE_SESSION_DELETED) {
+				this.#error = 'this session was deleted';
+				this.#state = 'closed';
+				this.#closed = true;
+				return;
+			}
+			if (code === CLOSE_AFTER_BEYOND_LAST) {
+				this.#resync();
+				return;
+			}
 			if (!opened && this.#opts.probe) {
 				this.#opts.probe().then(
 					() => this.#scheduleReconnect(),
@@ -159,6 +173,20 @@ export class LiveSession {
 			}
 			this.#scheduleReconnect();
 		};
+	}
+
+	/** resync drops what was received and loads the session again from the whole log: the server
+	 * has not got the records this client saw (another database, restored from a backup). */
+	#resync(): void {
+		if (this.#flushTimer) clearTimeout(this.#flushTimer);
+		this.#flushTimer = null;
+		this.#pending = [];
+		this.#records = new Map();
+		this.#lastSeq = 0;
+		this.#gapAt = 0;
+		this.#state = 'reconnecting';
+		this.#reconnects++;
+		void this.start();
 	}
 
 	#scheduleReconnect(delay?: number): void {

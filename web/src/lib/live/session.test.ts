@@ -24,9 +24,9 @@ class FakeWS {
 	send(...recs: LogRecord[]) {
 		for (const r of recs) this.onmessage?.({ data: JSON.stringify(r) });
 	}
-	drop() {
+	drop(code?: number) {
 		this.closed = true;
-		this.onclose?.({});
+		this.onclose?.(code === undefined ? {} : { code });
 	}
 }
 const last = () => FakeWS.all[FakeWS.all.length - 1];
@@ -131,6 +131,37 @@ describe('LiveSession', () => {
 		last().open();
 		expect(live.state).toBe('live');
 		expect(live.reconnects).toBe(2);
+	});
+
+	it('stops for good with a message when the session is deleted (close 4404)', async () => {
+		const live = await started();
+		last().open();
+		last().drop(4404);
+		expect(live.state).toBe('closed');
+		expect(live.error).toBe('this session was deleted');
+		await vi.advanceTimersByTimeAsync(60_000);
+		expect(FakeWS.all).toHaveLength(1);
+	});
+
+	it('starts over from after=0 when the server has not got its records (close 4422)', async () => {
+		const loadTree = vi.fn(async () => [node('root', null, 'root', 'idle')]);
+		const live = await started({ loadTree });
+		last().open();
+		last().send(ev('root', { type: 'text', content: 'a' }), ev('root', { type: 'text', content: 'b' }));
+		await vi.advanceTimersByTimeAsync(100);
+		expect(live.lastSeq).toBeGreaterThan(0);
+		last().drop(4422);
+		await vi.advanceTimersByTimeAsync(0);
+		expect(loadTree).toHaveBeenCalledTimes(2);
+		expect(FakeWS.all).toHaveLength(2);
+		expect(after(last())).toBe(0);
+		expect(live.records('root')).toHaveLength(0);
+		last().open();
+		resetSeq();
+		last().send(ev('root', { type: 'text', content: 'again' }));
+		await vi.advanceTimersByTimeAsync(100);
+		expect(live.records('root').map((r) => r.seq)).toEqual([1]);
+		expect(live.state).toBe('live');
 	});
 
 	it('stops when the probe says the session is gone or the user signed out', async () => {
