@@ -249,3 +249,20 @@ func TestManagerNeedsFanout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStoppedMountReportsQueuedDone: whatever a stopping mount still has
+// queued is reported done, so a REST change waiting on it returns at once.
+func TestStoppedMountReportsQueuedDone(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		k := &fakeKernel{known: map[uint64]bool{}}
+		m := &MountPoint{opts: Options{Fanout: &Fanout{}}.withDefaults(), notify: k, done: make(chan struct{}), replied: map[int64]time.Time{}}
+		m.inval.wake = make(chan struct{}, 1)
+		called := 0
+		m.inval.push(invalItem{ch: vfs.Change{Attrs: []int64{5}}, done: func() { called++ }})
+		close(m.done) // the server stopped before the goroutine ran
+		m.invalidator()
+		if called != 1 {
+			t.Fatalf("round %d: done called %d times, want 1", i, called)
+		}
+	}
+}
