@@ -516,21 +516,8 @@ func (fs *FS) Move(ctx context.Context, src, dst string) (FileInfo, error) {
 	}
 	var evs []event
 	err = fs.v.tx(ctx, func(tx *txn) error {
-		rs, err := fs.resolve(ctx, tx, src, false, nil)
+		rs, rd, err := fs.resolveTransfer(ctx, tx, "move", src, dst, false, &evs)
 		if err != nil {
-			return err
-		}
-		if !rs.exists {
-			return notFound(src)
-		}
-		rd, err := fs.resolve(ctx, tx, dst, false, &evs)
-		if err != nil {
-			return err
-		}
-		if rd.exists {
-			return errorf(syscall.EEXIST, dst, "%s already exists", dst)
-		}
-		if err := fs.checkPathTx("move", rd.path, true); err != nil {
 			return err
 		}
 		evs = append(evs, event{op: OpDeleted, path: rs.path}, event{op: OpCreated, path: rd.path, size: rs.attr.Size})
@@ -542,6 +529,31 @@ func (fs *FS) Move(ctx context.Context, src, dst string) (FileInfo, error) {
 	}
 	fs.notifyAll(evs)
 	return fs.lstat(ctx, dst)
+}
+
+// resolveTransfer resolves the source of a move or copy, which must exist
+// (a copy follows a final symlink and must be allowed to read it), and its
+// destination, which must not exist and must be allowed to be written; the
+// destination's missing parents are created, with their events in evs.
+func (fs *FS) resolveTransfer(ctx context.Context, tx *txn, op, src, dst string, copying bool, evs *[]event) (rs, rd resolved, err error) {
+	if rs, err = fs.resolve(ctx, tx, src, copying, nil); err != nil {
+		return rs, rd, err
+	}
+	if !rs.exists {
+		return rs, rd, notFound(src)
+	}
+	if copying {
+		if err := fs.checkPathTx(op, rs.path, false); err != nil {
+			return rs, rd, err
+		}
+	}
+	if rd, err = fs.resolve(ctx, tx, dst, false, evs); err != nil {
+		return rs, rd, err
+	}
+	if rd.exists {
+		return rs, rd, errorf(syscall.EEXIST, dst, "%s already exists", dst)
+	}
+	return rs, rd, fs.checkPathTx(op, rd.path, true)
 }
 
 // lstat is Stat without following a final symlink.
@@ -581,24 +593,8 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 	}
 	var evs []event
 	err = fs.v.tx(ctx, func(tx *txn) error {
-		rs, err := fs.resolve(ctx, tx, src, true, nil)
+		rs, rd, err := fs.resolveTransfer(ctx, tx, "copy", src, dst, true, &evs)
 		if err != nil {
-			return err
-		}
-		if !rs.exists {
-			return notFound(src)
-		}
-		if err := fs.checkPathTx("copy", rs.path, false); err != nil {
-			return err
-		}
-		rd, err := fs.resolve(ctx, tx, dst, false, &evs)
-		if err != nil {
-			return err
-		}
-		if rd.exists {
-			return errorf(syscall.EEXIST, dst, "%s already exists", dst)
-		}
-		if err := fs.checkPathTx("copy", rd.path, true); err != nil {
 			return err
 		}
 		if rs.attr.IsDir() {
