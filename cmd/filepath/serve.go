@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/api"
@@ -258,7 +256,6 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	go func() { defer close(sweepDone); sweepExpired(sweepCtx, st, time.Hour, log) }()
 	defer func() { stopSweep(); <-sweepDone }()
 
-	files := vfs.NewHandler(fsys)
 	srv, err := api.New(api.Config{
 		Addr:           cfg.Addr,
 		Store:          st,
@@ -268,8 +265,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		Stdout:         stdout,
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBody:        cfg.MaxBody,
-		Routes:         []func(g *echo.Group){func(g *echo.Group) { files.Register(g.Group("/sessions/:id/fs")) }},
-		RouteDocs:      fsRouteDocs(),
+		Files:          fsys,
 	})
 	if err != nil {
 		return err
@@ -397,27 +393,4 @@ func (a logAppender) Append(ctx context.Context, sessionID, kind string, data an
 	}
 	_, err = a.st.Append(ctx, sessionID, store.NewRecord{Kind: kind, Data: b})
 	return err
-}
-
-// fsRouteDocs documents the session filesystem's routes (vfs.Handler.Register
-// under /sessions/{id}/fs) in the OpenAPI document.
-func fsRouteDocs() []api.RouteDoc {
-	base := "/sessions/{id}/fs"
-	docs := []api.RouteDoc{
-		{Method: "POST", Path: base + "/_/stat", Summary: "metadata of a file or directory {path}", Status: 200},
-		{Method: "POST", Path: base + "/_/move", Summary: "move or rename {src_path, dst_path}", Status: 200},
-		{Method: "POST", Path: base + "/_/copy", Summary: "copy a file or directory {src_path, dst_path}", Status: 201},
-		{Method: "POST", Path: base + "/_/grep", Summary: "search text files {pattern, path_pattern?}", Status: 200},
-		{Method: "GET", Path: base + "/_/audit", Summary: "the session's security audit records (refused paths, symlink escapes), newest first; ?limit=N", Status: 200},
-	}
-	for _, p := range []string{"", "/", "/{path}"} {
-		docs = append(docs,
-			api.RouteDoc{Method: "GET", Path: base + p, Summary: "read a file (JSON, or raw bytes with Accept: application/octet-stream) or list a directory", Status: 200},
-			api.RouteDoc{Method: "HEAD", Path: base + p, Summary: "headers of a read (ETag = sha256 of the content)", Status: 200},
-			api.RouteDoc{Method: "POST", Path: base + p, Summary: "create a file {content, encoding, is_readonly?} or directory {is_directory: true}; parents are created", Status: 201},
-			api.RouteDoc{Method: "PUT", Path: base + p, Summary: "update a file's content (If-Match: <hash> for a conditional write)", Status: 200},
-			api.RouteDoc{Method: "DELETE", Path: base + p, Summary: "delete a file, or a directory with ?recursive=true", Status: 204},
-		)
-	}
-	return docs
 }

@@ -7,20 +7,13 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/filepath-dev/filepath/orchestrator/api"
 )
 
 // TestOpenAPIMatchesRoutes: every registered /api route is in the document
 // and every documented operation is registered.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	e := newEnv(t, envOpts{cfg: func(c *api.Config) {
-		c.Routes = append(c.Routes, func(g *echo.Group) {
-			g.Group("/sessions/:id/fs").GET("/*", func(c echo.Context) error { return c.String(200, "file") })
-		})
-		c.RouteDocs = append(c.RouteDocs, api.RouteDoc{Method: "GET", Path: "/sessions/{id}/fs/{path}", Summary: "read", Status: 200})
-	}})
+	e := newEnv(t, envOpts{})
 	a := e.account("alice")
 	r := e.do("GET", "/api/v1/openapi.json", a.key, "")
 	if r.status != 200 {
@@ -82,36 +75,6 @@ func TestUIServing(t *testing.T) {
 			r := e.do("GET", tt.path, "", "")
 			if r.status != tt.status || !strings.Contains(string(r.body), tt.contains) {
 				t.Fatalf("got %d %q, want %d containing %q", r.status, r.body, tt.status, tt.contains)
-			}
-		})
-	}
-}
-
-// TestExtraSessionRoutesAuthorized: a route another package registers under
-// /sessions/:id is reached only by the session's owner.
-func TestExtraSessionRoutesAuthorized(t *testing.T) {
-	e := newEnv(t, envOpts{cfg: func(c *api.Config) {
-		c.Routes = append(c.Routes, func(g *echo.Group) {
-			g.Group("/sessions/:id/fs").GET("/*", func(c echo.Context) error { return c.String(200, "file") })
-		})
-	}})
-	a, b := e.account("alice"), e.account("bob")
-	s, _ := e.session(a)
-	tests := []struct {
-		name   string
-		key    string
-		path   string
-		status int
-	}{
-		{name: "owner", key: a.key, path: "/api/v1/sessions/" + s.ID + "/fs/a.txt", status: 200},
-		{name: "other user", key: b.key, path: "/api/v1/sessions/" + s.ID + "/fs/a.txt", status: 404},
-		{name: "unknown session", key: a.key, path: "/api/v1/sessions/nope/fs/a.txt", status: 404},
-		{name: "anonymous", path: "/api/v1/sessions/" + s.ID + "/fs/a.txt", status: 401},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if r := e.do("GET", tt.path, tt.key, ""); r.status != tt.status {
-				t.Fatalf("got %d %s, want %d", r.status, r.body, tt.status)
 			}
 		})
 	}

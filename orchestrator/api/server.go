@@ -19,6 +19,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/web"
 )
@@ -105,15 +106,9 @@ type Config struct {
 	LoginTTL       time.Duration // first-start login link lifetime (default 24h)
 	SessionTTL     time.Duration // login cookie lifetime (default 30 days)
 	ReplayPage     int           // records per store read when replaying (default 500)
-	// Routes registers more /api/v1 routes (e.g. the session VFS:
-	// func(g) { h.Register(g.Group("/sessions/:id/fs")) }). They are
-	// authenticated like every /api route, and routes under /sessions/:id
-	// answer 404 unless the user owns the session, before the handler runs.
-	// They get no body limit (they bound their own uploads). Do not call
-	// g.Use on the /api/v1 group: Echo then hides 405 answers.
-	Routes []func(g *echo.Group)
-	// RouteDocs documents the Routes in the OpenAPI document.
-	RouteDocs []RouteDoc
+	// Files is the session filesystem served under /sessions/:id/fs (nil:
+	// no file routes).
+	Files *vfs.VFS
 }
 
 func (c *Config) setDefaults() error {
