@@ -279,6 +279,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	return srv.Run(ctx)
 }
 
+// The lifecycle runner is the API's Runner.
+var _ api.Runner = (*runner.Runner)(nil)
+
 // newRunner builds the container runtime and the lifecycle runner, with each
 // node's /workspace served over FUSE from the session filesystem (or a plain
 // directory with --workspace dir).

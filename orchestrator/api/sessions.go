@@ -81,17 +81,11 @@ func (s *Server) getSession(c echo.Context) error {
 func (s *Server) deleteSession(c echo.Context) error {
 	ctx := c.Request().Context()
 	uid, sid := user(c).ID, c.Param("id")
-	sess, err := s.store.GetSession(ctx, uid, sid)
-	if err != nil {
+	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
-	switch {
-	case s.cfg.Remover != nil:
-		if err := s.cfg.Remover.DeleteSession(ctx, uid, sid); err != nil {
-			return err
-		}
-	case s.cfg.Runner != nil && sess.Status == store.SessionRunning:
-		if err := s.cfg.Runner.StopSession(ctx, uid, sid); err != nil {
+	if s.cfg.Runner != nil {
+		if err := s.cfg.Runner.DeleteSession(ctx, uid, sid); err != nil {
 			return err
 		}
 	}
@@ -173,10 +167,10 @@ func (s *Server) createNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if st, ok := s.cfg.Runner.(Starter); ok {
+	if s.cfg.Runner != nil {
 		// The node exists whatever happens next: a start that fails marks it
 		// error with a record saying why, which the answer shows.
-		if err := st.StartNode(ctx, user(c).ID, n.SessionID, n.ID); err != nil {
+		if err := s.cfg.Runner.StartNode(ctx, user(c).ID, n.SessionID, n.ID); err != nil {
 			s.log.Warn("start spawned node", "node", n.ID, "err", err)
 		}
 		if fresh, err := s.store.GetNode(ctx, user(c).ID, n.SessionID, n.ID); err == nil {
@@ -214,7 +208,7 @@ func (s *Server) patchNode(c echo.Context) error {
 	if req.Status != nil && (*req.Status == store.NodeRunning || *req.Status == store.NodeThinking) {
 		// Invariant 6: running means a container runs; only the agent
 		// itself reports what it is doing while it runs.
-		if l, ok := s.cfg.Runner.(Liveness); ok && !l.Running(c.Param("node")) {
+		if s.cfg.Runner != nil && !s.cfg.Runner.Running(c.Param("node")) {
 			return orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: status %q is reported by a running agent, not set by hand", c.Param("node"), *req.Status)
 		}
 	}
@@ -232,11 +226,11 @@ func (s *Server) patchNode(c echo.Context) error {
 func (s *Server) deleteNode(c echo.Context) error {
 	ctx := c.Request().Context()
 	uid, sid, nid := user(c).ID, c.Param("id"), c.Param("node")
-	if s.cfg.Remover != nil {
+	if s.cfg.Runner != nil {
 		if _, err := s.store.GetNode(ctx, uid, sid, nid); err != nil {
 			return err
 		}
-		if err := s.cfg.Remover.DeleteNode(ctx, uid, sid, nid); err != nil {
+		if err := s.cfg.Runner.DeleteNode(ctx, uid, sid, nid); err != nil {
 			return err
 		}
 	}
@@ -344,10 +338,8 @@ func (s *Server) deliver(c echo.Context, in protocol.Input) error {
 	}
 	if s.cfg.Runner != nil {
 		if _, isMsg := in.(protocol.MessageInput); isMsg {
-			if st, ok := s.cfg.Runner.(Starter); ok {
-				if err := st.StartNode(ctx, user(c).ID, sid, nid); err != nil {
-					return err
-				}
+			if err := s.cfg.Runner.StartNode(ctx, user(c).ID, sid, nid); err != nil {
+				return err
 			}
 		}
 		rec, err := s.cfg.Runner.Deliver(ctx, sid, nid, in)
@@ -378,8 +370,8 @@ func (s *Server) nodeLogs(c echo.Context) error {
 		return err
 	}
 	var b []byte
-	if s.cfg.Logs != nil {
-		if b, err = s.cfg.Logs.NodeLog(ctx, sid, nid, int(tail)); err != nil {
+	if s.cfg.Runner != nil {
+		if b, err = s.cfg.Runner.NodeLog(ctx, sid, nid, int(tail)); err != nil {
 			return err
 		}
 	}
