@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
@@ -311,7 +310,7 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 				if err != nil {
 					return nil, err
 				}
-				allowed, err := allowedPaths(n.Config)
+				allowed, err := vfs.AllowedPaths(n.Config)
 				if err != nil {
 					return nil, err
 				}
@@ -344,26 +343,6 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 	}
 	run, err := runner.New(rcfg)
 	return run, nil, err
-}
-
-// allowedPaths reads a node's allowed-paths policy from its config
-// ({"allowed_paths": ["/src", "/docs"]}): the only parts of the session's
-// files its /workspace may touch. None (the default) is the whole workspace.
-func allowedPaths(config json.RawMessage) ([]string, error) {
-	if len(config) == 0 {
-		return nil, nil
-	}
-	var c struct {
-		AllowedPaths json.RawMessage `json:"allowed_paths"`
-	}
-	if err := json.Unmarshal(config, &c); err != nil || len(c.AllowedPaths) == 0 || string(c.AllowedPaths) == "null" {
-		return nil, nil
-	}
-	var paths []string
-	if err := json.Unmarshal(c.AllowedPaths, &paths); err != nil {
-		return nil, orchestrator.FieldErrorf("config.allowed_paths", "config.allowed_paths must be a list of paths like [\"/src\"]")
-	}
-	return paths, nil
 }
 
 // sweepExpired deletes expired login links and browser sessions at start and

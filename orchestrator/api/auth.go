@@ -95,6 +95,8 @@ var nodeKeyDenied = map[string]bool{
 	"POST " + apiPrefix + "/sessions/:id/start": true,
 	"POST " + apiPrefix + "/sessions/:id/stop":  true,
 	"POST " + apiPrefix + "/sessions/:id/nodes": true,
+	// The audit log names paths outside a node's allowed_paths.
+	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
 }
 
 // nodeKeyAllowed enforces a node key's scope (DESIGN invariant 9): its own
@@ -130,11 +132,14 @@ func authError(err error, msg string) error {
 	return err
 }
 
-// user returns the authenticated user set by authenticate.
-func user(c echo.Context) store.User {
+// principal returns who the request authenticates as (set by authenticate).
+func principal(c echo.Context) store.Principal {
 	p, _ := c.Get(userKey).(store.Principal)
-	return p.User
+	return p
 }
+
+// user returns the authenticated user set by authenticate.
+func user(c echo.Context) store.User { return principal(c).User }
 
 type meBody struct {
 	ID        string `json:"id"`

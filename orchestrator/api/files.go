@@ -59,9 +59,28 @@ func (s *Server) fileBodyLimit(r route) int64 {
 	return fsActionBody
 }
 
-// filesOf returns the filesystem of the request's session.
-func (s *Server) filesOf(c echo.Context) *vfs.FS {
-	return s.cfg.Files.Session(c.Param("id"))
+// filesOf returns the filesystem of the request's session as its caller
+// may see it: all of it for the user, and for a node key what its node's
+// config.allowed_paths allows, exactly as its mount does (refusals are
+// audited with the node's id). A policy that cannot be read refuses all.
+func (s *Server) filesOf(c echo.Context) (*vfs.FS, error) {
+	fs := s.cfg.Files.Session(c.Param("id"))
+	p := principal(c)
+	if p.NodeID == "" {
+		return fs, nil
+	}
+	n, err := s.store.NodeByID(c.Request().Context(), p.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := vfs.AllowedPaths(n.Config)
+	if err == nil {
+		fs, err = fs.ForNode(n.ID, allowed)
+	}
+	if err != nil {
+		return nil, orchestrator.Errorf(orchestrator.EForbidden, "node %s has an invalid files policy (%s); the session's owner must fix its config", n.ID, orchestrator.ErrorMessage(err))
+	}
+	return fs, nil
 }
 
 // fsPath is the file path of the request: "/" + the wildcard, unescaped.
@@ -116,7 +135,10 @@ func (s *Server) fsGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fs := s.filesOf(c)
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
 	info, err := fs.Stat(ctx, p)
 	if err != nil {
 		return err
@@ -272,7 +294,10 @@ func (s *Server) fsPost(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fs := s.filesOf(c)
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
 	if body.IsDirectory {
 		info, _, err := fs.MkdirAll(ctx, p, true)
 		if err != nil {
@@ -303,7 +328,10 @@ func (s *Server) fsPut(c echo.Context) error {
 		return badRequest("content", "content is required")
 	}
 	opt := vfs.WriteOptions{Mode: vfs.WriteUpdate, IfMatch: unquoteETag(c.Request().Header.Get("If-Match")), Readonly: body.IsReadonly, NoContent: !raw && body.Content == nil}
-	fs := s.filesOf(c)
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
 	info, _, err := fs.WriteFile(ctx, p, data, opt)
 	if err != nil {
 		return err
@@ -323,7 +351,11 @@ func (s *Server) fsDelete(c echo.Context) error {
 			return badRequest("recursive", "recursive must be true or false, not %q", q)
 		}
 	}
-	if err := s.filesOf(c).Delete(c.Request().Context(), p, recursive); err != nil {
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	if err := fs.Delete(c.Request().Context(), p, recursive); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -341,7 +373,10 @@ func (s *Server) fsStat(c echo.Context) error {
 	if body.Path == "" {
 		return badRequest("path", "path is required")
 	}
-	fs := s.filesOf(c)
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
 	info, err := fs.Stat(c.Request().Context(), body.Path)
 	if err != nil {
 		return err
@@ -378,7 +413,10 @@ func (s *Server) fsMove(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fs := s.filesOf(c)
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
 	info, err := fs.Move(c.Request().Context(), body.SrcPath, body.DstPath)
 	if err != nil {
 		return err
@@ -391,7 +429,10 @@ func (s *Server) fsCopy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fs := s.filesOf(c)
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
 	info, err := fs.Copy(c.Request().Context(), body.SrcPath, body.DstPath)
 	if err != nil {
 		return err
@@ -409,7 +450,11 @@ func (s *Server) fsGrep(c echo.Context) error {
 	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	res, err := s.filesOf(c).Grep(c.Request().Context(), vfs.GrepOptions{Pattern: body.Pattern, PathPattern: body.PathPattern})
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	res, err := fs.Grep(c.Request().Context(), vfs.GrepOptions{Pattern: body.Pattern, PathPattern: body.PathPattern})
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,7 @@ var nodeKeyOpenRoutes = map[string]bool{
 var nodeKeyDeniedRoutes = map[string]bool{
 	"DELETE /api/v1/sessions/:id": true, "POST /api/v1/sessions/:id/start": true,
 	"POST /api/v1/sessions/:id/stop": true, "POST /api/v1/sessions/:id/nodes": true,
+	"GET /api/v1/sessions/:id/fs/_/audit": true,
 }
 
 // apiRouteKeys returns "METHOD path" of every registered /api route.

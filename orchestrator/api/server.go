@@ -71,9 +71,9 @@ var _ store.Publisher = (*hub.Hub[store.Record])(nil)
 // Config is everything a Server needs. Store and Hub are required.
 type Config struct {
 	// Addr is the listen address, e.g. "127.0.0.1:8080" or "127.0.0.1:0".
-	Addr   string
-	Store  *store.Store
-	Hub    *hub.Hub[store.Record]
+	Addr  string
+	Store *store.Store
+	Hub   *hub.Hub[store.Record]
 	// Runner runs the agents (nil: no runtime; inputs are only appended,
 	// start/stop answer 503, logs are empty).
 	Runner Runner

@@ -205,6 +205,10 @@ func (s *Server) patchNode(c echo.Context) error {
 	if err := objectField("config", req.Config); err != nil {
 		return err
 	}
+	if p := principal(c); p.NodeID != "" && len(req.Config) > 0 {
+		// The config holds the node's allowed_paths: only the user sets it.
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot change a node's config", p.NodeID)
+	}
 	if req.Status != nil && (*req.Status == store.NodeRunning || *req.Status == store.NodeThinking) {
 		// Invariant 6: running means a container runs; only the agent
 		// itself reports what it is doing while it runs.
