@@ -37,7 +37,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		if p.NodeID != "" {
-			if err := nodeKeyAllowed(c, p); err != nil {
+			if err := s.nodeKeyAllowed(c, p); err != nil {
 				return err
 			}
 		}
@@ -100,9 +100,11 @@ var nodeKeyDenied = map[string]bool{
 }
 
 // nodeKeyAllowed enforces a node key's scope (DESIGN invariant 9): its own
-// session's read routes and extra routes (the session files), and node
-// routes of its own node only. Other sessions are 404, like another user's.
-func nodeKeyAllowed(c echo.Context, p store.Principal) error {
+// session's routes but those of nodeKeyDenied, reads (GET) of its own node
+// and its descendants, and changes of its own node only. Other sessions are
+// 404, like another user's. The tree, the stream and the files narrow what
+// they answer themselves (getTree, recordScope, filesOf).
+func (s *Server) nodeKeyAllowed(c echo.Context, p store.Principal) error {
 	route := c.Request().Method + " " + c.Path()
 	if nodeKeyOpen[route] {
 		return nil
@@ -116,8 +118,19 @@ func nodeKeyAllowed(c echo.Context, p store.Principal) error {
 	if nodeKeyDenied[route] {
 		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot %s", p.NodeID, route)
 	}
-	if nid := c.Param("node"); nid != "" && nid != p.NodeID {
-		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and reaches only that node", p.NodeID)
+	nid := c.Param("node")
+	if nid == "" || nid == p.NodeID {
+		return nil
+	}
+	if c.Request().Method != http.MethodGet {
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and changes only that node", p.NodeID)
+	}
+	scope, err := s.nodeScope(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	if !scope[nid] {
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and reads only that node and its descendants", p.NodeID)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -136,6 +137,11 @@ func (s *Server) getTree(c echo.Context) error {
 	nodes, err := s.store.Tree(c.Request().Context(), user(c).ID, c.Param("id"))
 	if err != nil {
 		return err
+	}
+	if p := principal(c); p.NodeID != "" {
+		// A node key sees its own node and its descendants.
+		scope := subtree(nodes, p.NodeID)
+		nodes = slices.DeleteFunc(nodes, func(n store.Node) bool { return !scope[n.ID] })
 	}
 	return c.JSON(http.StatusOK, list(nodes))
 }
