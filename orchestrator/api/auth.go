@@ -32,9 +32,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !isAPI(c.Request().URL.Path) {
 			return next(c)
 		}
-		p, err := s.principalOf(c)
+		p, viaCookie, err := s.principalOf(c)
 		if err != nil {
 			return err
+		}
+		if viaCookie {
+			if err := s.checkCSRF(c); err != nil {
+				return err
+			}
 		}
 		if p.NodeID != "" {
 			if err := s.nodeKeyAllowed(c, p); err != nil {
@@ -54,30 +59,32 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// principalOf returns who the request authenticates as, or a 401 error.
-func (s *Server) principalOf(c echo.Context) (store.Principal, error) {
+// principalOf returns who the request authenticates as, and whether by
+// the session cookie (which a browser sends on its own, so that changes
+// need a CSRF check), or a 401 error.
+func (s *Server) principalOf(c echo.Context) (p store.Principal, viaCookie bool, err error) {
 	ctx := c.Request().Context()
 	if h := c.Request().Header.Get(echo.HeaderAuthorization); h != "" {
 		key, ok := strings.CutPrefix(h, "Bearer ")
 		key = strings.TrimSpace(key)
 		if !ok || key == "" {
-			return store.Principal{}, orchestrator.Errorf(orchestrator.EUnauthorized, "malformed Authorization header: want \"Bearer <api key>\"")
+			return p, false, orchestrator.Errorf(orchestrator.EUnauthorized, "malformed Authorization header: want \"Bearer <api key>\"")
 		}
 		p, err := s.store.AuthAPIKey(ctx, key)
 		if err != nil {
-			return store.Principal{}, authError(err, msgBadAPIKey)
+			return p, false, authError(err, msgBadAPIKey)
 		}
-		return p, nil
+		return p, false, nil
 	}
 	ck, err := c.Cookie(CookieName)
 	if err != nil || ck.Value == "" {
-		return store.Principal{}, orchestrator.Errorf(orchestrator.EUnauthorized, msgAuthRequired)
+		return p, false, orchestrator.Errorf(orchestrator.EUnauthorized, msgAuthRequired)
 	}
 	u, err := s.store.UserByWebSession(ctx, ck.Value)
 	if err != nil {
-		return store.Principal{}, authError(err, msgSessionExpired)
+		return p, false, authError(err, msgSessionExpired)
 	}
-	return store.Principal{User: u}, nil
+	return store.Principal{User: u}, true, nil
 }
 
 // nodeKeyOpen are the routes a node key may call outside its session.

@@ -153,3 +153,77 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("expired cookie: %s %q", code, msg)
 	}
 }
+
+// TestCSRF: a cookie-authenticated change must come from the server's own
+// pages (Origin, else Sec-Fetch-Site or Referer) with a JSON body; a
+// Bearer key is not sent by browsers on their own and needs neither.
+func TestCSRF(t *testing.T) {
+	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.AllowedOrigins = []string{"app.example.com"} }})
+	a := e.account("alice")
+	ctx := context.Background()
+	ck, err := e.st.CreateWebSession(ctx, a.user.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, n := e.session(a)
+	own := e.base // http://127.0.0.1:PORT
+	host := strings.TrimPrefix(own, "http://")
+	otherPort := "http://127.0.0.1:1"
+	if strings.HasSuffix(host, ":1") {
+		otherPort = "http://127.0.0.1:2"
+	}
+	cookie := "filepath_session=" + ck
+	const newSession = `{"name":"n"}`
+	msgs := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID + "/messages"
+	tests := []struct {
+		name, method, path, body string
+		bearer                   bool
+		hdr                      []string // after Cookie (or Authorization) and a JSON Content-Type when there is a body
+		status                   int
+		msg                      string
+	}{
+		{name: "own origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", own}, status: 201},
+		{name: "evil origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", "http://evil.example"}, status: 403, msg: `origin "http://evil.example" is not allowed`},
+		{name: "another port of the same host", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", otherPort}, status: 403, msg: "is not allowed"},
+		{name: "opaque origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", "null"}, status: 403},
+		{name: "an allowed origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", "https://app.example.com"}, status: 201},
+		{name: "text/plain from evil", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", "http://evil.example", "Content-Type", "text/plain"}, status: 403},
+		{name: "text/plain from own origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", own, "Content-Type", "text/plain"}, status: 403, msg: "application/json"},
+		{name: "form-encoded message", method: "POST", path: msgs, body: "content=hi", hdr: []string{"Origin", own, "Content-Type", "application/x-www-form-urlencoded"}, status: 403, msg: "application/json"},
+		{name: "no origin, same-origin fetch", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Sec-Fetch-Site", "same-origin"}, status: 201},
+		{name: "no origin, cross-site fetch", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Sec-Fetch-Site", "cross-site"}, status: 403},
+		{name: "no origin, same-site fetch", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Sec-Fetch-Site", "same-site"}, status: 403},
+		{name: "no origin, own referer", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Referer", own + "/session/x"}, status: 201},
+		{name: "no origin, evil referer", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Referer", "http://evil.example/x"}, status: 403},
+		{name: "nothing tells where it comes from", method: "POST", path: "/api/v1/sessions", body: newSession, status: 403, msg: "Bearer"},
+		{name: "no body, own origin", method: "POST", path: "/api/v1/sessions/" + s.ID + "/start", hdr: []string{"Origin", own}, status: 503},
+		{name: "no body, evil origin", method: "POST", path: "/api/v1/sessions/" + s.ID + "/stop", hdr: []string{"Origin", "http://evil.example"}, status: 403},
+		{name: "raw upload, own origin", method: "POST", path: "/api/v1/sessions/" + s.ID + "/fs/up.bin", body: "\x00\x01", hdr: []string{"Origin", own, "Content-Type", "application/octet-stream"}, status: 201},
+		{name: "raw upload, evil origin", method: "PUT", path: "/api/v1/sessions/" + s.ID + "/fs/up.bin", body: "\x00\x02", hdr: []string{"Origin", "http://evil.example", "Content-Type", "application/octet-stream"}, status: 403},
+		{name: "raw body on a JSON route", method: "POST", path: "/api/v1/sessions/" + s.ID + "/fs/_/stat", body: `{"path":"/up.bin"}`, hdr: []string{"Origin", own, "Content-Type", "application/octet-stream"}, status: 403, msg: "application/json"},
+		{name: "a read from another origin", method: "GET", path: "/api/v1/sessions", hdr: []string{"Origin", "http://evil.example"}, status: 200},
+		{name: "delete, evil origin", method: "DELETE", path: "/api/v1/sessions/" + s.ID, hdr: []string{"Origin", "http://evil.example"}, status: 403},
+		{name: "bearer without origin, text/plain", method: "POST", path: "/api/v1/sessions", body: newSession, bearer: true, hdr: []string{"Content-Type", "text/plain"}, status: 201},
+		{name: "bearer from another origin", method: "POST", path: "/api/v1/sessions", body: newSession, bearer: true, hdr: []string{"Origin", "http://evil.example"}, status: 201},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, hdr := "", []string{"Cookie", cookie}
+			if tt.bearer {
+				key, hdr = a.key, nil
+			}
+			r := e.do(tt.method, tt.path, key, tt.body, append(hdr, tt.hdr...)...)
+			if r.status != tt.status {
+				t.Fatalf("%d %s, want %d", r.status, r.body, tt.status)
+			}
+			if r.status == 403 {
+				if code, msg, _ := r.errorOf(t); code != "forbidden" || !strings.Contains(msg, tt.msg) {
+					t.Fatalf("%s %q, want forbidden containing %q", code, msg, tt.msg)
+				}
+			}
+		})
+	}
+	if got, _ := e.st.ListSessions(ctx, a.user.ID); len(got) != 1+6 {
+		t.Fatalf("%d sessions, want the first and the 6 allowed creations", len(got))
+	}
+}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -299,23 +297,7 @@ func checkOrigin(r *http.Request, patterns []string) error {
 	if origin == "" {
 		return nil
 	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return orchestrator.Errorf(orchestrator.EForbidden, "origin %q is not a valid URL with a host", origin)
-	}
-	if strings.EqualFold(u.Host, r.Host) {
-		return nil
-	}
-	for _, p := range patterns {
-		target := u.Host
-		if strings.Contains(p, "://") {
-			target = u.Scheme + "://" + u.Host
-		}
-		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
-			return nil
-		}
-	}
-	return orchestrator.Errorf(orchestrator.EForbidden, "origin %q is not allowed for host %q: add it with --allowed-origins", origin, r.Host)
+	return checkOriginValue(origin, r.Host, patterns)
 }
 
 // writeError is a failed write to the client: the client is gone or stuck.
