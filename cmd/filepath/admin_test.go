@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
 // TestAdminCommandsNeedADatabase: admin commands never create an empty
@@ -35,5 +39,53 @@ func TestBaseURL(t *testing.T) {
 	}
 	if got := baseURL("https://fp.example/", data); got != "https://fp.example" {
 		t.Errorf("--url wins: %q", got)
+	}
+}
+
+// TestUserLogout: `filepath user logout NAME` ends every browser session of
+// that user and no other's.
+func TestUserLogout(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie := func(name string) string {
+		t.Helper()
+		u, err := st.UserByName(ctx, name)
+		if err != nil {
+			if u, err = st.CreateUser(ctx, name, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := st.CreateWebSession(ctx, u.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	bob1, bob2, carol := cookie("bob"), cookie("bob"), cookie("carol")
+	st.Close()
+
+	var out, errOut strings.Builder
+	if code := Main(ctx, []string{"user", "logout", "bob", "--data", data}, nil, &out, &errOut); code != 0 || out.String() != "ended 2 browser sessions of bob\n" {
+		t.Fatalf("user logout: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	if code := Main(ctx, []string{"user", "logout", "nobody", "--data", data}, nil, io.Discard, io.Discard); code != 1 {
+		t.Fatalf("user logout of an unknown user: exit %d", code)
+	}
+	st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, c := range []string{bob1, bob2} {
+		if _, err := st.UserByWebSession(ctx, c); err == nil {
+			t.Fatal("a session of bob survived")
+		}
+	}
+	if _, err := st.UserByWebSession(ctx, carol); err != nil {
+		t.Fatalf("carol's session: %v", err)
 	}
 }
