@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,6 +33,8 @@ type serveConfig struct {
 	LogFormat      string // text | json
 	Runtime        string // docker | process (wired by the lifecycle runner)
 	AllowedOrigins []string
+	TrustedProxies []*net.IPNet
+	SessionTTL     time.Duration // login cookie lifetime
 	MaxBody        int64
 	StreamBuffer   int
 	MaxLine        int64  // longest agent output line
@@ -62,7 +65,9 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	level := fs.String("log-level", env("FILEPATH_LOG_LEVEL", "info"), "debug, info, warn or error (env FILEPATH_LOG_LEVEL)")
 	format := fs.String("log-format", env("FILEPATH_LOG_FORMAT", "text"), "text or json (env FILEPATH_LOG_FORMAT)")
 	runtime := fs.String("runtime", env("FILEPATH_RUNTIME", "docker"), "agent runtime: docker or process (env FILEPATH_RUNTIME)")
-	origins := fs.String("allowed-origins", env("FILEPATH_ALLOWED_ORIGINS", ""), "comma-separated extra WebSocket origin patterns, e.g. app.example.com (env FILEPATH_ALLOWED_ORIGINS)")
+	origins := fs.String("allowed-origins", env("FILEPATH_ALLOWED_ORIGINS", ""), "comma-separated extra origin patterns allowed to use the login cookie and the live stream, e.g. app.example.com (env FILEPATH_ALLOWED_ORIGINS)")
+	proxies := fs.String("trusted-proxies", env("FILEPATH_TRUSTED_PROXIES", ""), "comma-separated networks of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, e.g. 127.0.0.1/32 (env FILEPATH_TRUSTED_PROXIES)")
+	sessionTTL := fs.String("session-ttl", env("FILEPATH_SESSION_TTL", "7d"), "how long a browser stays logged in, e.g. 12h or 7d (env FILEPATH_SESSION_TTL)")
 	maxBody := fs.String("max-body", env("FILEPATH_MAX_BODY", "1MiB"), "largest JSON request body (env FILEPATH_MAX_BODY)")
 	buffer := fs.Int("stream-buffer", envInt("FILEPATH_STREAM_BUFFER", hub.DefaultBuffer), "records buffered per stream client before it is dropped as too slow (env FILEPATH_STREAM_BUFFER)")
 	maxAgents := fs.Int("max-agents", envInt("FILEPATH_MAX_AGENTS", store.DefaultMaxNodes), "agents one session may hold, spawned ones included (env FILEPATH_MAX_AGENTS)")
@@ -133,6 +138,12 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	if cfg.Runtime == "process" && len(cfg.AgentCmd) == 0 {
 		return cfg, errors.New("serve: --runtime process needs --agent-cmd (the program every agent runs, e.g. bin/testagent)")
 	}
+	if cfg.TrustedProxies, err = api.ParseCIDRs(*proxies); err != nil {
+		return cfg, fmt.Errorf("serve: --trusted-proxies (env FILEPATH_TRUSTED_PROXIES) %q: want networks like 127.0.0.1/32,10.0.0.0/8: %v", *proxies, err)
+	}
+	if cfg.SessionTTL, err = parseTTL(*sessionTTL); err != nil || cfg.SessionTTL < time.Minute {
+		return cfg, fmt.Errorf("serve: --session-ttl (env FILEPATH_SESSION_TTL) %q: want a duration of at least 1m, like 12h or 7d", *sessionTTL)
+	}
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
@@ -150,6 +161,19 @@ func envInt(name string, def int) int {
 		}
 	}
 	return def
+}
+
+// parseTTL parses a duration (time.ParseDuration) or a number of days ("7d").
+func parseTTL(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > 3650 {
+			return 0, fmt.Errorf("invalid number of days %q", d)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }
 
 // parseSize parses a byte size: 123, 64KiB, 1MiB, 2GiB (also KB/MB/GB as
@@ -263,6 +287,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		Logger:         log,
 		Stdout:         stdout,
 		AllowedOrigins: cfg.AllowedOrigins,
+		TrustedProxies: cfg.TrustedProxies,
+		SessionTTL:     cfg.SessionTTL,
 		MaxBody:        cfg.MaxBody,
 		Files:          fsys,
 	})

@@ -207,22 +207,63 @@ func (s *Server) login(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.SetCookie(&http.Cookie{
+	s.setSessionCookie(c, val, s.cfg.SessionTTL)
+	s.log.Info("login", "user", u.Name, "ip", c.RealIP())
+	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// setSessionCookie sets the login cookie for ttl, or clears it (ttl 0).
+// It is Secure over HTTPS, including behind a trusted proxy that says so.
+func (s *Server) setSessionCookie(c echo.Context, val string, ttl time.Duration) {
+	ck := &http.Cookie{
 		Name:     CookieName,
 		Value:    val,
 		Path:     "/",
-		Expires:  time.Now().Add(s.cfg.SessionTTL),
-		MaxAge:   int(s.cfg.SessionTTL / time.Second),
 		HttpOnly: true,
 		SameSite: http.SameSiteStrictMode,
-		Secure:   c.IsTLS(),
-	})
-	s.log.Info("login", "user", u.Name)
-	return c.Redirect(http.StatusSeeOther, "/")
+		Secure:   s.isHTTPS(c.Request()),
+	}
+	if ttl > 0 {
+		ck.Expires, ck.MaxAge = time.Now().Add(ttl), int(ttl/time.Second)
+	} else {
+		ck.MaxAge = -1 // Max-Age=0: delete it now
+	}
+	c.SetCookie(ck)
+}
+
+// logout serves POST /api/v1/logout: it ends this browser session (or,
+// with ?all=true, every browser session of the user) and clears the
+// cookie. API keys are not sessions: they are revoked by deleting them.
+func (s *Server) logout(c echo.Context) error {
+	ck, err := c.Cookie(CookieName)
+	if err != nil || ck.Value == "" || c.Request().Header.Get(echo.HeaderAuthorization) != "" {
+		return badRequest("", "logout ends a browser session; this request authenticates with an API key, which stays valid until it is deleted")
+	}
+	all, err := queryBool(c, "all")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	u := user(c)
+	if all {
+		n, err := s.store.DeleteWebSessionsOf(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		s.log.Info("logout everywhere", "user", u.Name, "sessions", n)
+	} else {
+		if err := s.store.DeleteWebSession(ctx, ck.Value); err != nil {
+			return err
+		}
+		s.log.Info("logout", "user", u.Name)
+	}
+	s.setSessionCookie(c, "", 0)
+	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Server) loginFailed(c echo.Context, why string) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	c.Response().WriteHeader(http.StatusUnauthorized)
 	return loginFailedPage.Execute(c.Response(), why)
 }

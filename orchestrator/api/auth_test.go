@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"crypto/tls"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -225,5 +226,151 @@ func TestCSRF(t *testing.T) {
 	}
 	if got, _ := e.st.ListSessions(ctx, a.user.ID); len(got) != 1+6 {
 		t.Fatalf("%d sessions, want the first and the 6 allowed creations", len(got))
+	}
+}
+
+// cookieOf returns the login cookie an answer sets, or nil.
+func cookieOf(r reply) *http.Cookie {
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if c.Name == api.CookieName {
+			return c
+		}
+	}
+	return nil
+}
+
+// TestLogout: POST /api/v1/logout ends this browser session and clears the
+// cookie; ?all=true ends every browser session of the user; an API key is
+// not a browser session.
+func TestLogout(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a := e.account("alice")
+	b := e.account("bob")
+	ctx := context.Background()
+	browser := func(u account) []string {
+		t.Helper()
+		v, err := e.st.CreateWebSession(ctx, u.user.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []string{"Cookie", api.CookieName + "=" + v, "Origin", e.base}
+	}
+	me := func(hdr []string) int { return e.do("GET", "/api/v1/me", "", "", hdr...).status }
+	laptop, phone, tablet, bobs := browser(a), browser(a), browser(a), browser(b)
+
+	if r := e.do("POST", "/api/v1/logout", "", "", laptop[0], laptop[1], "Origin", "http://evil.example"); r.status != 403 || me(laptop) != 200 {
+		t.Fatalf("logout from another origin: %d %s", r.status, r.body)
+	}
+	r := e.do("POST", "/api/v1/logout", "", "", laptop...)
+	if ck := cookieOf(r); r.status != 204 || ck == nil || ck.Value != "" || ck.MaxAge >= 0 || !ck.HttpOnly {
+		t.Fatalf("logout: %d %v %s", r.status, r.header["Set-Cookie"], r.body)
+	}
+	if me(laptop) != 401 || me(phone) != 200 {
+		t.Fatalf("after logout: laptop %d (want 401), phone %d (want 200)", me(laptop), me(phone))
+	}
+	if r := e.do("POST", "/api/v1/logout?all=true", "", "", phone...); r.status != 204 || cookieOf(r) == nil {
+		t.Fatalf("logout everywhere: %d %s", r.status, r.body)
+	}
+	if me(phone) != 401 || me(tablet) != 401 || me(bobs) != 200 {
+		t.Fatalf("after logout everywhere: phone %d, tablet %d (want 401), bob %d (want 200)", me(phone), me(tablet), me(bobs))
+	}
+	if r := e.do("POST", "/api/v1/logout", a.key, ""); r.status != 400 || !strings.Contains(string(r.body), "API key") {
+		t.Fatalf("logout with an API key: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/api/v1/me", a.key, ""); r.status != 200 {
+		t.Fatalf("the API key after its logout attempt: %d", r.status)
+	}
+}
+
+// TestSessionTTL: the login cookie lives Config.SessionTTL (default 7 days).
+func TestSessionTTL(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ttl  time.Duration
+		want time.Duration
+	}{
+		{name: "default", want: 7 * 24 * time.Hour},
+		{name: "configured", ttl: 90 * time.Minute, want: 90 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Now()}
+			e := newEnv(t, envOpts{now: clock.Now, cfg: func(c *api.Config) { c.SessionTTL = tc.ttl }})
+			r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "")
+			ck := cookieOf(r)
+			if ck == nil || ck.MaxAge != int(tc.want/time.Second) {
+				t.Fatalf("cookie %v, want Max-Age %d", r.header["Set-Cookie"], int(tc.want/time.Second))
+			}
+			hdr := []string{"Cookie", ck.Name + "=" + ck.Value}
+			clock.Add(tc.want - time.Minute)
+			if r := e.do("GET", "/api/v1/me", "", "", hdr...); r.status != 200 {
+				t.Fatalf("before expiry: %d", r.status)
+			}
+			clock.Add(2 * time.Minute)
+			if r := e.do("GET", "/api/v1/me", "", "", hdr...); r.status != 401 {
+				t.Fatalf("after expiry: %d", r.status)
+			}
+		})
+	}
+}
+
+// TestTrustedProxies: only behind a trusted proxy do X-Forwarded-Proto
+// (https → Secure cookie) and X-Forwarded-For (the client's address) count.
+func TestTrustedProxies(t *testing.T) {
+	tests := []struct {
+		name    string
+		trusted string
+		secure  bool
+		ip      string
+	}{
+		{name: "no proxy configured", trusted: "", secure: false, ip: "127.0.0.1"},
+		{name: "the peer is a trusted proxy", trusted: "10.1.2.3, 127.0.0.0/8", secure: true, ip: "203.0.113.9"},
+		{name: "the peer is not a trusted proxy", trusted: "10.0.0.0/8", secure: false, ip: "127.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nets, err := api.ParseCIDRs(tt.trusted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs := &syncBuffer{}
+			e := newEnv(t, envOpts{cfg: func(c *api.Config) {
+				c.TrustedProxies = nets
+				c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			}})
+			r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "",
+				"X-Forwarded-Proto", "https", "X-Forwarded-For", "198.51.100.1, 203.0.113.9")
+			ck := cookieOf(r)
+			if r.status != http.StatusSeeOther || ck == nil || ck.Secure != tt.secure {
+				t.Fatalf("login: %d, cookie %v, want Secure=%v", r.status, r.header["Set-Cookie"], tt.secure)
+			}
+			if !strings.Contains(logs.String(), "msg=login user=admin ip="+tt.ip) {
+				t.Fatalf("login log does not name ip %s:\n%s", tt.ip, logs.String())
+			}
+		})
+	}
+}
+
+func TestParseCIDRs(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string
+		wantErr bool
+	}{
+		{in: "", want: ""},
+		{in: "10.0.0.0/8", want: "10.0.0.0/8"},
+		{in: " 192.0.2.7 , fd00::/8", want: "192.0.2.7/32,fd00::/8"},
+		{in: "::1", want: "::1/128"},
+		{in: "10.0.0.0/33", wantErr: true},
+		{in: "proxy.local", wantErr: true},
+	}
+	for _, tt := range tests {
+		nets, err := api.ParseCIDRs(tt.in)
+		var got []string
+		for _, n := range nets {
+			got = append(got, n.String())
+		}
+		if (err != nil) != tt.wantErr || strings.Join(got, ",") != tt.want {
+			t.Errorf("ParseCIDRs(%q) = %v, %v", tt.in, got, err)
+		}
 	}
 }

@@ -169,6 +169,9 @@ func (s *Server) fsGet(c echo.Context) error {
 		head = head[:n]
 		hdr.Set(echo.HeaderContentType, http.DetectContentType(head))
 		hdr.Set(echo.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": info.Name}))
+		// An agent's file never runs as this origin's page, even if a
+		// browser ignores the attachment.
+		hdr.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 		hdr.Set(echo.HeaderContentLength, strconv.FormatInt(info.Size, 10))
 		c.Response().WriteHeader(http.StatusOK)
 		if c.Request().Method == http.MethodHead {
@@ -437,7 +440,7 @@ func (s *Server) fsCopy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+	return c.JSON(http.StatusCreated, fileBody{SessionID: fs.SessionID(), FileInfo: info})
 }
 
 type grepReq struct {

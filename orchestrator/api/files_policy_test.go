@@ -58,7 +58,7 @@ func TestFilesNodeKeyAllowedPaths(t *testing.T) {
 		{name: "update inside", method: "PUT", path: "/src/new.txt", body: `{"content":"y"}`, status: 200},
 		{name: "stat inside", method: "POST", path: "/_/stat", body: `{"path":"/src/a.rs"}`, status: 200},
 		{name: "stat the root", method: "POST", path: "/_/stat", body: `{"path":"/"}`, status: 200},
-		{name: "copy inside", method: "POST", path: "/_/copy", body: `{"src_path":"/src/new.txt","dst_path":"/src/new2.txt"}`, status: 200},
+		{name: "copy inside", method: "POST", path: "/_/copy", body: `{"src_path":"/src/new.txt","dst_path":"/src/new2.txt"}`, status: 201},
 		{name: "move inside", method: "POST", path: "/_/move", body: `{"src_path":"/src/new2.txt","dst_path":"/src/sub/new3.txt"}`, status: 200},
 		{name: "delete inside", method: "DELETE", path: "/src/sub?recursive=true", status: 204},
 	}

@@ -144,7 +144,7 @@ func TestFiles(t *testing.T) {
 		{name: "move to reserved", call: call{method: "POST", path: "/_/move", body: `{"src_path":"/docs/f1","dst_path":"/_hidden"}`}, status: 422, field: "dst_path"},
 		{name: "copy file over quota", call: call{method: "POST", path: "/_/copy", body: `{"src_path":"/docs/f1","dst_path":"/copy/f1"}`}, status: 507},
 		{name: "delete a file", call: call{method: "DELETE", path: "/moved/f2"}, status: 204},
-		{name: "copy dir", call: call{method: "POST", path: "/_/copy", body: `{"src_path":"/src","dst_path":"/src2"}`}, status: 200},
+		{name: "copy dir", call: call{method: "POST", path: "/_/copy", body: `{"src_path":"/src","dst_path":"/src2"}`}, status: 201},
 		{name: "copied content", call: call{method: "GET", path: "/src2/main.go"}, status: 200, check: func(t *testing.T, h http.Header, b []byte) {
 			if !strings.Contains(string(b), "v2") {
 				t.Fatalf("body %s", b)

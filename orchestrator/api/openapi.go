@@ -36,6 +36,7 @@ var queryDocs = map[string]map[string]any{
 	"limit":     {"name": "limit", "in": "query", "description": "page size (1..1000, default 100)", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000}},
 	"tail":      {"name": "tail", "in": "query", "description": "number of last lines (default 200)", "schema": map[string]any{"type": "integer", "minimum": 1}},
 	"recursive": {"name": "recursive", "in": "query", "description": "delete a directory with everything in it", "schema": map[string]any{"type": "boolean"}},
+	"all":       {"name": "all", "in": "query", "description": "true: end every browser session of the user", "schema": map[string]any{"type": "boolean"}},
 	"download":  {"name": "download", "in": "query", "description": "true: answer the raw bytes as an attachment", "schema": map[string]any{"type": "boolean"}},
 }
 

@@ -23,6 +23,7 @@ type route struct {
 func apiRoutes() []route {
 	return []route{
 		{http.MethodGet, "/me", (*Server).getMe, opDoc{summary: "The authenticated user", status: 200, resp: "User"}},
+		{http.MethodPost, "/logout", (*Server).logout, opDoc{summary: "End this browser session (all=true: every browser session of the user) and clear the login cookie; API keys answer 400", status: 204, query: []string{"all"}}},
 		{http.MethodGet, "/agents", (*Server).listAgents, opDoc{summary: "The agent catalog", status: 200, resp: "AgentList"}},
 		{http.MethodGet, "/models", (*Server).listModels, opDoc{summary: "Models grouped by provider", status: 200, resp: "ModelList"}},
 		{http.MethodGet, "/openapi.json", (*Server).getOpenAPI, opDoc{summary: "This document", status: 200, resp: "object"}},
@@ -62,7 +63,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.IPExtractor = echo.ExtractIPDirect()
+	e.IPExtractor = s.ipExtractor()
 
 	e.Use(s.recoverPanic, s.logRequests, secureHeaders, s.authenticate)
 

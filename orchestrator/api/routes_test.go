@@ -23,6 +23,7 @@ type ownerCall struct {
 // here fails TestAuthorizationEveryRoute.
 var ownerCalls = map[string]ownerCall{
 	"GET /api/v1/me":                                 {status: 200},
+	"POST /api/v1/logout":                            {status: 400}, // an API key is not a browser session
 	"GET /api/v1/agents":                             {status: 200},
 	"GET /api/v1/models":                             {status: 200},
 	"GET /api/v1/openapi.json":                       {status: 200},
@@ -60,7 +61,7 @@ var ownerCalls = map[string]ownerCall{
 	"DELETE /api/v1/sessions/:id/fs/*":    {status: 204},
 	"POST /api/v1/sessions/:id/fs/_/stat": {body: `{"path":"/src/a.txt"}`, status: 200},
 	"POST /api/v1/sessions/:id/fs/_/move": {body: `{"src_path":"/src/a.txt","dst_path":"/src/b.txt"}`, status: 200},
-	"POST /api/v1/sessions/:id/fs/_/copy": {body: `{"src_path":"/src/a.txt","dst_path":"/src/b.txt"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/copy": {body: `{"src_path":"/src/a.txt","dst_path":"/src/b.txt"}`, status: 201},
 	"POST /api/v1/sessions/:id/fs/_/grep": {body: `{"pattern":"hello"}`, status: 200},
 	"GET /api/v1/sessions/:id/fs/_/audit": {status: 200},
 }

@@ -31,7 +31,7 @@ const (
 	DefaultPingTimeout  = 10 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultLoginTTL     = 24 * time.Hour
-	DefaultSessionTTL   = 30 * 24 * time.Hour
+	DefaultSessionTTL   = 7 * 24 * time.Hour
 	DefaultReplayPage   = 500
 )
 
@@ -83,16 +83,21 @@ type Config struct {
 	Stdout io.Writer
 	// UI is the built web UI (nil: web.Assets()).
 	UI fs.FS
-	// AllowedOrigins are extra WebSocket origin patterns (path.Match on the
-	// host, or on scheme://host when the pattern has "://"). The request's own
-	// host is always allowed.
+	// AllowedOrigins are extra origin patterns (path.Match on the host, or on
+	// scheme://host when the pattern has "://") allowed to open the stream
+	// and to make cookie-authenticated changes. The request's own host is
+	// always allowed.
 	AllowedOrigins []string
+	// TrustedProxies are the networks of reverse proxies whose
+	// X-Forwarded-For (the client's address) and X-Forwarded-Proto (https
+	// makes the login cookie Secure) are believed. Empty: no proxy is.
+	TrustedProxies []*net.IPNet
 	MaxBody        int64         // bytes of a JSON request body (default 1 MiB)
 	PingInterval   time.Duration // WebSocket keepalive (default 30s)
 	PingTimeout    time.Duration // a pong must arrive within (default 10s)
 	WriteTimeout   time.Duration // one stream message write (default 10s)
 	LoginTTL       time.Duration // first-start login link lifetime (default 24h)
-	SessionTTL     time.Duration // login cookie lifetime (default 30 days)
+	SessionTTL     time.Duration // login cookie lifetime (default 7 days)
 	ReplayPage     int           // records per store read when replaying (default 500)
 	// Files is the session filesystem served under /sessions/:id/fs (nil:
 	// no file routes).
@@ -155,6 +160,8 @@ type Server struct {
 
 	// streamCtx is canceled at shutdown; stream handlers then close their
 	// WebSocket with 1001 going away. streams counts running handlers.
+	uiCSP sync.Map // UI page name → its Content-Security-Policy
+
 	streamCtx    context.Context
 	stopStreams  context.CancelFunc
 	streamsMu    sync.Mutex // orders streams.Add against shutdown's Wait
