@@ -32,6 +32,7 @@ commands:
   vfs export SESSION FILE | vfs import FILE     copy a session's files to or from an AgentFS SQLite file
   serve [--addr A] [--data DIR] [--runtime R]   serve the API, the live stream and the UI
   user add NAME | user login NAME               create a user / print a fresh login URL
+  user logout NAME                              end every browser session of a user
   apikey create [--user NAME]                   print a new API key
   version                                       print the version
   help                                          print this help

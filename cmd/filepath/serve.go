@@ -8,16 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
@@ -35,6 +33,8 @@ type serveConfig struct {
 	LogFormat      string // text | json
 	Runtime        string // docker | process (wired by the lifecycle runner)
 	AllowedOrigins []string
+	TrustedProxies []*net.IPNet
+	SessionTTL     time.Duration // login cookie lifetime
 	MaxBody        int64
 	StreamBuffer   int
 	MaxLine        int64  // longest agent output line
@@ -65,7 +65,9 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	level := fs.String("log-level", env("FILEPATH_LOG_LEVEL", "info"), "debug, info, warn or error (env FILEPATH_LOG_LEVEL)")
 	format := fs.String("log-format", env("FILEPATH_LOG_FORMAT", "text"), "text or json (env FILEPATH_LOG_FORMAT)")
 	runtime := fs.String("runtime", env("FILEPATH_RUNTIME", "docker"), "agent runtime: docker or process (env FILEPATH_RUNTIME)")
-	origins := fs.String("allowed-origins", env("FILEPATH_ALLOWED_ORIGINS", ""), "comma-separated extra WebSocket origin patterns, e.g. app.example.com (env FILEPATH_ALLOWED_ORIGINS)")
+	origins := fs.String("allowed-origins", env("FILEPATH_ALLOWED_ORIGINS", ""), "comma-separated extra origin patterns allowed to use the login cookie and the live stream, e.g. app.example.com (env FILEPATH_ALLOWED_ORIGINS)")
+	proxies := fs.String("trusted-proxies", env("FILEPATH_TRUSTED_PROXIES", ""), "comma-separated networks of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, e.g. 127.0.0.1/32 (env FILEPATH_TRUSTED_PROXIES)")
+	sessionTTL := fs.String("session-ttl", env("FILEPATH_SESSION_TTL", "7d"), "how long a browser stays logged in, e.g. 12h or 7d (env FILEPATH_SESSION_TTL)")
 	maxBody := fs.String("max-body", env("FILEPATH_MAX_BODY", "1MiB"), "largest JSON request body (env FILEPATH_MAX_BODY)")
 	buffer := fs.Int("stream-buffer", envInt("FILEPATH_STREAM_BUFFER", hub.DefaultBuffer), "records buffered per stream client before it is dropped as too slow (env FILEPATH_STREAM_BUFFER)")
 	maxAgents := fs.Int("max-agents", envInt("FILEPATH_MAX_AGENTS", store.DefaultMaxNodes), "agents one session may hold, spawned ones included (env FILEPATH_MAX_AGENTS)")
@@ -136,6 +138,12 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	if cfg.Runtime == "process" && len(cfg.AgentCmd) == 0 {
 		return cfg, errors.New("serve: --runtime process needs --agent-cmd (the program every agent runs, e.g. bin/testagent)")
 	}
+	if cfg.TrustedProxies, err = api.ParseCIDRs(*proxies); err != nil {
+		return cfg, fmt.Errorf("serve: --trusted-proxies (env FILEPATH_TRUSTED_PROXIES) %q: want networks like 127.0.0.1/32,10.0.0.0/8: %v", *proxies, err)
+	}
+	if cfg.SessionTTL, err = parseTTL(*sessionTTL); err != nil || cfg.SessionTTL < time.Minute {
+		return cfg, fmt.Errorf("serve: --session-ttl (env FILEPATH_SESSION_TTL) %q: want a duration of at least 1m, like 12h or 7d", *sessionTTL)
+	}
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
@@ -153,6 +161,19 @@ func envInt(name string, def int) int {
 		}
 	}
 	return def
+}
+
+// parseTTL parses a duration (time.ParseDuration) or a number of days ("7d").
+func parseTTL(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > 3650 {
+			return 0, fmt.Errorf("invalid number of days %q", d)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }
 
 // parseSize parses a byte size: 123, 64KiB, 1MiB, 2GiB (also KB/MB/GB as
@@ -258,7 +279,6 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	go func() { defer close(sweepDone); sweepExpired(sweepCtx, st, time.Hour, log) }()
 	defer func() { stopSweep(); <-sweepDone }()
 
-	files := vfs.NewHandler(fsys)
 	srv, err := api.New(api.Config{
 		Addr:           cfg.Addr,
 		Store:          st,
@@ -267,9 +287,10 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		Logger:         log,
 		Stdout:         stdout,
 		AllowedOrigins: cfg.AllowedOrigins,
+		TrustedProxies: cfg.TrustedProxies,
+		SessionTTL:     cfg.SessionTTL,
 		MaxBody:        cfg.MaxBody,
-		Routes:         []func(g *echo.Group){func(g *echo.Group) { files.Register(g.Group("/sessions/:id/fs")) }},
-		RouteDocs:      fsRouteDocs(),
+		Files:          fsys,
 	})
 	if err != nil {
 		return err
@@ -282,6 +303,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	log.Info("starting", "data", data, "runtime", cfg.Runtime, "workspace", cfg.Workspace)
 	return srv.Run(ctx)
 }
+
+// The lifecycle runner is the API's Runner.
+var _ api.Runner = (*runner.Runner)(nil)
 
 // newRunner builds the container runtime and the lifecycle runner, with each
 // node's /workspace served over FUSE from the session filesystem (or a plain
@@ -312,7 +336,7 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 				if err != nil {
 					return nil, err
 				}
-				allowed, err := allowedPaths(n.Config)
+				allowed, err := vfs.AllowedPaths(n.Config)
 				if err != nil {
 					return nil, err
 				}
@@ -347,26 +371,6 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 	return run, nil, err
 }
 
-// allowedPaths reads a node's allowed-paths policy from its config
-// ({"allowed_paths": ["/src", "/docs"]}): the only parts of the session's
-// files its /workspace may touch. None (the default) is the whole workspace.
-func allowedPaths(config json.RawMessage) ([]string, error) {
-	if len(config) == 0 {
-		return nil, nil
-	}
-	var c struct {
-		AllowedPaths json.RawMessage `json:"allowed_paths"`
-	}
-	if err := json.Unmarshal(config, &c); err != nil || len(c.AllowedPaths) == 0 || string(c.AllowedPaths) == "null" {
-		return nil, nil
-	}
-	var paths []string
-	if err := json.Unmarshal(c.AllowedPaths, &paths); err != nil {
-		return nil, orchestrator.FieldErrorf("config.allowed_paths", "config.allowed_paths must be a list of paths like [\"/src\"]")
-	}
-	return paths, nil
-}
-
 // sweepExpired deletes expired login links and browser sessions at start and
 // then every interval, until ctx ends.
 func sweepExpired(ctx context.Context, st *store.Store, interval time.Duration, log *slog.Logger) {
@@ -397,27 +401,4 @@ func (a logAppender) Append(ctx context.Context, sessionID, kind string, data an
 	}
 	_, err = a.st.Append(ctx, sessionID, store.NewRecord{Kind: kind, Data: b})
 	return err
-}
-
-// fsRouteDocs documents the session filesystem's routes (vfs.Handler.Register
-// under /sessions/{id}/fs) in the OpenAPI document.
-func fsRouteDocs() []api.RouteDoc {
-	base := "/sessions/{id}/fs"
-	docs := []api.RouteDoc{
-		{Method: "POST", Path: base + "/_/stat", Summary: "metadata of a file or directory {path}", Status: 200},
-		{Method: "POST", Path: base + "/_/move", Summary: "move or rename {src_path, dst_path}", Status: 200},
-		{Method: "POST", Path: base + "/_/copy", Summary: "copy a file or directory {src_path, dst_path}", Status: 201},
-		{Method: "POST", Path: base + "/_/grep", Summary: "search text files {pattern, path_pattern?}", Status: 200},
-		{Method: "GET", Path: base + "/_/audit", Summary: "the session's security audit records (refused paths, symlink escapes), newest first; ?limit=N", Status: 200},
-	}
-	for _, p := range []string{"", "/", "/{path}"} {
-		docs = append(docs,
-			api.RouteDoc{Method: "GET", Path: base + p, Summary: "read a file (JSON, or raw bytes with Accept: application/octet-stream) or list a directory", Status: 200},
-			api.RouteDoc{Method: "HEAD", Path: base + p, Summary: "headers of a read (ETag = sha256 of the content)", Status: 200},
-			api.RouteDoc{Method: "POST", Path: base + p, Summary: "create a file {content, encoding, is_readonly?} or directory {is_directory: true}; parents are created", Status: 201},
-			api.RouteDoc{Method: "PUT", Path: base + p, Summary: "update a file's content (If-Match: <hash> for a conditional write)", Status: 200},
-			api.RouteDoc{Method: "DELETE", Path: base + p, Summary: "delete a file, or a directory with ?recursive=true", Status: 204},
-		)
-	}
-	return docs
 }

@@ -38,6 +38,24 @@ func TestParseServe(t *testing.T) {
 				t.Fatalf("%+v", c)
 			}
 		}},
+		{name: "session and proxies default", check: func(t *testing.T, c serveConfig) {
+			if c.SessionTTL != 7*24*time.Hour || c.TrustedProxies != nil {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "session and proxies from env", env: map[string]string{"FILEPATH_SESSION_TTL": "12h", "FILEPATH_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}, check: func(t *testing.T, c serveConfig) {
+			if c.SessionTTL != 12*time.Hour || len(c.TrustedProxies) != 2 || c.TrustedProxies[0].String() != "127.0.0.1/32" {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "session in days", args: []string{"--session-ttl", "30d"}, check: func(t *testing.T, c serveConfig) {
+			if c.SessionTTL != 30*24*time.Hour {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad session ttl", env: map[string]string{"FILEPATH_SESSION_TTL": "forever"}, wantErr: "FILEPATH_SESSION_TTL"},
+		{name: "too short a session", args: []string{"--session-ttl", "1s"}, wantErr: "--session-ttl"},
+		{name: "bad trusted proxies", env: map[string]string{"FILEPATH_TRUSTED_PROXIES": "proxy.local"}, wantErr: "FILEPATH_TRUSTED_PROXIES"},
 		{name: "bad level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
 		{name: "bad runtime", args: []string{"--runtime", "vm"}, wantErr: "--runtime"},
 		{name: "process runtime without a command", args: []string{"--runtime", "process"}, wantErr: "--agent-cmd"},
@@ -49,7 +67,7 @@ func TestParseServe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY"} {
+			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES"} {
 				t.Setenv(k, tt.env[k])
 				if _, ok := tt.env[k]; !ok {
 					unsetenv(t, k)

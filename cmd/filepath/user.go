@@ -18,6 +18,7 @@ import (
 const userUsage = `usage:
   filepath user add NAME [--admin] [--data DIR] [--url URL] [--ttl 24h]   create a user, print a login URL
   filepath user login NAME [--data DIR] [--url URL] [--ttl 24h]           print a fresh login URL
+  filepath user logout NAME [--data DIR]                                  end every browser session of the user
 `
 
 // adminFlags are the flags shared by the admin commands.
@@ -85,9 +86,9 @@ func parseWithName(fs *flag.FlagSet, args []string) (string, error) {
 	return name, nil
 }
 
-// runUser is `filepath user add|login NAME`.
+// runUser is `filepath user add|login|logout NAME`.
 func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "add" && args[0] != "login") {
+	if len(args) == 0 || (args[0] != "add" && args[0] != "login" && args[0] != "logout") {
 		fmt.Fprint(stderr, userUsage)
 		return 2
 	}
@@ -123,6 +124,15 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "user %s %s: %v\n", sub, name, err)
 		return 1
+	}
+	if sub == "logout" {
+		n, err := st.DeleteWebSessionsOf(ctx, u.ID)
+		if err != nil {
+			fmt.Fprintf(stderr, "user logout %s: %v\n", name, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "ended %d browser sessions of %s\n", n, name)
+		return 0
 	}
 	tok, err := st.CreateLoginToken(ctx, u.ID, *af.ttl)
 	if err != nil {

@@ -32,12 +32,17 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !isAPI(c.Request().URL.Path) {
 			return next(c)
 		}
-		p, err := s.principalOf(c)
+		p, viaCookie, err := s.principalOf(c)
 		if err != nil {
 			return err
 		}
+		if viaCookie {
+			if err := s.checkCSRF(c); err != nil {
+				return err
+			}
+		}
 		if p.NodeID != "" {
-			if err := nodeKeyAllowed(c, p); err != nil {
+			if err := s.nodeKeyAllowed(c, p); err != nil {
 				return err
 			}
 		}
@@ -54,30 +59,32 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// principalOf returns who the request authenticates as, or a 401 error.
-func (s *Server) principalOf(c echo.Context) (store.Principal, error) {
+// principalOf returns who the request authenticates as, and whether by
+// the session cookie (which a browser sends on its own, so that changes
+// need a CSRF check), or a 401 error.
+func (s *Server) principalOf(c echo.Context) (p store.Principal, viaCookie bool, err error) {
 	ctx := c.Request().Context()
 	if h := c.Request().Header.Get(echo.HeaderAuthorization); h != "" {
 		key, ok := strings.CutPrefix(h, "Bearer ")
 		key = strings.TrimSpace(key)
 		if !ok || key == "" {
-			return store.Principal{}, orchestrator.Errorf(orchestrator.EUnauthorized, "malformed Authorization header: want \"Bearer <api key>\"")
+			return p, false, orchestrator.Errorf(orchestrator.EUnauthorized, "malformed Authorization header: want \"Bearer <api key>\"")
 		}
 		p, err := s.store.AuthAPIKey(ctx, key)
 		if err != nil {
-			return store.Principal{}, authError(err, msgBadAPIKey)
+			return p, false, authError(err, msgBadAPIKey)
 		}
-		return p, nil
+		return p, false, nil
 	}
 	ck, err := c.Cookie(CookieName)
 	if err != nil || ck.Value == "" {
-		return store.Principal{}, orchestrator.Errorf(orchestrator.EUnauthorized, msgAuthRequired)
+		return p, false, orchestrator.Errorf(orchestrator.EUnauthorized, msgAuthRequired)
 	}
 	u, err := s.store.UserByWebSession(ctx, ck.Value)
 	if err != nil {
-		return store.Principal{}, authError(err, msgSessionExpired)
+		return p, false, authError(err, msgSessionExpired)
 	}
-	return store.Principal{User: u}, nil
+	return store.Principal{User: u}, true, nil
 }
 
 // nodeKeyOpen are the routes a node key may call outside its session.
@@ -95,12 +102,16 @@ var nodeKeyDenied = map[string]bool{
 	"POST " + apiPrefix + "/sessions/:id/start": true,
 	"POST " + apiPrefix + "/sessions/:id/stop":  true,
 	"POST " + apiPrefix + "/sessions/:id/nodes": true,
+	// The audit log names paths outside a node's allowed_paths.
+	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
 }
 
 // nodeKeyAllowed enforces a node key's scope (DESIGN invariant 9): its own
-// session's read routes and extra routes (the session files), and node
-// routes of its own node only. Other sessions are 404, like another user's.
-func nodeKeyAllowed(c echo.Context, p store.Principal) error {
+// session's routes but those of nodeKeyDenied, reads (GET) of its own node
+// and its descendants, and changes of its own node only. Other sessions are
+// 404, like another user's. The tree, the stream and the files narrow what
+// they answer themselves (getTree, recordScope, filesOf).
+func (s *Server) nodeKeyAllowed(c echo.Context, p store.Principal) error {
 	route := c.Request().Method + " " + c.Path()
 	if nodeKeyOpen[route] {
 		return nil
@@ -114,8 +125,19 @@ func nodeKeyAllowed(c echo.Context, p store.Principal) error {
 	if nodeKeyDenied[route] {
 		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot %s", p.NodeID, route)
 	}
-	if nid := c.Param("node"); nid != "" && nid != p.NodeID {
-		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and reaches only that node", p.NodeID)
+	nid := c.Param("node")
+	if nid == "" || nid == p.NodeID {
+		return nil
+	}
+	if c.Request().Method != http.MethodGet {
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and changes only that node", p.NodeID)
+	}
+	scope, err := s.nodeScope(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	if !scope[nid] {
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and reads only that node and its descendants", p.NodeID)
 	}
 	return nil
 }
@@ -130,11 +152,14 @@ func authError(err error, msg string) error {
 	return err
 }
 
-// user returns the authenticated user set by authenticate.
-func user(c echo.Context) store.User {
+// principal returns who the request authenticates as (set by authenticate).
+func principal(c echo.Context) store.Principal {
 	p, _ := c.Get(userKey).(store.Principal)
-	return p.User
+	return p
 }
+
+// user returns the authenticated user set by authenticate.
+func user(c echo.Context) store.User { return principal(c).User }
 
 type meBody struct {
 	ID        string `json:"id"`
@@ -182,22 +207,63 @@ func (s *Server) login(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.SetCookie(&http.Cookie{
+	s.setSessionCookie(c, val, s.cfg.SessionTTL)
+	s.log.Info("login", "user", u.Name, "ip", c.RealIP())
+	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// setSessionCookie sets the login cookie for ttl, or clears it (ttl 0).
+// It is Secure over HTTPS, including behind a trusted proxy that says so.
+func (s *Server) setSessionCookie(c echo.Context, val string, ttl time.Duration) {
+	ck := &http.Cookie{
 		Name:     CookieName,
 		Value:    val,
 		Path:     "/",
-		Expires:  time.Now().Add(s.cfg.SessionTTL),
-		MaxAge:   int(s.cfg.SessionTTL / time.Second),
 		HttpOnly: true,
 		SameSite: http.SameSiteStrictMode,
-		Secure:   c.IsTLS(),
-	})
-	s.log.Info("login", "user", u.Name)
-	return c.Redirect(http.StatusSeeOther, "/")
+		Secure:   s.isHTTPS(c.Request()),
+	}
+	if ttl > 0 {
+		ck.Expires, ck.MaxAge = time.Now().Add(ttl), int(ttl/time.Second)
+	} else {
+		ck.MaxAge = -1 // Max-Age=0: delete it now
+	}
+	c.SetCookie(ck)
+}
+
+// logout serves POST /api/v1/logout: it ends this browser session (or,
+// with ?all=true, every browser session of the user) and clears the
+// cookie. API keys are not sessions: they are revoked by deleting them.
+func (s *Server) logout(c echo.Context) error {
+	ck, err := c.Cookie(CookieName)
+	if err != nil || ck.Value == "" || c.Request().Header.Get(echo.HeaderAuthorization) != "" {
+		return badRequest("", "logout ends a browser session; this request authenticates with an API key, which stays valid until it is deleted")
+	}
+	all, err := queryBool(c, "all")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	u := user(c)
+	if all {
+		n, err := s.store.DeleteWebSessionsOf(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		s.log.Info("logout everywhere", "user", u.Name, "sessions", n)
+	} else {
+		if err := s.store.DeleteWebSession(ctx, ck.Value); err != nil {
+			return err
+		}
+		s.log.Info("logout", "user", u.Name)
+	}
+	s.setSessionCookie(c, "", 0)
+	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Server) loginFailed(c echo.Context, why string) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	c.Response().WriteHeader(http.StatusUnauthorized)
 	return loginFailedPage.Execute(c.Response(), why)
 }

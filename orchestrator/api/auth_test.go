@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"crypto/tls"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -151,5 +152,225 @@ func TestExpiry(t *testing.T) {
 	}
 	if code, msg, _ := r.errorOf(t); code != "unauthorized" || msg != "session expired; open a new login link" {
 		t.Fatalf("expired cookie: %s %q", code, msg)
+	}
+}
+
+// TestCSRF: a cookie-authenticated change must come from the server's own
+// pages (Origin, else Sec-Fetch-Site or Referer) with a JSON body; a
+// Bearer key is not sent by browsers on their own and needs neither.
+func TestCSRF(t *testing.T) {
+	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.AllowedOrigins = []string{"app.example.com"} }})
+	a := e.account("alice")
+	ctx := context.Background()
+	ck, err := e.st.CreateWebSession(ctx, a.user.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, n := e.session(a)
+	own := e.base // http://127.0.0.1:PORT
+	host := strings.TrimPrefix(own, "http://")
+	otherPort := "http://127.0.0.1:1"
+	if strings.HasSuffix(host, ":1") {
+		otherPort = "http://127.0.0.1:2"
+	}
+	cookie := "filepath_session=" + ck
+	const newSession = `{"name":"n"}`
+	msgs := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID + "/messages"
+	tests := []struct {
+		name, method, path, body string
+		bearer                   bool
+		hdr                      []string // after Cookie (or Authorization) and a JSON Content-Type when there is a body
+		status                   int
+		msg                      string
+	}{
+		{name: "own origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", own}, status: 201},
+		{name: "evil origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", "http://evil.example"}, status: 403, msg: `origin "http://evil.example" is not allowed`},
+		{name: "another port of the same host", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", otherPort}, status: 403, msg: "is not allowed"},
+		{name: "opaque origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", "null"}, status: 403},
+		{name: "an allowed origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", "https://app.example.com"}, status: 201},
+		{name: "text/plain from evil", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", "http://evil.example", "Content-Type", "text/plain"}, status: 403},
+		{name: "text/plain from own origin", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Origin", own, "Content-Type", "text/plain"}, status: 403, msg: "application/json"},
+		{name: "form-encoded message", method: "POST", path: msgs, body: "content=hi", hdr: []string{"Origin", own, "Content-Type", "application/x-www-form-urlencoded"}, status: 403, msg: "application/json"},
+		{name: "no origin, same-origin fetch", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Sec-Fetch-Site", "same-origin"}, status: 201},
+		{name: "no origin, cross-site fetch", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Sec-Fetch-Site", "cross-site"}, status: 403},
+		{name: "no origin, same-site fetch", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Sec-Fetch-Site", "same-site"}, status: 403},
+		{name: "no origin, own referer", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Referer", own + "/session/x"}, status: 201},
+		{name: "no origin, evil referer", method: "POST", path: "/api/v1/sessions", body: newSession, hdr: []string{"Referer", "http://evil.example/x"}, status: 403},
+		{name: "nothing tells where it comes from", method: "POST", path: "/api/v1/sessions", body: newSession, status: 403, msg: "Bearer"},
+		{name: "no body, own origin", method: "POST", path: "/api/v1/sessions/" + s.ID + "/start", hdr: []string{"Origin", own}, status: 503},
+		{name: "no body, evil origin", method: "POST", path: "/api/v1/sessions/" + s.ID + "/stop", hdr: []string{"Origin", "http://evil.example"}, status: 403},
+		{name: "raw upload, own origin", method: "POST", path: "/api/v1/sessions/" + s.ID + "/fs/up.bin", body: "\x00\x01", hdr: []string{"Origin", own, "Content-Type", "application/octet-stream"}, status: 201},
+		{name: "raw upload, evil origin", method: "PUT", path: "/api/v1/sessions/" + s.ID + "/fs/up.bin", body: "\x00\x02", hdr: []string{"Origin", "http://evil.example", "Content-Type", "application/octet-stream"}, status: 403},
+		{name: "raw body on a JSON route", method: "POST", path: "/api/v1/sessions/" + s.ID + "/fs/_/stat", body: `{"path":"/up.bin"}`, hdr: []string{"Origin", own, "Content-Type", "application/octet-stream"}, status: 403, msg: "application/json"},
+		{name: "a read from another origin", method: "GET", path: "/api/v1/sessions", hdr: []string{"Origin", "http://evil.example"}, status: 200},
+		{name: "delete, evil origin", method: "DELETE", path: "/api/v1/sessions/" + s.ID, hdr: []string{"Origin", "http://evil.example"}, status: 403},
+		{name: "bearer without origin, text/plain", method: "POST", path: "/api/v1/sessions", body: newSession, bearer: true, hdr: []string{"Content-Type", "text/plain"}, status: 201},
+		{name: "bearer from another origin", method: "POST", path: "/api/v1/sessions", body: newSession, bearer: true, hdr: []string{"Origin", "http://evil.example"}, status: 201},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, hdr := "", []string{"Cookie", cookie}
+			if tt.bearer {
+				key, hdr = a.key, nil
+			}
+			r := e.do(tt.method, tt.path, key, tt.body, append(hdr, tt.hdr...)...)
+			if r.status != tt.status {
+				t.Fatalf("%d %s, want %d", r.status, r.body, tt.status)
+			}
+			if r.status == 403 {
+				if code, msg, _ := r.errorOf(t); code != "forbidden" || !strings.Contains(msg, tt.msg) {
+					t.Fatalf("%s %q, want forbidden containing %q", code, msg, tt.msg)
+				}
+			}
+		})
+	}
+	if got, _ := e.st.ListSessions(ctx, a.user.ID); len(got) != 1+6 {
+		t.Fatalf("%d sessions, want the first and the 6 allowed creations", len(got))
+	}
+}
+
+// cookieOf returns the login cookie an answer sets, or nil.
+func cookieOf(r reply) *http.Cookie {
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if c.Name == api.CookieName {
+			return c
+		}
+	}
+	return nil
+}
+
+// TestLogout: POST /api/v1/logout ends this browser session and clears the
+// cookie; ?all=true ends every browser session of the user; an API key is
+// not a browser session.
+func TestLogout(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a := e.account("alice")
+	b := e.account("bob")
+	ctx := context.Background()
+	browser := func(u account) []string {
+		t.Helper()
+		v, err := e.st.CreateWebSession(ctx, u.user.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []string{"Cookie", api.CookieName + "=" + v, "Origin", e.base}
+	}
+	me := func(hdr []string) int { return e.do("GET", "/api/v1/me", "", "", hdr...).status }
+	laptop, phone, tablet, bobs := browser(a), browser(a), browser(a), browser(b)
+
+	if r := e.do("POST", "/api/v1/logout", "", "", laptop[0], laptop[1], "Origin", "http://evil.example"); r.status != 403 || me(laptop) != 200 {
+		t.Fatalf("logout from another origin: %d %s", r.status, r.body)
+	}
+	r := e.do("POST", "/api/v1/logout", "", "", laptop...)
+	if ck := cookieOf(r); r.status != 204 || ck == nil || ck.Value != "" || ck.MaxAge >= 0 || !ck.HttpOnly {
+		t.Fatalf("logout: %d %v %s", r.status, r.header["Set-Cookie"], r.body)
+	}
+	if me(laptop) != 401 || me(phone) != 200 {
+		t.Fatalf("after logout: laptop %d (want 401), phone %d (want 200)", me(laptop), me(phone))
+	}
+	if r := e.do("POST", "/api/v1/logout?all=true", "", "", phone...); r.status != 204 || cookieOf(r) == nil {
+		t.Fatalf("logout everywhere: %d %s", r.status, r.body)
+	}
+	if me(phone) != 401 || me(tablet) != 401 || me(bobs) != 200 {
+		t.Fatalf("after logout everywhere: phone %d, tablet %d (want 401), bob %d (want 200)", me(phone), me(tablet), me(bobs))
+	}
+	if r := e.do("POST", "/api/v1/logout", a.key, ""); r.status != 400 || !strings.Contains(string(r.body), "API key") {
+		t.Fatalf("logout with an API key: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/api/v1/me", a.key, ""); r.status != 200 {
+		t.Fatalf("the API key after its logout attempt: %d", r.status)
+	}
+}
+
+// TestSessionTTL: the login cookie lives Config.SessionTTL (default 7 days).
+func TestSessionTTL(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ttl  time.Duration
+		want time.Duration
+	}{
+		{name: "default", want: 7 * 24 * time.Hour},
+		{name: "configured", ttl: 90 * time.Minute, want: 90 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Now()}
+			e := newEnv(t, envOpts{now: clock.Now, cfg: func(c *api.Config) { c.SessionTTL = tc.ttl }})
+			r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "")
+			ck := cookieOf(r)
+			if ck == nil || ck.MaxAge != int(tc.want/time.Second) {
+				t.Fatalf("cookie %v, want Max-Age %d", r.header["Set-Cookie"], int(tc.want/time.Second))
+			}
+			hdr := []string{"Cookie", ck.Name + "=" + ck.Value}
+			clock.Add(tc.want - time.Minute)
+			if r := e.do("GET", "/api/v1/me", "", "", hdr...); r.status != 200 {
+				t.Fatalf("before expiry: %d", r.status)
+			}
+			clock.Add(2 * time.Minute)
+			if r := e.do("GET", "/api/v1/me", "", "", hdr...); r.status != 401 {
+				t.Fatalf("after expiry: %d", r.status)
+			}
+		})
+	}
+}
+
+// TestTrustedProxies: only behind a trusted proxy do X-Forwarded-Proto
+// (https → Secure cookie) and X-Forwarded-For (the client's address) count.
+func TestTrustedProxies(t *testing.T) {
+	tests := []struct {
+		name    string
+		trusted string
+		secure  bool
+		ip      string
+	}{
+		{name: "no proxy configured", trusted: "", secure: false, ip: "127.0.0.1"},
+		{name: "the peer is a trusted proxy", trusted: "10.1.2.3, 127.0.0.0/8", secure: true, ip: "203.0.113.9"},
+		{name: "the peer is not a trusted proxy", trusted: "10.0.0.0/8", secure: false, ip: "127.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nets, err := api.ParseCIDRs(tt.trusted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs := &syncBuffer{}
+			e := newEnv(t, envOpts{cfg: func(c *api.Config) {
+				c.TrustedProxies = nets
+				c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			}})
+			r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "",
+				"X-Forwarded-Proto", "https", "X-Forwarded-For", "198.51.100.1, 203.0.113.9")
+			ck := cookieOf(r)
+			if r.status != http.StatusSeeOther || ck == nil || ck.Secure != tt.secure {
+				t.Fatalf("login: %d, cookie %v, want Secure=%v", r.status, r.header["Set-Cookie"], tt.secure)
+			}
+			if !strings.Contains(logs.String(), "msg=login user=admin ip="+tt.ip) {
+				t.Fatalf("login log does not name ip %s:\n%s", tt.ip, logs.String())
+			}
+		})
+	}
+}
+
+func TestParseCIDRs(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string
+		wantErr bool
+	}{
+		{in: "", want: ""},
+		{in: "10.0.0.0/8", want: "10.0.0.0/8"},
+		{in: " 192.0.2.7 , fd00::/8", want: "192.0.2.7/32,fd00::/8"},
+		{in: "::1", want: "::1/128"},
+		{in: "10.0.0.0/33", wantErr: true},
+		{in: "proxy.local", wantErr: true},
+	}
+	for _, tt := range tests {
+		nets, err := api.ParseCIDRs(tt.in)
+		var got []string
+		for _, n := range nets {
+			got = append(got, n.String())
+		}
+		if (err != nil) != tt.wantErr || strings.Join(got, ",") != tt.want {
+			t.Errorf("ParseCIDRs(%q) = %v, %v", tt.in, got, err)
+		}
 	}
 }

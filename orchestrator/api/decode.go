@@ -123,3 +123,16 @@ func queryInt(c echo.Context, name string, def, min, max int64) (int64, error) {
 	}
 	return n, nil
 }
+
+// queryBool parses an optional boolean query parameter (default false).
+func queryBool(c echo.Context, name string) (bool, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest(name, "query parameter %q must be true or false, not %q", name, v)
+	}
+	return b, nil
+}

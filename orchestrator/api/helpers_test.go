@@ -18,6 +18,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
 // syncBuffer is a goroutine-safe bytes.Buffer for the server's stdout.
@@ -44,6 +45,7 @@ type testEnv struct {
 	srv    *api.Server
 	st     *store.Store
 	hub    *hub.Hub[store.Record]
+	files  *vfs.VFS
 	base   string
 	stdout *syncBuffer
 	login  string // the first-start login URL
@@ -60,6 +62,7 @@ type envOpts struct {
 	buffer    int
 	publisher func(h *hub.Hub[store.Record]) store.Publisher
 	now       func() time.Time // the store's clock
+	files     vfs.Config       // the session filesystem's limits
 }
 
 // fakeClock is a settable clock for the store.
@@ -98,12 +101,20 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	if os.Getenv("API_TEST_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	readDB, err := st.ReadDB().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.files.ReadDB, o.files.Logger = readDB, logger
+	files := vfs.New(st.SQL(), o.files)
 	cfg := api.Config{
 		Addr:   "127.0.0.1:0",
 		Store:  st,
 		Hub:    h,
+		Files:  files,
 		Stdout: out,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Logger: logger,
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
@@ -112,7 +123,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	e := &testEnv{t: t, srv: srv, st: st, hub: h, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
+	e := &testEnv{t: t, srv: srv, st: st, hub: h, files: files, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
 	go func() { e.runErr <- srv.Run(ctx) }()
 	t.Cleanup(func() {
 		srv.Close()
@@ -120,6 +131,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 			t.Errorf("Run: %v", err)
 		}
 		h.Close()
+		files.Close()
 		st.Close()
 	})
 	// Wait for the first-start login line (the bootstrap ran).

@@ -37,7 +37,7 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			if err != nil {
 				status = httpStatus(err)
 			}
-			s.log.Debug("request", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "dur", time.Since(start))
+			s.log.Debug("request", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "dur", time.Since(start), "ip", c.RealIP())
 		}
 		return err
 	}

@@ -13,17 +13,10 @@ type opDoc struct {
 	summary string
 	status  int      // success status
 	req     string   // request body schema name ("" none)
+	reqRaw  bool     // the body may also be raw bytes (application/octet-stream)
 	resp    string   // response schema name ("" none, "text" plain text, "object" any object)
+	respRaw bool     // the answer may also be raw bytes (application/octet-stream)
 	query   []string // query parameters
-}
-
-// RouteDoc documents a route registered through Config.Routes; every such
-// route needs one (Config.RouteDocs) or the OpenAPI test fails.
-type RouteDoc struct {
-	Method  string // e.g. "GET"
-	Path    string // below /api/v1, OpenAPI syntax: /sessions/{id}/fs/{path}
-	Summary string
-	Status  int
 }
 
 var paramRE = regexp.MustCompile(`:([a-zA-Z_]+)|\*`)
@@ -39,9 +32,12 @@ func openAPIPath(p string) string {
 }
 
 var queryDocs = map[string]map[string]any{
-	"after": {"name": "after", "in": "query", "description": "return records with seq greater than this", "schema": map[string]any{"type": "integer", "minimum": 0}},
-	"limit": {"name": "limit", "in": "query", "description": "page size (1..1000, default 100)", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000}},
-	"tail":  {"name": "tail", "in": "query", "description": "number of last lines (default 200)", "schema": map[string]any{"type": "integer", "minimum": 1}},
+	"after":     {"name": "after", "in": "query", "description": "return records with seq greater than this", "schema": map[string]any{"type": "integer", "minimum": 0}},
+	"limit":     {"name": "limit", "in": "query", "description": "page size (1..1000, default 100)", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000}},
+	"tail":      {"name": "tail", "in": "query", "description": "number of last lines (default 200)", "schema": map[string]any{"type": "integer", "minimum": 1}},
+	"recursive": {"name": "recursive", "in": "query", "description": "delete a directory with everything in it", "schema": map[string]any{"type": "boolean"}},
+	"all":       {"name": "all", "in": "query", "description": "true: end every browser session of the user", "schema": map[string]any{"type": "boolean"}},
+	"download":  {"name": "download", "in": "query", "description": "true: answer the raw bytes as an attachment", "schema": map[string]any{"type": "boolean"}},
 }
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
@@ -58,7 +54,7 @@ func (s *Server) openAPI() map[string]any {
 		item[strings.ToLower(method)] = op
 	}
 	errResp := map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}
-	for _, r := range apiRoutes() {
+	for _, r := range s.routeList() {
 		p := apiPrefix + openAPIPath(r.path)
 		op := map[string]any{"summary": r.doc.summary, "operationId": strings.ToLower(r.method) + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(openAPIPath(r.path))}
 		var params []any
@@ -76,7 +72,11 @@ func (s *Server) openAPI() map[string]any {
 			op["parameters"] = params
 		}
 		if r.doc.req != "" {
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref(r.doc.req)}}}
+			content := map[string]any{"application/json": map[string]any{"schema": ref(r.doc.req)}}
+			if r.doc.reqRaw {
+				content[echo.MIMEOctetStream] = map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": content}
 		}
 		ok := map[string]any{"description": http.StatusText(r.doc.status)}
 		switch r.doc.resp {
@@ -86,16 +86,14 @@ func (s *Server) openAPI() map[string]any {
 		case "object":
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}
 		default:
-			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(r.doc.resp)}}
+			content := map[string]any{"application/json": map[string]any{"schema": ref(r.doc.resp)}}
+			if r.doc.respRaw {
+				content[echo.MIMEOctetStream] = map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}
+			}
+			ok["content"] = content
 		}
 		op["responses"] = map[string]any{itoa(r.doc.status): ok, "default": errResp}
 		add(r.method, p, op)
-	}
-	for _, d := range s.cfg.RouteDocs {
-		add(d.Method, apiPrefix+d.Path, map[string]any{
-			"summary":   d.Summary,
-			"responses": map[string]any{itoa(d.Status): map[string]any{"description": http.StatusText(d.Status)}, "default": errResp},
-		})
 	}
 	return map[string]any{
 		"openapi": "3.1.0",
@@ -138,6 +136,7 @@ var (
 	tObj     = map[string]any{"type": "object"}
 	tTime    = map[string]any{"type": "string", "format": "date-time"}
 	tStrNull = map[string]any{"type": []any{"string", "null"}}
+	tBool    = map[string]any{"type": "boolean"}
 )
 
 func arrayOf(s any) map[string]any { return map[string]any{"type": "array", "items": s} }
@@ -160,9 +159,50 @@ func schemas() map[string]any {
 		"seq": tInt, "kind": map[string]any{"enum": []any{"event", "input", "node", "file", "error"}},
 		"node_id": tStr, "at": tTime, "data": tObj,
 	})
+	fileProps := func(content bool) map[string]any {
+		m := map[string]any{
+			"session_id": tStr, "path": tStr, "name": tStr, "is_directory": tBool, "is_symlink": tBool,
+			"target":      map[string]any{"type": "string", "description": "a symlink's target"},
+			"is_readonly": tBool, "size_bytes": tInt, "mode": tInt,
+			"hash":       map[string]any{"type": "string", "description": "sha256 of a file's content, also its ETag"},
+			"created_at": tTime, "updated_at": tTime,
+		}
+		if content {
+			m["content"] = tStr
+			m["encoding"] = map[string]any{"enum": []any{"text", "base64"}}
+		}
+		return m
+	}
+	fileInfo := []string{"path", "name", "is_directory", "is_readonly", "size_bytes", "mode", "created_at", "updated_at"}
+	grepMatch := obj([]string{"path", "line_number", "line"}, map[string]any{"path": tStr, "line_number": tInt, "line": tStr})
+	audit := obj([]string{"id", "name", "started_at", "completed_at", "duration_ms"}, map[string]any{
+		"id": tInt, "name": tStr, "parameters": tObj, "result": tObj, "error": tStr,
+		"started_at": tTime, "completed_at": tTime, "duration_ms": tInt,
+	})
 	return map[string]any{
-		"Error": obj([]string{"error"}, map[string]any{"error": obj([]string{"code", "message"}, map[string]any{"code": tStr, "message": tStr, "field": tStr})}),
-		"User":  obj([]string{"id", "name"}, map[string]any{"id": tStr, "name": tStr, "session_id": tStr, "node_id": tStr}),
+		"FileInfo":    obj(fileInfo, fileProps(false)),
+		"FileContent": obj(fileInfo, fileProps(true)),
+		"FileList":    obj([]string{"data"}, map[string]any{"data": arrayOf(obj(fileInfo, fileProps(false)))}),
+		"FileOrList":  map[string]any{"oneOf": []any{ref("FileContent"), ref("FileList")}},
+		"FileWrite": obj(nil, map[string]any{
+			"content":      map[string]any{"type": "string", "description": "the file's content; absent in a PUT that only sets is_readonly"},
+			"encoding":     map[string]any{"enum": []any{"text", "base64"}, "description": "of content (default text)"},
+			"is_readonly":  tBool,
+			"is_directory": map[string]any{"type": "boolean", "description": "POST only: create a directory"},
+		}),
+		"FilePath":     obj([]string{"path"}, map[string]any{"path": tStr}),
+		"FileTransfer": obj([]string{"src_path", "dst_path"}, map[string]any{"src_path": tStr, "dst_path": tStr}),
+		"GrepRequest": obj([]string{"pattern"}, map[string]any{
+			"pattern":      map[string]any{"type": "string", "description": "a regular expression (RE2)"},
+			"path_pattern": map[string]any{"type": "string", "description": "a glob matched against the base name and the full path"},
+		}),
+		"GrepResult": obj([]string{"data", "truncated"}, map[string]any{
+			"data":      arrayOf(obj([]string{"path", "matches"}, map[string]any{"path": tStr, "matches": arrayOf(grepMatch)})),
+			"truncated": tBool,
+		}),
+		"AuditList": obj([]string{"data"}, map[string]any{"data": arrayOf(audit)}),
+		"Error":     obj([]string{"error"}, map[string]any{"error": obj([]string{"code", "message"}, map[string]any{"code": tStr, "message": tStr, "field": tStr})}),
+		"User":      obj([]string{"id", "name"}, map[string]any{"id": tStr, "name": tStr, "session_id": tStr, "node_id": tStr}),
 		"AgentList": arrayOf(obj(nil, map[string]any{
 			"type": tStr, "name": tStr, "description": tStr, "icon": tStr, "default_model": tStr, "image": tStr,
 		})),

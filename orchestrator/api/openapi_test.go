@@ -1,13 +1,16 @@
 package api_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator/api"
 )
@@ -15,12 +18,7 @@ import (
 // TestOpenAPIMatchesRoutes: every registered /api route is in the document
 // and every documented operation is registered.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	e := newEnv(t, envOpts{cfg: func(c *api.Config) {
-		c.Routes = append(c.Routes, func(g *echo.Group) {
-			g.Group("/sessions/:id/fs").GET("/*", func(c echo.Context) error { return c.String(200, "file") })
-		})
-		c.RouteDocs = append(c.RouteDocs, api.RouteDoc{Method: "GET", Path: "/sessions/{id}/fs/{path}", Summary: "read", Status: 200})
-	}})
+	e := newEnv(t, envOpts{})
 	a := e.account("alice")
 	r := e.do("GET", "/api/v1/openapi.json", a.key, "")
 	if r.status != 200 {
@@ -56,6 +54,38 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 }
 
+// TestOpenAPIStatuses: the success status each route documents is the one
+// it answers (ownerCalls, checked by TestAuthorizationEveryRoute).
+func TestOpenAPIStatuses(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a := e.account("alice")
+	r := e.do("GET", "/api/v1/openapi.json", a.key, "")
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]json.RawMessage `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(r.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	param := regexp.MustCompile(`:([a-zA-Z_]+)`)
+	for key, call := range ownerCalls {
+		if call.status < 200 || call.status > 299 {
+			continue
+		}
+		method, p, _ := strings.Cut(key, " ")
+		p = strings.ReplaceAll(param.ReplaceAllString(p, "{$1}"), "*", "{path}")
+		op, ok := doc.Paths[p][strings.ToLower(method)]
+		if !ok {
+			t.Errorf("%s is not documented", key)
+			continue
+		}
+		if _, ok := op.Responses[strconv.Itoa(call.status)]; !ok {
+			t.Errorf("%s answers %d, but openapi.json documents %v", key, call.status, slices.Collect(maps.Keys(op.Responses)))
+		}
+	}
+}
+
 func TestUIServing(t *testing.T) {
 	built := fstest.MapFS{
 		"index.html":          {Data: []byte("<html>app</html>")},
@@ -87,32 +117,37 @@ func TestUIServing(t *testing.T) {
 	}
 }
 
-// TestExtraSessionRoutesAuthorized: a route another package registers under
-// /sessions/:id is reached only by the session's owner.
-func TestExtraSessionRoutesAuthorized(t *testing.T) {
-	e := newEnv(t, envOpts{cfg: func(c *api.Config) {
-		c.Routes = append(c.Routes, func(g *echo.Group) {
-			g.Group("/sessions/:id/fs").GET("/*", func(c echo.Context) error { return c.String(200, "file") })
-		})
-	}})
-	a, b := e.account("alice"), e.account("bob")
-	s, _ := e.session(a)
-	tests := []struct {
-		name   string
-		key    string
-		path   string
-		status int
-	}{
-		{name: "owner", key: a.key, path: "/api/v1/sessions/" + s.ID + "/fs/a.txt", status: 200},
-		{name: "other user", key: b.key, path: "/api/v1/sessions/" + s.ID + "/fs/a.txt", status: 404},
-		{name: "unknown session", key: a.key, path: "/api/v1/sessions/nope/fs/a.txt", status: 404},
-		{name: "anonymous", path: "/api/v1/sessions/" + s.ID + "/fs/a.txt", status: 401},
+// TestUICSP: UI pages carry a Content-Security-Policy that lets exactly
+// their own inline scripts run (by hash) and scripts of this server.
+func TestUICSP(t *testing.T) {
+	theme := "\n\t\ttry { document.documentElement.classList.add('dark') } catch (e) {}\n\t"
+	boot := "\n\t\timport('/_app/immutable/bundle.js').then((app) => app.start(document.body));\n\t"
+	page := "<!doctype html><html><head><script>" + theme + "</script>" +
+		`<script type="module" src="/_app/immutable/x.js"></script></head>` +
+		"<body><div style=\"display: contents\"><SCRIPT>" + boot + "</script ></div></body></html>"
+	ui := fstest.MapFS{"index.html": {Data: []byte(page)}, "_app/immutable/x.js": {Data: []byte("1")}}
+	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.UI = ui }})
+	hash := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if r := e.do("GET", tt.path, tt.key, ""); r.status != tt.status {
-				t.Fatalf("got %d %s, want %d", r.status, r.body, tt.status)
+	for _, p := range []string{"/", "/session/abc"} {
+		r := e.do("GET", p, "", "")
+		csp := r.header.Get("Content-Security-Policy")
+		if r.status != 200 || string(r.body) != page {
+			t.Fatalf("GET %s: %d %q", p, r.status, r.body)
+		}
+		want := "script-src 'self' " + hash(theme) + " " + hash(boot) + ";"
+		if !strings.Contains(csp, want) || strings.Count(csp, "sha256-") != 2 {
+			t.Fatalf("GET %s: CSP %q, want %q", p, csp, want)
+		}
+		for _, d := range []string{"default-src 'self'", "object-src 'none'", "base-uri 'self'", "frame-ancestors 'none'", "connect-src 'self'"} {
+			if !strings.Contains(csp, d) {
+				t.Fatalf("CSP %q lacks %q", csp, d)
 			}
-		})
+		}
+	}
+	if r := e.do("GET", "/_app/immutable/x.js", "", ""); r.status != 200 || r.header.Get("Content-Security-Policy") != "" {
+		t.Fatalf("asset: %d CSP %q", r.status, r.header.Get("Content-Security-Policy"))
 	}
 }

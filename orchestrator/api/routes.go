@@ -23,6 +23,7 @@ type route struct {
 func apiRoutes() []route {
 	return []route{
 		{http.MethodGet, "/me", (*Server).getMe, opDoc{summary: "The authenticated user", status: 200, resp: "User"}},
+		{http.MethodPost, "/logout", (*Server).logout, opDoc{summary: "End this browser session (all=true: every browser session of the user) and clear the login cookie; API keys answer 400", status: 204, query: []string{"all"}}},
 		{http.MethodGet, "/agents", (*Server).listAgents, opDoc{summary: "The agent catalog", status: 200, resp: "AgentList"}},
 		{http.MethodGet, "/models", (*Server).listModels, opDoc{summary: "Models grouped by provider", status: 200, resp: "ModelList"}},
 		{http.MethodGet, "/openapi.json", (*Server).getOpenAPI, opDoc{summary: "This document", status: 200, resp: "object"}},
@@ -45,6 +46,16 @@ func apiRoutes() []route {
 	}
 }
 
+// routeList is every /api/v1 route this server serves: apiRoutes, and the
+// session filesystem's when Config.Files is set.
+func (s *Server) routeList() []route {
+	rs := apiRoutes()
+	if s.cfg.Files != nil {
+		rs = append(rs, fileRoutes()...)
+	}
+	return rs
+}
+
 // routes builds the router: public /healthz and /login, the authenticated
 // /api/v1 group, and the UI for every other GET.
 func (s *Server) routes() *echo.Echo {
@@ -52,7 +63,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.IPExtractor = echo.ExtractIPDirect()
+	e.IPExtractor = s.ipExtractor()
 
 	e.Use(s.recoverPanic, s.logRequests, secureHeaders, s.authenticate)
 
@@ -63,12 +74,16 @@ func (s *Server) routes() *echo.Echo {
 	// would hide 405 answers. The body limit is per route.
 	g := e.Group(apiPrefix)
 	limit := limitBody(s.cfg.MaxBody)
-	for _, r := range apiRoutes() {
-		h := r.handler
-		g.Add(r.method, r.path, func(c echo.Context) error { return h(s, c) }, limit)
+	files := map[string]bool{}
+	for _, r := range fileRoutes() {
+		files[r.method+" "+r.path] = true
 	}
-	for _, reg := range s.cfg.Routes {
-		reg(g)
+	for _, r := range s.routeList() {
+		h, l := r.handler, limit
+		if files[r.method+" "+r.path] {
+			l = limitBody(s.fileBodyLimit(r))
+		}
+		g.Add(r.method, r.path, func(c echo.Context) error { return h(s, c) }, l)
 	}
 	// No catch-all route for the UI: Echo would then answer 404 instead of
 	// 405 for known paths. handleError serves the UI for unrouted GETs.

@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
 // ownerCall says how to call a route as its owner and what to expect.
 type ownerCall struct {
 	body   string // ROOT is replaced by the root node id; :node is a child of it
+	star   string // what the path's * becomes (default src/a.txt, a file every session has)
 	status int
 }
 
@@ -21,6 +23,7 @@ type ownerCall struct {
 // here fails TestAuthorizationEveryRoute.
 var ownerCalls = map[string]ownerCall{
 	"GET /api/v1/me":                                 {status: 200},
+	"POST /api/v1/logout":                            {status: 400}, // an API key is not a browser session
 	"GET /api/v1/agents":                             {status: 200},
 	"GET /api/v1/models":                             {status: 200},
 	"GET /api/v1/openapi.json":                       {status: 200},
@@ -40,6 +43,27 @@ var ownerCalls = map[string]ownerCall{
 	"POST /api/v1/sessions/:id/nodes/:node/messages": {body: `{"content":"hi"}`, status: 202},
 	"POST /api/v1/sessions/:id/nodes/:node/signal":   {body: `{"action":"pause"}`, status: 202},
 	"GET /api/v1/sessions/:id/nodes/:node/logs":      {status: 200},
+
+	"GET /api/v1/sessions/:id/fs":         {status: 200},
+	"GET /api/v1/sessions/:id/fs/":        {status: 200},
+	"GET /api/v1/sessions/:id/fs/*":       {status: 200},
+	"HEAD /api/v1/sessions/:id/fs":        {status: 200},
+	"HEAD /api/v1/sessions/:id/fs/":       {status: 200},
+	"HEAD /api/v1/sessions/:id/fs/*":      {status: 200},
+	"POST /api/v1/sessions/:id/fs":        {body: `{"content":"x"}`, status: 422}, // a path below / is required
+	"POST /api/v1/sessions/:id/fs/":       {body: `{"content":"x"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/*":      {body: `{"content":"x"}`, star: "src/new.txt", status: 201},
+	"PUT /api/v1/sessions/:id/fs":         {body: `{"content":"x"}`, status: 422},
+	"PUT /api/v1/sessions/:id/fs/":        {body: `{"content":"x"}`, status: 422},
+	"PUT /api/v1/sessions/:id/fs/*":       {body: `{"content":"y"}`, status: 200},
+	"DELETE /api/v1/sessions/:id/fs":      {status: 403}, // the root cannot be deleted
+	"DELETE /api/v1/sessions/:id/fs/":     {status: 403},
+	"DELETE /api/v1/sessions/:id/fs/*":    {status: 204},
+	"POST /api/v1/sessions/:id/fs/_/stat": {body: `{"path":"/src/a.txt"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/move": {body: `{"src_path":"/src/a.txt","dst_path":"/src/b.txt"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/copy": {body: `{"src_path":"/src/a.txt","dst_path":"/src/b.txt"}`, status: 201},
+	"POST /api/v1/sessions/:id/fs/_/grep": {body: `{"pattern":"hello"}`, status: 200},
+	"GET /api/v1/sessions/:id/fs/_/audit": {status: 200},
 }
 
 var nodeKeyOpenRoutes = map[string]bool{
@@ -49,6 +73,7 @@ var nodeKeyOpenRoutes = map[string]bool{
 var nodeKeyDeniedRoutes = map[string]bool{
 	"DELETE /api/v1/sessions/:id": true, "POST /api/v1/sessions/:id/start": true,
 	"POST /api/v1/sessions/:id/stop": true, "POST /api/v1/sessions/:id/nodes": true,
+	"GET /api/v1/sessions/:id/fs/_/audit": true,
 }
 
 // apiRouteKeys returns "METHOD path" of every registered /api route.
@@ -123,14 +148,21 @@ func TestAuthorizationEveryRoute(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				path := strings.NewReplacer(":id", s.ID, ":node", n.ID).Replace(pattern)
+				if _, _, err := e.files.Session(s.ID).WriteFile(ctx, "/src/a.txt", []byte("hello\n"), vfs.WriteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				star := call.star
+				if star == "" {
+					star = "src/a.txt"
+				}
+				path := strings.NewReplacer(":id", s.ID, ":node", n.ID, "*", star).Replace(pattern)
 				body := strings.ReplaceAll(call.body, "ROOT", root.ID)
 				r := e.do(method, path, tt.key, body)
 				if r.status != tt.status {
 					t.Fatalf("%s %s as %s: %d %s, want %d", method, path, tt.name, r.status, r.body, tt.status)
 				}
-				if r.status >= 400 {
-					r.errorOf(t) // every error is JSON
+				if r.status >= 400 && method != http.MethodHead {
+					r.errorOf(t) // every error is JSON (HEAD answers have no body)
 				}
 			})
 		}

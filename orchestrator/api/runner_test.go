@@ -14,16 +14,30 @@ import (
 )
 
 // fakeRunner is an api.Runner built from function fields.
+// Nil function fields do nothing.
 type fakeRunner struct {
 	start, stop func(ctx context.Context, userID, sessionID string) error
 	deliver     func(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+	logs        func(ctx context.Context, sessionID, nodeID string, tail int) ([]byte, error)
 	st          *store.Store
 	calls       []string
 	running     map[string]bool
 }
 
-// Running makes fakeRunner an api.Liveness.
 func (f *fakeRunner) Running(nodeID string) bool { return f.running[nodeID] }
+
+// StartNode records the call.
+func (f *fakeRunner) StartNode(ctx context.Context, u, s, n string) error {
+	f.calls = append(f.calls, "start node")
+	return nil
+}
+
+func (f *fakeRunner) NodeLog(ctx context.Context, s, n string, tail int) ([]byte, error) {
+	if f.logs == nil {
+		return nil, nil
+	}
+	return f.logs(ctx, s, n, tail)
+}
 
 func (f *fakeRunner) StartSession(ctx context.Context, u, s string) error { return f.start(ctx, u, s) }
 func (f *fakeRunner) StopSession(ctx context.Context, u, s string) error  { return f.stop(ctx, u, s) }
@@ -31,8 +45,8 @@ func (f *fakeRunner) Deliver(ctx context.Context, s, n string, in protocol.Input
 	return f.deliver(ctx, s, n, in)
 }
 
-// DeleteNode and DeleteSession make fakeRunner a Remover; they record whether
-// the node/session still existed in the store when called.
+// DeleteNode and DeleteSession record whether the node/session still
+// existed in the store when called.
 func (f *fakeRunner) DeleteNode(ctx context.Context, u, s, n string) error {
 	_, err := f.st.GetNode(ctx, u, s, n)
 	f.calls = append(f.calls, "remove node, exists="+strconv.FormatBool(err == nil))
@@ -45,11 +59,7 @@ func (f *fakeRunner) DeleteSession(ctx context.Context, u, s string) error {
 	return nil
 }
 
-var (
-	_ api.Runner   = (*fakeRunner)(nil)
-	_ api.Remover  = (*fakeRunner)(nil)
-	_ api.Liveness = (*fakeRunner)(nil)
-)
+var _ api.Runner = (*fakeRunner)(nil)
 
 // TestStatusRunningNeedsARunningAgent: PATCH cannot mark a node whose agent
 // does not run as running or thinking (invariant 6); other statuses can be set.
@@ -75,29 +85,29 @@ func TestStatusRunningNeedsARunningAgent(t *testing.T) {
 }
 
 func TestRunnerIsCalled(t *testing.T) {
-	var st *store.Store
-	var calls []string
-	r := &fakeRunner{
-		start: func(ctx context.Context, u, s string) error {
-			calls = append(calls, "start")
-			return st.UpdateSessionStatus(ctx, s, store.SessionRunning)
-		},
-		stop: func(ctx context.Context, u, s string) error {
-			calls = append(calls, "stop")
-			return orchestrator.Errorf(orchestrator.EConflict, "session is not running")
-		},
-		deliver: func(ctx context.Context, s, n string, in protocol.Input) (store.Record, error) {
-			calls = append(calls, "deliver "+in.InputType())
-			b, _ := json.Marshal(in)
-			recs, err := st.Append(ctx, s, store.NewRecord{NodeID: n, Kind: store.KindInput, Data: b})
-			if err != nil {
-				return store.Record{}, err
-			}
-			return recs[0], nil
-		},
+	r := &fakeRunner{}
+	r.start = func(ctx context.Context, u, s string) error {
+		r.calls = append(r.calls, "start")
+		return r.st.UpdateSessionStatus(ctx, s, store.SessionRunning)
+	}
+	r.stop = func(ctx context.Context, u, s string) error {
+		r.calls = append(r.calls, "stop")
+		return orchestrator.Errorf(orchestrator.EConflict, "session is not running")
+	}
+	r.deliver = func(ctx context.Context, s, n string, in protocol.Input) (store.Record, error) {
+		r.calls = append(r.calls, "deliver "+in.InputType())
+		b, _ := json.Marshal(in)
+		recs, err := r.st.Append(ctx, s, store.NewRecord{NodeID: n, Kind: store.KindInput, Data: b})
+		if err != nil {
+			return store.Record{}, err
+		}
+		return recs[0], nil
+	}
+	r.logs = func(ctx context.Context, s, n string, tail int) ([]byte, error) {
+		r.calls = append(r.calls, "logs tail="+strconv.Itoa(tail))
+		return []byte("agent stderr\n"), nil
 	}
 	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
-	st = e.st
 	r.st = e.st
 	a := e.account("alice")
 	s, n := e.session(a)
@@ -109,8 +119,10 @@ func TestRunnerIsCalled(t *testing.T) {
 	}{
 		{name: "start", method: "POST", path: sp + "/start", status: 202, contains: `"status":"running"`},
 		{name: "stop error passes through", method: "POST", path: sp + "/stop", status: 409, contains: "not running"},
+		{name: "new node is started", method: "POST", path: sp + "/nodes", body: `{"agent_type":"pi","parent_id":"` + n.ID + `"}`, status: 201, contains: `"agent_type":"pi"`},
 		{name: "message", method: "POST", path: sp + "/nodes/" + n.ID + "/messages", body: `{"content":"go"}`, status: 202, contains: `"kind":"input"`},
 		{name: "signal", method: "POST", path: sp + "/nodes/" + n.ID + "/signal", body: `{"action":"resume"}`, status: 202, contains: `"action":"resume"`},
+		{name: "logs", method: "GET", path: sp + "/nodes/" + n.ID + "/logs?tail=7", status: 200},
 		{name: "delete node", method: "DELETE", path: sp + "/nodes/" + n.ID, status: 204},
 		{name: "delete session", method: "DELETE", path: sp, status: 204},
 	}
@@ -120,17 +132,14 @@ func TestRunnerIsCalled(t *testing.T) {
 			if rep.status != tt.status || !contains(rep.body, tt.contains) {
 				t.Fatalf("got %d %s, want %d with %q", rep.status, rep.body, tt.status, tt.contains)
 			}
+			if tt.name == "logs" && string(rep.body) != "agent stderr\n" {
+				t.Fatalf("logs: %q", rep.body)
+			}
 		})
 	}
-	calls = append(calls, r.calls...)
-	want := []string{"start", "stop", "deliver message", "deliver signal", "remove node, exists=true", "remove session, exists=true"}
-	if len(calls) != len(want) {
-		t.Fatalf("calls %v, want %v", calls, want)
-	}
-	for i := range want {
-		if calls[i] != want[i] {
-			t.Fatalf("calls %v, want %v", calls, want)
-		}
+	want := []string{"start", "stop", "start node", "start node", "deliver message", "deliver signal", "logs tail=7", "remove node, exists=true", "remove session, exists=true"}
+	if strings.Join(r.calls, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("calls\n%v\nwant\n%v", r.calls, want)
 	}
 }
 

@@ -5,10 +5,5 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 )
 
-// The lifecycle runner plugs into the server as its Runner, LogSource and
-// Remover.
-var (
-	_ api.Runner    = (*runner.Runner)(nil)
-	_ api.LogSource = (*runner.Runner)(nil)
-	_ api.Remover   = (*runner.Runner)(nil)
-)
+// The lifecycle runner is the server's Runner (cmd/filepath checks it too).
+var _ api.Runner = (*runner.Runner)(nil)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/web"
 )
@@ -30,90 +31,77 @@ const (
 	DefaultPingTimeout  = 10 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultLoginTTL     = 24 * time.Hour
-	DefaultSessionTTL   = 30 * 24 * time.Hour
+	DefaultSessionTTL   = 7 * 24 * time.Hour
 	DefaultReplayPage   = 500
 )
 
-// Runner starts and stops sessions and delivers inputs to running agents. The
-// lifecycle package implements it; the API only calls it.
+// Runner runs the agents: it starts and stops sessions and nodes, delivers
+// inputs, tells liveness, cleans up before deletions and reads agents' logs.
+// The lifecycle runner implements all of it (checked at compile time in
+// cmd/filepath), so a renamed method is a build error, never a feature
+// silently switched off.
 type Runner interface {
 	// StartSession starts the containers of the session's nodes. The session
 	// belongs to userID (already checked by the API).
 	StartSession(ctx context.Context, userID, sessionID string) error
 	// StopSession stops them (signal stop, grace period, kill).
 	StopSession(ctx context.Context, userID, sessionID string) error
+	// StartNode starts one node's agent unless it runs. The API calls it for
+	// a node it has just created, and before delivering a message (so that
+	// a message to a stopped node restarts it).
+	StartNode(ctx context.Context, userID, sessionID, nodeID string) error
 	// Deliver appends in to the session log as an input record of nodeID
 	// and queues it for the node's stdin; it returns the appended record.
 	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
-}
-
-// Starter starts one node's agent. When the Runner implements it, the API
-// starts a node it has just created, and restarts a node that is not running
-// when a message is posted to it (the message then goes to the new process).
-type Starter interface {
-	StartNode(ctx context.Context, userID, sessionID, nodeID string) error
-}
-
-// Liveness tells whether a node's agent process runs. When the Runner
-// implements it, the API refuses to mark a node that does not run as
-// running or thinking.
-type Liveness interface {
+	// Running tells whether a node's agent process runs: the API refuses to
+	// mark a node that does not run as running or thinking.
 	Running(nodeID string) bool
+	// DeleteNode and DeleteSession remove what runs for the nodes
+	// (containers, workspaces, logs); the API calls them before the store
+	// deletes the rows.
+	DeleteNode(ctx context.Context, userID, sessionID, nodeID string) error
+	DeleteSession(ctx context.Context, userID, sessionID string) error
+	// NodeLog reads the tail of a node's stderr log.
+	NodeLog(ctx context.Context, sessionID, nodeID string, tailLines int) ([]byte, error)
 }
 
 // The hub is the store's publisher.
 var _ store.Publisher = (*hub.Hub[store.Record])(nil)
 
-// Remover removes what runs for nodes before the store deletes them
-// (containers, workspaces, logs). The API calls it, when the Runner
-// implements it, before store.DeleteNode / store.DeleteSession.
-type Remover interface {
-	DeleteNode(ctx context.Context, userID, sessionID, nodeID string) error
-	DeleteSession(ctx context.Context, userID, sessionID string) error
-}
-
-// LogSource reads the tail of a node's stderr log.
-type LogSource interface {
-	NodeLog(ctx context.Context, sessionID, nodeID string, tailLines int) ([]byte, error)
-}
-
 // Config is everything a Server needs. Store and Hub are required.
 type Config struct {
 	// Addr is the listen address, e.g. "127.0.0.1:8080" or "127.0.0.1:0".
-	Addr   string
-	Store  *store.Store
-	Hub    *hub.Hub[store.Record]
-	Runner Runner    // nil: inputs are only appended; start/stop answer 503
-	Logs   LogSource // nil: the Runner if it is a LogSource, else logs are empty
-	// Remover cleans up before deletions (nil: the Runner if it is a
-	// Remover; else deleting a running session stops it first).
-	Remover Remover
-	Models  ModelSource
-	Logger  *slog.Logger
+	Addr  string
+	Store *store.Store
+	Hub   *hub.Hub[store.Record]
+	// Runner runs the agents (nil: no runtime; inputs are only appended,
+	// start/stop answer 503, logs are empty).
+	Runner Runner
+	Models ModelSource
+	Logger *slog.Logger
 	// Stdout receives the one-line login URL printed on first start.
 	Stdout io.Writer
 	// UI is the built web UI (nil: web.Assets()).
 	UI fs.FS
-	// AllowedOrigins are extra WebSocket origin patterns (path.Match on the
-	// host, or on scheme://host when the pattern has "://"). The request's own
-	// host is always allowed.
+	// AllowedOrigins are extra origin patterns (path.Match on the host, or on
+	// scheme://host when the pattern has "://") allowed to open the stream
+	// and to make cookie-authenticated changes. The request's own host is
+	// always allowed.
 	AllowedOrigins []string
+	// TrustedProxies are the networks of reverse proxies whose
+	// X-Forwarded-For (the client's address) and X-Forwarded-Proto (https
+	// makes the login cookie Secure) are believed. Empty: no proxy is.
+	TrustedProxies []*net.IPNet
 	MaxBody        int64         // bytes of a JSON request body (default 1 MiB)
 	PingInterval   time.Duration // WebSocket keepalive (default 30s)
 	PingTimeout    time.Duration // a pong must arrive within (default 10s)
 	WriteTimeout   time.Duration // one stream message write (default 10s)
 	LoginTTL       time.Duration // first-start login link lifetime (default 24h)
-	SessionTTL     time.Duration // login cookie lifetime (default 30 days)
+	SessionTTL     time.Duration // login cookie lifetime (default 7 days)
 	ReplayPage     int           // records per store read when replaying (default 500)
-	// Routes registers more /api/v1 routes (e.g. the session VFS:
-	// func(g) { h.Register(g.Group("/sessions/:id/fs")) }). They are
-	// authenticated like every /api route, and routes under /sessions/:id
-	// answer 404 unless the user owns the session, before the handler runs.
-	// They get no body limit (they bound their own uploads). Do not call
-	// g.Use on the /api/v1 group: Echo then hides 405 answers.
-	Routes []func(g *echo.Group)
-	// RouteDocs documents the Routes in the OpenAPI document.
-	RouteDocs []RouteDoc
+	// Files is the session filesystem served under /sessions/:id/fs (nil:
+	// no file routes).
+	Files *vfs.VFS
 }
 
 func (c *Config) setDefaults() error {
@@ -122,12 +110,6 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"
-	}
-	if c.Logs == nil {
-		c.Logs, _ = c.Runner.(LogSource)
-	}
-	if c.Remover == nil {
-		c.Remover, _ = c.Runner.(Remover)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -178,6 +160,8 @@ type Server struct {
 
 	// streamCtx is canceled at shutdown; stream handlers then close their
 	// WebSocket with 1001 going away. streams counts running handlers.
+	uiCSP sync.Map // UI page name → its Content-Security-Policy
+
 	streamCtx    context.Context
 	stopStreams  context.CancelFunc
 	streamsMu    sync.Mutex // orders streams.Add against shutdown's Wait

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -81,17 +82,11 @@ func (s *Server) getSession(c echo.Context) error {
 func (s *Server) deleteSession(c echo.Context) error {
 	ctx := c.Request().Context()
 	uid, sid := user(c).ID, c.Param("id")
-	sess, err := s.store.GetSession(ctx, uid, sid)
-	if err != nil {
+	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
-	switch {
-	case s.cfg.Remover != nil:
-		if err := s.cfg.Remover.DeleteSession(ctx, uid, sid); err != nil {
-			return err
-		}
-	case s.cfg.Runner != nil && sess.Status == store.SessionRunning:
-		if err := s.cfg.Runner.StopSession(ctx, uid, sid); err != nil {
+	if s.cfg.Runner != nil {
+		if err := s.cfg.Runner.DeleteSession(ctx, uid, sid); err != nil {
 			return err
 		}
 	}
@@ -143,6 +138,11 @@ func (s *Server) getTree(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if p := principal(c); p.NodeID != "" {
+		// A node key sees its own node and its descendants.
+		scope := subtree(nodes, p.NodeID)
+		nodes = slices.DeleteFunc(nodes, func(n store.Node) bool { return !scope[n.ID] })
+	}
 	return c.JSON(http.StatusOK, list(nodes))
 }
 
@@ -173,10 +173,10 @@ func (s *Server) createNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if st, ok := s.cfg.Runner.(Starter); ok {
+	if s.cfg.Runner != nil {
 		// The node exists whatever happens next: a start that fails marks it
 		// error with a record saying why, which the answer shows.
-		if err := st.StartNode(ctx, user(c).ID, n.SessionID, n.ID); err != nil {
+		if err := s.cfg.Runner.StartNode(ctx, user(c).ID, n.SessionID, n.ID); err != nil {
 			s.log.Warn("start spawned node", "node", n.ID, "err", err)
 		}
 		if fresh, err := s.store.GetNode(ctx, user(c).ID, n.SessionID, n.ID); err == nil {
@@ -211,10 +211,14 @@ func (s *Server) patchNode(c echo.Context) error {
 	if err := objectField("config", req.Config); err != nil {
 		return err
 	}
+	if p := principal(c); p.NodeID != "" && len(req.Config) > 0 {
+		// The config holds the node's allowed_paths: only the user sets it.
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot change a node's config", p.NodeID)
+	}
 	if req.Status != nil && (*req.Status == store.NodeRunning || *req.Status == store.NodeThinking) {
 		// Invariant 6: running means a container runs; only the agent
 		// itself reports what it is doing while it runs.
-		if l, ok := s.cfg.Runner.(Liveness); ok && !l.Running(c.Param("node")) {
+		if s.cfg.Runner != nil && !s.cfg.Runner.Running(c.Param("node")) {
 			return orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: status %q is reported by a running agent, not set by hand", c.Param("node"), *req.Status)
 		}
 	}
@@ -232,11 +236,11 @@ func (s *Server) patchNode(c echo.Context) error {
 func (s *Server) deleteNode(c echo.Context) error {
 	ctx := c.Request().Context()
 	uid, sid, nid := user(c).ID, c.Param("id"), c.Param("node")
-	if s.cfg.Remover != nil {
+	if s.cfg.Runner != nil {
 		if _, err := s.store.GetNode(ctx, uid, sid, nid); err != nil {
 			return err
 		}
-		if err := s.cfg.Remover.DeleteNode(ctx, uid, sid, nid); err != nil {
+		if err := s.cfg.Runner.DeleteNode(ctx, uid, sid, nid); err != nil {
 			return err
 		}
 	}
@@ -344,10 +348,8 @@ func (s *Server) deliver(c echo.Context, in protocol.Input) error {
 	}
 	if s.cfg.Runner != nil {
 		if _, isMsg := in.(protocol.MessageInput); isMsg {
-			if st, ok := s.cfg.Runner.(Starter); ok {
-				if err := st.StartNode(ctx, user(c).ID, sid, nid); err != nil {
-					return err
-				}
+			if err := s.cfg.Runner.StartNode(ctx, user(c).ID, sid, nid); err != nil {
+				return err
 			}
 		}
 		rec, err := s.cfg.Runner.Deliver(ctx, sid, nid, in)
@@ -378,8 +380,8 @@ func (s *Server) nodeLogs(c echo.Context) error {
 		return err
 	}
 	var b []byte
-	if s.cfg.Logs != nil {
-		if b, err = s.cfg.Logs.NodeLog(ctx, sid, nid, int(tail)); err != nil {
+	if s.cfg.Runner != nil {
+		if b, err = s.cfg.Runner.NodeLog(ctx, sid, nid, int(tail)); err != nil {
 			return err
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +47,8 @@ var errSessionDeleted = errors.New("session deleted")
 func (s *Server) stream(c echo.Context) error {
 	r := c.Request()
 	ctx := r.Context()
-	uid, sid := user(c).ID, c.Param("id")
+	p := principal(c)
+	uid, sid := p.User.ID, c.Param("id")
 	after, err := queryInt(c, "after", 0, 0, math.MaxInt64)
 	if err != nil {
 		return err
@@ -118,6 +117,14 @@ func (s *Server) stream(c echo.Context) error {
 	defer func() { cancel(); <-pingDone }()
 
 	st := &streamer{s: s, conn: conn, sid: sid, last: after}
+	if p.NodeID != "" {
+		// A node key reads only its subtree's records (invariant 9).
+		if st.scope, err = s.newRecordScope(ctx, p); err != nil {
+			s.log.Warn("stream scope", "session", sid, "node", p.NodeID, "err", err)
+			_ = conn.Close(websocket.StatusInternalError, "internal error")
+			return nil
+		}
+	}
 	err = st.run(ctx, sub)
 	code, reason := websocket.StatusNormalClosure, ""
 	switch {
@@ -179,12 +186,13 @@ func (s *Server) keepalive(ctx context.Context, cancel context.CancelFunc, conn 
 }
 
 // streamer sends one session's records over one WebSocket. last is the seq of
-// the last record sent.
+// the last record sent or, for a node key, passed over as out of its scope.
 type streamer struct {
-	s    *Server
-	conn *websocket.Conn
-	sid  string
-	last int64
+	s     *Server
+	conn  *websocket.Conn
+	sid   string
+	last  int64
+	scope *recordScope // nil: every record (the user)
 }
 
 // run replays then forwards live records until ctx ends or the subscription
@@ -213,10 +221,7 @@ func (st *streamer) run(ctx context.Context, sub *hub.Subscription[store.Record]
 					return err
 				}
 			}
-			if rec.Seq <= st.last {
-				continue
-			}
-			if err := st.send(ctx, rec); err != nil {
+			if err := st.deliver(ctx, rec); err != nil {
 				return err
 			}
 		}
@@ -235,7 +240,7 @@ func (st *streamer) catchUp(ctx context.Context, upto int64) error {
 			if rec.Seq > upto {
 				return nil
 			}
-			if err := st.send(ctx, rec); err != nil {
+			if err := st.deliver(ctx, rec); err != nil {
 				return err
 			}
 		}
@@ -246,10 +251,25 @@ func (st *streamer) catchUp(ctx context.Context, upto int64) error {
 	return nil
 }
 
-func (st *streamer) send(ctx context.Context, rec store.Record) error {
+// deliver sends rec unless it was sent or is out of the stream's scope.
+func (st *streamer) deliver(ctx context.Context, rec store.Record) error {
 	if rec.Seq <= st.last {
 		return nil
 	}
+	if st.scope != nil {
+		ok, err := st.scope.allows(ctx, rec)
+		if err != nil {
+			return fmt.Errorf("scope of record %d: %w", rec.Seq, err)
+		}
+		if !ok {
+			st.last = rec.Seq
+			return nil
+		}
+	}
+	return st.send(ctx, rec)
+}
+
+func (st *streamer) send(ctx context.Context, rec store.Record) error {
 	b, err := encodeRecord(rec)
 	if err != nil {
 		return fmt.Errorf("encode record %d: %w", rec.Seq, err)
@@ -277,23 +297,7 @@ func checkOrigin(r *http.Request, patterns []string) error {
 	if origin == "" {
 		return nil
 	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return orchestrator.Errorf(orchestrator.EForbidden, "origin %q is not a valid URL with a host", origin)
-	}
-	if strings.EqualFold(u.Host, r.Host) {
-		return nil
-	}
-	for _, p := range patterns {
-		target := u.Host
-		if strings.Contains(p, "://") {
-			target = u.Scheme + "://" + u.Host
-		}
-		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
-			return nil
-		}
-	}
-	return orchestrator.Errorf(orchestrator.EForbidden, "origin %q is not allowed for host %q: add it with --allowed-origins", origin, r.Host)
+	return checkOriginValue(origin, r.Host, patterns)
 }
 
 // writeError is a failed write to the client: the client is gone or stuck.

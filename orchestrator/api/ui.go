@@ -1,17 +1,48 @@
 package api
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
 	"io/fs"
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
 
 const uiNotBuilt = "UI not built: run make web\n"
+
+// inlineScriptRE finds a page's script elements: their attributes and text.
+var inlineScriptRE = regexp.MustCompile(`(?is)<script(\s[^>]*)?>(.*?)</script\s*>`)
+
+var srcAttrRE = regexp.MustCompile(`(?i)\ssrc\s*=`)
+
+// pageCSP is the Content-Security-Policy of a UI page: code only from this
+// server, and of the page's own inline scripts (the theme switch and
+// SvelteKit's bootstrap) exactly these, by hash, so that an injected script
+// never runs. Styles allow 'unsafe-inline' because Svelte's markup and
+// SvelteKit's root element carry style attributes; CSS cannot run code.
+// connect-src 'self' covers the WebSocket of the same host.
+func pageCSP(page []byte) string {
+	var b strings.Builder
+	b.WriteString("default-src 'self'; script-src 'self'")
+	for _, m := range inlineScriptRE.FindAllSubmatch(page, -1) {
+		if srcAttrRE.Match(m[1]) {
+			continue
+		}
+		sum := sha256.Sum256(m[2])
+		b.WriteString(" 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'")
+	}
+	b.WriteString("; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; " +
+		"object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+	return b.String()
+}
 
 // serveUI serves the embedded UI for a GET outside /api: a file when it
 // exists, else index.html so that deep links (/session/ID) survive a reload.
@@ -35,6 +66,19 @@ func (s *Server) serveUI(c echo.Context) error {
 		c.Response().Header().Set("Cache-Control", "no-cache")
 	} else if strings.HasPrefix(name, "_app/immutable/") {
 		c.Response().Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	}
+	if path.Ext(name) == ".html" {
+		page, err := fs.ReadFile(s.cfg.UI, name)
+		if err != nil {
+			return err
+		}
+		csp, ok := s.uiCSP.Load(name)
+		if !ok {
+			csp, _ = s.uiCSP.LoadOrStore(name, pageCSP(page))
+		}
+		c.Response().Header().Set("Content-Security-Policy", csp.(string))
+		http.ServeContent(c.Response(), r, name, time.Time{}, bytes.NewReader(page))
+		return nil
 	}
 	f, err := s.cfg.UI.Open(name)
 	if err != nil {

@@ -324,6 +324,16 @@ func (s *Store) DeleteWebSession(ctx context.Context, cookie string) error {
 	return nil
 }
 
+// DeleteWebSessionsOf ends every browser session of userID (logout
+// everywhere) and returns how many there were.
+func (s *Store) DeleteWebSessionsOf(ctx context.Context, userID string) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM web_sessions WHERE user_id = ?`, requireUser(userID))
+	if res.Error != nil {
+		return 0, fmt.Errorf("delete web sessions: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
 // DeleteExpired removes expired login tokens and web sessions and returns
 // how many rows went.
 func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {

@@ -88,6 +88,25 @@ func TestWebSession(t *testing.T) {
 	}
 	_, err = e.s.UserByWebSession(ctx, c2)
 	wantCode(t, err, orchestrator.EUnauthorized, "")
+
+	// Logout everywhere ends every session of the user, and only theirs.
+	bob := e.user(t, "bob")
+	var mine []string
+	for range 3 {
+		c, _ := e.s.CreateWebSession(ctx, u.ID, time.Hour)
+		mine = append(mine, c)
+	}
+	theirs, _ := e.s.CreateWebSession(ctx, bob.ID, time.Hour)
+	if n, err := e.s.DeleteWebSessionsOf(ctx, u.ID); err != nil || n != 3+1 { // and the expired one
+		t.Fatalf("delete web sessions of alice: %d, %v", n, err)
+	}
+	for _, c := range mine {
+		_, err = e.s.UserByWebSession(ctx, c)
+		wantCode(t, err, orchestrator.EUnauthorized, "")
+	}
+	if got, err := e.s.UserByWebSession(ctx, theirs); err != nil || got.ID != bob.ID {
+		t.Fatalf("bob's session: %+v, %v", got, err)
+	}
 }
 
 func TestAPIKeys(t *testing.T) {

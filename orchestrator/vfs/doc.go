@@ -1,6 +1,7 @@
 // Package vfs is the session virtual filesystem: agentfs inode storage in SQLite,
-// an inode-level API for the FUSE mount, a path-level API and REST handlers,
-// path security, audit, key-value state, live file events and agentfs export.
+// an inode-level API for the FUSE mount, a path-level API (which
+// orchestrator/api serves over REST), path security, audit, key-value state,
+// live file events and agentfs export. It knows nothing of HTTP.
 //
 // Storage (orchestrator/store/migrations/0002_vfs.sql) follows agentfs-spec.md
 // with every table scoped by session_id and inode numbers per session

@@ -1,59 +1,28 @@
-package vfs
+package api_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
-// testStatus is a local copy of the API's code → status mapping, for these tests only.
-func testStatus(err error) int {
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		return he.Code
-	}
-	switch orchestrator.ErrorCode(err) {
-	case orchestrator.EInvalid:
-		return 422
-	case orchestrator.ENotFound:
-		return 404
-	case orchestrator.EConflict:
-		return 409
-	case orchestrator.ETooLarge:
-		return 413
-	case orchestrator.EForbidden:
-		return 403
-	case orchestrator.EPreconditionFailed:
-		return 412
-	case orchestrator.EInsufficientStorage:
-		return 507
-	}
-	return 500
+// filesEnv is a server with a session filesystem and one session of its owner.
+type filesEnv struct {
+	e   *testEnv
+	a   account
+	sid string
 }
 
-func newServer(t *testing.T, cfg Config) (*httptest.Server, *fixture) {
-	f := newFixture(t, cfg)
-	e := echo.New()
-	e.HTTPErrorHandler = func(err error, c echo.Context) {
-		if c.Response().Committed {
-			return
-		}
-		c.JSON(testStatus(err), map[string]any{"error": map[string]string{
-			"code": orchestrator.ErrorCode(err), "message": orchestrator.ErrorMessage(err), "field": orchestrator.ErrorField(err)}})
-	}
-	NewHandler(f.v).Register(e.Group("/api/v1/sessions/:id/fs"))
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv, f
+func newFilesEnv(t *testing.T, cfg vfs.Config) *filesEnv {
+	e := newEnv(t, envOpts{files: cfg})
+	a := e.account("alice")
+	s, _ := e.session(a)
+	return &filesEnv{e: e, a: a, sid: s.ID}
 }
 
 type call struct {
@@ -61,25 +30,31 @@ type call struct {
 	header             map[string]string
 }
 
-func do(t *testing.T, srv *httptest.Server, sid string, c call) (int, http.Header, []byte) {
+// do calls a /fs route of the session as its owner.
+func (f *filesEnv) do(t *testing.T, c call) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(c.method, srv.URL+"/api/v1/sessions/"+sid+"/fs"+c.path, strings.NewReader(c.body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	var hdr []string
 	for k, v := range c.header {
-		req.Header.Set(k, v)
+		hdr = append(hdr, k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	r := f.e.doT(t, c.method, "/api/v1/sessions/"+f.sid+"/fs"+c.path, f.a.key, c.body, hdr...)
+	return r.status, r.header, r.body
+}
+
+// check runs the filesystem's consistency check.
+func (f *filesEnv) check(t *testing.T) {
+	t.Helper()
+	if err := f.e.files.Check(context.Background(), f.sid); err != nil {
+		t.Fatalf("consistency check: %v", err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b
+}
+
+// fileJSON is a file as the /fs routes answer it.
+type fileJSON struct {
+	vfs.FileInfo
+	SessionID string  `json:"session_id"`
+	Content   *string `json:"content"`
+	Encoding  string  `json:"encoding"`
 }
 
 func errCode(b []byte) (string, string) {
@@ -90,9 +65,8 @@ func errCode(b []byte) (string, string) {
 	return e.Error.Code, e.Error.Field
 }
 
-func TestHTTP(t *testing.T) {
-	srv, f := newServer(t, Config{MaxFileSize: 1000, SessionQuota: 2500})
-	sid := f.sid
+func TestFiles(t *testing.T) {
+	f := newFilesEnv(t, vfs.Config{MaxFileSize: 1000, SessionQuota: 2500})
 	bin := base64.StdEncoding.EncodeToString([]byte("a\x00b"))
 	tests := []struct {
 		name   string
@@ -138,7 +112,7 @@ func TestHTTP(t *testing.T) {
 		}},
 		{name: "not modified", call: call{method: "GET", path: "/src/main.go", header: map[string]string{"If-None-Match": `"0f3d3c1e5b5e1bb3b7e3b2c69c58f0d0f8e3d5e08ac43d1ab7c5cbb9b4d0b6c1"`}}, status: 200},
 		{name: "list dir", call: call{method: "GET", path: "/src"}, status: 200, check: func(t *testing.T, h http.Header, b []byte) {
-			var l struct{ Data []FileInfo }
+			var l struct{ Data []vfs.FileInfo }
 			json.Unmarshal(b, &l)
 			if len(l.Data) != 2 || l.Data[0].Name != "__init__.py" || l.Data[1].Path != "/src/main.go" {
 				t.Fatalf("body %s", b)
@@ -170,7 +144,7 @@ func TestHTTP(t *testing.T) {
 		{name: "move to reserved", call: call{method: "POST", path: "/_/move", body: `{"src_path":"/docs/f1","dst_path":"/_hidden"}`}, status: 422, field: "dst_path"},
 		{name: "copy file over quota", call: call{method: "POST", path: "/_/copy", body: `{"src_path":"/docs/f1","dst_path":"/copy/f1"}`}, status: 507},
 		{name: "delete a file", call: call{method: "DELETE", path: "/moved/f2"}, status: 204},
-		{name: "copy dir", call: call{method: "POST", path: "/_/copy", body: `{"src_path":"/src","dst_path":"/src2"}`}, status: 200},
+		{name: "copy dir", call: call{method: "POST", path: "/_/copy", body: `{"src_path":"/src","dst_path":"/src2"}`}, status: 201},
 		{name: "copied content", call: call{method: "GET", path: "/src2/main.go"}, status: 200, check: func(t *testing.T, h http.Header, b []byte) {
 			if !strings.Contains(string(b), "v2") {
 				t.Fatalf("body %s", b)
@@ -178,14 +152,14 @@ func TestHTTP(t *testing.T) {
 		}},
 		{name: "copy into itself", call: call{method: "POST", path: "/_/copy", body: `{"src_path":"/src","dst_path":"/src/sub"}`}, status: 422},
 		{name: "grep", call: call{method: "POST", path: "/_/grep", body: `{"pattern":"package\\s+main","path_pattern":"*.go"}`}, status: 200, check: func(t *testing.T, h http.Header, b []byte) {
-			var r GrepResult
+			var r vfs.GrepResult
 			json.Unmarshal(b, &r)
 			if len(r.Files) != 2 || r.Files[0].Path != "/src/main.go" || r.Files[0].Matches[0].LineNumber != 1 || r.Truncated {
 				t.Fatalf("body %s", b)
 			}
 		}},
 		{name: "grep full path glob", call: call{method: "POST", path: "/_/grep", body: `{"pattern":"main","path_pattern":"/src2/*"}`}, status: 200, check: func(t *testing.T, h http.Header, b []byte) {
-			var r GrepResult
+			var r vfs.GrepResult
 			json.Unmarshal(b, &r)
 			if len(r.Files) != 1 || r.Files[0].Path != "/src2/main.go" {
 				t.Fatalf("body %s", b)
@@ -204,7 +178,7 @@ func TestHTTP(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			status, h, b := do(t, srv, sid, tc.call)
+			status, h, b := f.do(t, tc.call)
 			if status != tc.status {
 				t.Fatalf("status %d, want %d: %s", status, tc.status, b)
 			}
@@ -223,54 +197,87 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
-func TestHTTPRawUpload(t *testing.T) {
-	srv, f := newServer(t, Config{MaxFileSize: 1 << 20})
+func TestFilesRawUpload(t *testing.T) {
+	f := newFilesEnv(t, vfs.Config{MaxFileSize: 1 << 20})
 	body := strings.Repeat("\x00\x01binary", 10000)
-	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/sessions/"+f.sid+"/fs/up/load.bin", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	raw := map[string]string{"Content-Type": "application/octet-stream"}
+	if status, _, b := f.do(t, call{method: "POST", path: "/up/load.bin", body: body, header: raw}); status != 201 {
+		t.Fatalf("raw upload: %d %s", status, b)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 201 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	status, h, b := do(t, srv, f.sid, call{method: "GET", path: "/up/load.bin", header: map[string]string{"Accept": "application/octet-stream"}})
+	status, h, b := f.do(t, call{method: "GET", path: "/up/load.bin", header: map[string]string{"Accept": "application/octet-stream"}})
 	if status != 200 || string(b) != body || h.Get("Content-Type") != "application/octet-stream" {
 		t.Fatalf("status %d len %d type %s", status, len(b), h.Get("Content-Type"))
 	}
-	if st, _, _ := do(t, srv, f.sid, call{method: "GET", path: "/up/load.bin", header: map[string]string{"If-None-Match": h.Get("ETag")}}); st != 304 {
+	if st, _, _ := f.do(t, call{method: "GET", path: "/up/load.bin", header: map[string]string{"If-None-Match": h.Get("ETag")}}); st != 304 {
 		t.Fatalf("If-None-Match: status %d", st)
 	}
 	// PUT raw with If-Match of the current ETag
-	req, _ = http.NewRequest("PUT", srv.URL+"/api/v1/sessions/"+f.sid+"/fs/up/load.bin", strings.NewReader("new"))
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set("If-Match", h.Get("ETag"))
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("put status %d", resp.StatusCode)
+	if st, _, b := f.do(t, call{method: "PUT", path: "/up/load.bin", body: "new", header: map[string]string{"Content-Type": "application/octet-stream", "If-Match": h.Get("ETag")}}); st != 200 {
+		t.Fatalf("put status %d %s", st, b)
 	}
 	// over the limit
-	req, _ = http.NewRequest("POST", srv.URL+"/api/v1/sessions/"+f.sid+"/fs/big.bin", strings.NewReader(strings.Repeat("x", 1<<20+1)))
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 413 || !strings.Contains(string(b), "1 MiB per-file limit") {
-		t.Fatalf("status %d %s", resp.StatusCode, b)
+	if st, _, b := f.do(t, call{method: "POST", path: "/big.bin", body: strings.Repeat("x", 1<<20+1), header: raw}); st != 413 || !strings.Contains(string(b), "1 MiB per-file limit") {
+		t.Fatalf("status %d %s", st, b)
 	}
 	// names with spaces and percent signs survive URL encoding
-	status, _, b = do(t, srv, f.sid, call{method: "POST", path: "/a%20b%25c.txt", body: `{"content":"hi"}`})
+	status, _, b = f.do(t, call{method: "POST", path: "/a%20b%25c.txt", body: `{"content":"hi"}`})
 	if status != 201 || !strings.Contains(string(b), `"path":"/a b%c.txt"`) {
 		t.Fatalf("status %d %s", status, b)
 	}
 	f.check(t)
+}
+
+// TestFilesAudit: a refused symlink escape through the REST API is in the
+// session's audit log, which GET /fs/_/audit serves newest first.
+func TestFilesAudit(t *testing.T) {
+	f := newFilesEnv(t, vfs.Config{})
+	ctx := context.Background()
+	if _, err := f.e.files.Session(f.sid).Symlink(ctx, vfs.RootIno, "escape", "../etc/passwd"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, b := f.do(t, call{method: "GET", path: "/_/audit"}); code != 200 || strings.TrimSpace(string(b)) != `{"data":[]}` {
+		t.Fatalf("empty audit log: %d %s", code, b)
+	}
+	if code, _, b := f.do(t, call{method: "GET", path: "/escape"}); code != 403 || !strings.Contains(string(b), "symlink escapes the workspace") {
+		t.Fatalf("GET /escape: %d %s", code, b)
+	}
+	code, _, b := f.do(t, call{method: "GET", path: "/_/audit?limit=5"})
+	var got struct {
+		Data []vfs.AuditEntry `json:"data"`
+	}
+	if code != 200 || json.Unmarshal(b, &got) != nil || len(got.Data) != 1 ||
+		!strings.Contains(got.Data[0].Error, "symlink escapes the workspace") || !strings.Contains(string(got.Data[0].Parameters), "/escape") {
+		t.Fatalf("audit: %d %s", code, b)
+	}
+	for _, bad := range []string{"0", "x", "100000"} {
+		if code, _, b := f.do(t, call{method: "GET", path: "/_/audit?limit=" + bad}); code != 422 || !strings.Contains(string(b), `"field":"limit"`) {
+			t.Fatalf("limit=%s: %d %s", bad, code, b)
+		}
+	}
+}
+
+// TestFilesAuthorized: the file routes are reached only by the session's
+// owner.
+func TestFilesAuthorized(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a, b := e.account("alice"), e.account("bob")
+	s, _ := e.session(a)
+	tests := []struct {
+		name   string
+		key    string
+		path   string
+		status int
+	}{
+		{name: "owner", key: a.key, path: "/api/v1/sessions/" + s.ID + "/fs/", status: 200},
+		{name: "other user", key: b.key, path: "/api/v1/sessions/" + s.ID + "/fs/", status: 404},
+		{name: "unknown session", key: a.key, path: "/api/v1/sessions/nope/fs/", status: 404},
+		{name: "anonymous", path: "/api/v1/sessions/" + s.ID + "/fs/", status: 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := e.do("GET", tt.path, tt.key, ""); r.status != tt.status {
+				t.Fatalf("got %d %s, want %d", r.status, r.body, tt.status)
+			}
+		})
+	}
 }

@@ -1,0 +1,483 @@
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+)
+
+// Bounds of the session filesystem routes.
+const (
+	// MaxAuditLimit bounds one page of GET /fs/_/audit.
+	MaxAuditLimit = 1000
+	// fsActionBody bounds the JSON body of the /fs/_/ actions.
+	fsActionBody = 64 << 10
+)
+
+// fileRoutes lists the session filesystem routes (session-vfs.md), served
+// when Config.Files is set. They bound their own bodies (fileBodyLimit).
+func fileRoutes() []route {
+	const base = "/sessions/:id/fs"
+	rs := []route{
+		{http.MethodPost, base + "/_/stat", (*Server).fsStat, opDoc{summary: "Metadata of a file or directory (symlinks followed)", status: 200, req: "FilePath", resp: "FileInfo"}},
+		{http.MethodPost, base + "/_/move", (*Server).fsMove, opDoc{summary: "Move or rename; parents of dst_path are created, dst_path must not exist", status: 200, req: "FileTransfer", resp: "FileInfo"}},
+		{http.MethodPost, base + "/_/copy", (*Server).fsCopy, opDoc{summary: "Copy a file or a directory recursively; dst_path must not exist", status: 201, req: "FileTransfer", resp: "FileInfo"}},
+		{http.MethodPost, base + "/_/grep", (*Server).fsGrep, opDoc{summary: "Search the text files (bounded: 100 files, 1000 matches)", status: 200, req: "GrepRequest", resp: "GrepResult"}},
+		{http.MethodGet, base + "/_/audit", (*Server).fsAudit, opDoc{summary: "The session's security audit records (refused paths, symlink escapes), newest first", status: 200, resp: "AuditList", query: []string{"limit"}}},
+	}
+	for _, p := range []string{"", "/", "/*"} {
+		rs = append(rs,
+			route{http.MethodGet, base + p, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream or ?download=true; If-None-Match → 304) or list a directory", status: 200, resp: "FileOrList", respRaw: true, query: []string{"download"}}},
+			route{http.MethodHead, base + p, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200}},
+			route{http.MethodPost, base + p, (*Server).fsPost, opDoc{summary: "Create a file (JSON, or the raw bytes as application/octet-stream) or a directory ({\"is_directory\": true}); missing parents are created", status: 201, req: "FileWrite", reqRaw: true, resp: "FileContent"}},
+			route{http.MethodPut, base + p, (*Server).fsPut, opDoc{summary: "Update a file's content or readonly flag (If-Match: <hash> for a conditional write)", status: 200, req: "FileWrite", reqRaw: true, resp: "FileInfo"}},
+			route{http.MethodDelete, base + p, (*Server).fsDelete, opDoc{summary: "Delete a file, or a directory with ?recursive=true", status: 204, query: []string{"recursive"}}},
+		)
+	}
+	return rs
+}
+
+// fileBodyLimit is the body limit of a file route: a whole file (as base64
+// JSON) for POST and PUT of a path, a small JSON object for the rest.
+func (s *Server) fileBodyLimit(r route) int64 {
+	if (r.method == http.MethodPost || r.method == http.MethodPut) && !strings.Contains(r.path, "/_/") {
+		return s.cfg.Files.Config().MaxFileSize/3*4 + 64<<10
+	}
+	return fsActionBody
+}
+
+// filesOf returns the filesystem of the request's session as its caller
+// may see it: all of it for the user, and for a node key what its node's
+// config.allowed_paths allows, exactly as its mount does (refusals are
+// audited with the node's id). A policy that cannot be read refuses all.
+func (s *Server) filesOf(c echo.Context) (*vfs.FS, error) {
+	fs := s.cfg.Files.Session(c.Param("id"))
+	p := principal(c)
+	if p.NodeID == "" {
+		return fs, nil
+	}
+	n, err := s.store.NodeByID(c.Request().Context(), p.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := vfs.AllowedPaths(n.Config)
+	if err == nil {
+		fs, err = fs.ForNode(n.ID, allowed)
+	}
+	if err != nil {
+		return nil, orchestrator.Errorf(orchestrator.EForbidden, "node %s has an invalid files policy (%s); the session's owner must fix its config", n.ID, orchestrator.ErrorMessage(err))
+	}
+	return fs, nil
+}
+
+// fsPath is the file path of the request: "/" + the wildcard, unescaped.
+func fsPath(c echo.Context) (string, error) {
+	p := c.Param("*")
+	if c.Request().URL.RawPath != "" {
+		u, err := url.PathUnescape(p)
+		if err != nil {
+			return "", orchestrator.FieldErrorf("path", "path %q is not valid URL encoding", p)
+		}
+		p = u
+	}
+	return "/" + p, nil
+}
+
+// fileBody is a file with its content, as GET and POST answer.
+type fileBody struct {
+	SessionID string `json:"session_id"`
+	vfs.FileInfo
+	Content  *string `json:"content,omitempty"`
+	Encoding string  `json:"encoding,omitempty"`
+}
+
+// encodeContent picks text (UTF-8 without NUL in the first 8 KiB) or base64.
+func encodeContent(b []byte) (string, string) {
+	if bytes.IndexByte(b[:min(len(b), 8192)], 0) < 0 && utf8.Valid(b) {
+		return string(b), "text"
+	}
+	return base64.StdEncoding.EncodeToString(b), "base64"
+}
+
+func etag(hash string) string { return `"` + hash + `"` }
+
+// unquoteETag strips W/ and the quotes of an If-Match or If-None-Match value.
+func unquoteETag(v string) string {
+	return strings.Trim(strings.TrimPrefix(strings.TrimSpace(v), "W/"), `"`)
+}
+
+func wantsRaw(c echo.Context) bool {
+	for _, part := range strings.Split(c.Request().Header.Get(echo.HeaderAccept), ",") {
+		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+		if mt == echo.MIMEOctetStream {
+			return true
+		}
+	}
+	return c.QueryParam("download") == "true"
+}
+
+func (s *Server) fsGet(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, err := fsPath(c)
+	if err != nil {
+		return err
+	}
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	info, err := fs.Stat(ctx, p)
+	if err != nil {
+		return err
+	}
+	if info.IsDir {
+		entries, err := fs.List(ctx, p)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, list(entries))
+	}
+	hdr := c.Response().Header()
+	if inm := unquoteETag(c.Request().Header.Get("If-None-Match")); inm != "" && inm == info.Hash {
+		hdr.Set("ETag", etag(info.Hash))
+		return c.NoContent(http.StatusNotModified)
+	}
+	info, r, err := fs.ReadFile(ctx, p)
+	if err != nil {
+		return err
+	}
+	hdr.Set("ETag", etag(info.Hash))
+	if wantsRaw(c) {
+		head := make([]byte, min(info.Size, 512))
+		n, err := io.ReadFull(r, head)
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return err
+		}
+		head = head[:n]
+		hdr.Set(echo.HeaderContentType, http.DetectContentType(head))
+		hdr.Set(echo.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": info.Name}))
+		// An agent's file never runs as this origin's page, even if a
+		// browser ignores the attachment.
+		hdr.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+		hdr.Set(echo.HeaderContentLength, strconv.FormatInt(info.Size, 10))
+		c.Response().WriteHeader(http.StatusOK)
+		if c.Request().Method == http.MethodHead {
+			return nil
+		}
+		if _, err := c.Response().Write(head); err != nil {
+			return nil // the client went away
+		}
+		_, _ = io.Copy(c.Response(), r)
+		return nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(info.Size))
+	if _, err := buf.ReadFrom(r); err != nil {
+		return err
+	}
+	content, enc := encodeContent(buf.Bytes())
+	return c.JSON(http.StatusOK, fileBody{SessionID: fs.SessionID(), FileInfo: info, Content: &content, Encoding: enc})
+}
+
+// fileWriteReq is the JSON body of POST and PUT.
+type fileWriteReq struct {
+	Content     *string `json:"content"`
+	Encoding    string  `json:"encoding"`
+	IsReadonly  *bool   `json:"is_readonly"`
+	IsDirectory bool    `json:"is_directory"`
+}
+
+func isRawUpload(c echo.Context) bool {
+	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	return mt == echo.MIMEOctetStream
+}
+
+// readRawUpload reads a raw upload body, bounded by the per-file limit.
+func (s *Server) readRawUpload(c echo.Context) ([]byte, error) {
+	max := s.cfg.Files.Config().MaxFileSize
+	tooLarge := orchestrator.Errorf(orchestrator.ETooLarge, "file exceeds the %s per-file limit", humanBytes(max))
+	if c.Request().ContentLength > max {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(c.Request().Body, max+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, orchestrator.Errorf(orchestrator.ETooLarge, "request body too large: the limit is %d bytes", mbe.Limit)
+		}
+		return nil, fmt.Errorf("read upload: %w", err)
+	}
+	if int64(len(b)) > max {
+		return nil, tooLarge
+	}
+	return b, nil
+}
+
+// humanBytes prints a limit the way the flags take it: 50 MiB, 1 GiB, 512 bytes.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// fileWrite reads what POST and PUT share: the writable path, the JSON
+// body (empty for a raw upload) and the content.
+func (s *Server) fileWrite(c echo.Context) (p string, body fileWriteReq, data []byte, err error) {
+	if p, err = fsPath(c); err != nil {
+		return "", body, nil, err
+	}
+	if p, err = vfs.CleanPath(p); err != nil {
+		return "", body, nil, err
+	}
+	if err = writablePath("path", p); err != nil {
+		return "", body, nil, err
+	}
+	if isRawUpload(c) {
+		data, err = s.readRawUpload(c)
+		return p, body, data, err
+	}
+	if err := decodeJSON(c, &body); err != nil {
+		return "", body, nil, err
+	}
+	if body.IsDirectory {
+		if body.Content != nil {
+			return "", body, nil, badRequest("content", "a directory has no content")
+		}
+		return p, body, nil, nil
+	}
+	if body.Content == nil {
+		return p, body, nil, nil
+	}
+	switch body.Encoding {
+	case "", "text":
+		return p, body, []byte(*body.Content), nil
+	case "base64":
+		b, err := base64.StdEncoding.DecodeString(*body.Content)
+		if err != nil {
+			return "", body, nil, badRequest("content", "content is not valid base64: %v", err)
+		}
+		return p, body, b, nil
+	}
+	return "", body, nil, badRequest("encoding", "encoding must be \"text\" or \"base64\", not %q", body.Encoding)
+}
+
+// writablePath refuses the root and the reserved names (/_stat, /_/...).
+func writablePath(field, p string) error {
+	if p == "/" {
+		return orchestrator.FieldErrorf(field, "a path below / is required")
+	}
+	if vfs.Reserved(p) {
+		return orchestrator.FieldErrorf(field, "paths whose first name starts with _ are reserved: %s", p)
+	}
+	return nil
+}
+
+func (s *Server) fsPost(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, body, data, err := s.fileWrite(c)
+	if err != nil {
+		return err
+	}
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	if body.IsDirectory {
+		info, _, err := fs.MkdirAll(ctx, p, true)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+	}
+	info, _, err := fs.WriteFile(ctx, p, data, vfs.WriteOptions{Mode: vfs.WriteCreate, Readonly: body.IsReadonly})
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(info.Hash))
+	content, enc := encodeContent(data)
+	return c.JSON(http.StatusCreated, fileBody{SessionID: fs.SessionID(), FileInfo: info, Content: &content, Encoding: enc})
+}
+
+func (s *Server) fsPut(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, body, data, err := s.fileWrite(c)
+	if err != nil {
+		return err
+	}
+	if body.IsDirectory {
+		return badRequest("is_directory", "PUT updates a file; create directories with POST")
+	}
+	raw := isRawUpload(c)
+	if !raw && body.Content == nil && body.IsReadonly == nil {
+		return badRequest("content", "content is required")
+	}
+	opt := vfs.WriteOptions{Mode: vfs.WriteUpdate, IfMatch: unquoteETag(c.Request().Header.Get("If-Match")), Readonly: body.IsReadonly, NoContent: !raw && body.Content == nil}
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	info, _, err := fs.WriteFile(ctx, p, data, opt)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(info.Hash))
+	return c.JSON(http.StatusOK, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+}
+
+func (s *Server) fsDelete(c echo.Context) error {
+	p, err := fsPath(c)
+	if err != nil {
+		return err
+	}
+	recursive := false
+	if q := c.QueryParam("recursive"); q != "" {
+		if recursive, err = strconv.ParseBool(q); err != nil {
+			return badRequest("recursive", "recursive must be true or false, not %q", q)
+		}
+	}
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	if err := fs.Delete(c.Request().Context(), p, recursive); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type filePathReq struct {
+	Path string `json:"path"`
+}
+
+func (s *Server) fsStat(c echo.Context) error {
+	var body filePathReq
+	if err := decodeJSON(c, &body); err != nil {
+		return err
+	}
+	if body.Path == "" {
+		return badRequest("path", "path is required")
+	}
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	info, err := fs.Stat(c.Request().Context(), body.Path)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+}
+
+type fileTransferReq struct {
+	SrcPath string `json:"src_path"`
+	DstPath string `json:"dst_path"`
+}
+
+// transfer reads the body of a move or copy.
+func transfer(c echo.Context) (fileTransferReq, error) {
+	var body fileTransferReq
+	if err := decodeJSON(c, &body); err != nil {
+		return body, err
+	}
+	if body.SrcPath == "" {
+		return body, badRequest("src_path", "src_path is required")
+	}
+	if body.DstPath == "" {
+		return body, badRequest("dst_path", "dst_path is required")
+	}
+	dst, err := vfs.CleanPath(body.DstPath)
+	if err != nil {
+		return body, &orchestrator.Error{Code: orchestrator.ErrorCode(err), Field: "dst_path", Message: orchestrator.ErrorMessage(err)}
+	}
+	return body, writablePath("dst_path", dst)
+}
+
+func (s *Server) fsMove(c echo.Context) error {
+	body, err := transfer(c)
+	if err != nil {
+		return err
+	}
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	info, err := fs.Move(c.Request().Context(), body.SrcPath, body.DstPath)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+}
+
+func (s *Server) fsCopy(c echo.Context) error {
+	body, err := transfer(c)
+	if err != nil {
+		return err
+	}
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	info, err := fs.Copy(c.Request().Context(), body.SrcPath, body.DstPath)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+}
+
+type grepReq struct {
+	Pattern     string `json:"pattern"`
+	PathPattern string `json:"path_pattern"`
+}
+
+func (s *Server) fsGrep(c echo.Context) error {
+	var body grepReq
+	if err := decodeJSON(c, &body); err != nil {
+		return err
+	}
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return err
+	}
+	res, err := fs.Grep(c.Request().Context(), vfs.GrepOptions{Pattern: body.Pattern, PathPattern: body.PathPattern})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// fsAudit answers GET /fs/_/audit?limit=N: the session's security audit
+// records (refused paths, symlink escapes, loops), newest first.
+func (s *Server) fsAudit(c echo.Context) error {
+	limit := 100
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxAuditLimit {
+			return orchestrator.FieldErrorf("limit", "limit must be a whole number from 1 to %d", MaxAuditLimit)
+		}
+		limit = n
+	}
+	entries, err := s.cfg.Files.AuditLog(c.Request().Context(), c.Param("id"), limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list(entries))
+}
