@@ -38,6 +38,11 @@ func TestParseServe(t *testing.T) {
 				t.Fatalf("%+v", c)
 			}
 		}},
+		{name: "provider keys from env", env: map[string]string{"FILEPATH_OPENROUTER_API_KEY": " sk-or-1 ", "FILEPATH_OPENAI_API_KEY": ""}, check: func(t *testing.T, c serveConfig) {
+			if len(c.ProviderKeys) != 1 || c.ProviderKeys["openrouter"] != "sk-or-1" {
+				t.Fatalf("%+v", c.ProviderKeys)
+			}
+		}},
 		{name: "bad level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
 		{name: "bad runtime", args: []string{"--runtime", "vm"}, wantErr: "--runtime"},
 		{name: "process runtime without a command", args: []string{"--runtime", "process"}, wantErr: "--agent-cmd"},
@@ -49,7 +54,8 @@ func TestParseServe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY"} {
+			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY",
+				"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
 				t.Setenv(k, tt.env[k])
 				if _, ok := tt.env[k]; !ok {
 					unsetenv(t, k)
