@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/filepath-dev/filepath/internal/testenv"
@@ -16,8 +17,9 @@ import (
 // TestAgentAPIThroughServe runs the real orchestrator (Docker, agents
 // without network): an agent reaches $FILEPATH_API_URL/healthz, and the LLM
 // gateway's routes with its token (a 503 placeholder until the gateway is
-// wired); spawning shelley while no OpenRouter key is configured gives the
-// node an error naming FILEPATH_OPENROUTER_API_KEY.
+// wired), also after the orchestrator was killed and started again;
+// spawning shelley while no OpenRouter key is configured gives the node an
+// error naming FILEPATH_OPENROUTER_API_KEY.
 func TestAgentAPIThroughServe(t *testing.T) {
 	testenv.RequireImage(t, "filepath/byo-echo:latest")
 	for _, k := range []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
@@ -68,6 +70,15 @@ func TestAgentAPIThroughServe(t *testing.T) {
 	}
 	if got := run("bash probe.sh /anthropic/v1/messages"); !strings.HasPrefix(got, "401 ") {
 		t.Fatalf("a gateway route without a token: %q", got)
+	}
+
+	// kill -9: the listener dies with the orchestrator; the next one opens
+	// it again in the container that kept running.
+	srv.cmd.Process.Signal(syscall.SIGKILL)
+	srv.cmd.Wait()
+	srv = startServer(t, data, "--workspace", "dir", "--network", "none")
+	if got := run(`bash probe.sh /openai/v1/models "$FILEPATH_API_KEY" # after a restart`); !strings.HasPrefix(got, "503 ") {
+		t.Fatalf("after a restart, a gateway route with the agent's token: %q", got)
 	}
 
 	var shelley nodeJSON
