@@ -73,6 +73,8 @@ type Server struct {
 	mux *http.ServeMux
 	url string
 
+	// Lock order: openMu, then mu. Neither is held while calling out,
+	// except openMu around ListenIn.
 	openMu sync.Mutex // serialises Open, so one node never gets two listeners
 	mu     sync.Mutex // guards nodes, shared and closed; never held while a listener closes
 	nodes  map[string]*listener
