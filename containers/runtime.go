@@ -61,8 +61,9 @@ type Spec struct {
 	Name      string // optional container name
 	Image     string // docker: required; process: informational
 	// Env holds the contract variables (FILEPATH_TASK, FILEPATH_API_KEY,
-	// FILEPATH_AGENT_ID, FILEPATH_SESSION_ID, FILEPATH_MODEL,
-	// FILEPATH_AGENT_TYPE, FILEPATH_PARENT_ID), set by the caller.
+	// FILEPATH_API_URL, FILEPATH_AGENT_ID, FILEPATH_SESSION_ID,
+	// FILEPATH_MODEL, FILEPATH_AGENT_TYPE, FILEPATH_PARENT_ID), set by the
+	// caller.
 	Env map[string]string
 	// WorkspaceDir is the host directory bind-mounted at /workspace (docker)
 	// or used as the working directory (process). Optional.

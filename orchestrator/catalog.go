@@ -1,5 +1,7 @@
 package orchestrator
 
+import "strings"
+
 // Agent describes one agent type of the catalog (northstar.md "Agent catalog").
 type Agent struct {
 	Type         string `json:"type"`
@@ -10,6 +12,23 @@ type Agent struct {
 	// Image is the local image the agent runs in; "" for custom, whose
 	// node names its own image.
 	Image string `json:"image"`
+	// Provider is the LLM provider the agent reaches through the gateway
+	// (Provider*): the orchestrator needs that provider's key to start it.
+	// "" for agents that bring their own vendor key (amp, cursor) and custom.
+	Provider string `json:"provider"`
+}
+
+// The LLM providers the gateway speaks (GATEWAY.md).
+const (
+	ProviderOpenRouter = "openrouter" // chat completions
+	ProviderAnthropic  = "anthropic"  // Messages
+	ProviderOpenAI     = "openai"     // Responses
+)
+
+// ProviderKeyEnv names the variable that gives the orchestrator a
+// provider's key: FILEPATH_OPENROUTER_API_KEY, ...
+func ProviderKeyEnv(provider string) string {
+	return "FILEPATH_" + strings.ToUpper(provider) + "_API_KEY"
 }
 
 // AgentCustom is the bring-your-own agent type: its node must name an image.
@@ -22,10 +41,10 @@ func AgentImage(agentType string) string { return "filepath/agent-" + agentType 
 // call; callers may modify it.
 func Catalog() []Agent {
 	return []Agent{
-		{Type: "shelley", Name: "Shelley", Description: "Full-stack engineering agent. filepath-native reference implementation.", Icon: "shell", DefaultModel: "claude-sonnet-4", Image: AgentImage("shelley")},
-		{Type: "pi", Name: "Pi", Description: "Research and analysis. Deep dives into docs, APIs, codebases.", Icon: "search", DefaultModel: "claude-sonnet-4", Image: AgentImage("pi")},
-		{Type: "claude-code", Name: "Claude Code", Description: "Anthropic's agentic coding tool. Complex multi-file changes.", Icon: "bot", DefaultModel: "claude-sonnet-4", Image: AgentImage("claude-code")},
-		{Type: "codex", Name: "Codex", Description: "OpenAI's coding agent. Strong at Python, scripting, data.", Icon: "scroll", DefaultModel: "o3", Image: AgentImage("codex")},
+		{Type: "shelley", Name: "Shelley", Description: "Full-stack engineering agent. filepath-native reference implementation.", Icon: "shell", DefaultModel: "claude-sonnet-4", Image: AgentImage("shelley"), Provider: ProviderOpenRouter},
+		{Type: "pi", Name: "Pi", Description: "Research and analysis. Deep dives into docs, APIs, codebases.", Icon: "search", DefaultModel: "claude-sonnet-4", Image: AgentImage("pi"), Provider: ProviderOpenRouter},
+		{Type: "claude-code", Name: "Claude Code", Description: "Anthropic's agentic coding tool. Complex multi-file changes.", Icon: "bot", DefaultModel: "claude-sonnet-4", Image: AgentImage("claude-code"), Provider: ProviderAnthropic},
+		{Type: "codex", Name: "Codex", Description: "OpenAI's coding agent. Strong at Python, scripting, data.", Icon: "scroll", DefaultModel: "o3", Image: AgentImage("codex"), Provider: ProviderOpenAI},
 		{Type: "cursor", Name: "Cursor", Description: "Cursor's agent mode via CLI. IDE-grade code intelligence.", Icon: "mouse-pointer", DefaultModel: "claude-sonnet-4", Image: AgentImage("cursor")},
 		{Type: "amp", Name: "Amp", Description: "Sourcegraph's agent. Large codebase navigation, cross-repo changes.", Icon: "zap", DefaultModel: "claude-sonnet-4", Image: AgentImage("amp")},
 		{Type: AgentCustom, Name: "Custom", Description: "Bring your own agent. Dockerfile that speaks the filepath protocol.", Icon: "box", DefaultModel: "claude-sonnet-4"},

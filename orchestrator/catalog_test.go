@@ -23,6 +23,15 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("%s image %q, want %q", a.Type, a.Image, wantImage)
 		}
 	}
+	providers := map[string]string{"shelley": "openrouter", "pi": "openrouter", "claude-code": "anthropic", "codex": "openai"}
+	for _, a := range got {
+		if a.Provider != providers[a.Type] {
+			t.Errorf("%s provider %q, want %q", a.Type, a.Provider, providers[a.Type])
+		}
+	}
+	if v := ProviderKeyEnv(ProviderOpenRouter); v != "FILEPATH_OPENROUTER_API_KEY" {
+		t.Errorf("ProviderKeyEnv = %s", v)
+	}
 	if a, ok := AgentByType("codex"); !ok || a.DefaultModel != "o3" {
 		t.Errorf("codex = %+v, %v", a, ok)
 	}

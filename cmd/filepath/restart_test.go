@@ -41,10 +41,10 @@ type server struct {
 
 var listeningRE = regexp.MustCompile(`msg=listening addr=\S+ url=(http://\S+)`)
 
-func startServer(t *testing.T, data string) *server {
+func startServer(t *testing.T, data string, flags ...string) *server {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "FILEPATH_TEST_MAIN=serve --addr 127.0.0.1:0 --data "+data)
+	cmd.Env = append(os.Environ(), "FILEPATH_TEST_MAIN=serve --addr 127.0.0.1:0 --data "+data+" "+strings.Join(flags, " "))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
@@ -45,6 +48,10 @@ type serveConfig struct {
 	Network        string
 	Mailbox        int // inputs queued per agent
 	MaxAgents      int // agents per session
+	// ProviderKeys holds the LLM providers' keys by provider
+	// (orchestrator.Provider*), from FILEPATH_<PROVIDER>_API_KEY. Env only:
+	// a flag would show a key in ps.
+	ProviderKeys map[string]string
 }
 
 // env returns the FILEPATH_* variable name or def when it is unset.
@@ -143,6 +150,12 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	}
 	if cfg.SessionTTL, err = parseTTL(*sessionTTL); err != nil || cfg.SessionTTL < time.Minute {
 		return cfg, fmt.Errorf("serve: --session-ttl (env FILEPATH_SESSION_TTL) %q: want a duration of at least 1m, like 12h or 7d", *sessionTTL)
+	}
+	cfg.ProviderKeys = map[string]string{}
+	for _, p := range []string{orchestrator.ProviderOpenRouter, orchestrator.ProviderAnthropic, orchestrator.ProviderOpenAI} {
+		if k := strings.TrimSpace(os.Getenv(orchestrator.ProviderKeyEnv(p))); k != "" {
+			cfg.ProviderKeys[p] = k
+		}
 	}
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -258,10 +271,13 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		return fmt.Errorf("purge orphaned files: %w", err)
 	}
 
-	run, ws, err := newRunner(ctx, cfg, data, st, fsys, log)
+	run, ws, agents, err := newRunner(ctx, cfg, data, st, fsys, log)
 	if err != nil {
 		return err
 	}
+	defer agents.Shutdown() // after the runner has closed (defers run last first)
+	// The LLM gateway on the agent-facing API (FILEPATH_API_URL). Until it is wired, a placeholder:
+	mountGateway(agents, notConfigured("the LLM gateway is not configured"))
 	defer func() {
 		run.Close()
 		if ws != nil {
@@ -308,25 +324,63 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 var _ api.Runner = (*runner.Runner)(nil)
 
 // newRunner builds the container runtime and the lifecycle runner, with each
+// gatewayPrefixes are the LLM gateway's routes on the agent-facing API
+// (one per provider wire format).
+var gatewayPrefixes = []string{"/openrouter/", "/anthropic/", "/openai/"}
+
+// mountGateway serves h under every gateway prefix of the agent-facing API.
+func mountGateway(a *agentapi.Server, h http.Handler) {
+	for _, p := range gatewayPrefixes {
+		a.Mount(p, h)
+	}
+}
+
+// notConfigured answers 503 with msg, in a shape OpenAI's and Anthropic's
+// clients both read.
+func notConfigured(msg string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(map[string]any{"type": "error",
+			"error": map[string]string{"type": "api_error", "code": "not_configured", "message": msg}})
+	})
+}
+
+// newRunner builds the container runtime, the agent-facing API (a listener
+// in each container's network namespace with Docker, one on the host's
+// loopback with the process runtime) and the lifecycle runner, with each
 // node's /workspace served over FUSE from the session filesystem (or a plain
 // directory with --workspace dir).
-func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Store, fsys *vfs.VFS, log *slog.Logger) (*runner.Runner, *workspace.Manager, error) {
-	rcfg := runner.Config{Store: st, DataDir: data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log}
+func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Store, fsys *vfs.VFS, log *slog.Logger) (_ *runner.Runner, _ *workspace.Manager, _ *agentapi.Server, err error) {
+	rcfg := runner.Config{Store: st, DataDir: data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
+		ProviderKeys: func(p string) bool { return cfg.ProviderKeys[p] != "" }}
+	acfg := agentapi.Config{Auth: st, Logger: log}
 	switch cfg.Runtime {
 	case "process":
 		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(data, "proc"), Logger: log})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rcfg.Runtime = rt
 		rcfg.Cmd = func(store.Node) []string { return cfg.AgentCmd }
 	default:
 		rt, err := containers.NewDocker(ctx, containers.DockerConfig{Network: cfg.Network})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rcfg.Runtime = rt
+		acfg.Netns = rt
 	}
+	agents, err := agentapi.New(acfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			agents.Shutdown()
+		}
+	}()
+	rcfg.AgentAPI = agents
 	if cfg.Workspace == "fuse" {
 		ws, err := workspace.NewManager(workspace.ManagerConfig{
 			Dir:    filepath.Join(data, "mnt"),
@@ -344,7 +398,7 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 			},
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("workspace over FUSE (use --workspace dir to run without it): %w", err)
+			return nil, nil, nil, fmt.Errorf("workspace over FUSE (use --workspace dir to run without it): %w", err)
 		}
 		// Every change (a node's mount, the REST API) is pushed to the
 		// kernels of the session's other mounts.
@@ -353,7 +407,7 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 		// nodes that may still run again before the relays re-attach.
 		active, err := st.ActiveNodes(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		ids := make([]string, len(active))
 		for i, n := range active {
@@ -365,10 +419,10 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 		rcfg.Workspaces = ws
 		rcfg.WorkspacePropagation = workspace.Propagation
 		run, err := runner.New(rcfg)
-		return run, ws, err
+		return run, ws, agents, err
 	}
 	run, err := runner.New(rcfg)
-	return run, nil, err
+	return run, nil, agents, err
 }
 
 // sweepExpired deletes expired login links and browser sessions at start and

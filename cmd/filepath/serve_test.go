@@ -56,6 +56,11 @@ func TestParseServe(t *testing.T) {
 		{name: "bad session ttl", env: map[string]string{"FILEPATH_SESSION_TTL": "forever"}, wantErr: "FILEPATH_SESSION_TTL"},
 		{name: "too short a session", args: []string{"--session-ttl", "1s"}, wantErr: "--session-ttl"},
 		{name: "bad trusted proxies", env: map[string]string{"FILEPATH_TRUSTED_PROXIES": "proxy.local"}, wantErr: "FILEPATH_TRUSTED_PROXIES"},
+		{name: "provider keys from env", env: map[string]string{"FILEPATH_OPENROUTER_API_KEY": " sk-or-1 ", "FILEPATH_OPENAI_API_KEY": ""}, check: func(t *testing.T, c serveConfig) {
+			if len(c.ProviderKeys) != 1 || c.ProviderKeys["openrouter"] != "sk-or-1" {
+				t.Fatalf("%+v", c.ProviderKeys)
+			}
+		}},
 		{name: "bad level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
 		{name: "bad runtime", args: []string{"--runtime", "vm"}, wantErr: "--runtime"},
 		{name: "process runtime without a command", args: []string{"--runtime", "process"}, wantErr: "--agent-cmd"},
@@ -67,7 +72,8 @@ func TestParseServe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES"} {
+			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
+				"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
 				t.Setenv(k, tt.env[k])
 				if _, ok := tt.env[k]; !ok {
 					unsetenv(t, k)

@@ -204,7 +204,7 @@ func schemas() map[string]any {
 		"Error":     obj([]string{"error"}, map[string]any{"error": obj([]string{"code", "message"}, map[string]any{"code": tStr, "message": tStr, "field": tStr})}),
 		"User":      obj([]string{"id", "name"}, map[string]any{"id": tStr, "name": tStr, "session_id": tStr, "node_id": tStr}),
 		"AgentList": arrayOf(obj(nil, map[string]any{
-			"type": tStr, "name": tStr, "description": tStr, "icon": tStr, "default_model": tStr, "image": tStr,
+			"type": tStr, "name": tStr, "description": tStr, "icon": tStr, "default_model": tStr, "image": tStr, "provider": tStr,
 		})),
 		"ModelList": obj([]string{"providers"}, map[string]any{"providers": arrayOf(obj(nil, map[string]any{
 			"name": tStr, "models": arrayOf(obj(nil, map[string]any{"id": tStr, "name": tStr})),

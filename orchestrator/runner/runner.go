@@ -35,6 +35,7 @@ const (
 	EnvModel     = "FILEPATH_MODEL"
 	EnvAgentType = "FILEPATH_AGENT_TYPE"
 	EnvParentID  = "FILEPATH_PARENT_ID"
+	EnvAPIURL    = "FILEPATH_API_URL"
 )
 
 // LabelInstance marks the containers of one orchestrator (one data dir):
@@ -51,6 +52,16 @@ const AgentCustom = "custom"
 type Workspaces interface {
 	Mount(ctx context.Context, nodeID string) (string, error)
 	Unmount(nodeID string) error
+}
+
+// AgentAPI serves the agent-facing API (FILEPATH_API_URL) to the
+// containers; agentapi.Server implements it. Open gives a container that
+// just started (or was re-attached) its listener, Close takes it away when
+// the container exits or is removed.
+type AgentAPI interface {
+	URL() string
+	Open(ctx context.Context, nodeID, containerID string) error
+	Close(nodeID string)
 }
 
 // Config configures a Runner.
@@ -83,6 +94,15 @@ type Config struct {
 	Clock      relay.Clock
 	// NotifyTimeout bounds delivering "<child> finished" to a parent (10s).
 	NotifyTimeout time.Duration
+
+	// AgentAPI, when set, is FILEPATH_API_URL and gets a listener for each
+	// running container.
+	AgentAPI AgentAPI
+	// ProviderKeys reports whether the orchestrator has the key of an LLM
+	// provider (orchestrator.Provider*). When set, a catalog agent whose
+	// provider has none fails to start with an error naming the variable
+	// to set. nil: no check.
+	ProviderKeys func(provider string) bool
 }
 
 // Runner implements the API's lifecycle interface and relay.Effects.
@@ -393,6 +413,7 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 		if rel != nil {
 			rel.Close()
 		}
+		r.closeAPI(n.ID)
 		if n.ContainerID != "" {
 			if err := r.rt.Remove(ctx, n.ContainerID); err != nil {
 				errs = append(errs, err)
@@ -433,6 +454,9 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 		}
 		image = agent.Image
 	}
+	if err := r.checkProviderKey(node); err != nil {
+		return err
+	}
 	task, err := r.firstTask(ctx, node)
 	if err != nil {
 		return err
@@ -468,6 +492,7 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 		Env: map[string]string{
 			EnvTask: task, EnvAPIKey: key, EnvAgentID: node.ID, EnvSessionID: sess.ID,
 			EnvModel: node.Model, EnvAgentType: node.AgentType, EnvParentID: parent,
+			EnvAPIURL: r.apiURL(),
 		},
 		Labels:               map[string]string{LabelInstance: r.instance},
 		WorkspaceDir:         dir,
@@ -530,15 +555,33 @@ func (r *Runner) firstTask(ctx context.Context, node store.Node) (string, error)
 	return "", nil
 }
 
-// attach starts the relay of a node whose container exists.
+// checkProviderKey refuses a catalog agent whose LLM provider's key the
+// orchestrator does not have: it could start, but never think.
+func (r *Runner) checkProviderKey(node store.Node) error {
+	if r.cfg.ProviderKeys == nil || node.AgentType == AgentCustom {
+		return nil
+	}
+	agent, ok := orchestrator.AgentByType(node.AgentType)
+	if !ok || agent.Provider == "" || r.cfg.ProviderKeys(agent.Provider) {
+		return nil
+	}
+	return orchestrator.Errorf(orchestrator.EUnavailable,
+		"the %s agent reaches its model through %s, and this orchestrator has no %s key: set %s where filepath serve runs and restart it",
+		node.AgentType, agent.Provider, agent.Provider, orchestrator.ProviderKeyEnv(agent.Provider))
+}
+
+// attach starts the relay of a node whose container exists, after opening
+// the container's agent-facing API listener.
 func (r *Runner) attach(node store.Node, cursor string) error {
 	parent := ""
 	if node.ParentID != nil {
 		parent = *node.ParentID
 	}
+	r.openAPI(node)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
+		r.closeAPI(node.ID)
 		return orchestrator.Errorf(orchestrator.EUnavailable, "the orchestrator is shutting down")
 	}
 	if r.relays[node.ID] != nil {
@@ -552,11 +595,16 @@ func (r *Runner) attach(node store.Node, cursor string) error {
 		StopGrace: r.cfg.StopGrace, KillGrace: r.cfg.KillGrace,
 	})
 	if err != nil {
+		r.closeAPI(node.ID)
 		return err
 	}
 	r.relays[node.ID] = rel
 	r.wg.Go(func() {
 		<-rel.Done()
+		// The container exited, was removed, or the runner closes: its
+		// listener goes (a new runner opens it again). Before the relay
+		// leaves the map, so a new start of the node keeps its own.
+		r.closeAPI(node.ID)
 		r.mu.Lock()
 		if r.relays[node.ID] == rel {
 			delete(r.relays, node.ID)
@@ -576,6 +624,41 @@ func (r *Runner) attach(node store.Node, cursor string) error {
 		}
 	})
 	return nil
+}
+
+// openAPI opens the agent-facing API listener of node's container. A
+// container that already exited gets none (its relay records the exit);
+// any other failure is an error record: the agent runs, but cannot reach
+// FILEPATH_API_URL.
+func (r *Runner) openAPI(node store.Node) {
+	if r.cfg.AgentAPI == nil || node.ContainerID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	err := r.cfg.AgentAPI.Open(ctx, node.ID, node.ContainerID)
+	switch {
+	case err == nil:
+	case containers.CodeOf(err) == containers.CodeConflict || r.ctx.Err() != nil:
+		r.log.Debug("no agent-facing API listener", "node", node.ID, "err", err)
+	default:
+		r.log.Warn("open the agent-facing API listener", "node", node.ID, "err", err)
+		r.recordError(ctx, node, "the agent cannot reach "+EnvAPIURL+": "+err.Error())
+	}
+}
+
+// apiURL is FILEPATH_API_URL ("" without an agent-facing API).
+func (r *Runner) apiURL() string {
+	if r.cfg.AgentAPI == nil {
+		return ""
+	}
+	return r.cfg.AgentAPI.URL()
+}
+
+func (r *Runner) closeAPI(nodeID string) {
+	if r.cfg.AgentAPI != nil {
+		r.cfg.AgentAPI.Close(nodeID)
+	}
 }
 
 // permanent: the session or node is gone; retrying an append cannot help.

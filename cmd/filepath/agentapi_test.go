@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/filepath-dev/filepath/internal/testenv"
+)
+
+// TestAgentAPIThroughServe runs the real orchestrator (Docker, agents
+// without network): an agent reaches $FILEPATH_API_URL/healthz, and the LLM
+// gateway's routes with its token (a 503 placeholder until the gateway is
+// wired), also after the orchestrator was killed and started again;
+// spawning shelley while no OpenRouter key is configured gives the node an
+// error naming FILEPATH_OPENROUTER_API_KEY.
+func TestAgentAPIThroughServe(t *testing.T) {
+	testenv.RequireImage(t, "filepath/byo-echo:latest")
+	for _, k := range []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
+		t.Setenv(k, "")
+		unsetenv(t, k)
+	}
+	data := t.TempDir()
+	srv := startServer(t, data, "--workspace", "dir", "--network", "none")
+	var key bytes.Buffer
+	if code := Main(context.Background(), []string{"apikey", "create", "--data", data}, nil, &key, io.Discard); code != 0 {
+		t.Fatal("apikey create failed")
+	}
+	c := &client{t: t, key: strings.TrimSpace(key.String()), base: func() string { return srv.base }}
+	var sess struct{ ID string }
+	if c.do("POST", "/api/v1/sessions", map[string]any{"name": "agent api"}, &sess) != 201 {
+		t.Fatal("create session")
+	}
+	t.Cleanup(func() {
+		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=filepath.session="+sess.ID).Output()
+		if ids := strings.Fields(string(out)); len(ids) > 0 {
+			exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
+		}
+	})
+	type nodeJSON struct{ ID, Status string }
+	var node nodeJSON
+	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"agent_type": "custom", "image": "filepath/byo-echo:latest"}, &node) != 201 || node.Status != "running" {
+		t.Fatalf("spawn byo-echo: %+v", node)
+	}
+	probe, err := os.ReadFile("testdata/probe.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "nodes", node.ID, "probe.sh"), probe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(cmd string) string {
+		t.Helper()
+		if code := c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes/"+node.ID+"/messages", map[string]any{"content": "/cmd " + cmd}, nil); code != 202 {
+			t.Fatalf("send %q: %d", cmd, code)
+		}
+		return c.commandDone(sess.ID, node.ID, cmd)
+	}
+	if got := run("bash probe.sh /healthz"); got != `200 {"ok":true}` {
+		t.Fatalf("healthz from the agent: %q", got)
+	}
+	if got := run(`bash probe.sh /openrouter/v1/models "$FILEPATH_API_KEY"`); !strings.HasPrefix(got, "503 ") || !strings.Contains(got, "the LLM gateway is not configured") {
+		t.Fatalf("a gateway route with the agent's token: %q", got)
+	}
+	if got := run("bash probe.sh /anthropic/v1/messages"); !strings.HasPrefix(got, "401 ") {
+		t.Fatalf("a gateway route without a token: %q", got)
+	}
+
+	// kill -9: the listener dies with the orchestrator; the next one opens
+	// it again in the container that kept running.
+	srv.cmd.Process.Signal(syscall.SIGKILL)
+	srv.cmd.Wait()
+	srv = startServer(t, data, "--workspace", "dir", "--network", "none")
+	if got := run(`bash probe.sh /openai/v1/models "$FILEPATH_API_KEY" # after a restart`); !strings.HasPrefix(got, "503 ") {
+		t.Fatalf("after a restart, a gateway route with the agent's token: %q", got)
+	}
+
+	var shelley nodeJSON
+	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"agent_type": "shelley", "parent_id": node.ID}, &shelley) != 201 || shelley.Status != "error" {
+		t.Fatalf("spawn shelley without a key: %+v", shelley)
+	}
+	found := false
+	for _, r := range c.records(sess.ID, shelley.ID) {
+		found = found || r.Kind == "error" && strings.Contains(string(r.Data), "set FILEPATH_OPENROUTER_API_KEY")
+	}
+	if !found {
+		t.Fatalf("no error record naming FILEPATH_OPENROUTER_API_KEY: %+v", c.records(sess.ID, shelley.ID))
+	}
+	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
+	srv.stop(t)
+}

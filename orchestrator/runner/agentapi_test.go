@@ -1,0 +1,266 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/agentapi"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+)
+
+const byoEchoImage = "filepath/byo-echo:latest"
+
+// The agent-facing server fits the runner's seam.
+var _ AgentAPI = (*agentapi.Server)(nil)
+
+// whoami answers the node the agent-facing API saw.
+var whoami = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c, _ := orchestrator.CallerFrom(r.Context())
+	fmt.Fprint(w, c.NodeID)
+})
+
+// run sends "/cmd CMD" to a byo-echo node and returns the stdout of the
+// command event it answers with.
+func (e *env) run(nodeID, cmd string) string {
+	e.t.Helper()
+	done := func() []protocol.CommandEvent {
+		var out []protocol.CommandEvent
+		for _, ev := range commandEvents(e.t, e.records(nodeID)) {
+			if ev.Cmd == cmd && ev.Status != "start" {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	before := len(done())
+	if _, err := e.r.Deliver(e.ctx, e.sid, nodeID, msg("/cmd "+cmd)); err != nil {
+		e.t.Fatal(err)
+	}
+	var evs []protocol.CommandEvent
+	e.waitFor("command "+cmd, func() bool { evs = done(); return len(evs) > before })
+	ev := evs[len(evs)-1]
+	if ev.Stderr != nil && *ev.Stderr != "" {
+		e.t.Logf("%s: stderr %s", cmd, *ev.Stderr)
+	}
+	if ev.Stdout == nil {
+		return ""
+	}
+	return *ev.Stdout
+}
+
+// TestAgentAPIInContainer: a node's container (no network) finds
+// FILEPATH_API_URL in its environment and reaches the agent-facing API there
+// with its own token; nothing listens on the host; an orchestrator restart
+// (runner Close, new runner, Reconcile) opens the listener again for the
+// still running container; when the container exits the listener closes.
+func TestAgentAPIInContainer(t *testing.T) {
+	testenv.RequireImage(t, byoEchoImage)
+	var api *agentapi.Server
+	e := newEnv(t, func(c *Config) {
+		rt := c.Runtime.(*containers.Docker)
+		var err error
+		api, err = agentapi.New(agentapi.Config{Auth: c.Store, Netns: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api.Mount("/whoami", whoami)
+		c.AgentAPI = api
+	})
+	t.Cleanup(api.Shutdown)
+	root, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: byoEchoImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("StartSession (create, start, listener, relay) took %v", time.Since(started))
+	if !api.Serving(root.ID) {
+		t.Fatal("no listener for the running container")
+	}
+	probe, err := os.ReadFile("testdata/probe.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "nodes", root.ID, "probe.sh"), probe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.run(root.ID, "echo $FILEPATH_API_URL"); got != "http://127.0.0.1:7428" {
+		t.Fatalf("FILEPATH_API_URL in the container: %q", got)
+	}
+	const whoamiCmd = `bash probe.sh /whoami "$FILEPATH_API_KEY"`
+	if got := e.run(root.ID, whoamiCmd); got != "200 "+root.ID {
+		t.Fatalf("the agent's own call: %q, want 200 %s", got, root.ID)
+	}
+	assertNoHostListener(t, 7428)
+
+	e.r.Close()
+	if api.Serving(root.ID) {
+		t.Fatal("the listener outlived the runner that opened it")
+	}
+	e.r = e.newRunner()
+	if !api.Serving(root.ID) {
+		t.Fatal("no listener after the restart for the container that still runs")
+	}
+	if got := e.run(root.ID, whoamiCmd); got != "200 "+root.ID {
+		t.Fatalf("after the restart, the agent's call: %q", got)
+	}
+
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("/done")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone)
+	if api.Serving(root.ID) {
+		t.Fatal("the listener outlived its container")
+	}
+}
+
+// TestAgentAPIProcessRuntime: with the process runtime, every agent shares
+// one listener on the host's loopback and its token tells who it is.
+func TestAgentAPIProcessRuntime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	probe, err := filepath.Abs("testdata/probe.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	api, err := agentapi.New(agentapi.Config{Auth: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Shutdown()
+	api.Mount("/whoami", whoami)
+	u, _ := st.CreateUser(ctx, "erin", false)
+	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "process"})
+	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent calls the API, keeps the answer in its workspace, and ends.
+	agent := `bash ` + probe + ` /whoami "$FILEPATH_API_KEY" > answer.txt; echo '{"type":"done"}'`
+	r, err := New(Config{Store: st, Runtime: rt, DataDir: dir, AgentAPI: api,
+		Cmd: func(store.Node) []string { return []string{"bash", "-c", agent} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone)
+	got, err := os.ReadFile(filepath.Join(dir, "nodes", root.ID, "answer.txt"))
+	if err != nil || strings.TrimSpace(string(got)) != "200 "+root.ID {
+		t.Fatalf("the agent's answer: %q (%v), want 200 %s", got, err, root.ID)
+	}
+}
+
+// TestMissingProviderKey: a catalog agent whose provider key the
+// orchestrator lacks fails before anything is created, with an error record
+// naming the variable to set; the others are not held back.
+func TestMissingProviderKey(t *testing.T) {
+	has := map[string]bool{orchestrator.ProviderAnthropic: true}
+	keys := func(p string) bool { return has[p] }
+	tests := []struct{ agent, want string }{
+		{"shelley", "FILEPATH_OPENROUTER_API_KEY"},
+		{"pi", "FILEPATH_OPENROUTER_API_KEY"},
+		{"codex", "FILEPATH_OPENAI_API_KEY"},
+		{"claude-code", ""},
+		{"amp", ""},
+		{"cursor", ""},
+		{AgentCustom, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.agent, func(t *testing.T) {
+			r := &Runner{cfg: Config{ProviderKeys: keys}}
+			err := r.checkProviderKey(store.Node{AgentType: tt.agent})
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("err %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+
+	// Through StartNode: noRuntime fails the test if anything reaches it.
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, _ := st.CreateUser(ctx, "dan", false)
+	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "keys"})
+	n, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: "shelley"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Store: st, Runtime: noRuntime{}, DataDir: dir, ProviderKeys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.StartNode(ctx, u.ID, s.ID, n.ID); err == nil || !strings.Contains(err.Error(), "set FILEPATH_OPENROUTER_API_KEY") {
+		t.Fatalf("start shelley without an OpenRouter key: %v", err)
+	}
+	got, _ := st.NodeByID(ctx, n.ID)
+	if got.Status != store.NodeError || got.ContainerID != "" {
+		t.Fatalf("node after the refused start: status %s, container %q", got.Status, got.ContainerID)
+	}
+	recs, _ := st.Records(ctx, s.ID, 0, 100, n.ID)
+	var msgs []string
+	for _, rec := range recs {
+		if rec.Kind == store.KindError {
+			var e struct{ Message string }
+			json.Unmarshal(rec.Data, &e)
+			msgs = append(msgs, e.Message)
+		}
+	}
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "FILEPATH_OPENROUTER_API_KEY") {
+		t.Fatalf("error records %q, want one naming FILEPATH_OPENROUTER_API_KEY", msgs)
+	}
+	keysLeft, _ := st.ListAPIKeys(ctx, u.ID)
+	if len(keysLeft) != 0 {
+		t.Fatalf("a refused start created %d node keys", len(keysLeft))
+	}
+}
+
+// assertNoHostListener fails when a TCP socket of this (the host's) network
+// namespace listens on port.
+func assertNoHostListener(t *testing.T, port int) {
+	t.Helper()
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			if len(fs) > 3 && fs[3] == "0A" && strings.HasSuffix(fs[1], fmt.Sprintf(":%04X", port)) {
+				t.Fatalf("%s: something listens on port %d on the host: %s", f, port, line)
+			}
+		}
+	}
+}
