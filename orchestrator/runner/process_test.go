@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -259,5 +261,107 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	}
 	if sess, err := st.SessionByID(ctx, s.ID); err != nil || sess.Status != store.SessionError {
 		t.Fatalf("session after reconcile: %q, %v; want error (nothing runs, its root is error)", sess.Status, err)
+	}
+}
+
+// TestRecoveredOutputKeepsItsTime: what an agent printed while no
+// orchestrator listened is recorded, after the restart, with the time the
+// container's log gives it, not the time of the recovery; and Deliver
+// answers with the input record as stored.
+func TestRecoveredOutputKeepsItsTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := buildTestagent(t, ctx, dir)
+	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	// The store's clock runs an hour ahead once the orchestrator is down,
+	// so that a record stamped at its append cannot pass for one stamped
+	// when the line was printed.
+	var ahead atomic.Int64
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"),
+		Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, _ := st.CreateUser(ctx, "carol", false)
+	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "recovery"})
+	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo ready"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	in, err := r.Deliver(ctx, s.ID, root.ID, msg("echo pong"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := st.Records(ctx, s.ID, in.Seq-1, 1, "")
+	if err != nil || len(stored) != 1 || stored[0].Seq != in.Seq || !stored[0].At.Equal(in.At) || string(stored[0].Data) != string(in.Data) || in.SessionID != s.ID {
+		t.Fatalf("Deliver answered %+v; stored %+v, %v", in, stored, err)
+	}
+	e.waitFor("pong", func() bool { return hasText(e.records(root.ID), "pong") })
+
+	// The orchestrator stops; the agent, still running, prints a line.
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cid := e.node(root.ID).ContainerID
+	w, err := rt.AttachStdin(ctx, cid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(`{"type":"message","from":"user","content":"echo printed while down"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var printed time.Time
+	e.waitFor("the line in the container's log", func() bool {
+		lr, err := rt.Logs(ctx, cid, containers.LogOptions{Stdout: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lr.Close()
+		for {
+			ln, err := lr.Next()
+			if err != nil {
+				return false
+			}
+			if strings.Contains(string(ln.Line), "printed while down") {
+				printed = ln.Time
+				return true
+			}
+		}
+	})
+	ahead.Store(int64(time.Hour))
+	r, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	e.r = r
+	if err := r.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the recovered line", func() bool { return hasText(e.records(root.ID), "printed while down") })
+	for _, rc := range e.records(root.ID) {
+		if rc.Kind == store.KindEvent && strings.Contains(string(rc.Data), "printed while down") {
+			if want := printed.Truncate(time.Millisecond); !rc.At.Equal(want) {
+				t.Fatalf("recovered record at %v, want the time it was printed, %v", rc.At, want)
+			}
+		}
 	}
 }

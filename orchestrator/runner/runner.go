@@ -311,10 +311,7 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 	rec, err := rel.Deliver(ctx, in)
 	switch {
 	case err == nil:
-		// Read the record back so that At is the store's, as in the stream.
-		if recs, rerr := r.st.Records(ctx, sessionID, rec.Seq-1, 1, ""); rerr == nil && len(recs) == 1 && recs[0].Seq == rec.Seq {
-			return recs[0], nil
-		}
+		// rec is the record as stored (the relay's Log returns it).
 		return store.Record{SessionID: sessionID, Seq: rec.Seq, Kind: rec.Kind, NodeID: rec.NodeID, At: rec.At, Data: rec.Data}, nil
 	case errors.Is(err, relay.ErrMailboxFull):
 		return store.Record{}, orchestrator.Errorf(orchestrator.EUnavailable, "node %s: %v; retry later", nodeID, err)
