@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,83 +56,103 @@ func env(name, def string) string {
 	return def
 }
 
+// serveEnv maps each serve flag to its environment variable.
+var serveEnv = map[string]string{
+	"addr": "FILEPATH_ADDR", "data": "FILEPATH_DATA", "log-level": "FILEPATH_LOG_LEVEL",
+	"log-format": "FILEPATH_LOG_FORMAT", "runtime": "FILEPATH_RUNTIME", "allowed-origins": "FILEPATH_ALLOWED_ORIGINS",
+	"max-body": "FILEPATH_MAX_BODY", "stream-buffer": "FILEPATH_STREAM_BUFFER", "max-agents": "FILEPATH_MAX_AGENTS",
+	"mailbox": "FILEPATH_MAILBOX", "max-line": "FILEPATH_MAX_LINE", "file-max": "FILEPATH_FILE_MAX",
+	"session-quota": "FILEPATH_SESSION_QUOTA", "workspace": "FILEPATH_WORKSPACE", "agent-cmd": "FILEPATH_AGENT_CMD",
+	"network": "FILEPATH_NETWORK",
+}
+
 // parseServe reads flags, then FILEPATH_* env vars for what the flags left
-// unset (flags win), and validates the result.
+// unset (flags win), and validates the result. An invalid value is an
+// error naming where it came from: the flag, or the variable.
 func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", env("FILEPATH_ADDR", "127.0.0.1:8080"), "listen address (env FILEPATH_ADDR)")
-	data := fs.String("data", env("FILEPATH_DATA", "./data"), "data directory: filepath.db, node workspaces, logs (env FILEPATH_DATA)")
-	level := fs.String("log-level", env("FILEPATH_LOG_LEVEL", "info"), "debug, info, warn or error (env FILEPATH_LOG_LEVEL)")
-	format := fs.String("log-format", env("FILEPATH_LOG_FORMAT", "text"), "text or json (env FILEPATH_LOG_FORMAT)")
-	runtime := fs.String("runtime", env("FILEPATH_RUNTIME", "docker"), "agent runtime: docker or process (env FILEPATH_RUNTIME)")
-	origins := fs.String("allowed-origins", env("FILEPATH_ALLOWED_ORIGINS", ""), "comma-separated extra WebSocket origin patterns, e.g. app.example.com (env FILEPATH_ALLOWED_ORIGINS)")
-	maxBody := fs.String("max-body", env("FILEPATH_MAX_BODY", "1MiB"), "largest JSON request body (env FILEPATH_MAX_BODY)")
-	buffer := fs.Int("stream-buffer", envInt("FILEPATH_STREAM_BUFFER", hub.DefaultBuffer), "records buffered per stream client before it is dropped as too slow (env FILEPATH_STREAM_BUFFER)")
-	maxAgents := fs.Int("max-agents", envInt("FILEPATH_MAX_AGENTS", store.DefaultMaxNodes), "agents one session may hold, spawned ones included (env FILEPATH_MAX_AGENTS)")
-	mailbox := fs.Int("mailbox", envInt("FILEPATH_MAILBOX", relay.DefaultMailboxLen), "inputs queued per agent before sending more is refused (env FILEPATH_MAILBOX)")
-	maxLine := fs.String("max-line", env("FILEPATH_MAX_LINE", "1MiB"), "longest agent output line; longer lines are cut and recorded as errors (env FILEPATH_MAX_LINE)")
-	fileMax := fs.String("file-max", env("FILEPATH_FILE_MAX", "50MiB"), "largest file in a session's filesystem (env FILEPATH_FILE_MAX)")
-	quota := fs.String("session-quota", env("FILEPATH_SESSION_QUOTA", "1GiB"), "bytes of files per session (env FILEPATH_SESSION_QUOTA)")
-	workspace := fs.String("workspace", env("FILEPATH_WORKSPACE", "fuse"), "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node) (env FILEPATH_WORKSPACE)")
-	agentCmd := fs.String("agent-cmd", env("FILEPATH_AGENT_CMD", ""), "with --runtime process: the command every agent runs, e.g. 'bin/testagent' (env FILEPATH_AGENT_CMD)")
-	network := fs.String("network", env("FILEPATH_NETWORK", "bridge"), "Docker network mode of agent containers: bridge, none, or a network name (env FILEPATH_NETWORK)")
+	str := func(name, def, usage string) *string {
+		return fs.String(name, env(serveEnv[name], def), usage+" (env "+serveEnv[name]+")")
+	}
+	addr := str("addr", "127.0.0.1:8080", "listen address")
+	data := str("data", "./data", "data directory: filepath.db, node workspaces, logs")
+	level := str("log-level", "info", "debug, info, warn or error")
+	format := str("log-format", "text", "text or json")
+	runtime := str("runtime", "docker", "agent runtime: docker or process")
+	origins := str("allowed-origins", "", "comma-separated extra WebSocket origin patterns, e.g. app.example.com")
+	maxBody := str("max-body", "1MiB", "largest JSON request body")
+	buffer := str("stream-buffer", strconv.Itoa(hub.DefaultBuffer), "records buffered per stream client before it is dropped as too slow")
+	maxAgents := str("max-agents", strconv.Itoa(store.DefaultMaxNodes), "agents one session may hold, spawned ones included")
+	mailbox := str("mailbox", strconv.Itoa(relay.DefaultMailboxLen), "inputs queued per agent before sending more is refused")
+	maxLine := str("max-line", "1MiB", "longest agent output line; longer lines are cut and recorded as errors")
+	fileMax := str("file-max", "50MiB", "largest file in a session's filesystem")
+	quota := str("session-quota", "1GiB", "bytes of files per session")
+	workspace := str("workspace", "fuse", "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node)")
+	agentCmd := str("agent-cmd", "", "with --runtime process: the command every agent runs, e.g. 'bin/testagent'")
+	network := str("network", "bridge", "Docker network mode of agent containers: bridge, none, or a network name")
 	if err := fs.Parse(args); err != nil {
 		return serveConfig{}, err
 	}
 	if fs.NArg() > 0 {
 		return serveConfig{}, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime, StreamBuffer: *buffer,
-		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network, Mailbox: *mailbox, MaxAgents: *maxAgents}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// where names the source of a flag's value in an error.
+	where := func(name string) string {
+		if _, ok := os.LookupEnv(serveEnv[name]); ok && !set[name] {
+			return serveEnv[name]
+		}
+		return "--" + name
+	}
+	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime,
+		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network}
 	if err := cfg.LogLevel.UnmarshalText([]byte(*level)); err != nil {
-		return cfg, fmt.Errorf("serve: --log-level %q: want debug, info, warn or error", *level)
+		return cfg, fmt.Errorf("serve: %s %q: want debug, info, warn or error", where("log-level"), *level)
 	}
 	switch cfg.LogFormat {
 	case "text", "json":
 	default:
-		return cfg, fmt.Errorf("serve: --log-format %q: want text or json", cfg.LogFormat)
+		return cfg, fmt.Errorf("serve: %s %q: want text or json", where("log-format"), cfg.LogFormat)
 	}
 	switch cfg.Runtime {
 	case "docker", "process":
 	default:
-		return cfg, fmt.Errorf("serve: --runtime %q: want docker or process", cfg.Runtime)
+		return cfg, fmt.Errorf("serve: %s %q: want docker or process", where("runtime"), cfg.Runtime)
 	}
 	if cfg.Addr == "" {
-		return cfg, errors.New("serve: --addr is empty")
+		return cfg, fmt.Errorf("serve: %s is empty", where("addr"))
 	}
 	if cfg.Data == "" {
-		return cfg, errors.New("serve: --data is empty")
+		return cfg, fmt.Errorf("serve: %s is empty", where("data"))
 	}
-	if cfg.MaxAgents < 1 {
-		return cfg, fmt.Errorf("serve: --max-agents %d: want at least 1", cfg.MaxAgents)
+	for _, n := range []struct {
+		flag string
+		val  string
+		dst  *int
+	}{{"max-agents", *maxAgents, &cfg.MaxAgents}, {"mailbox", *mailbox, &cfg.Mailbox}, {"stream-buffer", *buffer, &cfg.StreamBuffer}} {
+		v, err := strconv.Atoi(strings.TrimSpace(n.val))
+		if err != nil || v < 1 {
+			return cfg, fmt.Errorf("serve: %s %q: want a whole number of at least 1", where(n.flag), n.val)
+		}
+		*n.dst = v
 	}
-	if cfg.Mailbox < 1 {
-		return cfg, fmt.Errorf("serve: --mailbox %d: want at least 1", cfg.Mailbox)
-	}
-	if cfg.StreamBuffer < 1 {
-		return cfg, fmt.Errorf("serve: --stream-buffer %d: want at least 1", cfg.StreamBuffer)
-	}
-	n, err := parseSize(*maxBody)
-	if err != nil || n < 1 {
-		return cfg, fmt.Errorf("serve: --max-body %q: want a size like 1MiB or 65536", *maxBody)
-	}
-	cfg.MaxBody = n
 	for _, sz := range []struct {
 		flag string
 		val  string
 		dst  *int64
-	}{{"max-line", *maxLine, &cfg.MaxLine}, {"file-max", *fileMax, &cfg.FileMax}, {"session-quota", *quota, &cfg.SessionQuota}} {
-		n, err := parseSize(sz.val)
-		if err != nil || n < 1 {
-			return cfg, fmt.Errorf("serve: --%s %q: want a size like 1MiB or 65536", sz.flag, sz.val)
+	}{{"max-body", *maxBody, &cfg.MaxBody}, {"max-line", *maxLine, &cfg.MaxLine}, {"file-max", *fileMax, &cfg.FileMax}, {"session-quota", *quota, &cfg.SessionQuota}} {
+		v, err := parseSize(sz.val)
+		if err != nil || v < 1 {
+			return cfg, fmt.Errorf("serve: %s %q: want a size like 1MiB or 65536", where(sz.flag), sz.val)
 		}
-		*sz.dst = n
+		*sz.dst = v
 	}
 	switch cfg.Workspace {
 	case "fuse", "dir":
 	default:
-		return cfg, fmt.Errorf("serve: --workspace %q: want fuse or dir", cfg.Workspace)
+		return cfg, fmt.Errorf("serve: %s %q: want fuse or dir", where("workspace"), cfg.Workspace)
 	}
 	if cfg.Runtime == "process" && len(cfg.AgentCmd) == 0 {
 		return cfg, errors.New("serve: --runtime process needs --agent-cmd (the program every agent runs, e.g. bin/testagent)")
@@ -142,17 +163,6 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		}
 	}
 	return cfg, nil
-}
-
-// envInt returns the FILEPATH_* variable as an int, or def when it is unset
-// or not a number (the flag's own check then reports a bad value).
-func envInt(name string, def int) int {
-	if v, ok := os.LookupEnv(name); ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-			return n
-		}
-	}
-	return def
 }
 
 // parseSize parses a byte size: 123, 64KiB, 1MiB, 2GiB (also KB/MB/GB as
@@ -172,6 +182,9 @@ func parseSize(s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return 0, err
+	}
+	if n > math.MaxInt64/mult || n < math.MinInt64/mult {
+		return 0, fmt.Errorf("size %s is too large", s)
 	}
 	return n * mult, nil
 }
