@@ -10,21 +10,14 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
-	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
-	"github.com/filepath-dev/filepath/orchestrator/vfs"
-	"github.com/filepath-dev/filepath/orchestrator/workspace"
 	"github.com/filepath-dev/filepath/relay"
 )
 
@@ -216,148 +209,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// serve builds the hub, the store, the session filesystem, the runtime, the
-// runner and the API server, and runs them until ctx ends.
+// serve builds the app and runs it until ctx ends, then closes it.
 func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Logger) error {
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
-	data, err := filepath.Abs(cfg.Data)
-	if err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	h := hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
-	defer h.Close()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: h, MaxNodes: cfg.MaxAgents})
+	a, err := newApp(ctx, cfg, stdout, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-
-	// The session filesystem; its changes become coalesced `file` records.
-	coalCtx, stopCoal := context.WithCancel(context.WithoutCancel(ctx))
-	coal := vfs.NewCoalescer(logAppender{st}, 200*time.Millisecond, nil, log)
-	coalDone := make(chan struct{})
-	go func() { defer close(coalDone); coal.Run(coalCtx) }()
-	defer func() { stopCoal(); <-coalDone }()
-	readDB, err := st.ReadDB().DB()
-	if err != nil {
-		return err
-	}
-	fsys := vfs.New(st.SQL(), vfs.Config{MaxFileSize: cfg.FileMax, SessionQuota: cfg.SessionQuota, ReadDB: readDB, Notifier: coal, Logger: log})
-	defer fsys.Close()
-	if _, err := fsys.PurgeOrphans(ctx); err != nil {
-		return fmt.Errorf("purge orphaned files: %w", err)
-	}
-
-	run, ws, err := newRunner(ctx, cfg, data, st, fsys, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		run.Close()
-		if ws != nil {
-			// Leave the mounts dead, not unmounted: the agents' containers
-			// keep running, and the next start stacks new mounts on them.
-			ws.Shutdown()
-		}
-	}()
-	if err := run.Reconcile(ctx); err != nil {
-		log.Warn("reconcile nodes with containers", "err", err)
-	}
-
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	sweepDone := make(chan struct{})
-	go func() { defer close(sweepDone); sweepExpired(sweepCtx, st, time.Hour, log) }()
-	defer func() { stopSweep(); <-sweepDone }()
-
-	files := vfs.NewHandler(fsys)
-	srv, err := api.New(api.Config{
-		Addr:           cfg.Addr,
-		Store:          st,
-		Hub:            h,
-		Runner:         run,
-		Logger:         log,
-		Stdout:         stdout,
-		AllowedOrigins: cfg.AllowedOrigins,
-		MaxBody:        cfg.MaxBody,
-		Routes:         []func(g *echo.Group){func(g *echo.Group) { files.Register(g.Group("/sessions/:id/fs")) }},
-		RouteDocs:      fsRouteDocs(),
-	})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	// Admin commands (`filepath user login`) print links to this address.
-	if err := os.WriteFile(filepath.Join(data, urlFile), []byte(srv.URL()+"\n"), 0o600); err != nil {
-		log.Warn("write the server's URL to the data directory", "err", err)
-	}
-	log.Info("starting", "data", data, "runtime", cfg.Runtime, "workspace", cfg.Workspace)
-	return srv.Run(ctx)
-}
-
-// newRunner builds the container runtime and the lifecycle runner, with each
-// node's /workspace served over FUSE from the session filesystem (or a plain
-// directory with --workspace dir).
-func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Store, fsys *vfs.VFS, log *slog.Logger) (*runner.Runner, *workspace.Manager, error) {
-	rcfg := runner.Config{Store: st, DataDir: data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log}
-	switch cfg.Runtime {
-	case "process":
-		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(data, "proc"), Logger: log})
-		if err != nil {
-			return nil, nil, err
-		}
-		rcfg.Runtime = rt
-		rcfg.Cmd = func(store.Node) []string { return cfg.AgentCmd }
-	default:
-		rt, err := containers.NewDocker(ctx, containers.DockerConfig{Network: cfg.Network})
-		if err != nil {
-			return nil, nil, err
-		}
-		rcfg.Runtime = rt
-	}
-	if cfg.Workspace == "fuse" {
-		ws, err := workspace.NewManager(workspace.ManagerConfig{
-			Dir:    filepath.Join(data, "mnt"),
-			Logger: log,
-			Open: func(ctx context.Context, nodeID string) (workspace.FS, error) {
-				n, err := st.NodeByID(ctx, nodeID)
-				if err != nil {
-					return nil, err
-				}
-				allowed, err := allowedPaths(n.Config)
-				if err != nil {
-					return nil, err
-				}
-				return fsys.Session(n.SessionID).ForNode(nodeID, allowed)
-			},
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("workspace over FUSE (use --workspace dir to run without it): %w", err)
-		}
-		// Every change (a node's mount, the REST API) is pushed to the
-		// kernels of the session's other mounts.
-		fsys.SetInvalidator(ws.Fanout())
-		// Containers outlive the orchestrator: serve the workspaces of the
-		// nodes that may still run again before the relays re-attach.
-		active, err := st.ActiveNodes(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		ids := make([]string, len(active))
-		for i, n := range active {
-			ids[i] = n.ID
-		}
-		if err := ws.Recover(ctx, ids); err != nil {
-			log.Warn("recover workspaces", "err", err)
-		}
-		rcfg.Workspaces = ws
-		rcfg.WorkspacePropagation = workspace.Propagation
-		run, err := runner.New(rcfg)
-		return run, ws, err
-	}
-	run, err := runner.New(rcfg)
-	return run, nil, err
+	err = a.Run(ctx)
+	return errors.Join(err, a.Close())
 }
 
 // allowedPaths reads a node's allowed-paths policy from its config
