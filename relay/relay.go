@@ -414,10 +414,12 @@ func (r *Relay) run(ctx context.Context) {
 
 // pendingInputs returns write jobs for the node's messages appended after
 // the last input the cursor says was written: a crash between an input's
-// append and its write would otherwise lose it. Such a message may reach
-// the agent twice (written, then a crash before the cursor moved); signals
-// are not repeated (a stale pause or stop could do harm), and at most
-// MailboxLen messages are.
+// append and its write would otherwise lose it, and a message appended
+// before the relay started (the runner's resume message for a restarted
+// node) is written before anything delivered to the relay. Such a message
+// may reach the agent twice (written, then a crash before the cursor
+// moved); signals are not repeated (a stale pause or stop could do harm),
+// and at most MailboxLen messages are.
 func (r *Relay) pendingInputs(ctx context.Context) []writeJob {
 	recs, err := r.cfg.Log.Inputs(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, r.cur.Input)
 	if err != nil {
@@ -435,7 +437,7 @@ func (r *Relay) pendingInputs(ctx context.Context) []writeJob {
 			jobs = jobs[1:]
 		}
 		jobs = append(jobs, writeJob{line: append(bytes.Clone(rec.Data), '\n'), rec: rec})
-		r.log.Info("writing an input a restart caught between append and write", "seq", rec.Seq)
+		r.log.Debug("writing an input appended before the relay started", "seq", rec.Seq)
 	}
 	return jobs
 }
