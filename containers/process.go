@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // ProcessConfig configures the process runtime.
@@ -530,13 +531,37 @@ func (l *logFile) write(s Stream, content []byte, last bool) {
 	} else {
 		l.partTS[s] = t
 	}
-	frame := appendFrame(nil, s, t, content)
+	frame := appendFrame(nil, s, t, asDockerStores(content))
 	if _, err := l.f.Write(frame); err != nil {
 		return
 	}
 	l.size += int64(len(frame))
 	close(l.wake)
 	l.wake = make(chan struct{})
+}
+
+// asDockerStores returns a frame's content as Docker's json-file driver
+// gives it back: the driver stores each frame (a line, or a 16 KiB piece of
+// a longer one) as a JSON string and writes every byte that is not part of
+// valid UTF-8 there as \ufffd, so reading the log yields U+FFFD for each
+// such byte (and for each byte of a character cut at a piece boundary).
+// The process runtime does the same so that both runtimes hand the relay
+// the same lines (docs/protocol.md, "Invalid UTF-8").
+func asDockerStores(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 func (l *logFile) close() {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/filepath-dev/filepath/internal/testenv"
 )
@@ -206,6 +207,7 @@ func TestRuntimes(t *testing.T) {
 		t.Run(h.name, func(t *testing.T) {
 			t.Run("lines", func(t *testing.T) { testLines(t, h) })
 			t.Run("long lines", func(t *testing.T) { testLongLines(t, h) })
+			t.Run("invalid utf-8", func(t *testing.T) { testInvalidUTF8(t, h) })
 			t.Run("since cursor", func(t *testing.T) { testSince(t, h) })
 			t.Run("stdin and resume", func(t *testing.T) { testStdinResume(t, h) })
 			t.Run("stop", func(t *testing.T) { testStop(t, h) })
@@ -252,6 +254,28 @@ func testLines(t *testing.T, h harness) {
 	}
 	if len(all) != 4 || nerr != 1 || all[0].Time.IsZero() {
 		t.Fatalf("both streams: %+v", all)
+	}
+}
+
+// testInvalidUTF8: Docker's json-file driver gives back each byte that is
+// not valid UTF-8 as U+FFFD (and a real U+FFFD unchanged: the two cannot be
+// told apart); the process runtime behaves the same.
+func testInvalidUTF8(t *testing.T, h harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := run(t, ctx, h, h.spec("utf8; echo real \ufffd here; done"))
+	wait(t, ctx, h.rt, id)
+	ls := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
+	// The raw bytes of each line (decoding the JSON would replace invalid
+	// bytes by itself).
+	want := []string{"\"bad \ufffd\ufffd utf8\"", "\"real \ufffd here\"", `"done"`}
+	if len(ls) != len(want) {
+		t.Fatalf("%d lines, want %d: %+v", len(ls), len(want), ls)
+	}
+	for i, l := range ls {
+		if !utf8.Valid(l.Line) || !strings.Contains(string(l.Line), want[i]) {
+			t.Fatalf("line %d = %q, want valid UTF-8 holding %q", i, l.Line, want[i])
+		}
 	}
 }
 
@@ -553,5 +577,50 @@ func testNotFound(t *testing.T, h harness) {
 	}
 	if _, err := h.rt.Create(ctx, Spec{NodeID: "n"}); FieldOf(err) != "session_id" {
 		t.Fatalf("create without session: %v", err)
+	}
+}
+
+// TestCharacterCutAtPieceBoundary: a line longer than 16 KiB reaches the log
+// in 16 KiB pieces, each stored on its own; a character whose bytes straddle
+// a boundary comes back as one U+FFFD per byte. Docker's json-file driver
+// does this and the process runtime does the same (docs/protocol.md).
+func TestCharacterCutAtPieceBoundary(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// 16,383 'a', then "é" (2 bytes) across the 16,384-byte boundary.
+	script := []string{"sh", "-c", `head -c 16383 /dev/zero | tr '\0' a; printf '\303\251z\n'`}
+	type runtimeCase struct {
+		name string
+		rt   Runtime
+		spec Spec
+	}
+	session := "test-" + newID()
+	pr, err := NewProcess(ProcessConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	rts := []runtimeCase{{"process", pr, Spec{SessionID: session, NodeID: "n-" + newID(), Cmd: script, WorkspaceDir: t.TempDir()}}}
+	const base = "filepath/base:bookworm"
+	if d := dockerRuntime(t); d != nil {
+		testenv.RequireImage(t, base)
+		t.Cleanup(func() { cleanup(t, d, session) })
+		rts = append(rts, runtimeCase{"docker", d, Spec{SessionID: session, NodeID: "n-" + newID(), Image: base, Cmd: script, Network: "none"}})
+	}
+	for _, r := range rts {
+		t.Run(r.name, func(t *testing.T) {
+			id := run(t, ctx, harness{rt: r.rt}, r.spec)
+			if code := wait(t, ctx, r.rt, id); code != 0 {
+				t.Fatalf("exit code %d", code)
+			}
+			ls := logs(t, ctx, r.rt, id, LogOptions{Stdout: true})
+			if len(ls) != 1 {
+				t.Fatalf("%d lines, want 1", len(ls))
+			}
+			want := strings.Repeat("a", 16383) + "\ufffd\ufffdz"
+			if got := string(ls[0].Line); got != want {
+				t.Fatalf("line ends %q, want %q", got[max(len(got)-12, 0):], want[len(want)-12:])
+			}
+		})
 	}
 }

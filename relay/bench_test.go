@@ -17,14 +17,14 @@ import (
 // countLog is a Log that only counts: the relay's own cost, without a store.
 type countLog struct{ n atomic.Int64 }
 
-func (l *countLog) Append(_ context.Context, _ string, recs ...Record) ([]int64, error) {
+func (l *countLog) Append(_ context.Context, _ string, recs ...Record) ([]Record, error) {
 	l.n.Add(int64(len(recs)))
-	return make([]int64, len(recs)), nil
+	return recs, nil
 }
 
-func (l *countLog) AppendWithCursor(_ context.Context, _, _, _ string, recs ...Record) ([]int64, error) {
+func (l *countLog) AppendWithCursor(_ context.Context, _, _, _ string, recs ...Record) ([]Record, error) {
 	l.n.Add(int64(len(recs)))
-	return make([]int64, len(recs)), nil
+	return recs, nil
 }
 
 func (l *countLog) Inputs(context.Context, string, string, int64) ([]Record, error) { return nil, nil }

@@ -250,7 +250,7 @@ type fakeLog struct {
 	calls   int
 }
 
-func (l *fakeLog) append(cursor *string, recs []Record) ([]int64, error) {
+func (l *fakeLog) append(cursor *string, recs []Record) ([]Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
@@ -259,13 +259,16 @@ func (l *fakeLog) append(cursor *string, recs []Record) ([]int64, error) {
 			return nil, err
 		}
 	}
-	seqs := make([]int64, len(recs))
+	stored := make([]Record, len(recs))
 	var kinds []string
 	for i, r := range recs {
 		l.seq++
 		r.Seq = l.seq
 		r.Data = bytes.Clone(r.Data)
-		seqs[i] = l.seq
+		if r.At.IsZero() { // as the store does
+			r.At = time.Now()
+		}
+		stored[i] = r
 		l.recs = append(l.recs, r)
 		kinds = append(kinds, fmt.Sprintf("%d:%s", r.Seq, r.Data))
 	}
@@ -279,14 +282,14 @@ func (l *fakeLog) append(cursor *string, recs []Record) ([]int64, error) {
 			l.tr.add("append %s", k)
 		}
 	}
-	return seqs, nil
+	return stored, nil
 }
 
-func (l *fakeLog) Append(_ context.Context, _ string, recs ...Record) ([]int64, error) {
+func (l *fakeLog) Append(_ context.Context, _ string, recs ...Record) ([]Record, error) {
 	return l.append(nil, recs)
 }
 
-func (l *fakeLog) AppendWithCursor(_ context.Context, _, _, cursor string, recs ...Record) ([]int64, error) {
+func (l *fakeLog) AppendWithCursor(_ context.Context, _, _, cursor string, recs ...Record) ([]Record, error) {
 	return l.append(&cursor, recs)
 }
 

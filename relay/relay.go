@@ -63,19 +63,26 @@ type Record struct {
 	Seq    int64
 	Kind   string
 	NodeID string
-	At     time.Time
-	Data   json.RawMessage
+	// At is when the record's content happened. A relay sets it for what
+	// comes from the container's log (the runtime's timestamp of the line,
+	// so that output recovered after a restart keeps the time it was
+	// printed) and leaves it zero for the rest (inputs, exits, runtime
+	// errors), which the Log stamps with the append time. Seq, not At, is
+	// the order.
+	At   time.Time
+	Data json.RawMessage
 }
 
 // Log is the durable, ordered session log (the store).
 type Log interface {
-	// Append appends recs in one transaction and returns their seqs.
-	Append(ctx context.Context, sessionID string, recs ...Record) ([]int64, error)
+	// Append appends recs in one transaction and returns them as stored
+	// (with Seq, and At when it was zero).
+	Append(ctx context.Context, sessionID string, recs ...Record) ([]Record, error)
 	// AppendWithCursor appends recs and sets the node's log cursor in the
 	// same transaction, so that the cursor never covers a line whose records
 	// are not committed, nor the reverse. recs may be empty: then only the
-	// cursor moves.
-	AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...Record) ([]int64, error)
+	// cursor moves. It returns the records as stored.
+	AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...Record) ([]Record, error)
 	// Inputs returns the node's input records with seq > after, in order.
 	Inputs(ctx context.Context, sessionID, nodeID string, after int64) ([]Record, error)
 }
@@ -279,7 +286,7 @@ func (r *Relay) Close() error {
 }
 
 // Deliver appends the input to the session log and then writes it to the
-// container's stdin. It returns the appended record once the line is
+// container's stdin. It returns the record as stored once the line is
 // written (for pause and resume: once the container is paused/unpaused).
 // It fails at once with ErrMailboxFull when too many inputs are pending.
 func (r *Relay) Deliver(ctx context.Context, in protocol.Input) (Record, error) {
@@ -407,10 +414,12 @@ func (r *Relay) run(ctx context.Context) {
 
 // pendingInputs returns write jobs for the node's messages appended after
 // the last input the cursor says was written: a crash between an input's
-// append and its write would otherwise lose it. Such a message may reach
-// the agent twice (written, then a crash before the cursor moved); signals
-// are not repeated (a stale pause or stop could do harm), and at most
-// MailboxLen messages are.
+// append and its write would otherwise lose it, and a message appended
+// before the relay started (the runner's resume message for a restarted
+// node) is written before anything delivered to the relay. Such a message
+// may reach the agent twice (written, then a crash before the cursor
+// moved); signals are not repeated (a stale pause or stop could do harm),
+// and at most MailboxLen messages are.
 func (r *Relay) pendingInputs(ctx context.Context) []writeJob {
 	recs, err := r.cfg.Log.Inputs(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, r.cur.Input)
 	if err != nil {
@@ -428,7 +437,7 @@ func (r *Relay) pendingInputs(ctx context.Context) []writeJob {
 			jobs = jobs[1:]
 		}
 		jobs = append(jobs, writeJob{line: append(bytes.Clone(rec.Data), '\n'), rec: rec})
-		r.log.Info("writing an input a restart caught between append and write", "seq", rec.Seq)
+		r.log.Debug("writing an input appended before the relay started", "seq", rec.Seq)
 	}
 	return jobs
 }
@@ -454,7 +463,6 @@ func (r *Relay) drain() {
 func (r *Relay) process(ctx context.Context, batch []logItem) {
 	recs, effects, stderr := r.recs[:0], r.effects[:0], r.stderrLines[:0]
 	cur := r.cur
-	now := r.cfg.Clock.Now()
 	for i := range batch {
 		it := &batch[i]
 		cur.Stdout, cur.Stderr = it.pos.Stdout, it.pos.Stderr
@@ -467,10 +475,7 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 		if len(bytes.TrimSpace(line)) == 0 && !it.Truncated {
 			continue
 		}
-		at := it.Time
-		if at.IsZero() {
-			at = now
-		}
+		at := it.Time // zero (a runtime without times): the Log's append time
 		if it.Truncated {
 			msg := fmt.Sprintf("line of %d bytes is longer than the %d-byte line limit; cut", it.Size, r.cfg.MaxLine)
 			recs = append(recs, r.errorRecord(at, errorData{Message: msg, Raw: r.raw(line), Source: SourceStdout}))
@@ -516,13 +521,13 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 
 // appendRetry appends recs with cur until it succeeds or ctx ends: the lines
 // stay in the container's log, so a failed append is retried, never dropped.
-func (r *Relay) appendRetry(ctx context.Context, cur Cursor, recs []Record) ([]int64, error) {
+func (r *Relay) appendRetry(ctx context.Context, cur Cursor, recs []Record) ([]Record, error) {
 	backoff := 50 * time.Millisecond
 	cs := cur.String()
 	for {
-		seqs, err := r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cs, recs...)
+		stored, err := r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cs, recs...)
 		if err == nil {
-			return seqs, nil
+			return stored, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -561,7 +566,7 @@ func (r *Relay) apply(ctx context.Context, ev protocol.Event) {
 		return
 	}
 	r.log.Warn("side effect failed", "effect", what, "err", err)
-	rec := r.errorRecord(r.cfg.Clock.Now(), errorData{Message: what + ": " + err.Error(), Source: SourceRuntime})
+	rec := r.errorRecord(time.Time{}, errorData{Message: what + ": " + err.Error(), Source: SourceRuntime})
 	if _, err := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec); err != nil {
 		r.log.Warn("append side effect error", "err", err)
 	}
@@ -587,7 +592,7 @@ func (r *Relay) finish(ctx context.Context) {
 				d.Message += " without a done event"
 			}
 		}
-		recs = append(recs, r.errorRecord(r.cfg.Clock.Now(), d))
+		recs = append(recs, r.errorRecord(time.Time{}, d))
 	}
 	cur := r.cur
 	cur.Exited, cur.ExitCode = true, ex.Code
@@ -622,27 +627,28 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		req.reply <- result{err: fmt.Errorf("invalid input: %w", err)}
 		return
 	}
-	rec := Record{Kind: KindInput, NodeID: r.cfg.Node.ID, At: r.cfg.Clock.Now(), Data: data}
+	rec := Record{Kind: KindInput, NodeID: r.cfg.Node.ID, Data: data}
 	sig, isSignal := req.in.(protocol.SignalInput)
-	var seqs []int64
+	var stored []Record
 	if isSignal && sig.Action == protocol.ActionStop && !r.cur.Stopping {
 		// Remembered with the record, so that a restart keeps escalating.
 		cur := r.cur
 		cur.Stopping = true
-		seqs, err = r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cur.String(), rec)
+		stored, err = r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cur.String(), rec)
 		if err == nil {
 			r.cur = cur
 		}
 	} else {
-		seqs, err = r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec)
+		stored, err = r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec)
+	}
+	if err == nil && len(stored) != 1 {
+		err = fmt.Errorf("the log stored %d records for one", len(stored))
 	}
 	if err != nil {
 		req.reply <- result{err: fmt.Errorf("append input: %w", err)}
 		return
 	}
-	if len(seqs) > 0 {
-		rec.Seq = seqs[0]
-	}
+	rec = stored[0]
 	job := writeJob{line: append(data, '\n'), rec: rec, reply: req.reply}
 	if isSignal {
 		id := r.cfg.Node.ContainerID
@@ -857,7 +863,7 @@ func (r *Relay) writeLoop(ctx context.Context) {
 			}
 			if err != nil && ctx.Err() == nil {
 				r.log.Warn("write input", "seq", j.rec.Seq, "err", err)
-				rec := r.errorRecord(r.cfg.Clock.Now(), errorData{Message: fmt.Sprintf("input seq %d not delivered: %v", j.rec.Seq, err), Source: SourceRuntime})
+				rec := r.errorRecord(time.Time{}, errorData{Message: fmt.Sprintf("input seq %d not delivered: %v", j.rec.Seq, err), Source: SourceRuntime})
 				if _, aerr := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec); aerr != nil {
 					r.log.Warn("append write error", "err", aerr)
 				}

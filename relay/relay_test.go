@@ -66,6 +66,13 @@ event {"type":"done","summary":"ok"}
 			t.Fatalf("record %d = %+v", i, r)
 		}
 	}
+	// Each record of a line carries the line's time from the container's
+	// log, not the time it was appended.
+	for i, ns := range []int{1, 3, 5, 6, 7, 8, 9} {
+		if want := c.t0.Add(time.Duration(ns)); !recs[i].At.Equal(want) {
+			t.Fatalf("record %d at %v, want the line's time %v", i, recs[i].At, want)
+		}
+	}
 	logs, err := ld.Logs("n1", 0)
 	if err != nil || string(logs) != "warming up\nbye\n" {
 		t.Fatalf("node log = %q, %v", logs, err)
@@ -226,6 +233,10 @@ func TestDeliverAppendsThenWrites(t *testing.T) {
 	line := `{"type":"message","from":"user","content":"hello"}`
 	if rec.Seq != 1 || rec.Kind != KindInput || string(rec.Data) != line {
 		t.Fatalf("record = %+v", rec)
+	}
+	// Deliver answers with the record as the Log stored it (its time too).
+	if stored := h.log.records(); len(stored) != 1 || rec.At.IsZero() || !rec.At.Equal(stored[0].At) {
+		t.Fatalf("delivered %+v, stored %+v", rec, stored)
 	}
 	if a, s := h.tr.index("append 1:"+line), h.tr.index("stdin "+line); a < 0 || s < a {
 		t.Fatalf("append at %d, stdin at %d: %v", a, s, h.tr.list())

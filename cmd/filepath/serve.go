@@ -8,23 +8,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
-	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
-	"github.com/filepath-dev/filepath/orchestrator/vfs"
-	"github.com/filepath-dev/filepath/orchestrator/workspace"
 	"github.com/filepath-dev/filepath/relay"
 )
 
@@ -62,94 +58,115 @@ func env(name, def string) string {
 	return def
 }
 
+// serveEnv maps each serve flag to its environment variable.
+var serveEnv = map[string]string{
+	"addr": "FILEPATH_ADDR", "data": "FILEPATH_DATA", "log-level": "FILEPATH_LOG_LEVEL",
+	"log-format": "FILEPATH_LOG_FORMAT", "runtime": "FILEPATH_RUNTIME", "allowed-origins": "FILEPATH_ALLOWED_ORIGINS",
+	"max-body": "FILEPATH_MAX_BODY", "stream-buffer": "FILEPATH_STREAM_BUFFER", "max-agents": "FILEPATH_MAX_AGENTS",
+	"mailbox": "FILEPATH_MAILBOX", "max-line": "FILEPATH_MAX_LINE", "file-max": "FILEPATH_FILE_MAX",
+	"session-quota": "FILEPATH_SESSION_QUOTA", "workspace": "FILEPATH_WORKSPACE", "agent-cmd": "FILEPATH_AGENT_CMD",
+	"network": "FILEPATH_NETWORK", "trusted-proxies": "FILEPATH_TRUSTED_PROXIES", "session-ttl": "FILEPATH_SESSION_TTL",
+}
+
 // parseServe reads flags, then FILEPATH_* env vars for what the flags left
-// unset (flags win), and validates the result.
+// unset (flags win), and validates the result. An invalid value is an
+// error naming where it came from: the flag, or the variable.
 func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", env("FILEPATH_ADDR", "127.0.0.1:8080"), "listen address (env FILEPATH_ADDR)")
-	data := fs.String("data", env("FILEPATH_DATA", "./data"), "data directory: filepath.db, node workspaces, logs (env FILEPATH_DATA)")
-	level := fs.String("log-level", env("FILEPATH_LOG_LEVEL", "info"), "debug, info, warn or error (env FILEPATH_LOG_LEVEL)")
-	format := fs.String("log-format", env("FILEPATH_LOG_FORMAT", "text"), "text or json (env FILEPATH_LOG_FORMAT)")
-	runtime := fs.String("runtime", env("FILEPATH_RUNTIME", "docker"), "agent runtime: docker or process (env FILEPATH_RUNTIME)")
-	origins := fs.String("allowed-origins", env("FILEPATH_ALLOWED_ORIGINS", ""), "comma-separated extra origin patterns allowed to use the login cookie and the live stream, e.g. app.example.com (env FILEPATH_ALLOWED_ORIGINS)")
-	proxies := fs.String("trusted-proxies", env("FILEPATH_TRUSTED_PROXIES", ""), "comma-separated networks of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, e.g. 127.0.0.1/32 (env FILEPATH_TRUSTED_PROXIES)")
-	sessionTTL := fs.String("session-ttl", env("FILEPATH_SESSION_TTL", "7d"), "how long a browser stays logged in, e.g. 12h or 7d (env FILEPATH_SESSION_TTL)")
-	maxBody := fs.String("max-body", env("FILEPATH_MAX_BODY", "1MiB"), "largest JSON request body (env FILEPATH_MAX_BODY)")
-	buffer := fs.Int("stream-buffer", envInt("FILEPATH_STREAM_BUFFER", hub.DefaultBuffer), "records buffered per stream client before it is dropped as too slow (env FILEPATH_STREAM_BUFFER)")
-	maxAgents := fs.Int("max-agents", envInt("FILEPATH_MAX_AGENTS", store.DefaultMaxNodes), "agents one session may hold, spawned ones included (env FILEPATH_MAX_AGENTS)")
-	mailbox := fs.Int("mailbox", envInt("FILEPATH_MAILBOX", relay.DefaultMailboxLen), "inputs queued per agent before sending more is refused (env FILEPATH_MAILBOX)")
-	maxLine := fs.String("max-line", env("FILEPATH_MAX_LINE", "1MiB"), "longest agent output line; longer lines are cut and recorded as errors (env FILEPATH_MAX_LINE)")
-	fileMax := fs.String("file-max", env("FILEPATH_FILE_MAX", "50MiB"), "largest file in a session's filesystem (env FILEPATH_FILE_MAX)")
-	quota := fs.String("session-quota", env("FILEPATH_SESSION_QUOTA", "1GiB"), "bytes of files per session (env FILEPATH_SESSION_QUOTA)")
-	workspace := fs.String("workspace", env("FILEPATH_WORKSPACE", "fuse"), "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node) (env FILEPATH_WORKSPACE)")
-	agentCmd := fs.String("agent-cmd", env("FILEPATH_AGENT_CMD", ""), "with --runtime process: the command every agent runs, e.g. 'bin/testagent' (env FILEPATH_AGENT_CMD)")
-	network := fs.String("network", env("FILEPATH_NETWORK", "bridge"), "Docker network mode of agent containers: bridge, none, or a network name (env FILEPATH_NETWORK)")
+	str := func(name, def, usage string) *string {
+		return fs.String(name, env(serveEnv[name], def), usage+" (env "+serveEnv[name]+")")
+	}
+	addr := str("addr", "127.0.0.1:8080", "listen address")
+	data := str("data", "./data", "data directory: filepath.db, node workspaces, logs")
+	level := str("log-level", "info", "debug, info, warn or error")
+	format := str("log-format", "text", "text or json")
+	runtime := str("runtime", "docker", "agent runtime: docker or process")
+	origins := str("allowed-origins", "", "comma-separated extra origin patterns allowed to use the login cookie and the live stream, e.g. app.example.com")
+	proxies := str("trusted-proxies", "", "comma-separated networks of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, e.g. 127.0.0.1/32")
+	sessionTTL := str("session-ttl", "7d", "how long a browser stays logged in, e.g. 12h or 7d")
+	maxBody := str("max-body", "1MiB", "largest JSON request body")
+	buffer := str("stream-buffer", strconv.Itoa(hub.DefaultBuffer), "records buffered per stream client before it is dropped as too slow")
+	maxAgents := str("max-agents", strconv.Itoa(store.DefaultMaxNodes), "agents one session may hold, spawned ones included")
+	mailbox := str("mailbox", strconv.Itoa(relay.DefaultMailboxLen), "inputs queued per agent before sending more is refused")
+	maxLine := str("max-line", "1MiB", "longest agent output line; longer lines are cut and recorded as errors")
+	fileMax := str("file-max", "50MiB", "largest file in a session's filesystem")
+	quota := str("session-quota", "1GiB", "bytes of files per session")
+	workspace := str("workspace", "fuse", "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node)")
+	agentCmd := str("agent-cmd", "", "with --runtime process: the command every agent runs, e.g. 'bin/testagent'")
+	network := str("network", "bridge", "Docker network mode of agent containers: bridge, none, or a network name")
 	if err := fs.Parse(args); err != nil {
 		return serveConfig{}, err
 	}
 	if fs.NArg() > 0 {
 		return serveConfig{}, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime, StreamBuffer: *buffer,
-		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network, Mailbox: *mailbox, MaxAgents: *maxAgents}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// where names the source of a flag's value in an error.
+	where := func(name string) string {
+		if _, ok := os.LookupEnv(serveEnv[name]); ok && !set[name] {
+			return serveEnv[name]
+		}
+		return "--" + name
+	}
+	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime,
+		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network}
 	if err := cfg.LogLevel.UnmarshalText([]byte(*level)); err != nil {
-		return cfg, fmt.Errorf("serve: --log-level %q: want debug, info, warn or error", *level)
+		return cfg, fmt.Errorf("serve: %s %q: want debug, info, warn or error", where("log-level"), *level)
 	}
 	switch cfg.LogFormat {
 	case "text", "json":
 	default:
-		return cfg, fmt.Errorf("serve: --log-format %q: want text or json", cfg.LogFormat)
+		return cfg, fmt.Errorf("serve: %s %q: want text or json", where("log-format"), cfg.LogFormat)
 	}
 	switch cfg.Runtime {
 	case "docker", "process":
 	default:
-		return cfg, fmt.Errorf("serve: --runtime %q: want docker or process", cfg.Runtime)
+		return cfg, fmt.Errorf("serve: %s %q: want docker or process", where("runtime"), cfg.Runtime)
 	}
 	if cfg.Addr == "" {
-		return cfg, errors.New("serve: --addr is empty")
+		return cfg, fmt.Errorf("serve: %s is empty", where("addr"))
 	}
 	if cfg.Data == "" {
-		return cfg, errors.New("serve: --data is empty")
+		return cfg, fmt.Errorf("serve: %s is empty", where("data"))
 	}
-	if cfg.MaxAgents < 1 {
-		return cfg, fmt.Errorf("serve: --max-agents %d: want at least 1", cfg.MaxAgents)
+	for _, n := range []struct {
+		flag string
+		val  string
+		dst  *int
+	}{{"max-agents", *maxAgents, &cfg.MaxAgents}, {"mailbox", *mailbox, &cfg.Mailbox}, {"stream-buffer", *buffer, &cfg.StreamBuffer}} {
+		v, err := strconv.Atoi(strings.TrimSpace(n.val))
+		if err != nil || v < 1 {
+			return cfg, fmt.Errorf("serve: %s %q: want a whole number of at least 1", where(n.flag), n.val)
+		}
+		*n.dst = v
 	}
-	if cfg.Mailbox < 1 {
-		return cfg, fmt.Errorf("serve: --mailbox %d: want at least 1", cfg.Mailbox)
-	}
-	if cfg.StreamBuffer < 1 {
-		return cfg, fmt.Errorf("serve: --stream-buffer %d: want at least 1", cfg.StreamBuffer)
-	}
-	n, err := parseSize(*maxBody)
-	if err != nil || n < 1 {
-		return cfg, fmt.Errorf("serve: --max-body %q: want a size like 1MiB or 65536", *maxBody)
-	}
-	cfg.MaxBody = n
 	for _, sz := range []struct {
 		flag string
 		val  string
 		dst  *int64
-	}{{"max-line", *maxLine, &cfg.MaxLine}, {"file-max", *fileMax, &cfg.FileMax}, {"session-quota", *quota, &cfg.SessionQuota}} {
-		n, err := parseSize(sz.val)
-		if err != nil || n < 1 {
-			return cfg, fmt.Errorf("serve: --%s %q: want a size like 1MiB or 65536", sz.flag, sz.val)
+	}{{"max-body", *maxBody, &cfg.MaxBody}, {"max-line", *maxLine, &cfg.MaxLine}, {"file-max", *fileMax, &cfg.FileMax}, {"session-quota", *quota, &cfg.SessionQuota}} {
+		v, err := parseSize(sz.val)
+		if err != nil || v < 1 {
+			return cfg, fmt.Errorf("serve: %s %q: want a size like 1MiB or 65536", where(sz.flag), sz.val)
 		}
-		*sz.dst = n
+		*sz.dst = v
 	}
 	switch cfg.Workspace {
 	case "fuse", "dir":
 	default:
-		return cfg, fmt.Errorf("serve: --workspace %q: want fuse or dir", cfg.Workspace)
+		return cfg, fmt.Errorf("serve: %s %q: want fuse or dir", where("workspace"), cfg.Workspace)
 	}
 	if cfg.Runtime == "process" && len(cfg.AgentCmd) == 0 {
 		return cfg, errors.New("serve: --runtime process needs --agent-cmd (the program every agent runs, e.g. bin/testagent)")
 	}
+	var err error
 	if cfg.TrustedProxies, err = api.ParseCIDRs(*proxies); err != nil {
-		return cfg, fmt.Errorf("serve: --trusted-proxies (env FILEPATH_TRUSTED_PROXIES) %q: want networks like 127.0.0.1/32,10.0.0.0/8: %v", *proxies, err)
+		return cfg, fmt.Errorf("serve: %s %q: want networks like 127.0.0.1/32,10.0.0.0/8: %v", where("trusted-proxies"), *proxies, err)
 	}
 	if cfg.SessionTTL, err = parseTTL(*sessionTTL); err != nil || cfg.SessionTTL < time.Minute {
-		return cfg, fmt.Errorf("serve: --session-ttl (env FILEPATH_SESSION_TTL) %q: want a duration of at least 1m, like 12h or 7d", *sessionTTL)
+		return cfg, fmt.Errorf("serve: %s %q: want a duration of at least 1m, like 12h or 7d", where("session-ttl"), *sessionTTL)
 	}
 	cfg.ProviderKeys = map[string]string{}
 	for _, p := range []string{orchestrator.ProviderOpenRouter, orchestrator.ProviderAnthropic, orchestrator.ProviderOpenAI} {
@@ -163,17 +180,6 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		}
 	}
 	return cfg, nil
-}
-
-// envInt returns the FILEPATH_* variable as an int, or def when it is unset
-// or not a number (the flag's own check then reports a bad value).
-func envInt(name string, def int) int {
-	if v, ok := os.LookupEnv(name); ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-			return n
-		}
-	}
-	return def
 }
 
 // parseTTL parses a duration (time.ParseDuration) or a number of days ("7d").
@@ -207,6 +213,9 @@ func parseSize(s string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if n > math.MaxInt64/mult || n < math.MinInt64/mult {
+		return 0, fmt.Errorf("size %s is too large", s)
+	}
 	return n * mult, nil
 }
 
@@ -237,192 +246,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// serve builds the hub, the store, the session filesystem, the runtime, the
-// runner and the API server, and runs them until ctx ends.
+// serve builds the app and runs it until ctx ends, then closes it.
 func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Logger) error {
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
-	data, err := filepath.Abs(cfg.Data)
-	if err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	h := hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
-	defer h.Close()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: h, MaxNodes: cfg.MaxAgents})
+	a, err := newApp(ctx, cfg, stdout, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-
-	// The session filesystem; its changes become coalesced `file` records.
-	coalCtx, stopCoal := context.WithCancel(context.WithoutCancel(ctx))
-	coal := vfs.NewCoalescer(logAppender{st}, 200*time.Millisecond, nil, log)
-	coalDone := make(chan struct{})
-	go func() { defer close(coalDone); coal.Run(coalCtx) }()
-	defer func() { stopCoal(); <-coalDone }()
-	readDB, err := st.ReadDB().DB()
-	if err != nil {
-		return err
-	}
-	fsys := vfs.New(st.SQL(), vfs.Config{MaxFileSize: cfg.FileMax, SessionQuota: cfg.SessionQuota, ReadDB: readDB, Notifier: coal, Logger: log})
-	defer fsys.Close()
-	if _, err := fsys.PurgeOrphans(ctx); err != nil {
-		return fmt.Errorf("purge orphaned files: %w", err)
-	}
-
-	run, ws, agents, err := newRunner(ctx, cfg, data, st, fsys, log)
-	if err != nil {
-		return err
-	}
-	defer agents.Shutdown() // after the runner has closed (defers run last first)
-	// The LLM gateway on the agent-facing API (FILEPATH_API_URL). Until it is wired, a placeholder:
-	mountGateway(agents, notConfigured("the LLM gateway is not configured"))
-	defer func() {
-		run.Close()
-		if ws != nil {
-			// Leave the mounts dead, not unmounted: the agents' containers
-			// keep running, and the next start stacks new mounts on them.
-			ws.Shutdown()
-		}
-	}()
-	if err := run.Reconcile(ctx); err != nil {
-		log.Warn("reconcile nodes with containers", "err", err)
-	}
-
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	sweepDone := make(chan struct{})
-	go func() { defer close(sweepDone); sweepExpired(sweepCtx, st, time.Hour, log) }()
-	defer func() { stopSweep(); <-sweepDone }()
-
-	srv, err := api.New(api.Config{
-		Addr:           cfg.Addr,
-		Store:          st,
-		Hub:            h,
-		Runner:         run,
-		Logger:         log,
-		Stdout:         stdout,
-		AllowedOrigins: cfg.AllowedOrigins,
-		TrustedProxies: cfg.TrustedProxies,
-		SessionTTL:     cfg.SessionTTL,
-		MaxBody:        cfg.MaxBody,
-		Files:          fsys,
-	})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	// Admin commands (`filepath user login`) print links to this address.
-	if err := os.WriteFile(filepath.Join(data, urlFile), []byte(srv.URL()+"\n"), 0o600); err != nil {
-		log.Warn("write the server's URL to the data directory", "err", err)
-	}
-	log.Info("starting", "data", data, "runtime", cfg.Runtime, "workspace", cfg.Workspace)
-	return srv.Run(ctx)
-}
-
-// The lifecycle runner is the API's Runner.
-var _ api.Runner = (*runner.Runner)(nil)
-
-// newRunner builds the container runtime and the lifecycle runner, with each
-// gatewayPrefixes are the LLM gateway's routes on the agent-facing API
-// (one per provider wire format).
-var gatewayPrefixes = []string{"/openrouter/", "/anthropic/", "/openai/"}
-
-// mountGateway serves h under every gateway prefix of the agent-facing API.
-func mountGateway(a *agentapi.Server, h http.Handler) {
-	for _, p := range gatewayPrefixes {
-		a.Mount(p, h)
-	}
-}
-
-// notConfigured answers 503 with msg, in a shape OpenAI's and Anthropic's
-// clients both read.
-func notConfigured(msg string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(map[string]any{"type": "error",
-			"error": map[string]string{"type": "api_error", "code": "not_configured", "message": msg}})
-	})
-}
-
-// newRunner builds the container runtime, the agent-facing API (a listener
-// in each container's network namespace with Docker, one on the host's
-// loopback with the process runtime) and the lifecycle runner, with each
-// node's /workspace served over FUSE from the session filesystem (or a plain
-// directory with --workspace dir).
-func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Store, fsys *vfs.VFS, log *slog.Logger) (_ *runner.Runner, _ *workspace.Manager, _ *agentapi.Server, err error) {
-	rcfg := runner.Config{Store: st, DataDir: data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
-		ProviderKeys: func(p string) bool { return cfg.ProviderKeys[p] != "" }}
-	acfg := agentapi.Config{Auth: st, Logger: log}
-	switch cfg.Runtime {
-	case "process":
-		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(data, "proc"), Logger: log})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		rcfg.Runtime = rt
-		rcfg.Cmd = func(store.Node) []string { return cfg.AgentCmd }
-	default:
-		rt, err := containers.NewDocker(ctx, containers.DockerConfig{Network: cfg.Network})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		rcfg.Runtime = rt
-		acfg.Netns = rt
-	}
-	agents, err := agentapi.New(acfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	defer func() {
-		if err != nil {
-			agents.Shutdown()
-		}
-	}()
-	rcfg.AgentAPI = agents
-	if cfg.Workspace == "fuse" {
-		ws, err := workspace.NewManager(workspace.ManagerConfig{
-			Dir:    filepath.Join(data, "mnt"),
-			Logger: log,
-			Open: func(ctx context.Context, nodeID string) (workspace.FS, error) {
-				n, err := st.NodeByID(ctx, nodeID)
-				if err != nil {
-					return nil, err
-				}
-				allowed, err := vfs.AllowedPaths(n.Config)
-				if err != nil {
-					return nil, err
-				}
-				return fsys.Session(n.SessionID).ForNode(nodeID, allowed)
-			},
-		})
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("workspace over FUSE (use --workspace dir to run without it): %w", err)
-		}
-		// Every change (a node's mount, the REST API) is pushed to the
-		// kernels of the session's other mounts.
-		fsys.SetInvalidator(ws.Fanout())
-		// Containers outlive the orchestrator: serve the workspaces of the
-		// nodes that may still run again before the relays re-attach.
-		active, err := st.ActiveNodes(ctx)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		ids := make([]string, len(active))
-		for i, n := range active {
-			ids[i] = n.ID
-		}
-		if err := ws.Recover(ctx, ids); err != nil {
-			log.Warn("recover workspaces", "err", err)
-		}
-		rcfg.Workspaces = ws
-		rcfg.WorkspacePropagation = workspace.Propagation
-		run, err := runner.New(rcfg)
-		return run, ws, agents, err
-	}
-	run, err := runner.New(rcfg)
-	return run, nil, agents, err
+	err = a.Run(ctx)
+	return errors.Join(err, a.Close())
 }
 
 // sweepExpired deletes expired login links and browser sessions at start and
@@ -455,4 +286,26 @@ func (a logAppender) Append(ctx context.Context, sessionID, kind string, data an
 	}
 	_, err = a.st.Append(ctx, sessionID, store.NewRecord{Kind: kind, Data: b})
 	return err
+}
+
+// gatewayPrefixes are the LLM gateway's routes on the agent-facing API
+// (one per provider wire format).
+var gatewayPrefixes = []string{"/openrouter/", "/anthropic/", "/openai/"}
+
+// mountGateway serves h under every gateway prefix of the agent-facing API.
+func mountGateway(a *agentapi.Server, h http.Handler) {
+	for _, p := range gatewayPrefixes {
+		a.Mount(p, h)
+	}
+}
+
+// notConfigured answers 503 with msg, in a shape OpenAI's and Anthropic's
+// clients both read.
+func notConfigured(msg string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(map[string]any{"type": "error",
+			"error": map[string]string{"type": "api_error", "code": "not_configured", "message": msg}})
+	})
 }

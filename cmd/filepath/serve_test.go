@@ -69,10 +69,31 @@ func TestParseServe(t *testing.T) {
 		{name: "bad format", args: []string{"--log-format", "xml"}, wantErr: "--log-format"},
 		{name: "bad size", args: []string{"--max-body", "lots"}, wantErr: "--max-body"},
 		{name: "extra arg", args: []string{"now"}, wantErr: "unexpected argument"},
+		{name: "numbers from env", env: map[string]string{"FILEPATH_MAILBOX": " 8 ", "FILEPATH_MAX_AGENTS": "3", "FILEPATH_STREAM_BUFFER": "16", "FILEPATH_MAX_LINE": "64KiB"}, check: func(t *testing.T, c serveConfig) {
+			if c.Mailbox != 8 || c.MaxAgents != 3 || c.StreamBuffer != 16 || c.MaxLine != 64<<10 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		// An invalid number in a variable fails, naming the variable; it
+		// never falls back to the default.
+		{name: "bad int in env", env: map[string]string{"FILEPATH_MAILBOX": "lots"}, wantErr: `FILEPATH_MAILBOX "lots": want a whole number`},
+		{name: "float in env", env: map[string]string{"FILEPATH_MAX_AGENTS": "2.5"}, wantErr: `FILEPATH_MAX_AGENTS "2.5"`},
+		{name: "zero in env", env: map[string]string{"FILEPATH_STREAM_BUFFER": "0"}, wantErr: `FILEPATH_STREAM_BUFFER "0"`},
+		{name: "bad size in env", env: map[string]string{"FILEPATH_MAX_LINE": "1 MB please"}, wantErr: `FILEPATH_MAX_LINE "1 MB please": want a size`},
+		{name: "overflowing size in env", env: map[string]string{"FILEPATH_SESSION_QUOTA": "99999999999GiB"}, wantErr: `FILEPATH_SESSION_QUOTA`},
+		{name: "bad level in env", env: map[string]string{"FILEPATH_LOG_LEVEL": "loud"}, wantErr: `FILEPATH_LOG_LEVEL "loud"`},
+		{name: "bad int flag", args: []string{"--mailbox", "x"}, wantErr: `--mailbox "x"`},
+		// A flag wins over the variable: the variable's value is not used.
+		{name: "flag over bad env", env: map[string]string{"FILEPATH_MAILBOX": "lots"}, args: []string{"--mailbox", "5"}, check: func(t *testing.T, c serveConfig) {
+			if c.Mailbox != 5 {
+				t.Fatalf("%+v", c)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
+				"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA",
 				"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
 				t.Setenv(k, tt.env[k])
 				if _, ok := tt.env[k]; !ok {

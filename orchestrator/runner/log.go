@@ -15,29 +15,29 @@ var _ relay.Log = storeLog{}
 func newRecords(recs []relay.Record) []store.NewRecord {
 	out := make([]store.NewRecord, len(recs))
 	for i, r := range recs {
-		out[i] = store.NewRecord{NodeID: r.NodeID, Kind: r.Kind, Data: r.Data}
+		out[i] = store.NewRecord{NodeID: r.NodeID, Kind: r.Kind, Data: r.Data, At: r.At}
 	}
 	return out
 }
 
-func seqsOf(recs []store.Record) []int64 {
-	out := make([]int64, len(recs))
+func relayRecords(recs []store.Record) []relay.Record {
+	out := make([]relay.Record, len(recs))
 	for i, r := range recs {
-		out[i] = r.Seq
+		out[i] = relay.Record{Seq: r.Seq, Kind: r.Kind, NodeID: r.NodeID, At: r.At, Data: r.Data}
 	}
 	return out
 }
 
-func (l storeLog) Append(ctx context.Context, sessionID string, recs ...relay.Record) ([]int64, error) {
+func (l storeLog) Append(ctx context.Context, sessionID string, recs ...relay.Record) ([]relay.Record, error) {
 	out, err := l.st.Append(ctx, sessionID, newRecords(recs)...)
-	return seqsOf(out), err
+	return relayRecords(out), err
 }
 
 // AppendWithCursor appends the records and sets the node's log cursor in one
 // transaction (store.AppendWithCursor).
-func (l storeLog) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...relay.Record) ([]int64, error) {
+func (l storeLog) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...relay.Record) ([]relay.Record, error) {
 	out, err := l.st.AppendWithCursor(ctx, sessionID, nodeID, cursor, newRecords(recs)...)
-	return seqsOf(out), err
+	return relayRecords(out), err
 }
 
 // Inputs returns the node's input records with seq > after.

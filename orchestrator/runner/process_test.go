@@ -2,15 +2,62 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
+
+// buildTestagent builds the test agent for the process runtime.
+func buildTestagent(t *testing.T, ctx context.Context, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "testagent")
+	build := exec.CommandContext(ctx, filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../../adapters/testagent")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build testagent: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// envRecorder is a runtime that remembers the environment of every
+// container created through it, in order.
+type envRecorder struct {
+	containers.Runtime
+	mu   sync.Mutex
+	envs []map[string]string
+}
+
+func (e *envRecorder) Create(ctx context.Context, spec containers.Spec) (string, error) {
+	e.mu.Lock()
+	env := make(map[string]string, len(spec.Env))
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	e.envs = append(e.envs, env)
+	e.mu.Unlock()
+	return e.Runtime.Create(ctx, spec)
+}
+
+// env returns the environment of the i-th container created.
+func (e *envRecorder) env(t *testing.T, i int) map[string]string {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if i >= len(e.envs) {
+		t.Fatalf("container %d was not created (%d were)", i, len(e.envs))
+	}
+	return e.envs[i]
+}
 
 // TestProcessRuntime runs the runner on the local-process runtime (no
 // Docker): the test agent binary, a message round trip, a spawned child and
@@ -19,11 +66,7 @@ func TestProcessRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "testagent")
-	build := exec.CommandContext(ctx, filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../../adapters/testagent")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build testagent: %v\n%s", err, out)
-	}
+	bin := buildTestagent(t, ctx, dir)
 	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
 	if err != nil {
 		t.Fatal(err)
@@ -59,5 +102,266 @@ func TestProcessRuntime(t *testing.T) {
 	e.waitStatus(root.ID, store.NodeDone)
 	if !hasText(e.records(root.ID), "pong") {
 		t.Fatalf("no pong:\n%s", dump(e.records("")))
+	}
+}
+
+// TestProcessRestartLifecycle follows one node through a first start, an
+// exit, a restart by a message and a crash of the orchestrator with its
+// agents (the process runtime's agents die with it):
+//
+//   - the container's token works while it runs, is refused once it has
+//     exited, and a restart gets a new one (the old one stays refused);
+//   - only the first start gets FILEPATH_TASK; the restarted agent reads the
+//     resume message first, then the message that restarted it;
+//   - after the crash, reconciling marks the node error, revokes its token
+//     and settles the session (error: its root is error), instead of
+//     leaving it running for good.
+func TestProcessRestartLifecycle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := buildTestagent(t, ctx, dir)
+	newRuntime := func() *envRecorder {
+		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Close() })
+		return &envRecorder{Runtime: rt}
+	}
+	rec := newRuntime()
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, _ := st.CreateUser(ctx, "carol", false)
+	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "restarts"})
+	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo first job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Store: st, Runtime: rec, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	authorized := func(key string) bool {
+		t.Helper()
+		p, err := st.AuthAPIKey(ctx, key)
+		if err != nil && orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
+			t.Fatal(err)
+		}
+		return err == nil && p.NodeID == root.ID
+	}
+	count := func(text string) int {
+		n := 0
+		for _, x := range texts(e.records(root.ID)) {
+			if x == text {
+				n++
+			}
+		}
+		return n
+	}
+
+	// First start: the task, a working token.
+	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the first job", func() bool { return count("first job") == 1 })
+	env1 := rec.env(t, 0)
+	if env1[EnvTask] != "echo first job" {
+		t.Fatalf("first start: %s = %q", EnvTask, env1[EnvTask])
+	}
+	key1 := env1[EnvAPIKey]
+	if !authorized(key1) {
+		t.Fatal("the running container's token is refused")
+	}
+
+	// Exit: the token dies with the container.
+	if _, err := r.Deliver(ctx, s.ID, root.ID, msg("done")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone)
+	if authorized(key1) {
+		t.Fatal("the token still works after its container exited")
+	}
+
+	// Restart by a message (what the API does for a message to a stopped
+	// node): no task, a new token, the resume message first.
+	if err := r.StartNode(ctx, u.ID, s.ID, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	in, err := r.Deliver(ctx, s.ID, root.ID, msg("echo second job"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the second job", func() bool { return count("second job") == 1 })
+	env2 := rec.env(t, 1)
+	if task, ok := env2[EnvTask]; !ok || task != "" {
+		t.Fatalf("restart: %s = %q (set %v), want empty", EnvTask, task, ok)
+	}
+	key2 := env2[EnvAPIKey]
+	if key2 == "" || key2 == key1 || !authorized(key2) || authorized(key1) {
+		t.Fatalf("after restart: new token %v, old token refused %v", key2 != key1 && authorized(key2), !authorized(key1))
+	}
+	if c := count("first job"); c != 1 {
+		t.Fatalf("the first job ran %d times", c)
+	}
+	var resume *store.Record
+	var inputs []string
+	for _, rc := range e.records(root.ID) {
+		if rc.Kind != store.KindInput {
+			continue
+		}
+		var m protocol.MessageInput
+		json.Unmarshal(rc.Data, &m)
+		inputs = append(inputs, m.From+": "+m.Content)
+		if m.From == protocol.FromSystem && m.Content == ResumeMessage {
+			resume = &rc
+		}
+	}
+	if resume == nil || resume.Seq > in.Seq {
+		t.Fatalf("inputs %q: want the resume message before the message that restarted the node", inputs)
+	}
+	// What the agent read: the resume message (echoed back), then the message.
+	var order []string
+	for _, x := range texts(e.records(root.ID)) {
+		if x == ResumeMessage || x == "second job" {
+			order = append(order, x)
+		}
+	}
+	if len(order) != 2 || order[0] != ResumeMessage {
+		t.Fatalf("the agent read %q, want the resume message first", order)
+	}
+
+	// The orchestrator and its agents die (for the process runtime a crash
+	// takes the agents with it); the next start finds the container gone.
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec.Runtime.(*containers.Process).Close()
+	cfg.Runtime = newRuntime()
+	r, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	e.r = r
+	if err := r.Reconcile(ctx); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if n := e.node(root.ID); n.Status != store.NodeError || r.Running(root.ID) {
+		t.Fatalf("lost node after reconcile: status %s, running %v", n.Status, r.Running(root.ID))
+	}
+	if authorized(key2) {
+		t.Fatal("the lost container's token still works")
+	}
+	if sess, err := st.SessionByID(ctx, s.ID); err != nil || sess.Status != store.SessionError {
+		t.Fatalf("session after reconcile: %q, %v; want error (nothing runs, its root is error)", sess.Status, err)
+	}
+}
+
+// TestRecoveredOutputKeepsItsTime: what an agent printed while no
+// orchestrator listened is recorded, after the restart, with the time the
+// container's log gives it, not the time of the recovery; and Deliver
+// answers with the input record as stored.
+func TestRecoveredOutputKeepsItsTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := buildTestagent(t, ctx, dir)
+	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	// The store's clock runs an hour ahead once the orchestrator is down,
+	// so that a record stamped at its append cannot pass for one stamped
+	// when the line was printed.
+	var ahead atomic.Int64
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"),
+		Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, _ := st.CreateUser(ctx, "carol", false)
+	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "recovery"})
+	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo ready"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	in, err := r.Deliver(ctx, s.ID, root.ID, msg("echo pong"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := st.Records(ctx, s.ID, in.Seq-1, 1, "")
+	if err != nil || len(stored) != 1 || stored[0].Seq != in.Seq || !stored[0].At.Equal(in.At) || string(stored[0].Data) != string(in.Data) || in.SessionID != s.ID {
+		t.Fatalf("Deliver answered %+v; stored %+v, %v", in, stored, err)
+	}
+	e.waitFor("pong", func() bool { return hasText(e.records(root.ID), "pong") })
+
+	// The orchestrator stops; the agent, still running, prints a line.
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cid := e.node(root.ID).ContainerID
+	w, err := rt.AttachStdin(ctx, cid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(`{"type":"message","from":"user","content":"echo printed while down"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var printed time.Time
+	e.waitFor("the line in the container's log", func() bool {
+		lr, err := rt.Logs(ctx, cid, containers.LogOptions{Stdout: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lr.Close()
+		for {
+			ln, err := lr.Next()
+			if err != nil {
+				return false
+			}
+			if strings.Contains(string(ln.Line), "printed while down") {
+				printed = ln.Time
+				return true
+			}
+		}
+	})
+	ahead.Store(int64(time.Hour))
+	r, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	e.r = r
+	if err := r.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the recovered line", func() bool { return hasText(e.records(root.ID), "printed while down") })
+	for _, rc := range e.records(root.ID) {
+		if rc.Kind == store.KindEvent && strings.Contains(string(rc.Data), "printed while down") {
+			if want := printed.Truncate(time.Millisecond); !rc.At.Equal(want) {
+				t.Fatalf("recovered record at %v, want the time it was printed, %v", rc.At, want)
+			}
+		}
 	}
 }

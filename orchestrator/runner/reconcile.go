@@ -19,8 +19,38 @@ import (
 //     once, and if the container has exited, records the real exit;
 //   - a node marked running whose container is gone (or was never created)
 //     becomes error, with an error record saying why;
-//   - a container of this instance whose node no longer exists is removed.
+//   - a container of this instance whose node no longer exists is removed;
+//   - a session marked running in which nothing runs any more is settled
+//     (error when its root is error, stopped otherwise).
 func (r *Runner) Reconcile(ctx context.Context) error {
+	// Relays that end while siblings are still being attached leave their
+	// session to the settling below.
+	r.mu.Lock()
+	r.reconciling = true
+	r.mu.Unlock()
+	err := r.reconcile(ctx)
+	r.mu.Lock()
+	r.reconciling = false
+	r.mu.Unlock()
+	return errors.Join(err, r.settleSessions(ctx))
+}
+
+// settleSessions settles every session marked running (settleSession).
+func (r *Runner) settleSessions(ctx context.Context) error {
+	running, err := r.st.SessionsByStatus(ctx, store.SessionRunning)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range running {
+		if err := r.settleSession(ctx, s.ID); err != nil && !permanent(err) {
+			errs = append(errs, fmt.Errorf("settle session %s: %w", s.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Runner) reconcile(ctx context.Context) error {
 	nodes, err := r.st.ActiveNodes(ctx)
 	if err != nil {
 		return err
@@ -82,7 +112,12 @@ func (r *Runner) reconcileNode(ctx context.Context, n store.Node, byContainer ma
 	return r.attach(n, n.LogCursor)
 }
 
+// markLost records that the node's container is gone: its token is revoked
+// and the node becomes error.
 func (r *Runner) markLost(ctx context.Context, n store.Node, msg string) error {
+	if err := r.revokeTokens(ctx, n.ID); err != nil {
+		return err
+	}
 	r.recordError(ctx, n, msg)
 	status, empty := store.NodeError, ""
 	_, err := r.st.PatchNode(ctx, n.SessionID, n.ID, store.NodePatch{Status: &status, ContainerID: &empty})

@@ -38,6 +38,11 @@ const (
 	EnvAPIURL    = "FILEPATH_API_URL"
 )
 
+// ResumeMessage is the system message a restarted agent reads first on its
+// stdin (instead of FILEPATH_TASK, which only a node's first start gets):
+// its task was its first job, done already.
+const ResumeMessage = "This agent was restarted: its earlier conversation is in the session log. Continue from the messages that follow."
+
 // LabelInstance marks the containers of one orchestrator (one data dir):
 // Reconcile only ever touches containers carrying its own instance id, so two
 // orchestrators (or test runs) sharing a Docker engine leave each other alone.
@@ -121,12 +126,16 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // relay watchers and parent notifications
 
-	mu     sync.Mutex // guards relays, deleting and closed
+	mu     sync.Mutex // guards relays, deleting, reconciling and closed
 	relays map[string]*relay.Relay
 	// deleting holds the sessions being deleted: no new container starts
 	// in them (a spawn racing the delete would leave one running).
 	deleting map[string]bool
-	closed   bool
+	// reconciling: Reconcile is attaching relays; a relay that ends
+	// meanwhile leaves settling its session to Reconcile (a sibling may
+	// not be attached yet).
+	reconciling bool
+	closed      bool
 }
 
 func (r *Runner) isDeleting(sessionID string) bool {
@@ -322,10 +331,7 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 	rec, err := rel.Deliver(ctx, in)
 	switch {
 	case err == nil:
-		// Read the record back so that At is the store's, as in the stream.
-		if recs, rerr := r.st.Records(ctx, sessionID, rec.Seq-1, 1, ""); rerr == nil && len(recs) == 1 && recs[0].Seq == rec.Seq {
-			return recs[0], nil
-		}
+		// rec is the record as stored (the relay's Log returns it).
 		return store.Record{SessionID: sessionID, Seq: rec.Seq, Kind: rec.Kind, NodeID: rec.NodeID, At: rec.At, Data: rec.Data}, nil
 	case errors.Is(err, relay.ErrMailboxFull):
 		return store.Record{}, orchestrator.Errorf(orchestrator.EUnavailable, "node %s: %v; retry later", nodeID, err)
@@ -457,14 +463,31 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	if err := r.checkProviderKey(node); err != nil {
 		return err
 	}
-	task, err := r.firstTask(ctx, node)
-	if err != nil {
+	// The task is the first start's: a restart gets ResumeMessage instead.
+	first := node.StartedAt == nil
+	task := ""
+	if first {
+		if task, err = r.firstTask(ctx, node); err != nil {
+			return err
+		}
+	}
+	// One token per container: whatever an earlier container of the node
+	// held is revoked before the new one is made (and the new one goes if
+	// this start fails).
+	if err := r.revokeTokens(ctx, node.ID); err != nil {
 		return err
 	}
 	key, _, err := r.st.CreateNodeAPIKey(ctx, sess.UserID, sess.ID, node.ID)
 	if err != nil {
 		return fmt.Errorf("create node api key: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			if rerr := r.revokeTokens(context.WithoutCancel(ctx), node.ID); rerr != nil {
+				r.log.Warn("revoke the token of a node that did not start", "node", node.ID, "err", rerr)
+			}
+		}
+	}()
 	dir, err := r.ws.Mount(ctx, node.ID)
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
@@ -522,19 +545,54 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	running, cursor := store.NodeRunning, relay.Cursor{Input: last}.String()
 	node, err = r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{
 		ContainerID: &id, LogCursor: &cursor, Status: &running, ClearExitCode: true, ClearContextPct: true,
+		MarkStarted: true,
 	})
 	if err != nil {
 		r.rt.Remove(context.WithoutCancel(ctx), id)
 		return err
 	}
+	if !first {
+		// After the cursor's last input: the relay writes it to stdin
+		// before anything delivered to it, as it writes any input a crash
+		// caught between its append and its write.
+		if err := r.appendResume(ctx, node); err != nil {
+			wctx := context.WithoutCancel(ctx)
+			r.rt.Remove(wctx, id)
+			empty := ""
+			r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{ContainerID: &empty})
+			return err
+		}
+	}
 	if err := r.rt.Start(ctx, id); err != nil {
 		wctx := context.WithoutCancel(ctx)
 		r.rt.Remove(wctx, id)
 		empty := ""
-		r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{ContainerID: &empty})
+		// A first start that failed leaves the node never started.
+		r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{ContainerID: &empty, ClearStarted: first})
 		return err
 	}
 	return r.attach(node, cursor)
+}
+
+// appendResume appends ResumeMessage as a system message to the node.
+func (r *Runner) appendResume(ctx context.Context, node store.Node) error {
+	data, err := json.Marshal(protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromSystem, Content: ResumeMessage})
+	if err != nil {
+		return err
+	}
+	if _, err := r.st.Append(ctx, node.SessionID, store.NewRecord{NodeID: node.ID, Kind: store.KindInput, Data: data}); err != nil {
+		return fmt.Errorf("append the resume message: %w", err)
+	}
+	return nil
+}
+
+// revokeTokens deletes the node's container tokens (DESIGN invariant 9: a
+// token dies with its container).
+func (r *Runner) revokeTokens(ctx context.Context, nodeID string) error {
+	if _, err := r.st.DeleteNodeAPIKeys(ctx, nodeID); err != nil {
+		return fmt.Errorf("revoke the node's token: %w", err)
+	}
+	return nil
 }
 
 // firstTask is the content of the node's first input message (its task).
@@ -609,7 +667,18 @@ func (r *Runner) attach(node store.Node, cursor string) error {
 		if r.relays[node.ID] == rel {
 			delete(r.relays, node.ID)
 		}
+		// Settled here, after the relay left the map, not in Exited: of
+		// two relays of a session ending at once, the later one to leave
+		// sees no other and settles the session.
+		settle := !r.closed && !r.reconciling
 		r.mu.Unlock()
+		if settle {
+			ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+			if err := r.settleSession(ctx, node.SessionID); err != nil && r.ctx.Err() == nil && !permanent(err) {
+				r.log.Warn("settle session", "session", node.SessionID, "err", err)
+			}
+			cancel()
+		}
 		if err := rel.Err(); err != nil {
 			r.log.Warn("relay ended", "node", node.ID, "err", err)
 			if permanent(err) && r.ctx.Err() == nil {
@@ -739,8 +808,12 @@ func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEven
 	return nil
 }
 
-// Exited implements relay.Effects: the node gets its real end state.
+// Exited implements relay.Effects: the container's token is revoked and the
+// node gets its real end state. (The relay's end then settles the session.)
 func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) error {
+	if err := r.revokeTokens(ctx, node.ID); err != nil {
+		return err
+	}
 	status := store.NodeError
 	switch {
 	case ex.Clean():
@@ -754,20 +827,17 @@ func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) err
 	if ex.Err == nil {
 		p.ExitCode = &ex.Code
 	}
-	if _, err := r.st.PatchNode(ctx, node.SessionID, node.ID, p); err != nil {
-		return err
-	}
-	return r.settleSession(ctx, node.SessionID, node.ID)
+	_, err := r.st.PatchNode(ctx, node.SessionID, node.ID, p)
+	return err
 }
 
-// settleSession gives a running session whose last agent has exited the
-// status that tells what happened: error when its root ended in error,
-// stopped otherwise (invariant 6: no session shows running with nothing
-// running).
-func (r *Runner) settleSession(ctx context.Context, sessionID, exitedNodeID string) error {
+// settleSession gives a running session in which no relay runs the status
+// that tells what happened: error when its root ended in error, stopped
+// otherwise (invariant 6: no session shows running with nothing running).
+func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
 	r.mu.Lock()
-	for id, rel := range r.relays {
-		if id != exitedNodeID && rel.Node().SessionID == sessionID {
+	for _, rel := range r.relays {
+		if rel.Node().SessionID == sessionID {
 			r.mu.Unlock()
 			return nil
 		}

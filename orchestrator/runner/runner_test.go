@@ -12,6 +12,7 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -526,12 +527,19 @@ func TestRestartRecovery(t *testing.T) {
 	}
 }
 
-// TestReconcileGhost: a node marked running whose container is gone becomes
-// error at start-up; an exited container's exit is recorded.
+// TestReconcileGhost: a node marked running whose container is gone
+// (docker rm -f while the orchestrator was down) becomes error at start-up,
+// its token is revoked, and its session, in which nothing runs any more,
+// becomes error instead of showing running for good.
 func TestReconcileGhost(t *testing.T) {
-	e := newEnv(t, nil)
+	rec := &envRecorder{}
+	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
 	root := e.startRoot("echo ready")
 	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	key := rec.env(t, 0)[EnvAPIKey]
+	if _, err := e.st.AuthAPIKey(e.ctx, key); err != nil {
+		t.Fatalf("the running container's token: %v", err)
+	}
 	e.r.Close()
 	if err := e.rt.Remove(e.ctx, e.node(root.ID).ContainerID); err != nil {
 		t.Fatal(err)
@@ -540,6 +548,12 @@ func TestReconcileGhost(t *testing.T) {
 	n := e.node(root.ID)
 	if n.Status != store.NodeError || n.ContainerID != "" || e.r.Running(root.ID) {
 		t.Fatalf("ghost node after reconcile: status %s container %q", n.Status, n.ContainerID)
+	}
+	if sess, err := e.st.SessionByID(e.ctx, e.sid); err != nil || sess.Status != store.SessionError {
+		t.Fatalf("ghost session after reconcile: %q, %v; want error", sess.Status, err)
+	}
+	if _, err := e.st.AuthAPIKey(e.ctx, key); orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
+		t.Fatalf("the removed container's token: %v, want unauthorized", err)
 	}
 	found := false
 	for _, r := range e.records(root.ID) {
@@ -601,9 +615,12 @@ func TestDeleteSessionRemovesContainers(t *testing.T) {
 }
 
 // TestStartAgainFreshStdin: starting a finished session again runs a fresh
-// container with the task; earlier inputs are history, not written again.
+// container without the task (it was the first start's job, done already);
+// the agent reads the resume message first, and earlier inputs are history,
+// not written again.
 func TestStartAgainFreshStdin(t *testing.T) {
-	e := newEnv(t, nil)
+	rec := &envRecorder{}
+	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
 	root := e.startRoot("echo started")
 	count := func(s string) int {
 		c := 0
@@ -622,13 +639,62 @@ func TestStartAgainFreshStdin(t *testing.T) {
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("started again", func() bool { return count("started") == 2 })
+	e.waitFor("the resume message", func() bool { return count(ResumeMessage) == 1 })
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo two; done")); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(root.ID, store.NodeDone)
 	if c := count("one"); c != 1 {
 		t.Fatalf(`"one" %d times: an old input was written to the new container`, c)
+	}
+	if c := count("started"); c != 1 {
+		t.Fatalf(`"started" %d times: the restart ran the task again`, c)
+	}
+	if task := rec.env(t, 1)[EnvTask]; task != "" {
+		t.Fatalf("restart: %s = %q, want empty", EnvTask, task)
+	}
+}
+
+// TestTokenDiesWithContainer: a container's token works while it runs and is
+// refused once it has exited (done, or stopped); a restart gets a new token
+// and the old one stays refused.
+func TestTokenDiesWithContainer(t *testing.T) {
+	rec := &envRecorder{}
+	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
+	root := e.startRoot("echo started")
+	e.waitFor("started", func() bool { return hasText(e.records(root.ID), "started") })
+	works := func(key string) bool {
+		t.Helper()
+		p, err := e.st.AuthAPIKey(e.ctx, key)
+		if err != nil && orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
+			t.Fatal(err)
+		}
+		return err == nil && p.NodeID == root.ID
+	}
+	key1 := rec.env(t, 0)[EnvAPIKey]
+	if !works(key1) {
+		t.Fatal("the running container's token is refused")
+	}
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone)
+	if works(key1) {
+		t.Fatal("the token works after its container exited")
+	}
+	if err := e.r.StartNode(e.ctx, e.uid, e.sid, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	key2 := rec.env(t, 1)[EnvAPIKey]
+	if key2 == key1 || !works(key2) || works(key1) {
+		t.Fatalf("after the restart: new token works %v, old token refused %v", key2 != key1 && works(key2), !works(key1))
+	}
+	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone) // testagent answers stop with done
+	if works(key2) {
+		t.Fatal("the token works after its container was stopped")
 	}
 }
 

@@ -169,12 +169,12 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 		}
 	}
 	out := make([]Record, len(recs))
-	at := ms(t.now)
+	now := ms(t.now)
 	// One record (the common case) goes through a statement prepared once on
 	// the write connection; batches use multi-row INSERTs.
 	if sqlTx, ok := t.g.Statement.ConnPool.(*sql.Tx); ok && len(recs) == 1 && t.s.insertOne != nil {
 		r := recs[0]
-		seq := t.last + 1
+		seq, at := t.last+1, atOf(r, now)
 		if _, err := sqlTx.StmtContext(t.ctx, t.s.insertOne).ExecContext(t.ctx, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at); err != nil {
 			return nil, fmt.Errorf("append to session %s log: %w", t.sessionID, err)
 		}
@@ -199,7 +199,7 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 		chunk := recs[start : start+n]
 		args = args[:0]
 		for i, r := range chunk {
-			seq := t.last + int64(start+i) + 1
+			seq, at := t.last+int64(start+i)+1, atOf(r, now)
 			args = append(args, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at)
 			out[start+i] = Record{SessionID: t.sessionID, Seq: seq, Kind: r.Kind, NodeID: r.NodeID,
 				At: fromMS(at), Data: r.Data}
@@ -218,6 +218,14 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 	t.last += int64(len(recs))
 	t.recs = append(t.recs, out...)
 	return out, nil
+}
+
+// atOf is the stored time of r: its At when given, else the append time.
+func atOf(r NewRecord, now int64) int64 {
+	if r.At.IsZero() {
+		return now
+	}
+	return ms(r.At)
 }
 
 // appendJSON appends one record whose data is v encoded as JSON.

@@ -261,3 +261,40 @@ func TestAppendWhileSessionDeleted(t *testing.T) {
 		t.Fatalf("records survived the session: last seq %d", last)
 	}
 }
+
+// TestAppendKeepsGivenAt: a record given an At (an agent's line, with the
+// container's timestamp) keeps it, also in a batch and when it is older
+// than the record before; one without gets the append time. Seq stays the
+// order.
+func TestAppendKeepsGivenAt(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	printed := time.Date(2025, 12, 31, 23, 59, 58, 123_000_000, time.UTC)
+	r1, r2, r3 := ev("recovered"), ev("now"), ev("older")
+	r1.At, r3.At = printed, printed.Add(-time.Second)
+	for _, batch := range [][]store.NewRecord{{r1}, {r1, r2, r3}} {
+		got, err := e.s.Append(ctx, s.ID, batch...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range got {
+			want := batch[i].At
+			if want.IsZero() {
+				want = e.clock.Now()
+			}
+			if !r.At.Equal(want) {
+				t.Fatalf("batch of %d, record %d: At %v, want %v", len(batch), i, r.At, want)
+			}
+			stored, err := e.s.Records(ctx, s.ID, r.Seq-1, 1, "")
+			if err != nil || len(stored) != 1 || !stored[0].At.Equal(want) {
+				t.Fatalf("stored record %d: %+v, %v; want At %v", r.Seq, stored, err, want)
+			}
+		}
+	}
+	pub := e.pub.all()
+	if len(pub) != 4 || !pub[0].At.Equal(printed) || !pub[3].At.Equal(printed.Add(-time.Second)) {
+		t.Fatalf("published %+v", pub)
+	}
+}

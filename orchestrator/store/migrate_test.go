@@ -21,26 +21,33 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "old.db")
 
-	// An older binary: only 0001, with data in it.
+	// An older binary: only 0001, with data in it, written as that binary
+	// wrote it (today's code reads columns 0001 does not have). The root
+	// ran an agent (it has a log cursor); the child never did.
 	old, err := store.Open(ctx, store.Config{Path: path, Migrations: all[:1]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := old.CreateUser(ctx, "alice", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := old.CreateSession(ctx, u.ID, store.NewSession{Name: "kept"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := old.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "shelley", Task: "hello"})
-	if err != nil {
-		t.Fatal(err)
+	type ids struct{ user, session, root, child string }
+	d := ids{"u-1", "s-1", "n-root", "n-child"}
+	for _, q := range []string{
+		`INSERT INTO users (id, name, is_admin, created_at) VALUES ('u-1', 'alice', 1, 1)`,
+		`INSERT INTO agent_session (id, user_id, name, status, root_node_id, created_at, updated_at) VALUES ('s-1', 'u-1', 'kept', 'stopped', 'n-root', 1, 2)`,
+		`INSERT INTO agent_node (id, session_id, name, agent_type, model, log_cursor, created_at, updated_at) VALUES ('n-root', 's-1', 'root', 'shelley', 'm', 'o=0:0,e=0:0,i=2', 1, 1234)`,
+		`INSERT INTO agent_node (id, session_id, parent_id, name, agent_type, model, created_at, updated_at) VALUES ('n-child', 's-1', 'n-root', 'child', 'shelley', 'm', 1, 5)`,
+		`INSERT INTO session_log (session_id, seq, node_id, kind, payload, created_at) VALUES ('s-1', 1, 'n-root', 'node', '{"op":"created"}', 1)`,
+		`INSERT INTO session_log (session_id, seq, node_id, kind, payload, created_at) VALUES ('s-1', 2, 'n-root', 'input', '{"type":"message","from":"user","content":"hello"}', 1)`,
+	} {
+		if _, err := old.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
+	u := store.User{ID: d.user}
+	s := store.Session{ID: d.session}
+	root := store.Node{ID: d.root}
 
 	// The new binary: every embedded migration plus one more that changes a
 	// table holding data.
@@ -77,6 +84,13 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	recs, err := st.Records(ctx, s.ID, 0, 0, "")
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("records after upgrade %+v, %v", recs, err)
+	}
+	// 0005: a node that ran before (it has a log cursor) counts as started.
+	if n, err := st.NodeByID(ctx, d.root); err != nil || n.StartedAt == nil || n.StartedAt.UnixMilli() != 1234 {
+		t.Fatalf("root after upgrade: started %v, %v", n.StartedAt, err)
+	}
+	if n, err := st.NodeByID(ctx, d.child); err != nil || n.StartedAt != nil {
+		t.Fatalf("child after upgrade: started %v, %v", n.StartedAt, err)
 	}
 	// The seq continues after the upgrade.
 	next, err := st.Append(ctx, s.ID, store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)})

@@ -43,19 +43,20 @@ type nodeRow struct {
 	Tokens      int64
 	LogCursor   string
 	ExitCode    *int
+	StartedAt   *int64
 	CreatedAt   int64
 	UpdatedAt   int64
 }
 
 const nodeCols = `id, session_id, parent_id, name, agent_type, model, image, status, context_pct, config,
-	container_id, sort_order, tokens, log_cursor, exit_code, created_at, updated_at`
+	container_id, sort_order, tokens, log_cursor, exit_code, started_at, created_at, updated_at`
 
 func (r *nodeRow) node() Node {
 	return Node{
 		ID: r.ID, SessionID: r.SessionID, ParentID: r.ParentID, Name: r.Name, AgentType: r.AgentType,
 		Model: r.Model, Image: r.Image, Status: r.Status, ContextPct: r.ContextPct,
 		Config: json.RawMessage(r.Config), ContainerID: r.ContainerID, SortOrder: r.SortOrder,
-		Tokens: r.Tokens, ExitCode: r.ExitCode, LogCursor: r.LogCursor,
+		Tokens: r.Tokens, ExitCode: r.ExitCode, LogCursor: r.LogCursor, StartedAt: fromMSPtr(r.StartedAt),
 		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt),
 	}
 }
@@ -533,10 +534,16 @@ func (s *Store) updateNode(ctx context.Context, scope, sessionID, nodeID string,
 		} else if p.ClearExitCode {
 			r.ExitCode = nil
 		}
+		if p.MarkStarted && r.StartedAt == nil {
+			v := ms(tx.Now())
+			r.StartedAt = &v
+		} else if p.ClearStarted {
+			r.StartedAt = nil
+		}
 		visible := r.Name != old.Name || r.Status != old.Status || r.Config != old.Config ||
 			!eqPtr(r.ContextPct, old.ContextPct) || r.Tokens != old.Tokens ||
 			r.ContainerID != old.ContainerID || !eqPtr(r.ExitCode, old.ExitCode)
-		if !visible && r.LogCursor == old.LogCursor {
+		if !visible && r.LogCursor == old.LogCursor && eqPtr(r.StartedAt, old.StartedAt) {
 			out = t.node(nodeID)
 			return nil
 		}
@@ -545,6 +552,7 @@ func (s *Store) updateNode(ctx context.Context, scope, sessionID, nodeID string,
 		}
 		set["name"], set["status"], set["config"], set["context_pct"] = r.Name, r.Status, r.Config, r.ContextPct
 		set["tokens"], set["container_id"], set["log_cursor"], set["exit_code"] = r.Tokens, r.ContainerID, r.LogCursor, r.ExitCode
+		set["started_at"] = r.StartedAt
 		set["updated_at"] = r.UpdatedAt
 		if err := g.Table("agent_node").Where("id = ?", nodeID).Updates(set).Error; err != nil {
 			return fmt.Errorf("update node %s: %w", nodeID, err)

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -198,6 +199,26 @@ func TestUpdateNode(t *testing.T) {
 	recs, _ := e.s.Records(ctx, s.ID, last, 0, root.ID)
 	if len(recs) != 1 || recs[0].Kind != store.KindNode {
 		t.Fatalf("records after %d = %+v", last, recs)
+	}
+	// StartedAt: set once, by the first MarkStarted; no record.
+	last, _ = e.s.LastSeq(ctx, s.ID)
+	n, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{MarkStarted: true})
+	if err != nil || n.StartedAt == nil || !n.StartedAt.Equal(e.clock.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("mark started = %+v, %v", n.StartedAt, err)
+	}
+	first := *n.StartedAt
+	e.clock.Add(time.Minute)
+	if n, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{MarkStarted: true}); err != nil || !n.StartedAt.Equal(first) {
+		t.Fatalf("mark started again = %v, %v; want %v", n.StartedAt, err, first)
+	}
+	if got, _ := e.s.NodeByID(ctx, root.ID); got.StartedAt == nil || !got.StartedAt.Equal(first) {
+		t.Fatalf("stored started_at = %v", got.StartedAt)
+	}
+	if l, _ := e.s.LastSeq(ctx, s.ID); l != last {
+		t.Fatalf("started_at change appended a record (%d → %d)", last, l)
+	}
+	if n, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{ClearStarted: true}); err != nil || n.StartedAt != nil {
+		t.Fatalf("clear started = %v, %v", n.StartedAt, err)
 	}
 	active, err := e.s.ActiveNodes(ctx)
 	if err != nil || len(active) != 1 || active[0].ID != root.ID {

@@ -115,6 +115,9 @@ type Node struct {
 	Total int `json:"total"`
 	// LogCursor is the relay's opaque position in the container log.
 	LogCursor string `json:"-"`
+	// StartedAt is when the node's agent was first started (nil: never):
+	// a later start is a restart (no FILEPATH_TASK, a resume message).
+	StartedAt *time.Time `json:"-"`
 }
 
 // NewNode is the input of CreateNode.
@@ -140,6 +143,10 @@ type NodePatch struct {
 	LogCursor       *string          `json:"-"`
 	ExitCode        *int             `json:"exit_code,omitempty"`
 	ClearExitCode   bool             `json:"-"`
+	// MarkStarted sets StartedAt to now unless it is set; ClearStarted
+	// unsets it (a first start that failed).
+	MarkStarted  bool `json:"-"`
+	ClearStarted bool `json:"-"`
 }
 
 // Record is one entry of a session's log.
@@ -152,11 +159,18 @@ type Record struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-// NewRecord is the input of Append: the store assigns Seq and At.
+// NewRecord is the input of Append: the store assigns Seq, and At unless
+// it is given.
 type NewRecord struct {
 	NodeID string          // "" for a session-level record
 	Kind   string          // one of the Kind constants
 	Data   json.RawMessage // a JSON object
+	// At is when the record's content happened: for an agent's output line,
+	// the container runtime's timestamp of it, so that output recovered
+	// after a restart keeps the time it was printed. Zero: the append time.
+	// At is information, not order: seq is the order, and At may go
+	// backwards from one record to the next.
+	At time.Time
 }
 
 // NodeChange is the data of a KindNode record.

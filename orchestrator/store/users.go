@@ -282,6 +282,20 @@ func (s *Store) DeleteAPIKey(ctx context.Context, userID, keyID string) error {
 	return nil
 }
 
+// DeleteNodeAPIKeys deletes every key of nodeID (its container's token) and
+// returns how many went: a node's token dies with its container (DESIGN
+// invariant 9). Deleting the keys of a node that has none is not an error.
+func (s *Store) DeleteNodeAPIKeys(ctx context.Context, nodeID string) (int64, error) {
+	if nodeID == "" {
+		return 0, orchestrator.FieldErrorf("node_id", "node id is empty")
+	}
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM api_keys WHERE node_id = ?`, nodeID)
+	if res.Error != nil {
+		return 0, fmt.Errorf("delete api keys of node %s: %w", nodeID, res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
 // CreateWebSession returns a new browser session cookie value for userID,
 // valid for ttl. Only its hash is stored.
 func (s *Store) CreateWebSession(ctx context.Context, userID string, ttl time.Duration) (string, error) {

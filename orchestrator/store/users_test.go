@@ -143,6 +143,29 @@ func TestAPIKeys(t *testing.T) {
 	}
 	_, err = e.s.UserByAPIKey(ctx, nkey)
 	wantCode(t, err, orchestrator.EUnauthorized, "")
+	// Revoked when its container ends: every key of the node goes, the
+	// user's own keys stay.
+	nkey2, _, err := e.s.CreateNodeAPIKey(ctx, u.ID, s.ID, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.s.DeleteNodeAPIKeys(ctx, root.ID); err != nil || n != 2 {
+		t.Fatalf("delete node keys: %d, %v; want 2", n, err)
+	}
+	for _, k := range []string{nkey, nkey2} {
+		_, err = e.s.AuthAPIKey(ctx, k)
+		wantCode(t, err, orchestrator.EUnauthorized, "")
+	}
+	if _, err := e.s.UserByAPIKey(ctx, key); err != nil {
+		t.Fatalf("the user's key after revoking the node's: %v", err)
+	}
+	if n, err := e.s.DeleteNodeAPIKeys(ctx, root.ID); err != nil || n != 0 {
+		t.Fatalf("delete again: %d, %v", n, err)
+	}
+	nkey, _, err = e.s.CreateNodeAPIKey(ctx, u.ID, s.ID, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The node key dies with its node.
 	if _, err := e.s.DeleteNode(ctx, u.ID, s.ID, root.ID); err != nil {
 		t.Fatal(err)

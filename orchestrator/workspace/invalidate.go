@@ -221,13 +221,15 @@ func (q *invalQueue) take() []invalItem {
 	return b
 }
 
-// invalidator sends the queued notices until the server stops. Then it
-// reports what is still queued as done (there is no kernel left to tell;
-// the Fanout no longer pushes to the mount, which left it before done).
-func (m *MountPoint) invalidator() {
+// invalidator sends the queued notices until stop is closed (the server
+// has stopped). Then it cancels the retries it scheduled and reports what is
+// still queued as done (there is no kernel left to tell; the Fanout no
+// longer pushes to the mount, which left it before stop).
+func (m *MountPoint) invalidator(stop <-chan struct{}) {
 	for {
 		select {
-		case <-m.done:
+		case <-stop:
+			m.retries.stop()
 			for _, it := range m.inval.take() {
 				if it.done != nil {
 					it.done()
@@ -347,12 +349,67 @@ func (m *MountPoint) inodeNotice(ino int64, data bool, retries int) {
 		if data {
 			ch = vfs.Change{Data: []int64{ino}}
 		}
-		time.AfterFunc(retryAfter<<retries, func() {
+		m.retries.after(retryAfter<<retries, func() {
 			m.inval.push(invalItem{ch: ch, retry: retries + 1})
 		})
 		return
 	}
 	m.notified(st)
+}
+
+// retryTimers are the pending retries of a mount's notices, cancelled when
+// the mount stops so that none fires after it (Close joins them).
+type retryTimers struct {
+	mu      sync.Mutex
+	pending map[*time.Timer]struct{}
+	stopped bool
+	running sync.WaitGroup // timers not stopped in time: their f may run
+}
+
+// after runs f after d unless stop comes first.
+func (r *retryTimers) after(d time.Duration, f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	if r.pending == nil {
+		r.pending = map[*time.Timer]struct{}{}
+	}
+	r.running.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		defer r.running.Done()
+		r.mu.Lock() // after the Lock in after: t is set
+		_, live := r.pending[t]
+		delete(r.pending, t)
+		r.mu.Unlock()
+		if live {
+			f()
+		}
+	})
+	r.pending[t] = struct{}{}
+}
+
+// stop cancels every pending timer and waits for any that already fired.
+func (r *retryTimers) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	for t := range r.pending {
+		if t.Stop() {
+			r.running.Done()
+		}
+	}
+	clear(r.pending)
+	r.mu.Unlock()
+	r.running.Wait()
+}
+
+// len returns how many timers are pending.
+func (r *retryTimers) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
 }
 
 // handed records that a reply has just given ino to the kernel.

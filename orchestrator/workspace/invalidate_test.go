@@ -78,7 +78,7 @@ func TestNoticeRetriedForInodeJustHanded(t *testing.T) {
 	m := &MountPoint{opts: Options{Fanout: &Fanout{}}.withDefaults(), notify: k, done: make(chan struct{}), replied: map[int64]time.Time{}}
 	m.inval.wake = make(chan struct{}, 1)
 	defer close(m.done)
-	go m.invalidator()
+	go m.invalidator(m.done)
 
 	m.handed(42)
 	gen := m.gen.Load()
@@ -260,9 +260,41 @@ func TestStoppedMountReportsQueuedDone(t *testing.T) {
 		called := 0
 		m.inval.push(invalItem{ch: vfs.Change{Attrs: []int64{5}}, done: func() { called++ }})
 		close(m.done) // the server stopped before the goroutine ran
-		m.invalidator()
+		m.invalidator(m.done)
 		if called != 1 {
 			t.Fatalf("round %d: done called %d times, want 1", i, called)
 		}
+	}
+}
+
+// TestStoppedMountCancelsRetries: a notice waiting to be sent again is
+// cancelled when the mount stops: no timer of the mount fires after its
+// invalidator has ended.
+func TestStoppedMountCancelsRetries(t *testing.T) {
+	k := &fakeKernel{known: map[uint64]bool{}}
+	m := &MountPoint{opts: Options{Fanout: &Fanout{}}.withDefaults(), notify: k, done: make(chan struct{}), replied: map[int64]time.Time{}}
+	m.inval.wake = make(chan struct{}, 1)
+	stop := make(chan struct{})
+	ended := make(chan struct{})
+	go func() { defer close(ended); m.invalidator(stop) }()
+	m.handed(42) // the kernel does not know 42 yet: its notice is retried
+	m.inval.push(invalItem{ch: vfs.Change{Data: []int64{42}}})
+	checkFor(t, 2*time.Second, "a retry scheduled", func() error {
+		if m.retries.len() == 0 {
+			return fmt.Errorf("no retry pending; log %v", k.snapshot())
+		}
+		return nil
+	})
+	close(stop)
+	<-ended
+	if n := m.retries.len(); n != 0 {
+		t.Fatalf("%d retries pending after the mount stopped", n)
+	}
+	m.retries.after(time.Nanosecond, func() { t.Error("a retry was scheduled after the mount stopped") })
+	if n := m.retries.len(); n != 0 {
+		t.Fatalf("%d retries pending after the mount stopped", n)
+	}
+	if items := m.inval.take(); len(items) != 0 {
+		t.Fatalf("a cancelled retry queued %d notices", len(items))
 	}
 }

@@ -147,16 +147,17 @@ type MountPoint struct {
 	// inval holds changes made elsewhere to tell the kernel about; gen
 	// counts the batches told, so that attributes read from the VFS before
 	// a batch are not cached as fresh after it (see node.remember).
-	inval  invalQueue
-	gen    atomic.Uint64
-	notify notifier // the server
+	inval   invalQueue
+	retries retryTimers // notices to send again, owned by the invalidator
+	gen     atomic.Uint64
+	notify  notifier // the server
 	// replied: inodes handed to the kernel lately (see handed)
 	rmu     sync.Mutex
 	replied map[int64]time.Time
 
 	closeOnce sync.Once
 	closeErr  error
-	done      chan struct{} // closed when the serve loop has ended
+	done      chan struct{} // closed when the serve loop and the invalidator have ended
 }
 
 // Mount mounts fsys at dir (which must exist) and serves it until Close.
@@ -229,11 +230,15 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	m.server, m.notify = server, server
+	// The invalidator ends after the server and before done: whoever
+	// waits for done (Close, Manager.Shutdown) has joined both.
+	served := make(chan struct{})
+	var invalidated sync.WaitGroup
 	if opts.Fanout != nil {
 		// Before serving, so that the mount leaves the Fanout however
 		// early its server stops.
 		opts.Fanout.add(sid, m)
-		go m.invalidator()
+		invalidated.Go(func() { m.invalidator(served) })
 	}
 	go func() {
 		defer close(m.done)
@@ -241,6 +246,8 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 		if opts.Fanout != nil {
 			opts.Fanout.remove(sid, m)
 		}
+		close(served)
+		invalidated.Wait()
 	}()
 	if err := server.WaitMount(); err != nil {
 		_ = syscall.Unmount(dir, syscall.MNT_DETACH)

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/orchestrator/agentapi"
+	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/hub"
+	"github.com/filepath-dev/filepath/orchestrator/runner"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/workspace"
+)
+
+// app is `filepath serve`: every part of the orchestrator, built in
+// dependency order by newApp and closed in the reverse order by Close.
+type app struct {
+	log  *slog.Logger
+	data string // absolute data directory
+
+	hub *hub.Hub[store.Record]
+	st  *store.Store
+	// The coalescer's goroutine turns file changes into `file` records.
+	stopCoal context.CancelFunc
+	coalDone chan struct{}
+	fsys     *vfs.VFS
+	rt       io.Closer          // the container runtime (Docker client, or the process runtime)
+	ws       *workspace.Manager // nil with --workspace dir
+	agents   *agentapi.Server   // the agent-facing API (FILEPATH_API_URL)
+	run      *runner.Runner
+	// The sweeper's goroutine deletes expired logins.
+	stopSweep context.CancelFunc
+	sweepDone chan struct{}
+	srv       *api.Server
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// newApp builds the hub, the store, the session filesystem and its
+// coalescer, the container runtime, the workspaces, the runner (reconciled
+// with the real containers) and the API server. On an error it closes what
+// it built.
+func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Logger) (a *app, err error) {
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	data, err := filepath.Abs(cfg.Data)
+	if err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	a = &app{log: log, data: data}
+	defer func() {
+		if err != nil {
+			a.Close()
+			a = nil
+		}
+	}()
+	a.hub = hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
+	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub, MaxNodes: cfg.MaxAgents}); err != nil {
+		return a, err
+	}
+
+	// The session filesystem; its changes become coalesced `file` records.
+	coal := vfs.NewCoalescer(logAppender{a.st}, 200*time.Millisecond, nil, log)
+	coalCtx, stopCoal := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopCoal, a.coalDone = stopCoal, make(chan struct{})
+	go func() { defer close(a.coalDone); coal.Run(coalCtx) }()
+	readDB, err := a.st.ReadDB().DB()
+	if err != nil {
+		return a, err
+	}
+	a.fsys = vfs.New(a.st.SQL(), vfs.Config{MaxFileSize: cfg.FileMax, SessionQuota: cfg.SessionQuota, ReadDB: readDB, Notifier: coal, Logger: log})
+	if _, err := a.fsys.PurgeOrphans(ctx); err != nil {
+		return a, fmt.Errorf("purge orphaned files: %w", err)
+	}
+
+	if err := a.newRunner(ctx, cfg); err != nil {
+		return a, err
+	}
+	if err := a.run.Reconcile(ctx); err != nil {
+		log.Warn("reconcile nodes with containers", "err", err)
+	}
+
+	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopSweep, a.sweepDone = stopSweep, make(chan struct{})
+	go func() { defer close(a.sweepDone); sweepExpired(sweepCtx, a.st, time.Hour, log) }()
+
+	a.srv, err = api.New(api.Config{
+		Addr:           cfg.Addr,
+		Store:          a.st,
+		Hub:            a.hub,
+		Runner:         a.run,
+		Logger:         log,
+		Stdout:         stdout,
+		AllowedOrigins: cfg.AllowedOrigins,
+		TrustedProxies: cfg.TrustedProxies,
+		SessionTTL:     cfg.SessionTTL,
+		MaxBody:        cfg.MaxBody,
+		Files:          a.fsys,
+	})
+	if err != nil {
+		return a, err
+	}
+	// Admin commands (`filepath user login`) print links to this address.
+	if err := os.WriteFile(filepath.Join(data, urlFile), []byte(a.srv.URL()+"\n"), 0o600); err != nil {
+		log.Warn("write the server's URL to the data directory", "err", err)
+	}
+	log.Info("starting", "data", data, "runtime", cfg.Runtime, "workspace", cfg.Workspace)
+	return a, nil
+}
+
+// The lifecycle runner is the API's Runner.
+var _ api.Runner = (*runner.Runner)(nil)
+
+// newRunner builds the container runtime, the agent-facing API (a listener
+// in each container's network namespace with Docker, one on the host's
+// loopback with the process runtime) and the lifecycle runner, with each
+// node's /workspace served over FUSE from the session filesystem (or a plain
+// directory with --workspace dir).
+func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
+	st, fsys, log := a.st, a.fsys, a.log
+	rcfg := runner.Config{Store: st, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
+		ProviderKeys: func(p string) bool { return cfg.ProviderKeys[p] != "" }}
+	acfg := agentapi.Config{Auth: st, Logger: log}
+	switch cfg.Runtime {
+	case "process":
+		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(a.data, "proc"), Logger: log})
+		if err != nil {
+			return err
+		}
+		a.rt, rcfg.Runtime = rt, rt
+		rcfg.Cmd = func(store.Node) []string { return cfg.AgentCmd }
+	default:
+		rt, err := containers.NewDocker(ctx, containers.DockerConfig{Network: cfg.Network})
+		if err != nil {
+			return err
+		}
+		a.rt, rcfg.Runtime = rt, rt
+		acfg.Netns = rt
+	}
+	agents, err := agentapi.New(acfg)
+	if err != nil {
+		return err
+	}
+	a.agents, rcfg.AgentAPI = agents, agents
+	// The LLM gateway on the agent-facing API (FILEPATH_API_URL). Until it is wired, a placeholder:
+	mountGateway(agents, notConfigured("the LLM gateway is not configured"))
+	if cfg.Workspace == "fuse" {
+		ws, err := workspace.NewManager(workspace.ManagerConfig{
+			Dir:    filepath.Join(a.data, "mnt"),
+			Logger: log,
+			Open: func(ctx context.Context, nodeID string) (workspace.FS, error) {
+				n, err := st.NodeByID(ctx, nodeID)
+				if err != nil {
+					return nil, err
+				}
+				allowed, err := vfs.AllowedPaths(n.Config)
+				if err != nil {
+					return nil, err
+				}
+				return fsys.Session(n.SessionID).ForNode(nodeID, allowed)
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("workspace over FUSE (use --workspace dir to run without it): %w", err)
+		}
+		a.ws = ws
+		// Every change (a node's mount, the REST API) is pushed to the
+		// kernels of the session's other mounts.
+		fsys.SetInvalidator(ws.Fanout())
+		// Containers outlive the orchestrator: serve the workspaces of the
+		// nodes that may still run again before the relays re-attach.
+		active, err := st.ActiveNodes(ctx)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(active))
+		for i, n := range active {
+			ids[i] = n.ID
+		}
+		if err := ws.Recover(ctx, ids); err != nil {
+			log.Warn("recover workspaces", "err", err)
+		}
+		rcfg.Workspaces = ws
+		rcfg.WorkspacePropagation = workspace.Propagation
+	}
+	run, err := runner.New(rcfg)
+	if err != nil {
+		return err
+	}
+	a.run = run
+	return nil
+}
+
+// Run serves until ctx ends or Close is called.
+func (a *app) Run(ctx context.Context) error { return a.srv.Run(ctx) }
+
+// Close stops every part in the reverse order of newApp, each after what
+// uses it, and waits for their goroutines:
+//
+//  1. the API server (no request or stream reaches what follows);
+//  2. the login sweeper;
+//  3. the runner: relays detach, the containers keep running; then the
+//     agent-facing API's listeners close;
+//  4. the workspaces: the FUSE mounts stop serving, left dead for the next
+//     start to stack on (their invalidators and retry timers end with them);
+//  5. the container runtime (the Docker client's connections; the process
+//     runtime's agents, which die with the orchestrator anyway);
+//  6. the coalescer, which appends the file changes it still holds;
+//  7. the session filesystem, the store, the hub.
+//
+// Safe to call more than once, also on a partly built app.
+func (a *app) Close() error {
+	a.closeOnce.Do(func() {
+		var errs []error
+		if a.srv != nil {
+			errs = append(errs, a.srv.Close())
+		}
+		if a.stopSweep != nil {
+			a.stopSweep()
+			<-a.sweepDone
+		}
+		if a.run != nil {
+			errs = append(errs, a.run.Close())
+		}
+		if a.agents != nil {
+			a.agents.Shutdown()
+		}
+		if a.ws != nil {
+			if a.fsys != nil {
+				a.fsys.SetInvalidator(nil)
+			}
+			errs = append(errs, a.ws.Shutdown())
+		}
+		if a.rt != nil {
+			errs = append(errs, a.rt.Close())
+		}
+		if a.stopCoal != nil {
+			a.stopCoal()
+			<-a.coalDone
+		}
+		if a.fsys != nil {
+			a.fsys.Close()
+		}
+		if a.st != nil {
+			errs = append(errs, a.st.Close())
+		}
+		if a.hub != nil {
+			a.hub.Close()
+		}
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
+}
