@@ -526,8 +526,8 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	})
 	if err != nil {
 		if node.AgentType != AgentCustom && orchestrator.ErrorField(err) == "image" {
-			// The built-in agents' images are not part of this repository.
-			return orchestrator.Errorf(orchestrator.EUnavailable, "the %s agent's image %s is not on this machine; spawn a custom agent with an image you have (make images builds filepath/byo-echo:latest and filepath/testagent:latest)", node.AgentType, image)
+			// A built-in agent's image is built by images/build.sh.
+			return orchestrator.Errorf(orchestrator.EUnavailable, "the %s agent's image %s is not on this machine: build it with `make images` (images/build.sh %s), or spawn a custom agent with an image you have", node.AgentType, image, node.AgentType)
 		}
 		return err
 	}

@@ -724,13 +724,17 @@ func TestStartMissingImage(t *testing.T) {
 // TestStartCatalogAgentWithoutImage: a built-in agent whose image is not on
 // the machine fails with a message that says what to do instead.
 func TestStartCatalogAgentWithoutImage(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, func(c *Config) { c.ProviderKeys = func(string) bool { return true } })
 	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: "shelley"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// make images builds the catalog's images: name one that is not built.
+	if _, err := e.st.SQL().Exec(`UPDATE agent_node SET image = 'filepath/agent-shelley-missing:latest' WHERE id = ?`, n.ID); err != nil {
+		t.Fatal(err)
+	}
 	err = e.r.StartNode(e.ctx, e.uid, e.sid, n.ID)
-	if err == nil || !strings.Contains(err.Error(), "the shelley agent's image") || !strings.Contains(err.Error(), "spawn a custom agent") {
+	if err == nil || !strings.Contains(err.Error(), "the shelley agent's image") || !strings.Contains(err.Error(), "make images") || !strings.Contains(err.Error(), "agent-shelley-missing") {
 		t.Fatalf("start: %v", err)
 	}
 	e.waitSessionStatus(store.SessionError)
