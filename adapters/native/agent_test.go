@@ -568,7 +568,7 @@ func TestMessageDuringTurn(t *testing.T) {
 	}
 }
 
-func TestInputsFromParentAndSystem(t *testing.T) {
+func TestInputsFromParentSystemAndSignals(t *testing.T) {
 	f := fakellm.New()
 	defer f.Close()
 	f.SetModels(fakeModels)
@@ -576,6 +576,9 @@ func TestInputsFromParentAndSystem(t *testing.T) {
 	cfg := testConfig(f.URL, t.TempDir())
 	h := startAgent(t, cfg)
 	h.waitFor("status idle at start", 1, isStatus(protocol.StateIdle))
+	// pause and resume need nothing from the agent (docker freezes it in between).
+	h.send(protocol.SignalInput{Type: "signal", Action: protocol.ActionPause})
+	h.send(protocol.SignalInput{Type: "signal", Action: protocol.ActionResume})
 	h.message(protocol.FromParent, "check the tests")
 	h.waitFor("done", 1, isType(protocol.TypeDone))
 	h.message(protocol.FromSystem, "child-1 finished: all good")
