@@ -4,8 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,29 +111,26 @@ func TestImageFixesATest(t *testing.T) {
 		t.Fatalf("the container did not exit after signal stop; stderr:\n%s", stderr.String())
 	}
 
-	// Everything it printed is valid FAP, line by line, as `filepath
-	// validate` checks it (the same reader and decoder).
+	// Everything it printed passes `filepath validate`.
 	mu.Lock()
-	out := raw.Bytes()
+	out := append([]byte(nil), raw.Bytes()...)
 	mu.Unlock()
-	r := protocol.NewReader(bytes.NewReader(out), 0)
-	lines := 0
-	for {
-		line, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("line %d: %v", r.Line(), err)
-		}
-		if _, err := protocol.DecodeEvent(line); err != nil {
-			t.Fatalf("line %d is not valid FAP: %v\n%s", r.Line(), err, line)
-		}
-		lines++
+	printed := filepath.Join(t.TempDir(), "events.ndjson")
+	if err := os.WriteFile(printed, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "filepath")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/filepath")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/filepath: %v\n%s", err, b)
+	}
+	verdict, err := exec.Command(bin, "validate", printed).CombinedOutput()
+	if err != nil {
+		t.Fatalf("filepath validate: %v\n%s\nthe agent printed:\n%s", err, verdict, out)
 	}
 	evs := snapshot()
-	if lines != len(evs) {
-		t.Fatalf("%d lines, %d events", lines, len(evs))
+	if want := fmt.Sprintf("%d valid, 0 invalid\n", len(evs)); string(verdict) != want {
+		t.Fatalf("filepath validate: %q, want %q", verdict, want)
 	}
 	// The same events as in-process, then the idle of the stop.
 	sameLines(t, transcriptOf(evs), append(append([]string(nil), fixEvents...), "status idle"))
