@@ -69,7 +69,7 @@ var allTools = map[string]tool{
 		Description: "Run a command with bash -c in /workspace. No terminal and no stdin: nothing interactive. Output is cut in the middle when long. Commands that run past the timeout are killed with everything they started.",
 		Parameters: schema(`{"type":"object","properties":{
 "command":{"type":"string","description":"the command line"},
-"timeout":{"type":"integer","description":"seconds before the command is killed (default 120, maximum 600)"}},
+"timeout":{"type":"integer","description":"seconds before the command is killed (the default and maximum are in the tool's description)"}},
 "required":["command"],"additionalProperties":false}`)},
 		run: runBash},
 	"glob": {spec: functionSpec{Name: "glob",
