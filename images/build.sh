@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # build.sh builds the local Docker images filepath needs, without a registry.
 #
-#   images/build.sh [base|testagent|byo-echo ...]     (no argument: all; `make images` runs this)
+#   images/build.sh [base|testagent|byo-echo|shelley|pi ...]     (no argument: all; `make images` runs this)
 #
 #   filepath/testagent:latest  FROM scratch + the static test agent (adapters/testagent)
 #   filepath/base:bookworm     a minimal Debian made with debootstrap + docker import
 #                              (git, ca-certificates, jq); skipped when it exists
 #   filepath/byo-echo:latest   the tutorial's reference BYO agent, FROM the base above
+#   filepath/agent-shelley:latest, filepath/agent-pi:latest
+#                              the native agents (adapters/native, static) FROM the base
+#                              above, with bash, git and Go 1.23 installed from
+#                              deb.debian.org (bookworm-backports) in the build
 #
 # Environment:
-#   FILEPATH_BASE         use this local image as BASE for byo-echo instead of building
+#   FILEPATH_BASE         use this local image as BASE for byo-echo, shelley and pi instead of building
 #                         filepath/base:bookworm (e.g. debian:bookworm-slim where a registry works)
 #   FILEPATH_CACHE_DIR    where the debootstrap tarball is cached (default ~/.cache/filepath)
 #   DEBIAN_MIRROR         debootstrap mirror (default http://deb.debian.org/debian)
 #
-# The catalog images (filepath/agent-<type>) are not built here yet.
+# The other catalog images (filepath/agent-<type>) are not built here yet.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,15 +92,32 @@ build_byo_echo() {
 	say "built filepath/byo-echo:latest (BASE=$base)"
 }
 
+# build_native builds filepath/agent-$1 (shelley or pi) from images/$1.
+build_native() {
+	local type=$1 base=${FILEPATH_BASE:-$base_image} image=filepath/agent-$1:latest
+	command -v go >/dev/null || die "go is not installed (needed to build adapters/native)"
+	have_image "$base" || build_base
+	local ctx
+	ctx=$(mktemp -d)
+	trap 'rm -rf "$ctx"' RETURN
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/filepath-native" ./adapters/native) \
+		|| die "go build ./adapters/native failed"
+	cp "$root/images/$type/Dockerfile" "$ctx/Dockerfile"
+	have_image "$image" || say "building $image (the first build installs Go from deb.debian.org, a few minutes)"
+	quiet docker build -q --build-arg "BASE=$base" -t "$image" "$ctx" || die "docker build $image failed"
+	say "built $image (BASE=$base)"
+}
+
 docker info >/dev/null 2>&1 || die "no Docker engine answers (is dockerd running? DOCKER_HOST=${DOCKER_HOST:-unset})"
 
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(testagent base byo-echo)
+[[ ${#targets[@]} -gt 0 ]] || targets=(testagent base byo-echo shelley pi)
 for t in "${targets[@]}"; do
 	case $t in
 	testagent) build_testagent ;;
 	base) build_base ;;
 	byo-echo) build_byo_echo ;;
-	*) die "unknown target $t (want testagent, base or byo-echo)" ;;
+	shelley | pi) build_native "$t" ;;
+	*) die "unknown target $t (want testagent, base, byo-echo, shelley or pi)" ;;
 	esac
 done
