@@ -1,7 +1,9 @@
 // Session VFS calls (session-vfs.md, orchestrator/vfs/http.go), built on the one fetch wrapper in
 // api.ts, plus the small path helpers and the file-record feed the Files tab uses.
 import { request } from './api';
-import type { FileOpData, LogRecord } from './types';
+import type { FileRecord, LogRecord } from './protocol';
+
+export type { FileRecord };
 
 /** FsEntry is a file or directory as the VFS API describes it (FileInfo). */
 export interface FsEntry {
@@ -23,8 +25,6 @@ export interface FsFile extends FsEntry {
 	content: string;
 	encoding: 'text' | 'base64';
 }
-
-export type FileRecord = LogRecord & { kind: 'file'; data: FileOpData };
 
 const enc = encodeURIComponent;
 
@@ -164,7 +164,7 @@ export function createFileFeed(): FileFeed {
 	return {
 		push(rec) {
 			if (rec.kind !== 'file') return;
-			for (const fn of subs) fn(rec as FileRecord);
+			for (const fn of subs) fn(rec);
 		},
 		subscribe(fn) {
 			subs.add(fn);
