@@ -67,6 +67,21 @@ export function validateName(name: string, dir: string): string | null {
 	return null;
 }
 
+/** validateDest returns why `dst` cannot be where `src` is moved or copied to, or null when it is fine. */
+export function validateDest(dst: string, src: string): string | null {
+	if (!dst.startsWith('/')) return 'Enter a path that starts with "/".';
+	const segs = splitPath(dst);
+	if (segs.length === 0) return 'Enter a path below the workspace root.';
+	const clean = '/' + segs.join('/');
+	if (clean === src) return 'That is where it is now.';
+	if (clean.startsWith(src + '/')) return 'A folder cannot go inside itself.';
+	for (let i = 0; i < segs.length; i++) {
+		const bad = validateName(segs[i], '/' + segs.slice(0, i).join('/'));
+		if (bad) return bad;
+	}
+	return null;
+}
+
 /** sortEntries orders directories first, then by name (natural, case-insensitive). */
 export function sortEntries(list: readonly FsEntry[]): FsEntry[] {
 	return [...list].sort(
@@ -121,7 +136,10 @@ export interface FsClient {
 	save(path: string, content: string, ifMatch?: string): Promise<FsEntry>;
 	upload(path: string, data: Blob | ArrayBuffer | Uint8Array): Promise<FsFile>;
 	remove(path: string, recursive?: boolean): Promise<void>;
+	/** move renames or moves src to dst (dst must not exist; its parents are created). */
 	move(src: string, dst: string): Promise<FsEntry>;
+	/** copy copies a file, or a folder with everything in it, to dst (which must not exist). */
+	copy(src: string, dst: string): Promise<FsEntry>;
 	downloadURL(path: string): string;
 }
 
@@ -147,6 +165,8 @@ export function fsClient(sessionId: string): FsClient {
 			request<void>(u(path) + (recursive ? '?recursive=true' : ''), { method: 'DELETE' }),
 		move: (src, dst) =>
 			request<FsEntry>(`${u('/')}/_/move`, { method: 'POST', body: { src_path: src, dst_path: dst } }),
+		copy: (src, dst) =>
+			request<FsEntry>(`${u('/')}/_/copy`, { method: 'POST', body: { src_path: src, dst_path: dst } }),
 		downloadURL: (path) => downloadURL(sessionId, path)
 	};
 }
