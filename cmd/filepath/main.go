@@ -33,6 +33,7 @@ commands:
   serve [--addr A] [--data DIR] [--runtime R]   serve the API, the live stream and the UI
   user add NAME | user login NAME               create a user / print a fresh login URL
   apikey create [--user NAME]                   print a new API key
+  healthcheck [--addr A]                        exit 0 when the server on A answers /healthz ok
   version                                       print the version
   help                                          print this help
 
@@ -60,6 +61,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return runUser(ctx, rest, stdout, stderr)
 	case "apikey":
 		return runAPIKey(ctx, rest, stdout, stderr)
+	case "healthcheck":
+		return runHealthcheck(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		return runVersion(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
