@@ -68,6 +68,16 @@ func TestBYOEcho(t *testing.T) {
 		{"command", "/cmd cat README.md; exit 3", "command", func(e ev) bool { return e["status"] == "start" }},
 		{"commit", "/commit", "commit", func(e ev) bool { return len(e["hash"].(string)) == 40 }},
 		{"spawn", "/spawn kid", "spawn", func(e ev) bool { return e["name"] == "kid" && e["agent"] == "custom" && e["model"] == "m1" }},
+		{"spawn another", "/spawn second kid", "spawn", func(e ev) bool { return e["name"] == "second kid" }},
+		{"workers", "/workers", "workers", func(e ev) bool {
+			ws, _ := e["workers"].([]any)
+			if len(ws) != 2 {
+				return false
+			}
+			w0, _ := ws[0].(map[string]any)
+			w1, _ := ws[1].(map[string]any)
+			return w0["name"] == "kid" && w0["status"] == "running" && w1["name"] == "second kid" && w1["status"] == "running"
+		}},
 	}
 	for _, tt := range tests {
 		if _, err := in.Write(message(tt.input)); err != nil {

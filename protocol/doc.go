@@ -1,7 +1,11 @@
 // Package protocol is the filepath Agent Protocol (FAP): the events an agent
 // writes to stdout and the inputs it reads from stdin, one JSON object per
 // line (NDJSON). It holds the Go types, the decoder, the NDJSON reader and
-// encoder, and the JSON Schemas generated from the types.
+// encoder, and the JSON Schemas generated from the types. It also defines,
+// once, the session log record that carries them to the UI (Record, with
+// NodeChange, FileChange and ErrorData for the other kinds) and the Node and
+// Session shapes of the API; the UI's TypeScript types and the OpenAPI
+// component schemas are generated from these.
 //
 // Events (stdout), each a struct with Type first:
 //
@@ -41,6 +45,8 @@
 //
 //	func EventSchema() []byte              // protocol/schema/event.schema.json
 //	func InputSchema() []byte              // protocol/schema/input.schema.json
+//	func RecordSchema() []byte             // protocol/schema/record.schema.json
+//	func SchemaComponents(refPrefix string) (map[string]any, error) // all three, for OpenAPI
 //
 // Decoding rules: a line must be valid UTF-8 and one JSON object; "type" and
 // every field name are case-sensitive; unknown fields are ignored (so a

@@ -22,16 +22,16 @@ import (
 
 // Record kinds a relay appends.
 const (
-	KindEvent = "event"
-	KindInput = "input"
-	KindError = "error"
+	KindEvent = protocol.KindEvent
+	KindInput = protocol.KindInput
+	KindError = protocol.KindError
 )
 
 // Sources of an error record a relay appends.
 const (
-	SourceStdout  = "stdout"
-	SourceExit    = "exit"
-	SourceRuntime = "runtime"
+	SourceStdout  = protocol.SourceStdout
+	SourceExit    = protocol.SourceExit
+	SourceRuntime = protocol.SourceRuntime
 )
 
 // Defaults of Config.
@@ -667,13 +667,8 @@ func (r *Relay) handle(ctx context.Context, req request) {
 	r.writes <- job
 }
 
-type errorData struct {
-	Message    string `json:"message"`
-	Raw        string `json:"raw,omitempty"`
-	Source     string `json:"source"`
-	ExitCode   *int   `json:"exit_code,omitempty"`
-	StderrTail string `json:"stderr_tail,omitempty"`
-}
+// errorData is the data of an error record, defined once in protocol.
+type errorData = protocol.ErrorData
 
 func (r *Relay) errorRecord(at time.Time, d errorData) Record {
 	data, _ := json.Marshal(d) // strings and an int: cannot fail

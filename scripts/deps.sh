@@ -6,7 +6,7 @@
 # does nothing. Needs root for apt-get and dockerd; without root it only says
 # what is missing.
 #
-#   scripts/deps.sh            everything (run + test: Docker, FUSE, Chromium, npm)
+#   scripts/deps.sh            everything (run + test: Docker, FUSE, Chromium, docker-compose, npm)
 #   scripts/deps.sh --run      only what `make run` needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +24,8 @@ command -v git >/dev/null || need_pkgs+=(git)
 command -v gcc >/dev/null || need_pkgs+=(gcc)
 if [ "$mode" = all ]; then
   [ -x /usr/lib/chromium/chromium ] || need_pkgs+=(chromium)
+  # internal/compose brings compose.yaml up with it (Debian's 1.29)
+  command -v docker-compose >/dev/null || need_pkgs+=(docker-compose)
 fi
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then

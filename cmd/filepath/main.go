@@ -34,6 +34,7 @@ commands:
   user add NAME | user login NAME               create a user / print a fresh login URL
   user logout NAME                              end every browser session of a user
   apikey create [--user NAME]                   print a new API key
+  healthcheck [--addr A]                        exit 0 when the server on A answers /healthz ok
   version                                       print the version
   help                                          print this help
 
@@ -61,6 +62,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return runUser(ctx, rest, stdout, stderr)
 	case "apikey":
 		return runAPIKey(ctx, rest, stdout, stderr)
+	case "healthcheck":
+		return runHealthcheck(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		return runVersion(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

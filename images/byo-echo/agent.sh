@@ -10,11 +10,14 @@
 #   /cmd SHELL    run SHELL in /workspace, report it as a command event pair
 #   /commit       commit everything in /workspace with git, report the hash
 #   /spawn NAME   ask filepath to start a child agent called NAME
+#   /workers      a workers event: the children spawned so far (the UI's pills)
 #   /done         finish: a done event, then exit
 #
 # jq builds every event, so quoting is always right. Anything for humans
 # (debugging, errors) goes to stderr, which filepath keeps as the node's log.
 set -u
+
+children=""   # the names /spawn asked for, one per line
 
 emit() { jq -nc "$@"; }                                       # one event per line
 say() { emit --arg c "$1" '{type: "text", content: $c}'; }
@@ -56,6 +59,12 @@ handle() {
 	"/spawn "*)
 		emit --arg n "${1#/spawn }" --arg a "${FILEPATH_AGENT_TYPE:-byo-echo}" --arg m "${FILEPATH_MODEL:-}" \
 			'{type: "spawn", name: $n, agent: $a, model: $m, task: "Say hello to your parent."}'
+		children="$children${1#/spawn }
+"
+		;;
+	/workers)
+		# This agent does not follow its children, so each is reported running.
+		printf '%s' "$children" | jq -Rnc '{type: "workers", workers: [inputs | select(length > 0) | {name: ., status: "running"}]}'
 		;;
 	/done)
 		emit '{type: "done", summary: "byo-echo finished"}'

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // opDoc documents one route for the OpenAPI document.
@@ -141,24 +143,24 @@ var (
 
 func arrayOf(s any) map[string]any { return map[string]any{"type": "array", "items": s} }
 
+// schemas returns the component schemas. Records, nodes and sessions (with
+// the events and inputs a record carries) come from protocol's generated JSON
+// Schema, the one definition the UI's types are generated from too.
 func schemas() map[string]any {
-	session := obj(nil, map[string]any{
-		"id": tStr, "user_id": tStr, "name": tStr, "git_repo_url": tStrNull,
-		"status":       map[string]any{"enum": []any{"draft", "running", "paused", "stopped", "error"}},
-		"root_node_id": tStrNull, "started_at": map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
-		"created_at": tTime, "updated_at": tTime, "node_count": tInt, "last_activity": tTime,
-	})
-	node := obj(nil, map[string]any{
-		"id": tStr, "session_id": tStr, "parent_id": tStrNull, "name": tStr, "agent_type": tStr, "model": tStr, "image": tStr,
-		"status":      map[string]any{"enum": []any{"idle", "thinking", "running", "done", "error"}},
-		"context_pct": map[string]any{"type": []any{"number", "null"}}, "config": tObj, "container_id": tStr,
-		"sort_order": tInt, "tokens": tInt, "exit_code": map[string]any{"type": []any{"integer", "null"}},
-		"created_at": tTime, "updated_at": tTime, "done": tInt, "total": tInt,
-	})
-	record := obj([]string{"seq", "kind", "node_id", "at", "data"}, map[string]any{
-		"seq": tInt, "kind": map[string]any{"enum": []any{"event", "input", "node", "file", "error"}},
-		"node_id": tStr, "at": tTime, "data": tObj,
-	})
+	m, err := protocol.SchemaComponents("#/components/schemas/")
+	if err != nil { // the committed schemas are broken: protocol's tests fail too
+		panic("openapi: protocol schemas: " + err.Error())
+	}
+	for name, sch := range handSchemas() {
+		if m[name] != nil {
+			panic("openapi: schema " + name + " is defined twice")
+		}
+		m[name] = sch
+	}
+	return m
+}
+
+func handSchemas() map[string]any {
 	fileProps := func(content bool) map[string]any {
 		m := map[string]any{
 			"session_id": tStr, "path": tStr, "name": tStr, "is_directory": tBool, "is_symlink": tBool,
@@ -209,17 +211,14 @@ func schemas() map[string]any {
 		"ModelList": obj([]string{"providers"}, map[string]any{"providers": arrayOf(obj(nil, map[string]any{
 			"name": tStr, "models": arrayOf(obj(nil, map[string]any{"id": tStr, "name": tStr})),
 		}))}),
-		"Session":     session,
 		"SessionList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Session"))}),
 		"NewSession":  obj([]string{"name"}, map[string]any{"name": tStr, "git_repo_url": tStrNull}),
-		"Node":        node,
 		"NodeList":    obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Node"))}),
 		"NewNode": obj([]string{"agent_type"}, map[string]any{
 			"name": tStr, "agent_type": tStr, "model": tStr, "parent_id": tStrNull, "image": tStr, "task": tStr, "config": tObj,
 		}),
 		"NodePatch":  obj(nil, map[string]any{"name": tStr, "status": tStr, "config": tObj}),
 		"NodeMove":   obj([]string{"sort_order"}, map[string]any{"parent_id": tStrNull, "sort_order": tInt}),
-		"Record":     record,
 		"RecordPage": obj([]string{"data", "next_after"}, map[string]any{"data": arrayOf(ref("Record")), "next_after": tInt}),
 		"NewMessage": obj([]string{"content"}, map[string]any{"content": tStr}),
 		"NewSignal":  obj([]string{"action"}, map[string]any{"action": map[string]any{"enum": []any{"stop", "pause", "resume"}}}),

@@ -3,41 +3,43 @@ package store
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Session statuses.
 const (
-	SessionDraft   = "draft"
-	SessionRunning = "running"
-	SessionPaused  = "paused"
-	SessionStopped = "stopped"
-	SessionError   = "error"
+	SessionDraft   = protocol.SessionDraft
+	SessionRunning = protocol.SessionRunning
+	SessionPaused  = protocol.SessionPaused
+	SessionStopped = protocol.SessionStopped
+	SessionError   = protocol.SessionError
 )
 
 // Node statuses.
 const (
-	NodeIdle     = "idle"
-	NodeThinking = "thinking"
-	NodeRunning  = "running"
-	NodeDone     = "done"
-	NodeError    = "error"
+	NodeIdle     = protocol.StateIdle
+	NodeThinking = protocol.StateThinking
+	NodeRunning  = protocol.StateRunning
+	NodeDone     = protocol.StateDone
+	NodeError    = protocol.StateError
 )
 
 // Record kinds.
 const (
-	KindEvent = "event" // a validated FAP event from the agent
-	KindInput = "input" // an input written to the agent's stdin
-	KindNode  = "node"  // a tree change: {"op","node"[,"ids"]}
-	KindFile  = "file"  // a VFS change: {"op","path","size"}
-	KindError = "error" // a protocol or runtime error
+	KindEvent = protocol.KindEvent // a validated FAP event from the agent
+	KindInput = protocol.KindInput // an input written to the agent's stdin
+	KindNode  = protocol.KindNode  // a tree change: {"op","node"[,"ids"]}
+	KindFile  = protocol.KindFile  // a VFS change: {"op","path","size"}
+	KindError = protocol.KindError // a protocol or runtime error
 )
 
 // Node record ops (the "op" of a KindNode record).
 const (
-	OpCreated = "created"
-	OpUpdated = "updated"
-	OpMoved   = "moved"
-	OpDeleted = "deleted"
+	OpCreated = protocol.OpCreated
+	OpUpdated = protocol.OpUpdated
+	OpMoved   = protocol.OpMoved
+	OpDeleted = protocol.OpDeleted
 )
 
 // User is an account.
@@ -68,7 +70,8 @@ type Principal struct {
 	NodeID    string // "" for a user key
 }
 
-// Session is an agent session: a tree of nodes and one ordered log.
+// Session is an agent session: a tree of nodes and one ordered log. Its JSON
+// is protocol.Session's (schema_test.go checks it).
 type Session struct {
 	ID         string     `json:"id"`
 	UserID     string     `json:"user_id"`
@@ -91,7 +94,8 @@ type NewSession struct {
 	GitRepoURL *string `json:"git_repo_url,omitempty"`
 }
 
-// Node is one agent in a session's tree.
+// Node is one agent in a session's tree. Its JSON is protocol.Node's
+// (schema_test.go checks it against the record schema).
 type Node struct {
 	ID          string          `json:"id"`
 	SessionID   string          `json:"session_id"`
@@ -149,7 +153,8 @@ type NodePatch struct {
 	ClearStarted bool `json:"-"`
 }
 
-// Record is one entry of a session's log.
+// Record is one entry of a session's log. Its JSON is protocol.Record's
+// (schema_test.go checks it against the record schema).
 type Record struct {
 	SessionID string          `json:"-"` // the log it belongs to (the hub's key)
 	Seq       int64           `json:"seq"`

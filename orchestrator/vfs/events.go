@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // event is a change to report after commit. Its path is resolved inside the
@@ -104,12 +106,8 @@ type Appender interface {
 	Append(ctx context.Context, sessionID, kind string, data any) error
 }
 
-// FileEvent is the data of a "file" log record.
-type FileEvent struct {
-	Op   string `json:"op"`
-	Path string `json:"path"`
-	Size int64  `json:"size"`
-}
+// FileEvent is the data of a "file" log record, defined once in protocol.
+type FileEvent = protocol.FileChange
 
 // Coalescer is a Notifier that collects changes per session and path for a
 // window and then appends one record per path with the net operation:

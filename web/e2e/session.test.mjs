@@ -1,12 +1,15 @@
-// End-to-end: the real binary (bin/filepath serve on 127.0.0.1:0, a fresh data dir), a real agent
-// container (filepath/testagent:latest) and headless Chromium driven by playwright-core.
+// End-to-end: the real binary (bin/filepath serve on 127.0.0.1:0, a fresh data dir), real agent
+// containers (filepath/testagent:latest, filepath/byo-echo:latest) and headless Chromium driven by
+// playwright-core.
 //   cd web && npm run e2e          (node --test e2e/)
 // With CI=true a missing Chromium, Docker engine, binary or image fails the run; otherwise the
 // test is skipped with the reason. Screenshots of the session view go to docs/screenshots/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import {
 	AGENT_IMAGE,
 	REPO,
@@ -24,7 +27,21 @@ import {
 const SHOTS = process.env.E2E_SCREENSHOTS ?? path.join(REPO, 'docs/screenshots');
 const T = 30_000; // the deadline of one wait (container start-up included)
 
-const req = await requirements();
+const BYO_ECHO = process.env.E2E_BYO_IMAGE ?? 'filepath/byo-echo:latest';
+const req = mergeReq(await requirements(), await requirements({ image: BYO_ECHO }));
+const run = promisify(execFile);
+
+function mergeReq(a, b) {
+	const fail = [a.__fail, b.__fail].filter(Boolean).join('; ');
+	const skip = [a.skip, b.skip].filter(Boolean).join('; ');
+	return fail ? { __fail: fail } : skip ? { skip } : {};
+}
+
+/** containerPaused asks Docker whether a container is paused (frozen). */
+async function containerPaused(id) {
+	const { stdout } = await run('docker', ['inspect', '-f', '{{.State.Paused}}', id]);
+	return stdout.trim() === 'true';
+}
 
 test('session flow against the real binary, a real agent container and headless Chromium', { skip: req.skip, timeout: 600_000 }, async (t) => {
 	if (req.__fail) assert.fail(`CI=true and the end-to-end test cannot run: ${req.__fail}`);
@@ -219,6 +236,120 @@ test('session flow against the real binary, a real agent container and headless 
 		await poll(async () => (await body.inputValue()) === 'written by the e2e test\n', { timeout: T, what: 'the file content in the viewer' });
 		await page.getByRole('tab', { name: 'Chat' }).click();
 		await chat('text').first().waitFor({ timeout: T });
+	});
+
+	await step('rename, move and copy a file in the Files tab; the listing follows', async () => {
+		await page.getByRole('tab', { name: 'Files' }).click();
+		const entry = (name) => page.locator('.entries .nm', { hasText: new RegExp(`^${name.replace('.', '\\.')}$`) });
+		const crumbs = page.getByRole('navigation', { name: 'Folder path' });
+		await entry('e2e.txt').waitFor({ timeout: T }); // still in /notes from the step before
+		const transfer = async (name, to, button) => {
+			await page.getByRole('button', { name: `Rename, move or copy ${name}` }).click();
+			const dlg = page.getByRole('dialog', { name: `Rename, move or copy ${name}` });
+			await dlg.getByLabel('New path').fill(to);
+			await dlg.getByRole('button', { name: button, exact: true }).click();
+			await dlg.waitFor({ state: 'detached', timeout: T });
+		};
+		await transfer('e2e.txt', '/notes/renamed.txt', 'Rename');
+		await entry('renamed.txt').waitFor({ timeout: T });
+		await entry('e2e.txt').waitFor({ state: 'detached', timeout: T });
+		// the open file followed the rename
+		await page.getByRole('textbox', { name: 'Contents of renamed.txt' }).waitFor({ timeout: T });
+
+		await transfer('renamed.txt', '/archive/renamed.txt', 'Move');
+		await entry('renamed.txt').waitFor({ state: 'detached', timeout: T });
+		await crumbs.getByRole('button', { name: /workspace/ }).click();
+		await entry('archive/').click();
+		await entry('renamed.txt').waitFor({ timeout: T });
+
+		await transfer('renamed.txt', '/notes/copy.txt', 'Copy');
+		await entry('renamed.txt').waitFor({ timeout: T }); // a copy leaves the original
+		await crumbs.getByRole('button', { name: /workspace/ }).click();
+		await entry('notes/').click();
+		await entry('copy.txt').waitFor({ timeout: T });
+		const copy = await api(a.context, server.base, 'GET', `/sessions/${sessionId}/fs/notes/copy.txt`);
+		assert.equal(copy.content, 'written by the e2e test\n');
+		await page.getByRole('tab', { name: 'Chat' }).click();
+		await chat('text').first().waitFor({ timeout: T });
+	});
+
+	await step('pause an agent from its header: it shows paused, its container is frozen; resume', async () => {
+		await treeRow('lead').locator('button.select').click();
+		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'lead in the panel header' });
+		const label = page.getByTestId('status-label');
+		const lead = (await api(a.context, server.base, 'GET', `/sessions/${sessionId}/tree`)).data.find((n) => n.name === 'lead');
+		await page.getByRole('button', { name: 'Pause', exact: true }).click();
+		await poll(async () => (await label.textContent()) === 'Paused', { timeout: T, what: 'the header to say Paused' });
+		await treeRow('lead').locator('.dot[data-status=paused]').waitFor({ timeout: T });
+		assert.equal(await containerPaused(lead.container_id), true, "the lead's container is paused");
+
+		await page.reload(); // the paused state comes from the log, so it survives a reload
+		await poll(async () => (await label.textContent()) === 'Paused', { timeout: T, what: 'Paused after a reload' });
+
+		await page.getByRole('button', { name: 'Resume', exact: true }).click();
+		await poll(async () => (await label.textContent()) !== 'Paused', { timeout: T, what: 'the header to leave Paused' });
+		await page.getByRole('button', { name: 'Pause', exact: true }).waitFor({ timeout: T });
+		assert.equal(await containerPaused(lead.container_id), false, "the lead's container runs again");
+		await send('echo awake after resume');
+		await chat('text').filter({ hasText: /^\s*awake after resume\s*$/ }).waitFor({ timeout: T });
+	});
+
+	await step('drag a node onto another in the tree: it moves there and stays after a reload', async () => {
+		const item = (name) => page.locator('li[role=treeitem]').filter({ has: page.locator(':scope > .row .name', { hasText: new RegExp(`^${name}$`) }) });
+		await treeRow('child-3').dragTo(treeRow('child-1'));
+		await item('child-1').locator('ul[role=group] .name', { hasText: /^child-3$/ }).waitFor({ timeout: T });
+		const parentOf = async (name) => {
+			const nodes = (await api(a.context, server.base, 'GET', `/sessions/${sessionId}/tree`)).data;
+			return nodes.find((n) => n.id === nodes.find((m) => m.name === name).parent_id)?.name;
+		};
+		assert.equal(await parentOf('child-3'), 'child-1');
+		await page.reload();
+		await item('child-1').locator('ul[role=group] .name', { hasText: /^child-3$/ }).waitFor({ timeout: T });
+		await poll(async () => (await treeRow('lead').locator('.count').textContent())?.trim() === '2/2', { timeout: T, what: 'the lead to count 2 leaves' });
+	});
+
+	await step('the Move dialog: a move into its own subtree shows the API error; a valid move moves', async () => {
+		await treeRow('child-1').locator('button.select').click();
+		await poll(async () => (await header().textContent()) === 'child-1', { timeout: T, what: 'child-1 in the header' });
+		await page.getByRole('button', { name: 'Move', exact: true }).click();
+		const dlg = page.getByRole('dialog', { name: 'Move child-1' });
+		await dlg.getByRole('radio', { name: 'child-3' }).check();
+		await dlg.getByRole('button', { name: 'Move', exact: true }).click();
+		const alert = dlg.getByRole('alert');
+		await alert.waitFor({ timeout: T });
+		assert.match(await alert.textContent(), /^Could not move child-1: .*cycle/);
+		await dlg.getByRole('button', { name: 'Cancel' }).click();
+
+		await treeRow('child-3').locator('button.select').click();
+		await poll(async () => (await header().textContent()) === 'child-3', { timeout: T, what: 'child-3 in the header' });
+		await page.getByRole('button', { name: 'Move', exact: true }).click();
+		const dlg3 = page.getByRole('dialog', { name: 'Move child-3' });
+		await dlg3.getByRole('radio', { name: 'lead' }).check();
+		await dlg3.getByLabel('Position').selectOption({ label: 'First' });
+		await dlg3.getByRole('button', { name: 'Move', exact: true }).click();
+		await dlg3.waitFor({ state: 'detached', timeout: T });
+		const lead = page.locator('li[role=treeitem]').filter({ has: page.locator(':scope > .row .name', { hasText: /^lead$/ }) });
+		await poll(async () => (await lead.locator(':scope > ul[role=group] > li > .row .name').allTextContents()).join(',') === 'child-3,child-1,child-2', { timeout: T, what: 'child-3 first under lead' });
+	});
+
+	await step('byo-echo: /workers shows worker pills for the children it spawned', async () => {
+		await treeRow('lead').locator('button.select').click();
+		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'lead selected' });
+		await page.locator('aside.tree').getByRole('button', { name: 'spawn' }).click();
+		const dlg = page.getByRole('dialog', { name: 'Spawn agent' });
+		await dlg.locator('#spawn-name').fill('echo');
+		await dlg.getByRole('group', { name: 'Agent type' }).getByRole('button', { name: 'custom', exact: true }).click();
+		await dlg.locator('#spawn-image').fill(BYO_ECHO);
+		await dlg.getByRole('button', { name: 'Spawn', exact: true }).click();
+		await dlg.waitFor({ state: 'detached', timeout: T });
+		await poll(async () => (await header().textContent()) === 'echo', { timeout: T, what: 'echo in the header' });
+		await send('/spawn helper-a');
+		await treeRow('helper-a').waitFor({ timeout: T });
+		await send('/workers');
+		const pill = chat('workers').getByRole('button', { name: 'helper-a' });
+		await pill.waitFor({ timeout: T });
+		await pill.click();
+		await poll(async () => (await header().textContent()) === 'helper-a', { timeout: T, what: 'the pill to select helper-a' });
 	});
 
 	await step('narrow viewport: the tree is a drawer; selecting a node closes it', async () => {

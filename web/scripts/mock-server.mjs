@@ -20,7 +20,7 @@ const sid = 'ses_demo';
 function node(id, parent, name, agent, model, status, tokens, order) {
 	return {
 		id, session_id: sid, parent_id: parent, name, agent_type: agent, model, image: '', status,
-		context_pct: status === 'running' ? 0.42 : null, config: {}, container_id: '', sort_order: order,
+		context_pct: status === 'running' ? 0.42 : null, config: {}, container_id: status === 'done' || status === 'error' ? '' : 'c_' + id, sort_order: order, exit_code: null,
 		tokens, created_at: ago(60 - order), updated_at: ago(1)
 	};
 }

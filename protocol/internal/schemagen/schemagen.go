@@ -1,5 +1,6 @@
-// Package schemagen builds the JSON Schemas (draft 2020-12) of FAP events
-// and inputs from the Go types of package protocol.
+// Package schemagen builds the JSON Schemas (draft 2020-12) of FAP events and
+// inputs and of the session log's records from the Go types of package
+// protocol.
 package schemagen
 
 import (
@@ -47,6 +48,87 @@ func Input() ([]byte, error) {
 		})
 }
 
+// recordVariant is one kind of log record and the schema of its data.
+type recordVariant struct {
+	name, kind  string
+	data        *jsonschema.Schema
+	description string
+}
+
+// Record returns the schema of one session log record (the live stream's
+// messages, the API's records) with the node and session shapes the API
+// sends. Each kind is its own variant, so the data's shape follows the kind.
+func Record() ([]byte, error) {
+	const file = "record.schema.json"
+	r := &jsonschema.Reflector{ExpandedStruct: true, Anonymous: true}
+	defs := jsonschema.Definitions{}
+	named := []struct {
+		value       any
+		description string
+	}{
+		{protocol.NodeChange{}, "The data of a node record: a node was created, updated, moved or deleted (node is the node after the change; ids, for deleted, every node removed)."},
+		{protocol.FileChange{}, "The data of a file record: the net change to one path of the session's filesystem."},
+		{protocol.ErrorData{}, "The data of an error record: an invalid agent line (source stdout, with raw), an exit without done (exit, with exit_code and stderr_tail) or a runtime failure (runtime)."},
+		{protocol.Node{}, "One agent of a session's tree."},
+		{protocol.Session{}, "An agent session: a tree of nodes and one ordered log."},
+	}
+	for _, n := range named {
+		s := r.Reflect(n.value)
+		name := reflect.TypeOf(n.value).Name()
+		for k, d := range s.Definitions {
+			if k != name {
+				defs[k] = d
+			}
+		}
+		s.Version, s.ID, s.Definitions = "", "", nil
+		s.Title, s.Description = name, n.description
+		for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+			if p.Value.Type == "object" && p.Value.Properties == nil {
+				// a free-form object (json.RawMessage): say so, or generators read "no properties"
+				p.Value.AdditionalProperties = jsonschema.TrueSchema
+			}
+		}
+		defs[name] = s
+	}
+	env := r.Reflect(protocol.Record{})
+	root := &jsonschema.Schema{
+		Version:     jsonschema.Version,
+		ID:          jsonschema.ID(idBase + file),
+		Title:       "Record",
+		Description: "One record of a session's log, as the live stream and the API send it: \"kind\" selects the shape of \"data\".",
+		Definitions: defs,
+	}
+	variants := []recordVariant{
+		{"EventRecord", protocol.KindEvent, &jsonschema.Schema{Ref: "event.schema.json"}, "An event the agent wrote to stdout (AgentEvent), stored before anyone sees it."},
+		{"InputRecord", protocol.KindInput, &jsonschema.Schema{Ref: "input.schema.json"}, "An input written to the agent's stdin (AgentInput): a message or a signal."},
+		{"NodeRecord", protocol.KindNode, &jsonschema.Schema{Ref: "#/$defs/NodeChange"}, "A change to the session's tree."},
+		{"FileRecord", protocol.KindFile, &jsonschema.Schema{Ref: "#/$defs/FileChange"}, "A change to the session's filesystem."},
+		{"ErrorRecord", protocol.KindError, &jsonschema.Schema{Ref: "#/$defs/ErrorData"}, "A protocol or runtime error, shown in the node's chat."},
+	}
+	if len(variants) != len(protocol.RecordKinds()) {
+		return nil, fmt.Errorf("record variants do not cover the kinds %v", protocol.RecordKinds())
+	}
+	for _, v := range variants {
+		s := *env
+		s.Version, s.ID, s.Definitions = "", "", nil
+		s.Title, s.Description = v.name, v.description
+		s.Properties = jsonschema.NewProperties()
+		for p := env.Properties.Oldest(); p != nil; p = p.Next() {
+			prop := p.Value
+			switch p.Key {
+			case "kind":
+				prop = &jsonschema.Schema{Type: "string", Const: v.kind}
+			case "data":
+				prop = v.data
+			}
+			s.Properties.Set(p.Key, prop)
+		}
+		defs[v.name] = &s
+		root.OneOf = append(root.OneOf, &jsonschema.Schema{Ref: "#/$defs/" + v.name})
+	}
+	return encode(file, root)
+}
+
 func build(file, title, description string, variants []variant) ([]byte, error) {
 	root := &jsonschema.Schema{
 		Version:     jsonschema.Version,
@@ -76,6 +158,10 @@ func build(file, title, description string, variants []variant) ([]byte, error) 
 		root.Definitions[name] = s
 		root.OneOf = append(root.OneOf, &jsonschema.Schema{Ref: "#/$defs/" + name})
 	}
+	return encode(file, root)
+}
+
+func encode(file string, root *jsonschema.Schema) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

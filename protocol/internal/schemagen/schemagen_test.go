@@ -20,6 +20,7 @@ func TestCommittedSchemasAreCurrent(t *testing.T) {
 	}{
 		{"event.schema.json", schemagen.Event, protocol.EventSchema()},
 		{"input.schema.json", schemagen.Input, protocol.InputSchema()},
+		{"record.schema.json", schemagen.Record, protocol.RecordSchema()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -118,6 +118,7 @@ export const api = {
 	createSession: (body: { name: string; git_repo_url?: string }) =>
 		request<Session>('/sessions', { method: 'POST', body }),
 	deleteSession: (id: string) => request<void>(s(id), { method: 'DELETE' }),
+	logout: () => request<void>('/logout', { method: 'POST' }),
 	startSession: (id: string) => request<Session>(`${s(id)}/start`, { method: 'POST' }),
 	stopSession: (id: string) => request<Session>(`${s(id)}/stop`, { method: 'POST' }),
 
@@ -133,6 +134,8 @@ export const api = {
 	signal: (id: string, node: string, action: 'stop' | 'pause' | 'resume') =>
 		request<LogRecord>(`${n(id, node)}/signal`, { method: 'POST', body: { action } }),
 	deleteNode: (id: string, node: string) => request<void>(n(id, node), { method: 'DELETE' }),
+	moveNode: (id: string, node: string, body: { parent_id: string; sort_order: number }) =>
+		request<AgentNode>(`${n(id, node)}/move`, { method: 'POST', body }),
 	logs: (id: string, node: string, tail = 500) =>
 		request<string>(`${n(id, node)}/logs?tail=${tail}`, { text: true })
 };

@@ -1,7 +1,9 @@
 // Session VFS calls (session-vfs.md, orchestrator/vfs/http.go), built on the one fetch wrapper in
 // api.ts, plus the small path helpers and the file-record feed the Files tab uses.
 import { request } from './api';
-import type { FileOpData, LogRecord } from './types';
+import type { FileRecord, LogRecord } from './protocol';
+
+export type { FileRecord };
 
 /** FsEntry is a file or directory as the VFS API describes it (FileInfo). */
 export interface FsEntry {
@@ -23,8 +25,6 @@ export interface FsFile extends FsEntry {
 	content: string;
 	encoding: 'text' | 'base64';
 }
-
-export type FileRecord = LogRecord & { kind: 'file'; data: FileOpData };
 
 const enc = encodeURIComponent;
 
@@ -64,6 +64,21 @@ export function validateName(name: string, dir: string): string | null {
 	if (new TextEncoder().encode(name).length > 255) return 'A name can be at most 255 bytes long.';
 	if ((dir === '/' || dir === '') && name.startsWith('_'))
 		return 'Names starting with "_" are reserved at the top level.';
+	return null;
+}
+
+/** validateDest returns why `dst` cannot be where `src` is moved or copied to, or null when it is fine. */
+export function validateDest(dst: string, src: string): string | null {
+	if (!dst.startsWith('/')) return 'Enter a path that starts with "/".';
+	const segs = splitPath(dst);
+	if (segs.length === 0) return 'Enter a path below the workspace root.';
+	const clean = '/' + segs.join('/');
+	if (clean === src) return 'That is where it is now.';
+	if (clean.startsWith(src + '/')) return 'A folder cannot go inside itself.';
+	for (let i = 0; i < segs.length; i++) {
+		const bad = validateName(segs[i], '/' + segs.slice(0, i).join('/'));
+		if (bad) return bad;
+	}
 	return null;
 }
 
@@ -121,7 +136,10 @@ export interface FsClient {
 	save(path: string, content: string, ifMatch?: string): Promise<FsEntry>;
 	upload(path: string, data: Blob | ArrayBuffer | Uint8Array): Promise<FsFile>;
 	remove(path: string, recursive?: boolean): Promise<void>;
+	/** move renames or moves src to dst (dst must not exist; its parents are created). */
 	move(src: string, dst: string): Promise<FsEntry>;
+	/** copy copies a file, or a folder with everything in it, to dst (which must not exist). */
+	copy(src: string, dst: string): Promise<FsEntry>;
 	downloadURL(path: string): string;
 }
 
@@ -147,6 +165,8 @@ export function fsClient(sessionId: string): FsClient {
 			request<void>(u(path) + (recursive ? '?recursive=true' : ''), { method: 'DELETE' }),
 		move: (src, dst) =>
 			request<FsEntry>(`${u('/')}/_/move`, { method: 'POST', body: { src_path: src, dst_path: dst } }),
+		copy: (src, dst) =>
+			request<FsEntry>(`${u('/')}/_/copy`, { method: 'POST', body: { src_path: src, dst_path: dst } }),
 		downloadURL: (path) => downloadURL(sessionId, path)
 	};
 }
@@ -164,7 +184,7 @@ export function createFileFeed(): FileFeed {
 	return {
 		push(rec) {
 			if (rec.kind !== 'file') return;
-			for (const fn of subs) fn(rec as FileRecord);
+			for (const fn of subs) fn(rec);
 		},
 		subscribe(fn) {
 			subs.add(fn);

@@ -16,8 +16,9 @@ func main() {
 		dir = os.Args[1]
 	}
 	for name, gen := range map[string]func() ([]byte, error){
-		"event.schema.json": schemagen.Event,
-		"input.schema.json": schemagen.Input,
+		"event.schema.json":  schemagen.Event,
+		"input.schema.json":  schemagen.Input,
+		"record.schema.json": schemagen.Record,
 	} {
 		b, err := gen()
 		if err == nil {

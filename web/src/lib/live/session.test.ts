@@ -196,6 +196,38 @@ describe('LiveSession', () => {
 		expect(live.records('new')).toHaveLength(0);
 	});
 
+	it('derives paused from the signals in the log, not from the status', async () => {
+		const live = await started({
+			loadTree: async () => [node('root', null, 'root', 'running', { container_id: 'c1' }), node('kid', 'root', 'kid', 'idle', { container_id: 'k1' })]
+		});
+		last().open();
+		const root = live.nodes.get('root')!;
+		last().send(input('root', { type: 'signal', action: 'pause' }), ev('root', { type: 'status', state: 'idle' }));
+		live.flush();
+		expect(live.paused('root')).toBe(true);
+		expect(live.paused('kid')).toBe(false);
+		last().send(input('root', { type: 'message', from: 'user', content: 'queued while frozen' }));
+		live.flush();
+		expect(live.paused('root')).toBe(true);
+		last().send(input('root', { type: 'signal', action: 'resume' }));
+		live.flush();
+		expect(live.paused('root')).toBe(false);
+
+		// A pause ends with a stop, with a new container (a restart), or when the node finishes.
+		last().send(input('root', { type: 'signal', action: 'pause' }), input('root', { type: 'signal', action: 'stop' }));
+		live.flush();
+		expect(live.paused('root')).toBe(false);
+		last().send(input('root', { type: 'signal', action: 'pause' }));
+		live.flush();
+		expect(live.paused('root')).toBe(true);
+		last().send(nodeRec('updated', { ...root, container_id: 'c2', status: 'running' }));
+		live.flush();
+		expect(live.paused('root')).toBe(false);
+		last().send(input('kid', { type: 'signal', action: 'pause' }), ev('kid', { type: 'done' }));
+		live.flush();
+		expect(live.paused('kid')).toBe(false);
+	});
+
 	it('batches a burst into one update and keeps array identity per untouched node', async () => {
 		const live = await started();
 		last().open();

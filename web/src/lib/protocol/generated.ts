@@ -128,3 +128,138 @@ export interface SignalInput {
 	type: 'signal';
 	action: 'stop' | 'pause' | 'resume';
 }
+
+/**
+ * One record of a session's log, as the live stream and the API send it: "kind" selects the shape of "data".
+ */
+
+export type LogRecord = EventRecord | InputRecord | NodeRecord | FileRecord | ErrorRecord;
+
+/**
+ * An event the agent wrote to stdout (AgentEvent), stored before anyone sees it.
+ */
+
+export interface EventRecord {
+	seq: number;
+	kind: 'event';
+	node_id: string;
+	at: string;
+	data: AgentEvent;
+}
+/**
+ * An input written to the agent's stdin (AgentInput): a message or a signal.
+ */
+
+export interface InputRecord {
+	seq: number;
+	kind: 'input';
+	node_id: string;
+	at: string;
+	data: AgentInput;
+}
+/**
+ * A change to the session's tree.
+ */
+
+export interface NodeRecord {
+	seq: number;
+	kind: 'node';
+	node_id: string;
+	at: string;
+	data: NodeChange;
+}
+/**
+ * The data of a node record: a node was created, updated, moved or deleted (node is the node after the change; ids, for deleted, every node removed).
+ */
+
+export interface NodeChange {
+	op: 'created' | 'updated' | 'moved' | 'deleted';
+	node: AgentNode;
+	ids?: string[];
+}
+/**
+ * One agent of a session's tree.
+ */
+
+export interface AgentNode {
+	id: string;
+	session_id: string;
+	parent_id: string | null;
+	name: string;
+	agent_type: string;
+	model: string;
+	image: string;
+	status: 'idle' | 'thinking' | 'running' | 'done' | 'error';
+	context_pct: number | null;
+	config: {
+		[k: string]: unknown | undefined;
+	};
+	container_id: string;
+	sort_order: number;
+	tokens: number;
+	exit_code: number | null;
+	created_at: string;
+	updated_at: string;
+	done: number;
+	total: number;
+}
+/**
+ * A change to the session's filesystem.
+ */
+
+export interface FileRecord {
+	seq: number;
+	kind: 'file';
+	node_id: string;
+	at: string;
+	data: FileChange;
+}
+/**
+ * The data of a file record: the net change to one path of the session's filesystem.
+ */
+
+export interface FileChange {
+	op: 'created' | 'modified' | 'deleted';
+	path: string;
+	size: number;
+}
+/**
+ * A protocol or runtime error, shown in the node's chat.
+ */
+
+export interface ErrorRecord {
+	seq: number;
+	kind: 'error';
+	node_id: string;
+	at: string;
+	data: ErrorData;
+}
+/**
+ * The data of an error record: an invalid agent line (source stdout, with raw), an exit without done (exit, with exit_code and stderr_tail) or a runtime failure (runtime).
+ */
+
+export interface ErrorData {
+	message: string;
+	raw?: string;
+	source: 'stdout' | 'exit' | 'runtime';
+	exit_code?: number;
+	stderr_tail?: string;
+}
+
+/**
+ * An agent session: a tree of nodes and one ordered log.
+ */
+
+export interface Session {
+	id: string;
+	user_id: string;
+	name: string;
+	git_repo_url: string | null;
+	status: 'draft' | 'running' | 'paused' | 'stopped' | 'error';
+	root_node_id: string | null;
+	started_at: string | null;
+	created_at: string;
+	updated_at: string;
+	node_count: number;
+	last_activity: string;
+}

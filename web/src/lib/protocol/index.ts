@@ -1,9 +1,22 @@
-// Protocol types for the UI. Everything here derives from generated.ts (from the Go JSON Schema);
+// Protocol and log record types for the UI. Everything here derives from generated.ts (from the Go JSON Schema);
 // nothing is hand-copied. Extract keys on the `type` discriminator, so the root names are the only
 // names this file relies on.
 import type { AgentEvent, AgentInput } from './generated';
 
 export type { AgentEvent, AgentInput };
+export type {
+	LogRecord,
+	EventRecord,
+	InputRecord,
+	NodeRecord,
+	FileRecord,
+	ErrorRecord,
+	NodeChange,
+	FileChange,
+	ErrorData,
+	AgentNode,
+	Session
+} from './generated';
 type Ev<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 type In<T extends AgentInput['type']> = Extract<AgentInput, { type: T }>;
 

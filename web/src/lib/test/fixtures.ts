@@ -20,8 +20,11 @@ export function node(id: string, parent: string | null, name: string, status: Ag
 		container_id: '',
 		sort_order: 0,
 		tokens: 0,
+		exit_code: null,
 		created_at: '2026-01-01T00:00:00Z',
 		updated_at: '2026-01-01T00:00:00Z',
+		done: status === 'done' ? 1 : 0,
+		total: 1,
 		...extra
 	};
 }

@@ -91,6 +91,18 @@ export class FakeFS {
 			if (!this.nodes.has(q)) return err(404, 'not_found', `${q} not found`);
 			return json(200, this.info(q));
 		}
+		if (method === 'POST' && (p === '/_/move' || p === '/_/copy')) {
+			const { src_path: src, dst_path: dst } = body as { src_path: string; dst_path: string };
+			if (!this.nodes.has(src)) return err(404, 'not_found', `${src} not found`);
+			if (this.nodes.has(dst)) return err(409, 'conflict', `${dst} already exists`);
+			if (dst.startsWith(src + '/')) return err(400, 'invalid', `cannot move ${src} into itself`);
+			this.mkdirAll(parent(dst));
+			for (const k of [...this.nodes.keys()].filter((k) => k === src || k.startsWith(src + '/'))) {
+				this.nodes.set(dst + k.slice(src.length), { ...this.nodes.get(k)! });
+				if (p === '/_/move') this.nodes.delete(k);
+			}
+			return json(200, this.info(dst));
+		}
 		const n = this.nodes.get(p);
 		switch (method) {
 			case 'GET': {

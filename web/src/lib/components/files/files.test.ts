@@ -313,6 +313,50 @@ describe('FilesPanel', () => {
 		await waitFor(() => expect(names()).toEqual(['d/']));
 	});
 
+	it('renames, moves and copies an entry through one dialog; the open file follows', async () => {
+		const { fs } = setup(new FakeFS({ '/notes.md': 'hi', '/taken.md': 't', '/src/a.go': 'a' }));
+		await openFile('notes.md');
+		await fireEvent.click(screen.getByRole('button', { name: 'Rename, move or copy notes.md' }));
+		const dlg = screen.getByRole('dialog', { name: 'Rename, move or copy notes.md' });
+		const input = within(dlg).getByLabelText('New path') as HTMLInputElement;
+		expect(document.activeElement).toBe(input);
+		expect(input.value.slice(input.selectionStart!, input.selectionEnd!)).toBe('notes');
+		expect(within(dlg).getByRole('button', { name: 'Rename' })).toBeTruthy();
+
+		await fireEvent.input(input, { target: { value: '/a/../b.md' } });
+		expect(within(dlg).getByText('".." is not a valid name.')).toBeTruthy();
+		await fireEvent.input(input, { target: { value: '/taken.md' } });
+		await fireEvent.click(within(dlg).getByRole('button', { name: 'Rename' }));
+		expect((await within(dlg).findByRole('alert')).textContent).toBe('Could not rename notes.md: /taken.md already exists');
+
+		await fireEvent.input(input, { target: { value: '/ideas.md' } });
+		await fireEvent.click(within(dlg).getByRole('button', { name: 'Rename' }));
+		await waitFor(() => expect(screen.queryByRole('dialog')).toBeNull());
+		expect(fs.callsOf('POST', '/_/move')[1].body).toEqual({ src_path: '/notes.md', dst_path: '/ideas.md' });
+		await waitFor(() => expect(names()).toEqual(['src/', 'ideas.md', 'taken.md']));
+		expect(((await screen.findByLabelText('Contents of ideas.md')) as HTMLTextAreaElement).value).toBe('hi');
+
+		// Move into a folder that does not exist yet (the API creates it); the label says Move.
+		await fireEvent.keyDown(screen.getByRole('button', { name: /^ideas.md/ }), { key: 'F2' });
+		const dlg2 = screen.getByRole('dialog');
+		await fireEvent.input(within(dlg2).getByLabelText('New path'), { target: { value: '/archive/ideas.md' } });
+		await fireEvent.click(within(dlg2).getByRole('button', { name: 'Move' }));
+		await waitFor(() => expect(names()).toEqual(['archive/', 'src/', 'taken.md']));
+		expect(fs.nodes.get('/archive/ideas.md')?.content).toBe('hi');
+
+		// Copy a folder with what it holds.
+		await fireEvent.click(screen.getByRole('button', { name: 'Rename, move or copy src' }));
+		const dlg3 = screen.getByRole('dialog');
+		await fireEvent.input(within(dlg3).getByLabelText('New path'), { target: { value: '/src/inner' } });
+		expect(within(dlg3).getByText('A folder cannot go inside itself.')).toBeTruthy();
+		await fireEvent.input(within(dlg3).getByLabelText('New path'), { target: { value: '/src2' } });
+		await fireEvent.click(within(dlg3).getByRole('button', { name: 'Copy' }));
+		await waitFor(() => expect(names()).toEqual(['archive/', 'src/', 'src2/', 'taken.md']));
+		expect(fs.callsOf('POST', '/_/copy')[0].body).toEqual({ src_path: '/src', dst_path: '/src2' });
+		expect(fs.nodes.get('/src2/a.go')?.content).toBe('a');
+		expect(fs.nodes.get('/src/a.go')?.content).toBe('a');
+	});
+
 	it('does not load files too large to show; offers a download', async () => {
 		const fs = new FakeFS({ '/big.log': 'x' });
 		const info = fs.info.bind(fs);

@@ -144,4 +144,48 @@ describe('AgentPanel', () => {
 		await fireEvent.click(screen.getByRole('button', { name: /Delete/ }));
 		expect(ondelete).toHaveBeenCalledWith('b');
 	});
+
+	it('pauses and resumes; a paused agent shows Paused in the header, not its old status', async () => {
+		const onpause = vi.fn().mockResolvedValue(undefined);
+		const onresume = vi.fn().mockRejectedValueOnce(new Error('node a is not running')).mockResolvedValue(undefined);
+		const running = { ...a, container_id: 'c1' };
+		const { rerender } = render(AgentPanel, { node: running, records: [], onsend: vi.fn(), onpause, onresume, paused: false });
+		expect(screen.queryByRole('button', { name: /Resume/ })).toBeNull();
+		await fireEvent.click(screen.getByRole('button', { name: /Pause/ }));
+		expect(onpause).toHaveBeenCalledWith('a');
+
+		await rerender({ paused: true });
+		const label = screen.getByTestId('status-label');
+		expect(label.textContent).toBe('Paused');
+		expect(label.style.color).toBe('var(--status-paused)');
+		expect(screen.queryByRole('button', { name: /Pause/ })).toBeNull();
+		await fireEvent.click(screen.getByRole('button', { name: /Resume/ }));
+		expect((await screen.findByRole('alert')).textContent).toContain('Could not resume the agent: node a is not running');
+		await fireEvent.click(screen.getByRole('button', { name: /Resume/ }));
+		expect(onresume).toHaveBeenCalledTimes(2);
+
+		await rerender({ paused: false });
+		expect(screen.getByTestId('status-label').textContent).toBe('Running');
+	});
+
+	const pauseCases = [
+		{ name: 'running with a container', n: node('n', null, 'n', 'running', { container_id: 'c' }), pause: true },
+		{ name: 'idle with a container', n: node('n', null, 'n', 'idle', { container_id: 'c' }), pause: true },
+		{ name: 'no container', n: node('n', null, 'n', 'idle'), pause: false },
+		{ name: 'done', n: node('n', null, 'n', 'done', { container_id: 'c' }), pause: false }
+	];
+	for (const c of pauseCases)
+		it(`offers Pause for ${c.name}: ${c.pause}`, () => {
+			render(AgentPanel, { node: c.n, records: [], onsend: vi.fn(), onpause: vi.fn(), onresume: vi.fn() });
+			expect(screen.queryByRole('button', { name: /Pause/ }) !== null).toBe(c.pause);
+		});
+
+	it('offers Move for every agent but the root', async () => {
+		const onmove = vi.fn();
+		const { rerender } = render(AgentPanel, { node: a, records: [], onsend: vi.fn(), onmove });
+		expect(screen.queryByRole('button', { name: /Move/ })).toBeNull();
+		await rerender({ node: b });
+		await fireEvent.click(screen.getByRole('button', { name: /Move/ }));
+		expect(onmove).toHaveBeenCalledWith('b');
+	});
 });

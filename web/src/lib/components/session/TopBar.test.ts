@@ -1,4 +1,4 @@
-import { fireEvent, render, screen } from '@testing-library/svelte';
+import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import TopBar from './TopBar.svelte';
 import { THEME_KEY } from '$lib/theme';
@@ -38,5 +38,15 @@ describe('TopBar', () => {
 		render(TopBar, { onmenu });
 		await fireEvent.click(screen.getByRole('button', { name: 'Show agents' }));
 		expect(onmenu).toHaveBeenCalled();
+	});
+
+	it('Sign out ends the sign-in; a refusal shows and the page stays', async () => {
+		const signOut = vi.fn().mockRejectedValueOnce(new Error('cannot reach the filepath server')).mockResolvedValue(undefined);
+		render(TopBar, { signOut });
+		await fireEvent.click(screen.getByRole('button', { name: 'Sign out' }));
+		expect((await screen.findByRole('alert')).textContent).toBe('Could not sign out: cannot reach the filepath server');
+		await fireEvent.click(screen.getByRole('button', { name: 'Sign out' }));
+		expect(signOut).toHaveBeenCalledTimes(2);
+		await waitFor(() => expect(screen.queryByRole('alert')).toBeNull());
 	});
 });

@@ -34,4 +34,12 @@ describe('TreeNode', () => {
 		expect(screen.queryByText('db')).toBeNull();
 		expect(screen.getByRole('button', { name: 'Expand plan' })).toBeTruthy();
 	});
+
+	it('a paused node shows a paused dot instead of its status', () => {
+		render(TreeNode, { node: nodes[0], selectedId: null, tree, collapsed: new Set<string>(), paused: (id: string) => id === 'api' });
+		const dot = (id: string) => document.querySelector(`[data-node-id="${id}"] .dot`) as HTMLElement;
+		expect(dot('api').dataset.status).toBe('paused');
+		expect(dot('api').getAttribute('aria-label')).toBe('Paused');
+		expect(dot('plan').dataset.status).toBe('done');
+	});
 });

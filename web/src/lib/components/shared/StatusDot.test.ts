@@ -8,7 +8,8 @@ describe('StatusDot', () => {
 		{ name: 'thinking pulses', status: 'thinking', pulse: true, color: 'var(--status-thinking)' },
 		{ name: 'running pulses', status: 'running', pulse: true, color: 'var(--status-running)' },
 		{ name: 'done is static', status: 'done', pulse: false, color: 'var(--status-done)' },
-		{ name: 'error is static', status: 'error', pulse: false, color: 'var(--status-error)' }
+		{ name: 'error is static', status: 'error', pulse: false, color: 'var(--status-error)' },
+		{ name: 'paused is a static ring', status: 'paused', pulse: false, color: 'var(--status-paused)' }
 	];
 	for (const c of cases) {
 		it(c.name, () => {
@@ -19,6 +20,7 @@ describe('StatusDot', () => {
 			expect(dot.style.color).toBe(c.color);
 			expect(dot.style.width).toBe('10px');
 			expect(dot.getAttribute('aria-label')).toMatch(new RegExp(c.status, 'i'));
+			expect(dot.classList.contains('ring')).toBe(c.status === 'paused');
 		});
 	}
 });

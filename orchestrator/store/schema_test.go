@@ -1,0 +1,93 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/filepath-dev/filepath/internal/schematest"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+)
+
+// TestJSONMatchesProtocol: the store's records, nodes and sessions encode to
+// exactly the shapes protocol/record.go defines (the schemas forbid unknown
+// fields and require every field), so the UI's generated types and the
+// OpenAPI document describe what the API really sends.
+func TestJSONMatchesProtocol(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	repo := "https://example.com/r.git"
+	sess, err := e.s.CreateSession(ctx, u.ID, store.NewSession{Name: "s", GitRepoURL: &repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := e.node(t, u.ID, sess.ID, nil, "root")
+	a := e.node(t, u.ID, sess.ID, &root, "a")
+	b := e.node(t, u.ID, sess.ID, &root, "b")
+	c := e.node(t, u.ID, sess.ID, &a, "c")
+	running, pct, code := store.NodeRunning, 0.25, 2
+	if _, err := e.s.PatchNode(ctx, sess.ID, b.ID, store.NodePatch{Status: &running, ContextPct: &pct, ExitCode: &code}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.MoveNode(ctx, u.ID, sess.ID, c.ID, &b.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Append(ctx, sess.ID,
+		store.NewRecord{NodeID: b.ID, Kind: store.KindEvent, Data: mustJSON(t, protocol.TextEvent{Type: "text", Content: "hi"})},
+		store.NewRecord{NodeID: b.ID, Kind: store.KindInput, Data: mustJSON(t, protocol.SignalInput{Type: "signal", Action: "pause"})},
+		store.NewRecord{NodeID: b.ID, Kind: store.KindError, Data: mustJSON(t, protocol.ErrorData{Message: "agent exited with code 2", Source: protocol.SourceExit, ExitCode: &code})},
+		store.NewRecord{Kind: store.KindFile, Data: mustJSON(t, protocol.FileChange{Op: protocol.FileCreated, Path: "/a.txt", Size: 1})},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.DeleteNode(ctx, u.ID, sess.ID, a.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	recordSchema := schematest.Compile(t, "record.schema.json")
+	kinds := map[string]bool{}
+	for _, r := range e.pub.all() {
+		kinds[r.Kind] = true
+		if err := schematest.Validate(recordSchema, r); err != nil {
+			t.Errorf("record %d (%s) %s: %v", r.Seq, r.Kind, r.Data, err)
+		}
+	}
+	for _, k := range protocol.RecordKinds() {
+		if !kinds[k] {
+			t.Errorf("no %s record was checked", k)
+		}
+	}
+	recs, err := e.s.Records(ctx, sess.ID, 0, 100, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := schematest.Validate(recordSchema, r); err != nil {
+			t.Errorf("stored record %d (%s): %v", r.Seq, r.Kind, err)
+		}
+	}
+
+	nodeSchema := schematest.Compile(t, "record.schema.json#/$defs/Node")
+	tree, err := e.s.Tree(ctx, u.ID, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range tree {
+		if err := schematest.Validate(nodeSchema, n); err != nil {
+			t.Errorf("node %s: %v", n.Name, err)
+		}
+	}
+
+	sessionSchema := schematest.Compile(t, "record.schema.json#/$defs/Session")
+	got, err := e.s.GetSession(ctx, u.ID, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := e.session(t, u.ID, "no repo")
+	for _, s := range []store.Session{got, bare} {
+		if err := schematest.Validate(sessionSchema, s); err != nil {
+			t.Errorf("session %s: %v", s.Name, err)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Record kinds: the value of "kind" in a session log record.
+const (
+	KindEvent = "event" // Data is an event (AgentEvent) the agent wrote
+	KindInput = "input" // Data is an input (AgentInput) written to the agent
+	KindNode  = "node"  // Data is a NodeChange
+	KindFile  = "file"  // Data is a FileChange
+	KindError = "error" // Data is an ErrorData
+)
+
+// RecordKinds lists the record kinds in the order of DESIGN.md.
+func RecordKinds() []string { return []string{KindEvent, KindInput, KindNode, KindFile, KindError} }
+
+// Record is one entry of a session's ordered log, as the live stream and the
+// API send it: every record of a session has a strictly increasing Seq.
+// Kind selects the shape of Data; the record schema (RecordSchema) says
+// which shape goes with which kind.
+type Record struct {
+	Seq  int64  `json:"seq" jsonschema:"minimum=1"`
+	Kind string `json:"kind" jsonschema:"enum=event,enum=input,enum=node,enum=file,enum=error"`
+	// NodeID is the node the record belongs to ("" for a session-level record).
+	NodeID string          `json:"node_id"`
+	At     time.Time       `json:"at"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// Node change ops (the "op" of a NodeChange).
+const (
+	OpCreated = "created"
+	OpUpdated = "updated"
+	OpMoved   = "moved"
+	OpDeleted = "deleted"
+)
+
+// NodeChange is the data of a "node" record: a node was created, updated,
+// moved or deleted. Node is the node after the change (before it, for
+// deleted); IDs lists every node a delete removed (the subtree).
+type NodeChange struct {
+	Op   string   `json:"op" jsonschema:"enum=created,enum=updated,enum=moved,enum=deleted"`
+	Node Node     `json:"node"`
+	IDs  []string `json:"ids,omitempty"`
+}
+
+// File change ops (the "op" of a FileChange).
+const (
+	FileCreated  = "created"
+	FileModified = "modified"
+	FileDeleted  = "deleted"
+)
+
+// FileChange is the data of a "file" record: the net change to one path of
+// the session's filesystem within a short window.
+type FileChange struct {
+	Op   string `json:"op" jsonschema:"enum=created,enum=modified,enum=deleted"`
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+// Error sources (the "source" of an ErrorData).
+const (
+	SourceStdout  = "stdout"  // a line the agent wrote that is not valid FAP
+	SourceExit    = "exit"    // the agent's container exited without a done event
+	SourceRuntime = "runtime" // starting, stopping or writing to the container failed
+)
+
+// ErrorData is the data of an "error" record, shown in the node's chat.
+type ErrorData struct {
+	// Message says what went wrong, for a person.
+	Message string `json:"message"`
+	// Raw is the offending stdout line, cut to a bound (source stdout).
+	Raw    string `json:"raw,omitempty"`
+	Source string `json:"source" jsonschema:"enum=stdout,enum=exit,enum=runtime"`
+	// ExitCode is the container's exit code (source exit).
+	ExitCode *int `json:"exit_code,omitempty"`
+	// StderrTail is the last lines of the agent's stderr (source exit).
+	StderrTail string `json:"stderr_tail,omitempty"`
+}
+
+// Node is one agent of a session's tree, as the API and "node" records carry it.
+type Node struct {
+	ID        string  `json:"id"`
+	SessionID string  `json:"session_id"`
+	ParentID  *string `json:"parent_id" jsonschema:"nullable"` // null for the root
+	Name      string  `json:"name"`
+	AgentType string  `json:"agent_type"`
+	Model     string  `json:"model"`
+	Image     string  `json:"image"`
+	// Status is one of the State constants.
+	Status string `json:"status" jsonschema:"enum=idle,enum=thinking,enum=running,enum=done,enum=error"`
+	// ContextPct is how full the agent's context window is (0 to 1), if it said.
+	ContextPct  *float64        `json:"context_pct" jsonschema:"nullable,minimum=0,maximum=1"`
+	Config      json.RawMessage `json:"config" jsonschema:"type=object"`
+	ContainerID string          `json:"container_id"`
+	// SortOrder is the node's position among its siblings, from 0.
+	SortOrder int   `json:"sort_order" jsonschema:"minimum=0"`
+	Tokens    int64 `json:"tokens" jsonschema:"minimum=0"`
+	// ExitCode is the exit code of the node's last container, once it exited.
+	ExitCode  *int      `json:"exit_code" jsonschema:"nullable"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Done and Total count the leaves of the node's subtree (a leaf counts
+	// itself): Total leaves, Done of them with status done.
+	Done  int `json:"done" jsonschema:"minimum=0"`
+	Total int `json:"total" jsonschema:"minimum=0"`
+}
+
+// Session statuses.
+const (
+	SessionDraft   = "draft"
+	SessionRunning = "running"
+	SessionPaused  = "paused"
+	SessionStopped = "stopped"
+	SessionError   = "error"
+)
+
+// Session is an agent session (a tree of nodes and one ordered log), as the
+// API sends it.
+type Session struct {
+	ID         string     `json:"id"`
+	UserID     string     `json:"user_id"`
+	Name       string     `json:"name"`
+	GitRepoURL *string    `json:"git_repo_url" jsonschema:"nullable"`
+	Status     string     `json:"status" jsonschema:"enum=draft,enum=running,enum=paused,enum=stopped,enum=error"`
+	RootNodeID *string    `json:"root_node_id" jsonschema:"nullable"`
+	StartedAt  *time.Time `json:"started_at" jsonschema:"nullable"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	// NodeCount is the number of nodes in the tree.
+	NodeCount int `json:"node_count" jsonschema:"minimum=0"`
+	// LastActivity is the time of the last log record, or UpdatedAt if later.
+	LastActivity time.Time `json:"last_activity"`
+}
