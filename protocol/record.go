@@ -7,15 +7,18 @@ import (
 
 // Record kinds: the value of "kind" in a session log record.
 const (
-	KindEvent = "event" // Data is an event (AgentEvent) the agent wrote
-	KindInput = "input" // Data is an input (AgentInput) written to the agent
-	KindNode  = "node"  // Data is a NodeChange
-	KindFile  = "file"  // Data is a FileChange
-	KindError = "error" // Data is an ErrorData
+	KindEvent  = "event"  // Data is an event (AgentEvent) the agent wrote
+	KindInput  = "input"  // Data is an input (AgentInput) written to the agent
+	KindNode   = "node"   // Data is a NodeChange
+	KindFile   = "file"   // Data is a FileChange
+	KindError  = "error"  // Data is an ErrorData
+	KindSystem = "system" // Data is a SystemData
 )
 
 // RecordKinds lists the record kinds in the order of DESIGN.md.
-func RecordKinds() []string { return []string{KindEvent, KindInput, KindNode, KindFile, KindError} }
+func RecordKinds() []string {
+	return []string{KindEvent, KindInput, KindNode, KindFile, KindError, KindSystem}
+}
 
 // Record is one entry of a session's ordered log, as the live stream and the
 // API send it: every record of a session has a strictly increasing Seq.
@@ -23,7 +26,7 @@ func RecordKinds() []string { return []string{KindEvent, KindInput, KindNode, Ki
 // which shape goes with which kind.
 type Record struct {
 	Seq  int64  `json:"seq" jsonschema:"minimum=1"`
-	Kind string `json:"kind" jsonschema:"enum=event,enum=input,enum=node,enum=file,enum=error"`
+	Kind string `json:"kind" jsonschema:"enum=event,enum=input,enum=node,enum=file,enum=error,enum=system"`
 	// NodeID is the node the record belongs to ("" for a session-level record).
 	NodeID string          `json:"node_id"`
 	At     time.Time       `json:"at"`
@@ -80,6 +83,23 @@ type ErrorData struct {
 	ExitCode *int `json:"exit_code,omitempty"`
 	// StderrTail is the last lines of the agent's stderr (source exit).
 	StderrTail string `json:"stderr_tail,omitempty"`
+}
+
+// System record types (the "type" of a SystemData).
+const (
+	SystemCheck        = "check"        // a health check ran before the agent started
+	SystemMemory       = "memory"       // memories were given to the agent at its start
+	SystemContinuation = "continuation" // a fresh agent continues the node after a handoff
+	SystemApproval     = "approval"     // an agent asked for permission, or got its answer
+)
+
+// SystemData is the data of a "system" record: a block filepath itself adds
+// to a node's chat (not something the agent printed). Type selects which of
+// the optional fields are set.
+type SystemData struct {
+	Type string `json:"type" jsonschema:"enum=check,enum=memory,enum=continuation,enum=approval"`
+	// Text is a one-line summary for a person.
+	Text string `json:"text"`
 }
 
 // Node is one agent of a session's tree, as the API and "node" records carry it.

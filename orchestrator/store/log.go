@@ -240,7 +240,7 @@ func (t *Tx) appendJSON(nodeID, kind string, v any) error {
 
 func checkNewRecord(r *NewRecord) error {
 	switch r.Kind {
-	case KindEvent, KindInput, KindNode, KindFile, KindError:
+	case KindEvent, KindInput, KindNode, KindFile, KindError, KindSystem:
 	default:
 		return orchestrator.FieldErrorf("kind", "record kind %q: want event, input, node, file or error", r.Kind)
 	}

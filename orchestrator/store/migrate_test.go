@@ -97,6 +97,14 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	if err != nil || next[0].Seq != 3 {
 		t.Fatalf("append after upgrade %+v, %v", next, err)
 	}
+	// 0007: the rebuilt log takes system records and keeps its node index.
+	if _, err := st.Append(ctx, s.ID, store.NewRecord{NodeID: d.root, Kind: store.KindSystem, Data: json.RawMessage(`{"type":"check","text":"ok"}`)}); err != nil {
+		t.Fatalf("system record after upgrade: %v", err)
+	}
+	var idx int
+	if err := st.SQL().QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'session_log_node_idx'`).Scan(&idx); err != nil || idx != 1 {
+		t.Fatalf("session_log_node_idx after upgrade: %d, %v", idx, err)
+	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

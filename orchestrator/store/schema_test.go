@@ -38,6 +38,7 @@ func TestJSONMatchesProtocol(t *testing.T) {
 		store.NewRecord{NodeID: b.ID, Kind: store.KindInput, Data: mustJSON(t, protocol.SignalInput{Type: "signal", Action: "pause"})},
 		store.NewRecord{NodeID: b.ID, Kind: store.KindError, Data: mustJSON(t, protocol.ErrorData{Message: "agent exited with code 2", Source: protocol.SourceExit, ExitCode: &code})},
 		store.NewRecord{Kind: store.KindFile, Data: mustJSON(t, protocol.FileChange{Op: protocol.FileCreated, Path: "/a.txt", Size: 1})},
+		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "go vet ./... passed"})},
 	); err != nil {
 		t.Fatal(err)
 	}

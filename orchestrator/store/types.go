@@ -27,11 +27,12 @@ const (
 
 // Record kinds.
 const (
-	KindEvent = protocol.KindEvent // a validated FAP event from the agent
-	KindInput = protocol.KindInput // an input written to the agent's stdin
-	KindNode  = protocol.KindNode  // a tree change: {"op","node"[,"ids"]}
-	KindFile  = protocol.KindFile  // a VFS change: {"op","path","size"}
-	KindError = protocol.KindError // a protocol or runtime error
+	KindEvent  = protocol.KindEvent  // a validated FAP event from the agent
+	KindInput  = protocol.KindInput  // an input written to the agent's stdin
+	KindNode   = protocol.KindNode   // a tree change: {"op","node"[,"ids"]}
+	KindFile   = protocol.KindFile   // a VFS change: {"op","path","size"}
+	KindError  = protocol.KindError  // a protocol or runtime error
+	KindSystem = protocol.KindSystem // a block filepath adds to a node's chat
 )
 
 // Node record ops (the "op" of a KindNode record).

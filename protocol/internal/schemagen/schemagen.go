@@ -69,6 +69,7 @@ func Record() ([]byte, error) {
 		{protocol.NodeChange{}, "The data of a node record: a node was created, updated, moved or deleted (node is the node after the change; ids, for deleted, every node removed)."},
 		{protocol.FileChange{}, "The data of a file record: the net change to one path of the session's filesystem."},
 		{protocol.ErrorData{}, "The data of an error record: an invalid agent line (source stdout, with raw), an exit without done (exit, with exit_code and stderr_tail) or a runtime failure (runtime)."},
+		{protocol.SystemData{}, "The data of a system record: a block filepath itself adds to a node's chat; type says which."},
 		{protocol.Node{}, "One agent of a session's tree."},
 		{protocol.Session{}, "An agent session: a tree of nodes and one ordered log."},
 	}
@@ -104,6 +105,7 @@ func Record() ([]byte, error) {
 		{"NodeRecord", protocol.KindNode, &jsonschema.Schema{Ref: "#/$defs/NodeChange"}, "A change to the session's tree."},
 		{"FileRecord", protocol.KindFile, &jsonschema.Schema{Ref: "#/$defs/FileChange"}, "A change to the session's filesystem."},
 		{"ErrorRecord", protocol.KindError, &jsonschema.Schema{Ref: "#/$defs/ErrorData"}, "A protocol or runtime error, shown in the node's chat."},
+		{"SystemRecord", protocol.KindSystem, &jsonschema.Schema{Ref: "#/$defs/SystemData"}, "A block filepath itself adds to a node's chat: a health check, memories, a continuation, an approval."},
 	}
 	if len(variants) != len(protocol.RecordKinds()) {
 		return nil, fmt.Errorf("record variants do not cover the kinds %v", protocol.RecordKinds())

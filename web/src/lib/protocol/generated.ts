@@ -133,7 +133,8 @@ export interface SignalInput {
  * One record of a session's log, as the live stream and the API send it: "kind" selects the shape of "data".
  */
 
-export type LogRecord = EventRecord | InputRecord | NodeRecord | FileRecord | ErrorRecord;
+export type LogRecord =
+	EventRecord | InputRecord | NodeRecord | FileRecord | ErrorRecord | SystemRecord;
 
 /**
  * An event the agent wrote to stdout (AgentEvent), stored before anyone sees it.
@@ -244,6 +245,25 @@ export interface ErrorData {
 	source: 'stdout' | 'exit' | 'runtime';
 	exit_code?: number;
 	stderr_tail?: string;
+}
+/**
+ * A block filepath itself adds to a node's chat: a health check, memories, a continuation, an approval.
+ */
+
+export interface SystemRecord {
+	seq: number;
+	kind: 'system';
+	node_id: string;
+	at: string;
+	data: SystemData;
+}
+/**
+ * The data of a system record: a block filepath itself adds to a node's chat; type says which.
+ */
+
+export interface SystemData {
+	type: 'check' | 'memory' | 'continuation' | 'approval';
+	text: string;
 }
 
 /**
