@@ -351,6 +351,17 @@ func (p *Parser) done(it item, i int, s translate.Step) protocol.Event {
 	return s.Done(failed, "", "", "", nil)
 }
 
+// End returns the events that close a stream that stopped (the server
+// exited or was stopped) during a turn: its open steps fail, and the agent is
+// idle. Nothing between turns.
+func (p *Parser) End(reason string) []protocol.Event {
+	if p.turn == "" && p.steps.Len() == 0 {
+		return nil
+	}
+	p.turn = ""
+	return append(p.steps.Abandon(reason), protocol.StatusEvent{State: protocol.StateIdle})
+}
+
 func (p *Parser) turnCompleted(params json.RawMessage) []protocol.Event {
 	var v struct {
 		Turn struct {

@@ -56,6 +56,7 @@ type Parser struct {
 	session   string
 	model     string
 	lastText  string  // the last text emitted in this turn
+	inTurn    bool    // a turn has begun and its result has not come
 	context   float64 // tokens in the context window after the last main-thread model call
 }
 
@@ -125,6 +126,10 @@ func (p *Parser) Parse(raw []byte) (events []protocol.Event, note string) {
 	}
 	if l.SessionID != "" {
 		p.session = l.SessionID
+	}
+	switch l.Type {
+	case "assistant", "user", "tool_call":
+		p.inTurn = true
 	}
 	switch l.Type {
 	case "system":
@@ -351,7 +356,19 @@ func cleanError(s string) string {
 	return s
 }
 
+// End returns the events that close a stream that stopped (the CLI exited or
+// was stopped) in the middle of a turn: its open steps fail, and the agent
+// is idle. Nothing when no turn was running.
+func (p *Parser) End(reason string) []protocol.Event {
+	if !p.inTurn && p.steps.Len() == 0 {
+		return nil
+	}
+	p.inTurn, p.lastText = false, ""
+	return append(p.steps.Abandon(reason), protocol.StatusEvent{State: protocol.StateIdle})
+}
+
 func (p *Parser) result(l line) []protocol.Event {
+	p.inTurn = false
 	out := p.steps.Abandon("the turn ended before the tool answered")
 	// An error the CLI did not already say as assistant text (Claude says
 	// most of them that way; Amp and Cursor put them on the result).

@@ -9,3 +9,11 @@ import (
 func TestClaudeGolden(t *testing.T) {
 	golden.Run(t, "../testdata/claude", func() golden.Parser { return NewParser(Claude, "/workspace") })
 }
+
+func TestAmpGolden(t *testing.T) {
+	golden.Run(t, "../testdata/amp", func() golden.Parser { return NewParser(Amp, "/workspace") })
+}
+
+func TestCursorGolden(t *testing.T) {
+	golden.Run(t, "../testdata/cursor", func() golden.Parser { return NewParser(Cursor, "/workspace") })
+}

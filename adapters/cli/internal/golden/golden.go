@@ -49,6 +49,14 @@ func Lines(t testing.TB, path string) [][]byte {
 	return out
 }
 
+// Ender is a parser that can close a stream that stopped mid-turn.
+type Ender interface {
+	End(reason string) []protocol.Event
+}
+
+// EndReason is what the golden files give End.
+const EndReason = "the CLI stopped"
+
 // Translate feeds lines to p and returns the events encoded as FAP lines
 // interleaved with "# note: " lines. Every event must pass protocol.DecodeEvent.
 func Translate(t testing.TB, p Parser, lines [][]byte) []string {
@@ -56,20 +64,33 @@ func Translate(t testing.TB, p Parser, lines [][]byte) []string {
 	var out []string
 	for i, l := range lines {
 		evs, note := p.Parse(l)
-		for _, ev := range evs {
-			var buf bytes.Buffer
-			if err := protocol.NewEncoder(&buf).Encode(ev); err != nil {
-				t.Fatalf("line %d: encode %#v: %v", i+1, ev, err)
-			}
-			enc := strings.TrimSuffix(buf.String(), "\n")
-			if _, err := protocol.DecodeEvent([]byte(enc)); err != nil {
-				t.Errorf("line %d: the parser made an invalid FAP event %s: %v", i+1, enc, err)
-			}
-			out = append(out, enc)
-		}
+		out = append(out, encode(t, i+1, evs)...)
 		if note != "" {
 			out = append(out, "# note: "+note)
 		}
+	}
+	if e, ok := p.(Ender); ok {
+		if evs := e.End(EndReason); len(evs) > 0 {
+			out = append(out, "# end of stream")
+			out = append(out, encode(t, len(lines)+1, evs)...)
+		}
+	}
+	return out
+}
+
+func encode(t testing.TB, line int, evs []protocol.Event) []string {
+	t.Helper()
+	var out []string
+	for _, ev := range evs {
+		var buf bytes.Buffer
+		if err := protocol.NewEncoder(&buf).Encode(ev); err != nil {
+			t.Fatalf("line %d: encode %#v: %v", line, ev, err)
+		}
+		enc := strings.TrimSuffix(buf.String(), "\n")
+		if _, err := protocol.DecodeEvent([]byte(enc)); err != nil {
+			t.Errorf("line %d: the parser made an invalid FAP event %s: %v", line, enc, err)
+		}
+		out = append(out, enc)
 	}
 	return out
 }
