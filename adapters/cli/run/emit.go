@@ -31,8 +31,10 @@ func newEmitter(w io.Writer, workspace string, log *slog.Logger) *emitter {
 	return &emitter{w: bw, enc: protocol.NewEncoder(bw), git: newHeadWatcher(workspace), log: log}
 }
 
-// emit writes ev, then a commit event for each commit HEAD gained when ev
-// ends a tool call or a command (whatever the tool did, a commit shows).
+// emit writes ev, then a commit event for each commit HEAD gained, looked
+// for when ev ends a command or a tool that is not a file tool (one without
+// a path: a sub-agent, an MCP tool, ...), and at the end of a turn. A file
+// read or edit cannot commit; skipping them spares a git process per edit.
 func (e *emitter) emit(ev protocol.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -43,9 +45,10 @@ func (e *emitter) emit(ev protocol.Event) {
 	case protocol.StatusEvent:
 		if ev.State == protocol.StateIdle {
 			e.busy = false
+			e.commits()
 		}
 	case protocol.ToolEvent:
-		if ev.Status != protocol.StepStart {
+		if ev.Status != protocol.StepStart && ev.Path == nil {
 			e.commits()
 		}
 	case protocol.CommandEvent:

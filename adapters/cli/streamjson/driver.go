@@ -159,8 +159,9 @@ type longRun struct {
 	closed     bool // stdin closed
 	requests   int
 
-	resumeFailed bool // exited at once on a resumed session
-	restart      bool // ended for an interrupt; start again on the same session
+	held         []protocol.Event // events of a resumed session before it answered
+	resumeFailed bool             // exited at once on a resumed session
+	restart      bool             // ended for an interrupt; start again on the same session
 }
 
 func (s *longRun) send(line []byte) {
@@ -194,6 +195,7 @@ func (s *longRun) run(ctx context.Context, replay []string) error {
 		case <-ctx.Done():
 			child.Kill(time.Second)
 			s.drain(lines)
+			s.flushHeld()
 			s.end("the adapter was stopped")
 			return ctx.Err()
 		case c := <-cmds:
@@ -247,16 +249,19 @@ func (s *longRun) run(ctx context.Context, replay []string) error {
 		case <-child.Done():
 			s.drain(lines)
 			exit := child.Exit()
+			asked := s.stopping || s.finishing || s.restart
+			if exit != nil && s.resume != "" && !s.answered && !asked {
+				s.resumeFailed = true // what it said is dropped with it
+				return nil
+			}
+			s.flushHeld()
 			if s.restart {
 				s.end("interrupted")
 			} else {
 				s.end(s.d.cli.name + " exited")
 			}
 			switch {
-			case s.stopping || s.finishing || s.restart:
-				return nil
-			case exit != nil && s.resume != "" && !s.answered:
-				s.resumeFailed = true
+			case asked:
 				return nil
 			case exit == nil:
 				return &run.ExitError{CLI: s.d.cli.name, Code: 0, Tail: child.Tail()}
@@ -302,8 +307,22 @@ func (s *longRun) line(l []byte) {
 		default:
 			s.answered, s.unanswered = true, nil
 		}
+		// Until a resumed session answers, what it says may be the error of
+		// a session it no longer has: hold it back.
+		if s.resume != "" && !s.answered {
+			s.held = append(s.held, ev)
+			continue
+		}
+		s.flushHeld()
 		s.emit(ev)
 	}
+}
+
+func (s *longRun) flushHeld() {
+	for _, ev := range s.held {
+		s.emit(ev)
+	}
+	s.held = nil
 }
 
 // end closes what a stream cut mid-turn left open.
