@@ -475,6 +475,56 @@ func TestAParentsMessageIsMarkedForTheCLI(t *testing.T) {
 	}
 }
 
+func TestAMissingCLIIsAnErrorNamingIt(t *testing.T) {
+	n := newNode(t, "claude-code")
+	var stderr bytes.Buffer
+	args := []string{"--agent", "claude-code", "--bin", "/nonexistent/claude", "--workspace", n.ws, "--state", n.state}
+	var stdout bytes.Buffer
+	code := Main(context.Background(), args, []string{"FILEPATH_TASK=hi"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "/nonexistent/claude") {
+		t.Errorf("exit %d, stderr %q: want 1 and the missing program named", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"state":"error"`) {
+		t.Errorf("stdout %q, want status error", stdout.String())
+	}
+}
+
+// The recorded transcripts must come from the CLI versions the images pin:
+// bumping a pin without recording them again fails here.
+func TestGoldenTranscriptsAreFromThePinnedCLIs(t *testing.T) {
+	for _, c := range []struct{ image, pkg, dir, field string }{
+		{"agent-claude-code", "@anthropic-ai/claude-code", "claude", `"claude_code_version":"%s"`},
+		{"agent-codex", "@openai/codex", "codex", `"cliVersion":"%s"`},
+	} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "images", c.image, "package.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pkg struct {
+			Dependencies map[string]string `json:"dependencies"`
+		}
+		json.Unmarshal(b, &pkg)
+		version := pkg.Dependencies[c.pkg]
+		want := fmt.Sprintf(c.field, version)
+		field, _, _ := strings.Cut(c.field, "%s")
+		cases, _ := filepath.Glob(filepath.Join("testdata", c.dir, "*", "stream.jsonl"))
+		recorded := 0
+		for _, f := range cases {
+			b, _ := os.ReadFile(f)
+			if !strings.Contains(string(b), field) { // a transcript without a version line
+				continue
+			}
+			recorded++
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s was not recorded from %s@%s (the pin in images/%s): record it again", f, c.pkg, version, c.image)
+			}
+		}
+		if version == "" || recorded == 0 {
+			t.Errorf("%s: pin %q, %d recorded transcripts", c.image, version, recorded)
+		}
+	}
+}
+
 func TestUnknownAgentIsAUsageError(t *testing.T) {
 	var stderr bytes.Buffer
 	code := Main(context.Background(), []string{"--agent", "gemini"}, nil, strings.NewReader(""), io.Discard, &stderr)
