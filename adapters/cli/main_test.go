@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/adapters/cli/codex"
 	"github.com/filepath-dev/filepath/adapters/cli/run"
+	"github.com/filepath-dev/filepath/adapters/cli/streamjson"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -530,5 +532,90 @@ func TestUnknownAgentIsAUsageError(t *testing.T) {
 	code := Main(context.Background(), []string{"--agent", "gemini"}, nil, strings.NewReader(""), io.Discard, &stderr)
 	if code != 2 || !strings.Contains(stderr.String(), "claude-code, codex, amp, cursor") {
 		t.Errorf("exit %d, stderr %q: want 2 and the known agents", code, stderr.String())
+	}
+}
+
+// Interrupt (a driver command no FAP input makes yet; stop uses it) ends the
+// turn and keeps the CLI for the next message.
+func TestInterruptEndsTheTurnAndTheCLIStays(t *testing.T) {
+	cases := map[string]string{"claude-code": "interrupt-tool", "codex": "interrupt", "amp": "interrupt", "cursor": "interrupt"}
+	for _, agent := range Agents {
+		t.Run(agent, func(t *testing.T) {
+			n := newNode(t, agent)
+			cli := map[string]string{"claude-code": "claude", "codex": "codex", "amp": "amp", "cursor": "cursor"}[agent]
+			tr, _ := filepath.Abs(filepath.Join("testdata", cli, cases[agent], "stream.jsonl"))
+			env := append(gitEnv(), "FILEPATH_FAKE_TRANSCRIPT="+tr, "FILEPATH_FAKE_CLI="+cliName[agent],
+				"FILEPATH_FAKE_STATE="+filepath.Join(n.state, "fake"))
+			cfg, err := parseConfig([]string{"--agent", agent, "--bin", fakeBin, "--workspace", n.ws, "--state", n.state}, env, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state, err := run.OpenState(n.state, agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var drv run.Driver
+			switch agent {
+			case "claude-code":
+				drv = streamjson.NewClaude(cfg, state)
+			case "codex":
+				drv = codex.New(cfg, state)
+			case "amp":
+				drv = streamjson.NewAmp(cfg, state)
+			case "cursor":
+				drv = streamjson.NewCursor(cfg, state)
+			}
+			var mu sync.Mutex
+			var evs []protocol.Event
+			emit := func(ev protocol.Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() }
+			seen := func(match func(protocol.Event) bool) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return index(evs, match) >= 0
+			}
+			cmds := make(chan run.Command, 8)
+			done := make(chan error, 1)
+			go func() { done <- drv.Run(context.Background(), cmds, emit) }()
+			cmds <- run.Command{Op: run.Send, Text: "wait for a long time"}
+			waitUntil(t, "a command start", func() bool { return seen(commandStarted) })
+			cmds <- run.Command{Op: run.Interrupt}
+			waitUntil(t, "the turn's end", func() bool { return seen(isIdle) })
+			if !seen(func(ev protocol.Event) bool {
+				c, ok := ev.(protocol.CommandEvent)
+				return ok && c.Status == protocol.StepError
+			}) {
+				t.Errorf("the interrupted command did not end in error: %v", evs)
+			}
+			if agent == "claude-code" || agent == "codex" {
+				// The same process answers the next message (turn 2 of the transcript).
+				cmds <- run.Command{Op: run.Send, Text: "are you there?"}
+				waitUntil(t, "the answer after the interrupt", func() bool {
+					return seen(func(ev protocol.Event) bool {
+						t, ok := ev.(protocol.TextEvent)
+						return ok && t.Content == "After the interrupt."
+					})
+				})
+			}
+			cmds <- run.Command{Op: run.Finish}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the driver did not finish")
+			}
+		})
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 20 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
