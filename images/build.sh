@@ -121,7 +121,7 @@ build_cli_agent() {
 	local ca=${FILEPATH_BUILD_CA:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}
 	[[ -s $ca ]] && cp "$ca" "$ctx/host-ca.crt"
 	say "building $image (fetches the CLI from the npm registry; a few minutes the first time)"
-	quiet docker build -q --build-arg "BASE=$base" -t "$image" "$ctx" || die "docker build $image failed"
+	quiet docker build -q --force-rm --build-arg "BASE=$base" -t "$image" "$ctx" || die "docker build $image failed"
 	say "built $image (BASE=$base)"
 }
 
