@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build.sh builds the local Docker images filepath needs, without a registry.
 #
-#   images/build.sh [base|testagent|byo-echo|shelley|pi ...]     (no argument: all; `make images` runs this)
+#   images/build.sh [base|testagent|byo-echo|shelley|pi|claude-code|codex|amp|cursor ...]
+#                                                     (no argument: all; `make images` runs this)
 #
 #   filepath/testagent:latest  FROM scratch + the static test agent (adapters/testagent)
 #   filepath/base:bookworm     a minimal Debian made with debootstrap + docker import
@@ -11,14 +12,24 @@
 #                              the native agents (adapters/native, static) FROM the base
 #                              above, with bash, git and Go 1.23 installed from
 #                              deb.debian.org (bookworm-backports) in the build
+#   filepath/agent-claude-code:latest, filepath/agent-codex:latest, filepath/agent-amp:latest
+#                              the CLI agents: the base + the CLI's native binary (fetched from
+#                              the npm registry during the build, pinned with its sha512 in the
+#                              image's package-lock.json) + filepath-cli-adapter (adapters/cli)
+#   filepath/agent-cursor:latest  skipped unless FILEPATH_BUILD_CURSOR=1: Cursor ships its CLI
+#                              only through https://cursor.com/install, which needs internet
 #
 # Environment:
-#   FILEPATH_BASE         use this local image as BASE for byo-echo, shelley and pi instead of building
+#   FILEPATH_BASE         use this local image as BASE for byo-echo instead of building
 #                         filepath/base:bookworm (e.g. debian:bookworm-slim where a registry works)
 #   FILEPATH_CACHE_DIR    where the debootstrap tarball is cached (default ~/.cache/filepath)
 #   DEBIAN_MIRROR         debootstrap mirror (default http://deb.debian.org/debian)
+#   FILEPATH_BUILD_CURSOR=1  build filepath/agent-cursor too (needs cursor.com)
+#   FILEPATH_BUILD_CA     CA bundle the CLI downloads trust during the build (default: this
+#                         machine's, $SSL_CERT_FILE or /etc/ssl/certs/ca-certificates.crt)
 #
-# The other catalog images (filepath/agent-<type>) are not built here yet.
+# The CLI images need the npm registry and the Debian mirror during the build (no
+# container registry); so do shelley's and pi's (Go from Debian).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,16 +119,43 @@ build_native() {
 	say "built $image (BASE=$base)"
 }
 
+# build_cli_agent TYPE: filepath/agent-TYPE from images/agent-TYPE and the adapter.
+build_cli_agent() {
+	local type=$1 image=filepath/agent-$1:latest
+	if [[ $type == cursor && ${FILEPATH_BUILD_CURSOR:-} != 1 ]]; then
+		say "skipped $image: its Dockerfile runs Cursor's installer (https://cursor.com/install),"
+		say "  which needs internet this machine may not have (set FILEPATH_BUILD_CURSOR=1 to build it)"
+		return
+	fi
+	command -v go >/dev/null || die "go is not installed (needed to build adapters/cli)"
+	local base=${FILEPATH_BASE:-$base_image}
+	have_image "$base" || build_base
+	local ctx
+	ctx=$(mktemp -d)
+	trap 'rm -rf "$ctx"' RETURN
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/filepath-cli-adapter" ./adapters/cli) \
+		|| die "go build ./adapters/cli failed"
+	cp -r "$root/images/agent-$type/." "$ctx/"
+	# The download inside the build trusts what this machine trusts (a proxy
+	# that intercepts TLS has its CA there); the image does not keep it.
+	local ca=${FILEPATH_BUILD_CA:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}
+	[[ -s $ca ]] && cp "$ca" "$ctx/host-ca.crt"
+	say "building $image (fetches the CLI from the npm registry; a few minutes the first time)"
+	quiet docker build -q --force-rm --build-arg "BASE=$base" -t "$image" "$ctx" || die "docker build $image failed"
+	say "built $image (BASE=$base)"
+}
+
 docker info >/dev/null 2>&1 || die "no Docker engine answers (is dockerd running? DOCKER_HOST=${DOCKER_HOST:-unset})"
 
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(testagent base byo-echo shelley pi)
+[[ ${#targets[@]} -gt 0 ]] || targets=(testagent base byo-echo shelley pi claude-code codex amp cursor)
 for t in "${targets[@]}"; do
 	case $t in
 	testagent) build_testagent ;;
 	base) build_base ;;
 	byo-echo) build_byo_echo ;;
 	shelley | pi) build_native "$t" ;;
-	*) die "unknown target $t (want testagent, base, byo-echo, shelley or pi)" ;;
+	claude-code | codex | amp | cursor) build_cli_agent "$t" ;;
+	*) die "unknown target $t (want testagent, base, byo-echo, shelley, pi, claude-code, codex, amp or cursor)" ;;
 	esac
 done
