@@ -121,7 +121,7 @@ func DecodeInput(line []byte) (Input, error) {
 	var in Input
 	switch typ {
 	case TypeMessage:
-		in = MessageInput{Type: typ, From: d.enum(f.from, "from", messageSource), Content: d.str(f.content, "content")}
+		in = MessageInput{Type: typ, From: d.enum(f.from, "from", messageSource), Content: d.str(f.content, "content"), FromNode: d.nodeRef(f.fromNode, "from_node")}
 	case TypeSignal:
 		in = SignalInput{Type: typ, Action: d.enum(f.action, "action", signalActions)}
 	default:
@@ -154,7 +154,7 @@ func unknownType(typ string, known []string, list string, other []string, otherH
 type fields struct {
 	typ, content, name, path, status, output, cmd, exit, stdout, stderr,
 	hash, message, agent, model, task, workers, state, contextPct, summary,
-	from, action []byte
+	from, action, fromNode []byte
 	// miscased holds keys that match a known name only when case is
 	// ignored ("Content"), to explain a missing field.
 	miscased []string
@@ -204,6 +204,8 @@ func (f *fields) set(key []byte, v []byte) {
 		f.from = v
 	case "action":
 		f.action = v
+	case "from_node":
+		f.fromNode = v
 	default:
 		if knownFold(key) {
 			f.miscased = append(f.miscased, string(key))
@@ -212,7 +214,7 @@ func (f *fields) set(key []byte, v []byte) {
 }
 
 var knownNames = []string{"type", "content", "name", "path", "status", "output", "cmd", "exit", "stdout", "stderr",
-	"hash", "message", "agent", "model", "task", "workers", "state", "context_pct", "summary", "from", "action"}
+	"hash", "message", "agent", "model", "task", "workers", "state", "context_pct", "summary", "from", "action", "from_node"}
 
 func knownFold(key []byte) bool {
 	if len(key) > len("context_pct") {
@@ -414,6 +416,22 @@ func (d *fieldDecoder) optNum(v []byte, name string, r numRange) *float64 {
 		return nil
 	}
 	return &x
+}
+
+// nodeRef reads an optional {"id","name"} object (from_node).
+func (d *fieldDecoder) nodeRef(v []byte, name string) *NodeRef {
+	if v == nil || d.err != nil {
+		return nil
+	}
+	var raw struct {
+		ID   *string `json:"id"`
+		Name *string `json:"name"`
+	}
+	if v[0] != '{' || json.Unmarshal(v, &raw) != nil || raw.ID == nil || raw.Name == nil {
+		d.fail(name, "field %q must be an object with the string fields \"id\" and \"name\", got %s", cut(string(v)))
+		return nil
+	}
+	return &NodeRef{ID: *raw.ID, Name: *raw.Name}
 }
 
 func (d *fieldDecoder) workers(v []byte) []Worker {

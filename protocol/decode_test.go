@@ -113,6 +113,11 @@ func TestDecodeInput(t *testing.T) {
 		{name: "message", line: `{"type":"message","from":"parent","content":"go"}`, want: MessageInput{Type: "message", From: "parent", Content: "go"}},
 		{name: "signal", line: `{"type":"signal","action":"pause"}`, want: SignalInput{Type: "signal", Action: "pause"}},
 		{name: "bad from", line: `{"type":"message","from":"me","content":"go"}`, err: `field "from" must be one of user|parent|system, got "me"`},
+		{name: "from node", line: `{"type":"message","from":"system","content":"done","from_node":{"id":"n1","name":"worker"}}`,
+			want: MessageInput{Type: "message", From: "system", Content: "done", FromNode: &NodeRef{ID: "n1", Name: "worker"}}},
+		{name: "from node not an object", line: `{"type":"message","from":"parent","content":"go","from_node":"n1"}`, err: `field "from_node" must be an object with the string fields "id" and "name", got "n1"`},
+		{name: "from node without name", line: `{"type":"message","from":"parent","content":"go","from_node":{"id":"n1"}}`, err: `field "from_node" must be an object`},
+		{name: "unknown field ignored", line: `{"type":"message","from":"user","content":"go","from_agent":1}`, want: MessageInput{Type: "message", From: "user", Content: "go"}},
 		{name: "event", line: `{"type":"done"}`, err: `unknown type "done" (known types: message, signal; "done" is an event (stdout), not an input)`},
 	}
 	for _, tt := range tests {

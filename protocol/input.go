@@ -34,6 +34,16 @@ type MessageInput struct {
 	Type    string `json:"type"`
 	From    string `json:"from" jsonschema:"enum=user,enum=parent,enum=system"`
 	Content string `json:"content"`
+	// FromNode names the agent that sent the message through the agent API:
+	// an ancestor (from parent) or a child reporting to its parent (from
+	// system). Absent for the user's messages and filepath's own.
+	FromNode *NodeRef `json:"from_node,omitempty"`
+}
+
+// NodeRef names one node of the session's tree.
+type NodeRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
 }
 
 // SignalInput asks the agent to stop, pause or resume.

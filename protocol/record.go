@@ -100,6 +100,44 @@ type SystemData struct {
 	Type string `json:"type" jsonschema:"enum=check,enum=memory,enum=continuation,enum=approval"`
 	// Text is a one-line summary for a person.
 	Text string `json:"text"`
+
+	// Approval is the request and its state (approval): the request is
+	// appended pending, its answer as another record with the same id.
+	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Approval statuses.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+)
+
+// Who answered an approval besides a user (Approval.AnsweredBy).
+const (
+	AnsweredByTimeout = "timeout" // nobody answered in time: denied
+	AnsweredByPolicy  = "policy"  // the node's approvals policy answered
+)
+
+// Approval is an agent's request for permission to do something (run a
+// command, reach the network), as its system records carry it.
+type Approval struct {
+	ID string `json:"id"`
+	// Action is what the agent wants to do, e.g. "bash: curl https://…".
+	Action string `json:"action"`
+	// Detail says why it asks, for the person who answers.
+	Detail string `json:"detail"`
+	// Kind is the class of action ("bash", "network", "edit"): "always
+	// allow" allows this kind for the node from then on.
+	Kind   string `json:"kind"`
+	Status string `json:"status" jsonschema:"enum=pending,enum=approved,enum=denied"`
+	// AnsweredBy is the name of the user who answered, "timeout" or "policy".
+	AnsweredBy string     `json:"answered_by,omitempty"`
+	AnsweredAt *time.Time `json:"answered_at,omitempty"`
+	// Always: the answer allows this kind for the node from now on.
+	Always bool `json:"always,omitempty"`
+	// ExpiresAt is when a request nobody answered is denied.
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // Node is one agent of a session's tree, as the API and "node" records carry it.

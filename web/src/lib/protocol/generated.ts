@@ -119,6 +119,10 @@ export interface MessageInput {
 	type: 'message';
 	from: 'user' | 'parent' | 'system';
 	content: string;
+	from_node?: {
+		id: string;
+		name: string;
+	};
 }
 /**
  * Asks the agent to stop, pause or resume.
@@ -264,6 +268,19 @@ export interface SystemRecord {
 export interface SystemData {
 	type: 'check' | 'memory' | 'continuation' | 'approval';
 	text: string;
+	approval?: Approval;
+}
+
+export interface Approval {
+	id: string;
+	action: string;
+	detail: string;
+	kind: string;
+	status: 'pending' | 'approved' | 'denied';
+	answered_by?: string;
+	answered_at?: string;
+	always?: boolean;
+	expires_at: string;
 }
 
 /**
