@@ -23,7 +23,8 @@
 // migrations/NNNN_name.sql are embedded and applied in version order, each in
 // its own transaction with its row in schema_migrations. A database holding a
 // version this binary does not know is refused. 0001_core.sql is the store's;
-// 0002_vfs.sql belongs to the vfs package.
+// 0002_vfs.sql belongs to the vfs package; 0008_collab.sql adds memories,
+// approvals and the per-node audit (tool_calls.node_id).
 //
 // # The session log (DESIGN invariants 1 and 2)
 //
@@ -95,4 +96,18 @@
 //	AppendWithCursor(ctx, sessionID, nodeID, cursor, recs...) ([]Record, error)   // + node log_cursor, one tx
 //	WithLog(ctx, sessionID, func(*Tx) error) ([]Record, error); (*Tx).DB(); (*Tx).Append(recs...)
 //	Records(ctx, sessionID, after, limit, nodeID) ([]Record, error); LastSeq(ctx, sessionID) (int64, error)
+//
+//	NormalizeRepo(gitURL) string   // a memory scope: host/path
+//	SetMemory(ctx, userID, repo, key, text, sessionID, nodeID) (Memory, error)   // kv_store upsert
+//	Memories(ctx, userID, repo *string, limit); SearchMemories(ctx, userID, repo, query, limit) ([]Memory, error)
+//	GetMemory(ctx, userID, id) (Memory, error); DeleteMemory(ctx, userID, id) error
+//
+//	RequestApproval(ctx, sessionID, nodeID, NewApproval) (Approval, created bool, error)   // + its system record
+//	GetApproval(ctx, sessionID, id); Approvals(ctx, userID, sessionID, status, limit)
+//	AnswerApproval(ctx, userID, sessionID, id, Decision, by) (Approval, error)   // + record; Always: config
+//	ExpireApprovals(ctx, now) (int, error); NextApprovalExpiry(ctx) (time.Time, bool, error)
+//	ApprovalPolicies(config) (map[string]string, error)
+//
+//	RecordToolCall(ctx, NewToolCall) error   // an agent-API call; tool/command rows come with AppendWithCursor
+//	ToolCalls(ctx, sessionID, nodeID, before, limit) ([]ToolCall, error)   // a node's audit, newest first
 package store

@@ -325,7 +325,9 @@ func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
 
 // AppendWithCursor appends recs to sessionID's log and sets nodeID's
 // log_cursor in one transaction: a relay recovering a container's log stores
-// each line once, and its position with it. No "node" record is written for
+// each line once, and its position with it. Each tool or command event that
+// ends a call adds its row to the node's audit (tool_calls) in the same
+// transaction. No "node" record is written for
 // the cursor. An unknown node is not_found.
 func (s *Store) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...NewRecord) ([]Record, error) {
 	if len(cursor) > MaxLogCursorLen {
@@ -338,9 +340,13 @@ func (s *Store) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor 
 	}
 	return s.WithLog(ctx, sessionID, func(tx *Tx) error {
 		tx.checked = true
-		_, err := tx.Append(recs...)
+		stored, err := tx.Append(recs...)
 		tx.checked = false
 		if err != nil {
+			return err
+		}
+		// A tool or command that ended gets its audit row with its record.
+		if err := tx.auditSteps(stored); err != nil {
 			return err
 		}
 		res := tx.DB().Exec(`UPDATE agent_node SET log_cursor = ? WHERE id = ? AND session_id = ?`, cursor, nodeID, sessionID)

@@ -210,6 +210,9 @@ func validConfig(c json.RawMessage) (json.RawMessage, error) {
 	if err := json.Compact(&buf, c); err != nil {
 		return nil, orchestrator.FieldErrorf("config", "config must be a JSON object")
 	}
+	if _, err := ApprovalPolicies(buf.Bytes()); err != nil {
+		return nil, err
+	}
 	return buf.Bytes(), nil
 }
 
