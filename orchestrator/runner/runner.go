@@ -739,15 +739,26 @@ func permanent(err error) bool {
 // as its first input, from "parent") and starts its container. A child of a
 // custom agent runs its parent's image.
 func (r *Runner) Spawn(ctx context.Context, parent relay.Node, ev protocol.SpawnEvent) error {
-	sess, err := r.st.SessionByID(ctx, parent.SessionID)
+	_, err := r.SpawnChild(ctx, parent.SessionID, parent.ID, ev)
+	return err
+}
+
+// SpawnChild is Spawn for the agent API, which appends the spawn event
+// itself: it returns the child, also when only its start failed (the child
+// then has status error and an error record saying why, and err is set).
+func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev protocol.SpawnEvent) (store.Node, error) {
+	sess, err := r.st.SessionByID(ctx, sessionID)
 	if err != nil {
-		return err
+		return store.Node{}, err
 	}
-	pnode, err := r.st.NodeByID(ctx, parent.ID)
+	pnode, err := r.st.NodeByID(ctx, parentID)
 	if err != nil {
-		return err
+		return store.Node{}, err
 	}
-	in := store.NewNode{Name: ev.Name, AgentType: ev.Agent, Model: ev.Model, ParentID: &parent.ID}
+	if pnode.SessionID != sessionID {
+		return store.Node{}, orchestrator.Errorf(orchestrator.ENotFound, "node %s not found in session %s", parentID, sessionID)
+	}
+	in := store.NewNode{Name: ev.Name, AgentType: ev.Agent, Model: ev.Model, ParentID: &pnode.ID}
 	if ev.Task != nil {
 		in.Task = *ev.Task
 	}
@@ -761,9 +772,9 @@ func (r *Runner) Spawn(ctx context.Context, parent relay.Node, ev protocol.Spawn
 	}
 	child, err := r.st.CreateNode(ctx, sess.UserID, sess.ID, in)
 	if err != nil {
-		return err
+		return store.Node{}, err
 	}
-	return r.startNode(ctx, sess, child)
+	return child, r.startNode(ctx, sess, child)
 }
 
 // StatusChanged implements relay.Effects.

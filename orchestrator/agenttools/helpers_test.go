@@ -1,0 +1,356 @@
+package agenttools_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/agentapi"
+	"github.com/filepath-dev/filepath/orchestrator/agenttools"
+	"github.com/filepath-dev/filepath/orchestrator/hub"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+)
+
+// fakeRunner stands in for the lifecycle runner: nodes it "starts" run,
+// inputs are appended to the log, spawned children are created and run.
+type fakeRunner struct {
+	st      *store.Store
+	mu      sync.Mutex
+	running map[string]bool
+	starts  []string
+}
+
+func (r *fakeRunner) StartNode(_ context.Context, _, _, nodeID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.running[nodeID] {
+		r.starts = append(r.starts, nodeID)
+	}
+	r.running[nodeID] = true
+	return nil
+}
+
+func (r *fakeRunner) Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error) {
+	if !r.Running(nodeID) {
+		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running", nodeID)
+	}
+	b, _ := json.Marshal(in)
+	recs, err := r.st.Append(ctx, sessionID, store.NewRecord{NodeID: nodeID, Kind: store.KindInput, Data: b})
+	if err != nil {
+		return store.Record{}, err
+	}
+	return recs[0], nil
+}
+
+func (r *fakeRunner) Running(nodeID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running[nodeID]
+}
+
+func (r *fakeRunner) SpawnChild(ctx context.Context, sessionID, parentID string, ev protocol.SpawnEvent) (store.Node, error) {
+	sess, err := r.st.SessionByID(ctx, sessionID)
+	if err != nil {
+		return store.Node{}, err
+	}
+	in := store.NewNode{Name: ev.Name, AgentType: ev.Agent, Model: ev.Model, ParentID: &parentID}
+	if ev.Task != nil {
+		in.Task = *ev.Task
+	}
+	n, err := r.st.CreateNode(ctx, sess.UserID, sessionID, in)
+	if err != nil {
+		return store.Node{}, err
+	}
+	return n, r.StartNode(ctx, sess.UserID, sessionID, n.ID)
+}
+
+func (r *fakeRunner) stop(nodeID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.running, nodeID)
+}
+
+// fakeClock is a settable clock; After fires when Add passes its time.
+type fakeClock struct {
+	mu     sync.Mutex
+	t      time.Time
+	timers []fakeTimer
+}
+
+type fakeTimer struct {
+	at time.Time
+	c  chan time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.t
+		return ch
+	}
+	c.timers = append(c.timers, fakeTimer{c.t.Add(d), ch})
+	return ch
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	kept := c.timers[:0]
+	for _, tm := range c.timers {
+		if !tm.at.After(c.t) {
+			tm.c <- c.t
+		} else {
+			kept = append(kept, tm)
+		}
+	}
+	c.timers = kept
+}
+
+// armed reports whether a timer for d from now waits (a goroutine is
+// parked on After(d)).
+func (c *fakeClock) armed(d time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tm := range c.timers {
+		if tm.at.Equal(c.t.Add(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// fixture is a store with two users; alice's session holds the tree
+// root → parent → child, root → sibling; her other session one node;
+// bob's session one node. Each node has a container token. The agent
+// tools are served on a real agent-facing listener (the shared one).
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	st     *store.Store
+	hub    *hub.Hub[store.Record]
+	run    *fakeRunner
+	clock  *fakeClock
+	tools  *agenttools.Server
+	api    *agentapi.Server
+	url    string
+	alice  store.User
+	bob    store.User
+	sid    string
+	nodes  map[string]store.Node // root, parent, child, sibling, other, bobs
+	keys   map[string]string     // the same names, plus "ended" (revoked) and "user"
+	cancel context.CancelFunc
+}
+
+func newFixture(t *testing.T, opts ...func(*agenttools.Config)) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	clock := &fakeClock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	// One clock for the store (the approvals' deadlines) and the tools.
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "db"), Publisher: h, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(); h.Close() })
+	f := &fixture{t: t, ctx: ctx, st: st, hub: h, run: &fakeRunner{st: st, running: map[string]bool{}},
+		clock: clock, nodes: map[string]store.Node{}, keys: map[string]string{}}
+	f.alice = must(st.CreateUser(ctx, "alice", false))
+	f.bob = must(st.CreateUser(ctx, "bob", false))
+	repo := "https://github.com/o/r.git"
+	s := must(st.CreateSession(ctx, f.alice.ID, store.NewSession{Name: "s", GitRepoURL: &repo}))
+	f.sid = s.ID
+	node := func(name, uid, sid string, parent string) {
+		in := store.NewNode{Name: name, AgentType: "shelley"}
+		if parent != "" {
+			p := f.nodes[parent].ID
+			in.ParentID = &p
+		}
+		n := must(st.CreateNode(ctx, uid, sid, in))
+		f.nodes[name] = n
+		key, _, err := st.CreateNodeAPIKey(ctx, uid, sid, n.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.keys[name] = key
+		f.run.running[n.ID] = true
+	}
+	node("root", f.alice.ID, s.ID, "")
+	node("parent", f.alice.ID, s.ID, "root")
+	node("child", f.alice.ID, s.ID, "parent")
+	node("sibling", f.alice.ID, s.ID, "root")
+	other := must(st.CreateSession(ctx, f.alice.ID, store.NewSession{Name: "other", GitRepoURL: &repo}))
+	node("other", f.alice.ID, other.ID, "")
+	bobs := must(st.CreateSession(ctx, f.bob.ID, store.NewSession{Name: "bob's", GitRepoURL: &repo}))
+	node("bobs", f.bob.ID, bobs.ID, "")
+	// A container that ended: its token was revoked.
+	ended, _, err := st.CreateNodeAPIKey(ctx, f.alice.ID, s.ID, f.nodes["parent"].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.keys["ended"] = ended
+	if _, err := st.DeleteNodeAPIKeys(ctx, f.nodes["parent"].ID); err != nil {
+		t.Fatal(err)
+	}
+	// ... and the parent's current container got a new one.
+	f.keys["parent"], _, err = st.CreateNodeAPIKey(ctx, f.alice.ID, s.ID, f.nodes["parent"].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.keys["user"], _, err = st.CreateAPIKey(ctx, f.alice.ID, "script")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := agenttools.Config{Store: st, Hub: h, Runner: f.run, Clock: f.clock, ApprovalTimeout: time.Minute}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f.tools, err = agenttools.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.api, err = agentapi.New(agentapi.Config{Auth: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.api.Mount(agenttools.RESTPrefix, f.tools.REST())
+	f.api.Mount(agenttools.MCPPath, f.tools.MCP())
+	t.Cleanup(f.api.Shutdown)
+	f.url = f.api.URL()
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f.tools.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return f
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// answer is an HTTP answer with its JSON body.
+type answer struct {
+	status int
+	body   map[string]any
+	raw    []byte
+}
+
+func (a answer) errMessage() string {
+	e, _ := a.body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
+// call makes one REST call with the token of who ("" : none).
+func (f *fixture) call(who, method, path string, body any) answer {
+	f.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, f.url+path, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if who != "" {
+		req.Header.Set("Authorization", "Bearer "+f.keys[who])
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, raw: b}
+	_ = json.Unmarshal(b, &a.body)
+	return a
+}
+
+// tokenTransport adds a node's token to every request (an MCP client).
+type tokenTransport struct{ key string }
+
+func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcpSession connects an MCP client with who's token.
+func (f *fixture) mcpSession(who string) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: f.url + agenttools.MCPPath,
+		HTTPClient: &http.Client{Transport: tokenTransport{f.keys[who]}}, MaxRetries: -1}
+	return c.Connect(f.ctx, tr, nil)
+}
+
+// mcpCall calls one tool and returns its structured result, or the tool's
+// error text.
+func (f *fixture) mcpCall(cs *mcp.ClientSession, name string, args any) (map[string]any, string) {
+	f.t.Helper()
+	res, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, "protocol error: " + err.Error()
+	}
+	if res.IsError {
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return nil, b.String()
+	}
+	var out map[string]any
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &out)
+	return out, ""
+}
+
+// records returns the node's records.
+func (f *fixture) records(nodeID string) []store.Record {
+	f.t.Helper()
+	recs, err := f.st.Records(f.ctx, f.sid, 0, 1000, nodeID)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return recs
+}
+
+// waitUntil polls cond with a deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
