@@ -104,6 +104,10 @@ var nodeKeyDenied = map[string]bool{
 	"POST " + apiPrefix + "/sessions/:id/nodes": true,
 	// The audit log names paths outside a node's allowed_paths.
 	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
+	// The approvals inbox is the user's: an agent never answers, nor reads
+	// the other agents' requests.
+	"GET " + apiPrefix + "/sessions/:id/approvals":            true,
+	"POST " + apiPrefix + "/sessions/:id/approvals/:approval": true,
 }
 
 // nodeKeyAllowed enforces a node key's scope (DESIGN invariant 9): its own

@@ -39,6 +39,10 @@ var queryDocs = map[string]map[string]any{
 	"tail":      {"name": "tail", "in": "query", "description": "number of last lines (default 200)", "schema": map[string]any{"type": "integer", "minimum": 1}},
 	"recursive": {"name": "recursive", "in": "query", "description": "delete a directory with everything in it", "schema": map[string]any{"type": "boolean"}},
 	"all":       {"name": "all", "in": "query", "description": "true: end every browser session of the user", "schema": map[string]any{"type": "boolean"}},
+	"status":    {"name": "status", "in": "query", "description": "pending, approved or denied (default: all)", "schema": map[string]any{"enum": []any{"pending", "approved", "denied"}}},
+	"before":    {"name": "before", "in": "query", "description": "return rows with an id below this (next_before of the previous page)", "schema": map[string]any{"type": "integer", "minimum": 0}},
+	"repo":      {"name": "repo", "in": "query", "description": "a repository's git URL (any form; normalised), or empty for sessions without one", "schema": map[string]any{"type": "string"}},
+	"q":         {"name": "q", "in": "query", "description": "words to search for in keys and texts", "schema": map[string]any{"type": "string"}},
 	"download":  {"name": "download", "in": "query", "description": "true: answer the raw bytes as an attachment", "schema": map[string]any{"type": "boolean"}},
 }
 
@@ -222,5 +226,23 @@ func handSchemas() map[string]any {
 		"RecordPage": obj([]string{"data", "next_after"}, map[string]any{"data": arrayOf(ref("Record")), "next_after": tInt}),
 		"NewMessage": obj([]string{"content"}, map[string]any{"content": tStr}),
 		"NewSignal":  obj([]string{"action"}, map[string]any{"action": map[string]any{"enum": []any{"stop", "pause", "resume"}}}),
+		"ApprovalRequest": obj([]string{"id", "session_id", "node_id", "node_name", "action", "detail", "kind", "status", "created_at", "expires_at", "answered_at"}, map[string]any{
+			"id": tStr, "session_id": tStr, "node_id": tStr, "node_name": tStr, "request_id": tStr,
+			"action": tStr, "detail": tStr, "kind": tStr, "status": map[string]any{"enum": []any{"pending", "approved", "denied"}},
+			"answered_by": map[string]any{"type": "string", "description": "the user's name, timeout or policy"},
+			"always":      tBool, "created_at": tTime, "expires_at": tTime, "answered_at": map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
+		}),
+		"ApprovalList":   obj([]string{"data"}, map[string]any{"data": arrayOf(ref("ApprovalRequest"))}),
+		"ApprovalAnswer": obj([]string{"decision"}, map[string]any{"decision": map[string]any{"enum": []any{"approve", "deny", "always"}}}),
+		"Memory": obj([]string{"id", "repo", "key", "text", "created_at", "updated_at"}, map[string]any{
+			"id": tStr, "repo": tStr, "key": tStr, "text": tStr, "session_id": tStr, "node_id": tStr,
+			"created_at": tTime, "updated_at": tTime, "score": tInt,
+		}),
+		"MemoryList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Memory"))}),
+		"AuditPage": obj([]string{"data", "next_before"}, map[string]any{"next_before": tInt, "data": arrayOf(obj(
+			[]string{"id", "node_id", "source", "name", "started_at", "completed_at", "duration_ms"}, map[string]any{
+				"id": tInt, "node_id": tStr, "source": map[string]any{"enum": []any{"tool", "command", "api"}}, "name": tStr,
+				"parameters": tObj, "result": tObj, "error": tStr, "started_at": tTime, "completed_at": tTime, "duration_ms": tInt, "seq": tInt,
+			}))}),
 	}
 }

@@ -49,7 +49,7 @@ func apiRoutes() []route {
 // routeList is every /api/v1 route this server serves: apiRoutes, and the
 // session filesystem's when Config.Files is set.
 func (s *Server) routeList() []route {
-	rs := apiRoutes()
+	rs := append(apiRoutes(), collabRoutes()...)
 	if s.cfg.Files != nil {
 		rs = append(rs, fileRoutes()...)
 	}

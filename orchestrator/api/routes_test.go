@@ -64,6 +64,12 @@ var ownerCalls = map[string]ownerCall{
 	"POST /api/v1/sessions/:id/fs/_/copy": {body: `{"src_path":"/src/a.txt","dst_path":"/src/b.txt"}`, status: 201},
 	"POST /api/v1/sessions/:id/fs/_/grep": {body: `{"pattern":"hello"}`, status: 200},
 	"GET /api/v1/sessions/:id/fs/_/audit": {status: 200},
+
+	"GET /api/v1/sessions/:id/approvals":            {status: 200},
+	"POST /api/v1/sessions/:id/approvals/:approval": {body: `{"decision":"approve"}`, status: 404}, // no such approval (TestApprovalsInbox answers real ones)
+	"GET /api/v1/sessions/:id/nodes/:node/audit":    {status: 200},
+	"GET /api/v1/memories":                          {status: 200},
+	"DELETE /api/v1/memories/:memory":               {status: 404}, // no such memory (TestMemoriesAPI deletes real ones)
 }
 
 var nodeKeyOpenRoutes = map[string]bool{
@@ -74,6 +80,7 @@ var nodeKeyDeniedRoutes = map[string]bool{
 	"DELETE /api/v1/sessions/:id": true, "POST /api/v1/sessions/:id/start": true,
 	"POST /api/v1/sessions/:id/stop": true, "POST /api/v1/sessions/:id/nodes": true,
 	"GET /api/v1/sessions/:id/fs/_/audit": true,
+	"GET /api/v1/sessions/:id/approvals":  true, "POST /api/v1/sessions/:id/approvals/:approval": true,
 }
 
 // apiRouteKeys returns "METHOD path" of every registered /api route.
