@@ -19,7 +19,8 @@ import (
 // gateway's routes with its token (a 503 placeholder until the gateway is
 // wired), also after the orchestrator was killed and started again;
 // spawning shelley while no OpenRouter key is configured gives the node an
-// error naming FILEPATH_OPENROUTER_API_KEY.
+// error naming FILEPATH_OPENROUTER_API_KEY. The agent tools answer at
+// $FILEPATH_API_URL/api/v1.
 func TestAgentAPIThroughServe(t *testing.T) {
 	testenv.RequireImage(t, "filepath/byo-echo:latest")
 	for _, k := range []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
@@ -70,6 +71,10 @@ func TestAgentAPIThroughServe(t *testing.T) {
 	}
 	if got := run("bash probe.sh /anthropic/v1/messages"); !strings.HasPrefix(got, "401 ") {
 		t.Fatalf("a gateway route without a token: %q", got)
+	}
+	// The agent tools (issue 13) are mounted: the node reads itself.
+	if got := run(`bash probe.sh /api/v1/self "$FILEPATH_API_KEY"`); !strings.HasPrefix(got, "200 ") || !strings.Contains(got, `"id":"`+node.ID+`"`) {
+		t.Fatalf("the agent API's self from the agent: %q", got)
 	}
 
 	// kill -9: the listener dies with the orchestrator; the next one opens

@@ -13,6 +13,7 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
+	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
@@ -37,6 +38,10 @@ type app struct {
 	ws       *workspace.Manager // nil with --workspace dir
 	agents   *agentapi.Server   // the agent-facing API (FILEPATH_API_URL)
 	run      *runner.Runner
+	tools    *agenttools.Server // the agent tools on the agent-facing API
+	// The tools' goroutine denies approvals nobody answers in time.
+	stopTools context.CancelFunc
+	toolsDone chan struct{}
 	// The sweeper's goroutine deletes expired logins.
 	stopSweep context.CancelFunc
 	sweepDone chan struct{}
@@ -199,8 +204,21 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		return err
 	}
 	a.run = run
+	// The agent tools (issue 13): REST under /api/v1/, MCP at /mcp.
+	a.tools, err = agenttools.New(agenttools.Config{Store: st, Hub: a.hub, Runner: run, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout})
+	if err != nil {
+		return err
+	}
+	agents.Mount(agenttools.RESTPrefix, a.tools.REST())
+	agents.Mount(agenttools.MCPPath, a.tools.MCP())
+	toolsCtx, stopTools := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopTools, a.toolsDone = stopTools, make(chan struct{})
+	go func() { defer close(a.toolsDone); a.tools.Run(toolsCtx) }()
 	return nil
 }
+
+// The lifecycle runner is the agent tools' Runner.
+var _ agenttools.Runner = (*runner.Runner)(nil)
 
 // Run serves until ctx ends or Close is called.
 func (a *app) Run(ctx context.Context) error { return a.srv.Run(ctx) }
@@ -211,7 +229,8 @@ func (a *app) Run(ctx context.Context) error { return a.srv.Run(ctx) }
 //  1. the API server (no request or stream reaches what follows);
 //  2. the login sweeper;
 //  3. the runner: relays detach, the containers keep running; then the
-//     agent-facing API's listeners close;
+//     agent-facing API's listeners close, and the agent tools' approval
+//     timer stops (the deadlines are stored: the next start keeps them);
 //  4. the workspaces: the FUSE mounts stop serving, left dead for the next
 //     start to stack on (their invalidators and retry timers end with them);
 //  5. the container runtime (the Docker client's connections; the process
@@ -235,6 +254,10 @@ func (a *app) Close() error {
 		}
 		if a.agents != nil {
 			a.agents.Shutdown()
+		}
+		if a.stopTools != nil {
+			a.stopTools()
+			<-a.toolsDone
 		}
 		if a.ws != nil {
 			if a.fsys != nil {

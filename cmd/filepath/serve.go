@@ -44,6 +44,9 @@ type serveConfig struct {
 	Network        string
 	Mailbox        int // inputs queued per agent
 	MaxAgents      int // agents per session
+	// ApprovalTimeout is how long an agent's request for approval waits
+	// before it is denied.
+	ApprovalTimeout time.Duration
 	// ProviderKeys holds the LLM providers' keys by provider
 	// (orchestrator.Provider*), from FILEPATH_<PROVIDER>_API_KEY. Env only:
 	// a flag would show a key in ps.
@@ -66,6 +69,7 @@ var serveEnv = map[string]string{
 	"mailbox": "FILEPATH_MAILBOX", "max-line": "FILEPATH_MAX_LINE", "file-max": "FILEPATH_FILE_MAX",
 	"session-quota": "FILEPATH_SESSION_QUOTA", "workspace": "FILEPATH_WORKSPACE", "agent-cmd": "FILEPATH_AGENT_CMD",
 	"network": "FILEPATH_NETWORK", "trusted-proxies": "FILEPATH_TRUSTED_PROXIES", "session-ttl": "FILEPATH_SESSION_TTL",
+	"approval-timeout": "FILEPATH_APPROVAL_TIMEOUT",
 }
 
 // parseServe reads flags, then FILEPATH_* env vars for what the flags left
@@ -95,6 +99,7 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	workspace := str("workspace", "fuse", "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node)")
 	agentCmd := str("agent-cmd", "", "with --runtime process: the command every agent runs, e.g. 'bin/testagent'")
 	network := str("network", "bridge", "Docker network mode of agent containers: bridge, none, or a network name")
+	approvalTimeout := str("approval-timeout", "10m", "how long an agent's request for approval waits for an answer before it is denied, e.g. 10m or 1h")
 	if err := fs.Parse(args); err != nil {
 		return serveConfig{}, err
 	}
@@ -164,6 +169,9 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	var err error
 	if cfg.TrustedProxies, err = api.ParseCIDRs(*proxies); err != nil {
 		return cfg, fmt.Errorf("serve: %s %q: want networks like 127.0.0.1/32,10.0.0.0/8: %v", where("trusted-proxies"), *proxies, err)
+	}
+	if cfg.ApprovalTimeout, err = parseTTL(*approvalTimeout); err != nil || cfg.ApprovalTimeout < time.Second {
+		return cfg, fmt.Errorf("serve: %s %q: want a duration of at least 1s, like 10m or 1h", where("approval-timeout"), *approvalTimeout)
 	}
 	if cfg.SessionTTL, err = parseTTL(*sessionTTL); err != nil || cfg.SessionTTL < time.Minute {
 		return cfg, fmt.Errorf("serve: %s %q: want a duration of at least 1m, like 12h or 7d", where("session-ttl"), *sessionTTL)

@@ -55,6 +55,18 @@ func TestParseServe(t *testing.T) {
 		}},
 		{name: "bad session ttl", env: map[string]string{"FILEPATH_SESSION_TTL": "forever"}, wantErr: "FILEPATH_SESSION_TTL"},
 		{name: "too short a session", args: []string{"--session-ttl", "1s"}, wantErr: "--session-ttl"},
+		{name: "approval timeout default", check: func(t *testing.T, c serveConfig) {
+			if c.ApprovalTimeout != 10*time.Minute {
+				t.Fatalf("%+v", c.ApprovalTimeout)
+			}
+		}},
+		{name: "approval timeout from env", env: map[string]string{"FILEPATH_APPROVAL_TIMEOUT": "1h"}, check: func(t *testing.T, c serveConfig) {
+			if c.ApprovalTimeout != time.Hour {
+				t.Fatalf("%+v", c.ApprovalTimeout)
+			}
+		}},
+		{name: "bad approval timeout", env: map[string]string{"FILEPATH_APPROVAL_TIMEOUT": "never"}, wantErr: "FILEPATH_APPROVAL_TIMEOUT"},
+		{name: "too short an approval timeout", args: []string{"--approval-timeout", "0s"}, wantErr: "--approval-timeout"},
 		{name: "bad trusted proxies", env: map[string]string{"FILEPATH_TRUSTED_PROXIES": "proxy.local"}, wantErr: "FILEPATH_TRUSTED_PROXIES"},
 		{name: "provider keys from env", env: map[string]string{"FILEPATH_OPENROUTER_API_KEY": " sk-or-1 ", "FILEPATH_OPENAI_API_KEY": ""}, check: func(t *testing.T, c serveConfig) {
 			if len(c.ProviderKeys) != 1 || c.ProviderKeys["openrouter"] != "sk-or-1" {
@@ -93,7 +105,7 @@ func TestParseServe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
-				"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA",
+				"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_APPROVAL_TIMEOUT",
 				"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
 				t.Setenv(k, tt.env[k])
 				if _, ok := tt.env[k]; !ok {
