@@ -66,6 +66,13 @@ func newAgent(cfg Config, stdout, stderr io.Writer, c clock) (*Agent, error) {
 		bashTimeout: cfg.BashTimeout,
 		bashMax:     cfg.BashMaxTimeout,
 		agentType:   p.name,
+		api: &apiClient{
+			base:         strings.TrimSuffix(cfg.APIURL, "/") + "/api/v1",
+			key:          cfg.APIKey,
+			http:         &http.Client{},
+			connectRetry: cfg.ConnectRetry,
+			clock:        c,
+		},
 	}
 	for _, n := range p.tools {
 		tl := allTools[n]
@@ -258,7 +265,11 @@ func (a *Agent) appendInputs(batch []protocol.MessageInput) {
 	for _, m := range batch {
 		switch m.From {
 		case protocol.FromParent:
-			a.msgs = append(a.msgs, textMessage("user", "Message from your parent agent:\n\n"+m.Content))
+			who := "your parent agent"
+			if m.FromNode != nil && m.FromNode.Name != "" {
+				who = fmt.Sprintf("%s (%s)", who, m.FromNode.Name)
+			}
+			a.msgs = append(a.msgs, textMessage("user", "Message from "+who+":\n\n"+m.Content))
 		case protocol.FromSystem:
 			a.msgs = append(a.msgs, textMessage("system", m.Content))
 		default:

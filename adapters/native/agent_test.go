@@ -364,7 +364,7 @@ func TestFixATest(t *testing.T) {
 		t.Fatalf("%d chat requests, want 7", len(reqs))
 	}
 	if reqs[0].Model != "fake/coder" || reqs[0].Messages[0].Role != "system" || !strings.Contains(content(reqs[0].Messages[0]), "Shelley") ||
-		content(reqs[0].Messages[1]) != "add a failing test and fix it" || len(reqs[0].Tools) != 8 {
+		content(reqs[0].Messages[1]) != "add a failing test and fix it" || len(reqs[0].Tools) != 15 {
 		t.Fatalf("first request: %+v", reqs[0])
 	}
 	toolResult := func(req chatRequest, id string) string {
@@ -744,7 +744,7 @@ func TestPi(t *testing.T) {
 	for _, s := range reqs[0].Tools {
 		names = append(names, s.Function.Name)
 	}
-	if strings.Join(names, ",") != "read_file,glob,grep,bash,git,spawn" || !strings.Contains(content(reqs[0].Messages[0]), "You are Pi") {
+	if strings.Join(names, ",") != "read_file,glob,grep,bash,git,spawn,list_children,read_child_messages,send_message,wait_for_children,memory_search,memory_list,memory_store" || !strings.Contains(content(reqs[0].Messages[0]), "You are Pi") {
 		t.Fatalf("tools %v, prompt %q", names, cut(content(reqs[0].Messages[0]), 80))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {

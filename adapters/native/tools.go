@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +32,8 @@ type toolbox struct {
 	bashMax     time.Duration
 	agentType   string   // the default agent of a spawn
 	changed     []string // files written or edited in this session (for a composed handoff)
+	api         *apiClient
+	policies    map[string]string // the node's approvals policy by kind, read once (policy)
 }
 
 // catalogAgents are the agent types a spawn may name (the orchestrator's
@@ -92,7 +95,7 @@ var allTools = map[string]tool{
 "required":["args"],"additionalProperties":false}`)},
 		run: runGit},
 	"spawn": {spec: functionSpec{Name: "spawn",
-		Description: "Start a child agent in its own container on the same workspace, with a task. It works in parallel; when it finishes you get a system message \"NAME finished: SUMMARY\". Agents: " + strings.Join(catalogAgents, ", ") + " (default: your own kind).",
+		Description: "Start a child agent in its own container on the same workspace, with a task. It works in parallel; when it finishes you get a system message \"NAME finished: SUMMARY\" (or use wait_for_children). Agents: " + strings.Join(catalogAgents, ", ") + " (default: your own kind).",
 		Parameters: schema(`{"type":"object","properties":{
 "name":{"type":"string","description":"a short name for the child (empty: one is made up)"},
 "agent":{"type":"string","description":"the child's agent type (default: your own)"},
@@ -100,6 +103,12 @@ var allTools = map[string]tool{
 "task":{"type":"string","description":"what the child is to do, self-contained: it does not see your conversation"}},
 "required":["name","task"],"additionalProperties":false}`)},
 		run: runSpawn},
+}
+
+func init() {
+	for n, tl := range collabTools {
+		allTools[n] = tl
+	}
 }
 
 // specs returns the function tools offered to the model.
@@ -251,6 +260,9 @@ func runBash(ctx context.Context, t *toolbox, args json.RawMessage) string {
 			timeout, note = t.bashMax, fmt.Sprintf("(timeout lowered to the maximum, %s)\n", t.bashMax)
 		}
 	}
+	if refusal := t.gate(ctx, a.Command, a.Command); refusal != "" {
+		return note + refusal
+	}
 	return note + t.command(ctx, a.Command, []string{"bash", "-c", a.Command}, timeout)
 }
 
@@ -280,7 +292,11 @@ func runGit(ctx context.Context, t *toolbox, args json.RawMessage) string {
 		return argsError(t, "git", errors.New("args is empty: give a git command, e.g. [\"status\"]"))
 	}
 	argv := append([]string{"git", "--no-pager", "-c", "core.editor=true", "-c", "core.pager=cat"}, list...)
-	return t.command(ctx, "git "+shellQuote(list), argv, t.bashTimeout)
+	display := "git " + shellQuote(list)
+	if refusal := t.gate(ctx, display, display); refusal != "" {
+		return refusal
+	}
+	return t.command(ctx, display, argv, t.bashTimeout)
 }
 
 // command runs argv between command start and done (or error) events.
@@ -327,7 +343,7 @@ func shellQuote(args []string) string {
 
 const maxSpawnTask = 32 << 10
 
-func runSpawn(_ context.Context, t *toolbox, args json.RawMessage) string {
+func runSpawn(ctx context.Context, t *toolbox, args json.RawMessage) string {
 	var a struct {
 		Name  string `json:"name"`
 		Agent string `json:"agent"`
@@ -347,6 +363,22 @@ func runSpawn(_ context.Context, t *toolbox, args json.RawMessage) string {
 	}
 	if a.Agent == "" {
 		a.Agent = t.agentType
+	}
+	// Through the agent API the child exists when the call returns (and
+	// its id is known); without one, as a spawn event on stdout.
+	if t.api != nil {
+		var c child
+		err := t.api.call(ctx, http.MethodPost, "/children", a, &c)
+		switch {
+		case err == nil && c.Status == "error":
+			return fmt.Sprintf("spawned %s (id %s), but it failed to start: read_child_messages shows why.", c.Name, c.ID)
+		case err == nil:
+			return fmt.Sprintf("spawned %s (id %s, %s). It works in parallel on the same /workspace; you get a system message when it finishes, or use wait_for_children.", c.Name, c.ID, c.Agent)
+		case !errors.Is(err, errNoAgentAPI):
+			msg := "error: spawn failed: " + apiMessage(err)
+			t.out.tool("spawn", a.Name, protocol.StepError, msg)
+			return msg
+		}
 	}
 	task := a.Task
 	t.out.emit(protocol.SpawnEvent{Name: a.Name, Agent: a.Agent, Model: a.Model, Task: &task})
