@@ -242,11 +242,19 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		return err
 	}
 	defer func() {
+		running := map[string]bool{}
+		if ws != nil {
+			for _, id := range ws.Mounted() {
+				running[id] = run.Running(id)
+			}
+		}
 		run.Close()
 		if ws != nil {
-			// Leave the mounts dead, not unmounted: the agents' containers
-			// keep running, and the next start stacks new mounts on them.
-			ws.Shutdown()
+			// Unmount the workspaces of nodes that do not run; leave the
+			// others dead, not unmounted: their containers keep running,
+			// and the next start replaces each dead mount with a live one
+			// that reaches the container.
+			ws.Shutdown(func(id string) bool { return running[id] })
 		}
 	}()
 	if err := run.Reconcile(ctx); err != nil {
@@ -325,23 +333,24 @@ func newRunner(ctx context.Context, cfg serveConfig, data string, st *store.Stor
 		// Every change (a node's mount, the REST API) is pushed to the
 		// kernels of the session's other mounts.
 		fsys.SetInvalidator(ws.Fanout())
-		// Containers outlive the orchestrator: serve the workspaces of the
-		// nodes that may still run again before the relays re-attach.
-		active, err := st.ActiveNodes(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		ids := make([]string, len(active))
-		for i, n := range active {
-			ids[i] = n.ID
-		}
-		if err := ws.Recover(ctx, ids); err != nil {
-			log.Warn("recover workspaces", "err", err)
-		}
 		rcfg.Workspaces = ws
 		rcfg.WorkspacePropagation = workspace.Propagation
 		run, err := runner.New(rcfg)
-		return run, ws, err
+		if err != nil {
+			return nil, nil, err
+		}
+		// Containers outlive the orchestrator: serve the workspaces of the
+		// nodes whose container still runs before the relays re-attach,
+		// and clear every other mount a previous run left. A finished
+		// node is mounted when it starts again.
+		if ids, err := run.LiveNodes(ctx); err != nil {
+			// Clear nothing: a dead mount is what reaches a running
+			// container, and a node's next start replaces it.
+			log.Warn("list running agents to recover their workspaces", "err", err)
+		} else if err := ws.Recover(ctx, ids); err != nil {
+			log.Warn("recover workspaces", "err", err)
+		}
+		return run, ws, nil
 	}
 	run, err := runner.New(rcfg)
 	return run, nil, err

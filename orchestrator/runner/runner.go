@@ -412,9 +412,13 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 // relay. The container id is saved before the container starts, so that a
 // crash in between leaves something Reconcile can find.
 func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.Node) (err error) {
+	started := false // the container runs: its workspace stays mounted
 	defer func() {
 		if err != nil {
 			ctx := context.WithoutCancel(ctx)
+			if !started {
+				r.releaseWorkspace(node.ID)
+			}
 			r.recordError(ctx, node, "start agent: "+err.Error())
 			st := store.NodeError
 			if _, perr := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &st}); perr != nil {
@@ -509,6 +513,7 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 		r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{ContainerID: &empty})
 		return err
 	}
+	started = true
 	return r.attach(node, cursor)
 }
 
@@ -656,8 +661,10 @@ func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEven
 	return nil
 }
 
-// Exited implements relay.Effects: the node gets its real end state.
+// Exited implements relay.Effects: the node gets its real end state, and
+// its workspace is unmounted until it starts again.
 func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) error {
+	r.releaseWorkspace(node.ID)
 	status := store.NodeError
 	switch {
 	case ex.Clean():
