@@ -163,7 +163,7 @@ func (fs *FS) SetAttr(ctx context.Context, ino int64, ch AttrChange) (Attr, erro
 			if *ch.Size < 0 {
 				return errorf(syscall.EINVAL, "", "negative size %d", *ch.Size)
 			}
-			if a.Readonly && *ch.Size != a.Size {
+			if a.Readonly {
 				return errorf(syscall.EACCES, "", "file is readonly")
 			}
 			if err := fs.resize(ctx, tx, ino, cs, a.Size, *ch.Size); err != nil {

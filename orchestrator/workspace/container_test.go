@@ -162,6 +162,38 @@ func TestContainerSeesOtherNodes(t *testing.T) {
 	})
 }
 
+// TestContainerReadonly: inside a container, a file made readonly through
+// the API shows mode 444, and appending, overwriting or truncating it fails
+// with "Permission denied" at once (not silently at close); the file is
+// unchanged. Removing it still works.
+func TestContainerReadonly(t *testing.T) {
+	testenv.RequireFUSE(t)
+	testenv.RequireImage(t, gitImage)
+	e := newEnv(t, vfs.Config{})
+	mgr := newManager(t, sharedDir(t), e)
+	t.Cleanup(func() { mgr.Close() })
+	ctx := ctxT(t)
+	if _, err := mgr.Mount(ctx, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	c := startContainer(t, mgr, "node-1")
+	dockerExec(t, c, `echo keep > ro.txt`)
+	ro := true
+	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &ro, NoContent: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := dockerExec(t, c, `
+		stat -c %a ro.txt
+		for cmd in 'echo x >> ro.txt' 'echo x > ro.txt' 'truncate -s 0 ro.txt' 'dd if=/dev/zero of=ro.txt bs=1 count=1 conv=notrunc status=none'; do
+			if sh -c "$cmd" 2>err; then echo "$cmd: succeeded"; else grep -q 'Permission denied' err && echo denied || cat err; fi
+		done
+		cat ro.txt
+		rm ro.txt && echo removed`)
+	if want := "444\ndenied\ndenied\ndenied\ndenied\nkeep\nremoved\n"; out != want {
+		t.Fatalf("in the container:\n%s\nwant:\n%s", out, want)
+	}
+}
+
 // TestRestartRecovery stops an orchestrator with Shutdown under a running
 // container; a new VFS and Manager recover the node, and the same container
 // sees a working /workspace again with the data it had fsynced. The dead

@@ -754,3 +754,109 @@ func TestNewFileFromPageCache(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	wantContent(t, p, "one two three")
 }
+
+// TestReadonly: a file made readonly through the API shows no write bits
+// through the mount and refuses, at open, every open that could write it
+// (even for root, which the kernel's mode check lets through), and any
+// truncate; it can still be read, renamed and removed. Clearing the flag
+// gives the write bits back.
+func TestReadonly(t *testing.T) {
+	e := newEnv(t, vfs.Config{})
+	ctx := ctxT(t)
+	m := e.mount(t, Options{})
+	p := filepath.Join(m.Dir(), "ro.txt")
+	mustWrite(t, p, "keep")
+	os.Chmod(p, 0o664)
+	ro := true
+	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &ro, NoContent: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantMode := func(want uint32) {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode != syscall.S_IFREG|want {
+			t.Fatalf("mode = %o, want %o", st.Mode, syscall.S_IFREG|want)
+		}
+	}
+	checkFor(t, 3*time.Second, "the readonly flag shows in the mode", func() error {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil || st.Mode&0o222 != 0 {
+			return fmt.Errorf("mode %o, %v", st.Mode, err)
+		}
+		return nil
+	})
+	wantMode(0o444)
+	for _, tt := range []struct {
+		name  string
+		flags int
+	}{
+		{"append", os.O_WRONLY | os.O_APPEND},
+		{"create append (>>)", os.O_WRONLY | os.O_APPEND | os.O_CREATE},
+		{"write", os.O_WRONLY},
+		{"read write", os.O_RDWR},
+		{"truncate (>)", os.O_WRONLY | os.O_CREATE | os.O_TRUNC},
+		{"read truncate", os.O_RDONLY | os.O_TRUNC},
+	} {
+		f, err := os.OpenFile(p, tt.flags, 0o644)
+		if err == nil {
+			f.Close()
+		}
+		if !errors.Is(err, syscall.EACCES) {
+			t.Errorf("%s: open = %v, want EACCES", tt.name, err)
+		}
+	}
+	wantErrno(t, os.Truncate(p, 0), syscall.EACCES)
+	wantErrno(t, os.Truncate(p, 4), syscall.EACCES)
+	wantContent(t, p, "keep")
+	// chmod is metadata: allowed, and the flag still hides the write bits
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantMode(0o444)
+	wantContent(t, p, "keep")
+
+	// Another uid: refused by the kernel's own check of the 0444 mode.
+	os.Chmod(filepath.Dir(m.Dir()), 0o755) // t.TempDir is 0700
+	os.Chmod(m.Dir(), 0o777)
+	os.Chown(p, 1000, 1000)
+	if out, err := asUser(1000, "echo x >> "+p); err == nil || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("as uid 1000, echo x >> ro.txt: %q, %v; want Permission denied", out, err)
+	}
+	wantContent(t, p, "keep")
+
+	rw := false
+	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &rw, NoContent: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 3*time.Second, "the write bits are back", func() error {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil || st.Mode&0o777 != 0o644 {
+			return fmt.Errorf("mode %o, %v", st.Mode, err)
+		}
+		return nil
+	})
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("+more")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantContent(t, p, "keep+more")
+
+	// A readonly file can still be renamed and removed.
+	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &ro, NoContent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p, p+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p + ".old"); err != nil {
+		t.Fatal(err)
+	}
+	e.check(t)
+}
