@@ -17,10 +17,18 @@ type resolved struct {
 	exists bool
 }
 
+// WorkspaceRoot is where a session's files appear in an agent's container.
+// An absolute symlink target means what it means there: /workspace/a/b is
+// the session path /a/b, and anything outside /workspace is outside the
+// session.
+const WorkspaceRoot = "/workspace"
+
 // resolve walks the cleaned path p from the root. Symlinks in the middle are
 // always followed, the last one only when followLast is set. A symlink's
-// absolute target is relative to the session root; ".." above the root is an
-// error ("symlink escapes the workspace"); more than MaxSymlinks hops is ELOOP.
+// absolute target is a container path: under WorkspaceRoot it is the session
+// path below it; anywhere else, like ".." above the root, it is an error
+// ("symlink escapes the workspace", EACCES, audited); more than MaxSymlinks
+// hops is ELOOP.
 // With mk set (q must then be a transaction), missing directories are created
 // and their events appended to *mk.
 func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool, mk *[]event) (resolved, error) {
@@ -41,6 +49,11 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 		}
 		return s
 	}
+	escape := func(why string) error {
+		e := errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s%s", p, why)
+		e.audit = &auditRec{sid: fs.sid, nodeID: fs.nodeID, op: "resolve", path: p, allowed: fs.allowed, at: fs.v.cfg.Now()}
+		return e
+	}
 	for len(segs) > 0 {
 		name := segs[0]
 		segs = segs[1:]
@@ -50,9 +63,7 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			continue
 		case "..":
 			if len(stack) == 1 {
-				e := errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s", p)
-				e.audit = &auditRec{sid: fs.sid, nodeID: fs.nodeID, op: "resolve", path: p, allowed: fs.allowed, at: fs.v.cfg.Now()}
-				return resolved{}, e
+				return resolved{}, escape("")
 			}
 			stack = stack[:len(stack)-1]
 			continue
@@ -90,10 +101,15 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			if err != nil {
 				return resolved{}, err
 			}
+			tsegs := splitPath(target)
 			if strings.HasPrefix(target, "/") {
-				stack = stack[:1]
+				rest, ok := underWorkspace(tsegs)
+				if !ok {
+					return resolved{}, escape(": " + trunc(target) + " is outside " + WorkspaceRoot)
+				}
+				stack, tsegs = stack[:1], rest
 			}
-			segs = append(splitPath(target), segs...)
+			segs = append(tsegs, segs...)
 			if len(segs) == 0 {
 				break
 			}
@@ -118,4 +134,17 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 		r.parent = stack[len(stack)-2].ino
 	}
 	return r, nil
+}
+
+// underWorkspace returns the segments of an absolute container path (split)
+// below WorkspaceRoot, or false when it is not under it. Leading "." and
+// ".." stay at the container's root, as the kernel resolves them.
+func underWorkspace(segs []string) ([]string, bool) {
+	for len(segs) > 0 && (segs[0] == "." || segs[0] == "..") {
+		segs = segs[1:]
+	}
+	if len(segs) == 0 || segs[0] != WorkspaceRoot[1:] {
+		return nil, false
+	}
+	return segs[1:], true
 }

@@ -194,6 +194,39 @@ func TestContainerReadonly(t *testing.T) {
 	}
 }
 
+// TestContainerAbsoluteSymlink: a symlink an agent makes to an absolute
+// path under /workspace works in the container and through the session
+// filesystem's path API (the REST API and the Files tab) alike.
+func TestContainerAbsoluteSymlink(t *testing.T) {
+	testenv.RequireFUSE(t)
+	testenv.RequireImage(t, gitImage)
+	e := newEnv(t, vfs.Config{})
+	mgr := newManager(t, sharedDir(t), e)
+	t.Cleanup(func() { mgr.Close() })
+	ctx := ctxT(t)
+	if _, err := mgr.Mount(ctx, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	c := startContainer(t, mgr, "node-1")
+	if out := dockerExec(t, c, `mkdir sub && echo agent > sub/agent.txt && ln -s /workspace/sub/agent.txt abs-link && ln -s /workspace/sub abs-dir && cat abs-link abs-dir/agent.txt`); out != "agent\nagent\n" {
+		t.Fatalf("in the container: %q", out)
+	}
+	for _, p := range []string{"/abs-link", "/abs-dir/agent.txt"} {
+		if _, b, err := e.fs.ReadAll(ctx, p); err != nil || string(b) != "agent\n" {
+			t.Fatalf("read %s through the VFS = %q, %v", p, b, err)
+		}
+	}
+	list, err := e.fs.List(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range list {
+		if f.Name == "abs-link" && f.Target != "/workspace/sub/agent.txt" {
+			t.Fatalf("listed target %q", f.Target)
+		}
+	}
+}
+
 // TestRestartRecovery stops an orchestrator with Shutdown under a running
 // container; a new VFS and Manager recover the node, and the same container
 // sees a working /workspace again with the data it had fsynced. The dead

@@ -24,7 +24,7 @@ import (
 const Propagation = "rslave"
 
 // ContainerPath is where the workspace appears inside a container.
-const ContainerPath = "/workspace"
+const ContainerPath = vfs.WorkspaceRoot
 
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {

@@ -860,3 +860,33 @@ func TestReadonly(t *testing.T) {
 	}
 	e.check(t)
 }
+
+// TestAbsoluteSymlink: a symlink made through the mount with an absolute
+// target under /workspace (the mount's path in a container) resolves
+// through the session filesystem's path API as the session path, and keeps
+// its target as written; one pointing outside /workspace is refused there
+// and audited.
+func TestAbsoluteSymlink(t *testing.T) {
+	e := newEnv(t, vfs.Config{})
+	ctx := ctxT(t)
+	m := e.mount(t, Options{})
+	mustWrite(t, filepath.Join(m.Dir(), "agent.txt"), "from the agent")
+	if err := os.Symlink("/workspace/agent.txt", filepath.Join(m.Dir(), "abs-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(m.Dir(), "out-link")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.Readlink(filepath.Join(m.Dir(), "abs-link")); err != nil || got != "/workspace/agent.txt" {
+		t.Fatalf("readlink = %q, %v", got, err)
+	}
+	if _, b, err := e.fs.ReadAll(ctx, "/abs-link"); err != nil || string(b) != "from the agent" {
+		t.Fatalf("read /abs-link through the VFS = %q, %v", b, err)
+	}
+	if _, _, err := e.fs.ReadAll(ctx, "/out-link"); !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("read /out-link through the VFS = %v, want EACCES", err)
+	}
+	if log, err := e.v.AuditLog(ctx, e.sid, 10); err != nil || len(log) != 1 || !strings.Contains(log[0].Error, "/etc/hostname is outside /workspace") {
+		t.Fatalf("audit = %+v, %v", log, err)
+	}
+}
