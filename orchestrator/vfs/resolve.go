@@ -29,26 +29,32 @@ const WorkspaceRoot = "/workspace"
 // path below it; anywhere else, like ".." above the root, it is an error
 // ("symlink escapes the workspace", EACCES, audited); more than MaxSymlinks
 // hops is ELOOP.
-// With mk set (q must then be a transaction), missing directories are created
-// and their events appended to *mk.
+// With mk set (q must then be a transaction), missing directories are
+// created (each within MaxPathLen) and the event of the first one appended
+// to *mk: a created directory's event stands for everything below it. The
+// walk keeps the canonical path in one buffer, so resolving a deep path
+// costs its length, not its length times its depth.
 func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool, mk *[]event) (resolved, error) {
 	type frame struct {
 		ino  int64
 		name string
+		end  int // len(buf) up to and including this frame's name
 	}
-	stack := []frame{{RootIno, ""}}
-	segs := splitPath(p)
-	hops := 0
+	stack := []frame{{RootIno, "", 0}}
+	var buf []byte // the canonical path of the top of the stack ("" for the root)
 	canon := func() string {
-		s := ""
-		for _, f := range stack[1:] {
-			s += "/" + f.name
-		}
-		if s == "" {
+		if len(buf) == 0 {
 			return "/"
 		}
-		return s
+		return string(buf)
 	}
+	child := func(name string) string {
+		b := make([]byte, 0, len(buf)+1+len(name))
+		return string(append(append(append(b, buf...), '/'), name...))
+	}
+	segs := splitPath(p)
+	hops := 0
+	made := false
 	escape := func(why string) error {
 		e := errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s%s", p, why)
 		e.audit = &auditRec{sid: fs.sid, nodeID: fs.nodeID, op: "resolve", path: p, allowed: fs.allowed, at: fs.v.cfg.Now()}
@@ -66,29 +72,38 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 				return resolved{}, escape("")
 			}
 			stack = stack[:len(stack)-1]
+			buf = buf[:stack[len(stack)-1].end]
 			continue
 		}
 		cur := stack[len(stack)-1].ino
 		a, err := fs.lookup(ctx, q, cur, name)
 		if IsErrno(err, syscall.ENOENT) {
 			if last {
-				return resolved{parent: cur, name: name, path: joinPath(canon(), name)}, nil
+				return resolved{parent: cur, name: name, path: child(name)}, nil
 			}
 			if mk == nil {
-				return resolved{}, errorf(syscall.ENOENT, p, "%s not found", joinPath(canon(), name))
+				return resolved{}, errorf(syscall.ENOENT, p, "%s not found", child(name))
 			}
 			tx, ok := q.(*txn)
 			if !ok {
 				return resolved{}, fmt.Errorf("resolve %s: creating directories needs a transaction", p)
 			}
-			if err := fs.checkPathTx("mkdir", joinPath(canon(), name), true); err != nil {
-				return resolved{}, err
+			if childLen(max(len(buf), 1), name) > MaxPathLen {
+				return resolved{}, errorf(syscall.ENAMETOOLONG, p, "the path of %s would be longer than %d bytes", trunc(p), MaxPathLen)
+			}
+			if fs.allowed != nil {
+				if err := fs.checkPathTx("mkdir", child(name), true); err != nil {
+					return resolved{}, err
+				}
 			}
 			a, err = fs.mknod(ctx, tx, cur, name, ModeDir|0o755, "")
 			if err != nil {
 				return resolved{}, err
 			}
-			*mk = append(*mk, event{op: OpCreated, path: joinPath(canon(), name)})
+			if !made {
+				made = true
+				*mk = append(*mk, event{op: OpCreated, path: child(name)})
+			}
 		} else if err != nil {
 			return resolved{}, err
 		}
@@ -107,7 +122,7 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 				if !ok {
 					return resolved{}, escape(": " + trunc(target) + " is outside " + WorkspaceRoot)
 				}
-				stack, tsegs = stack[:1], rest
+				stack, buf, tsegs = stack[:1], buf[:0], rest
 			}
 			segs = append(tsegs, segs...)
 			if len(segs) == 0 {
@@ -116,12 +131,13 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			continue
 		}
 		if last {
-			return resolved{parent: cur, name: name, path: joinPath(canon(), name), attr: a, exists: true}, nil
+			return resolved{parent: cur, name: name, path: child(name), attr: a, exists: true}, nil
 		}
 		if !a.IsDir() {
-			return resolved{}, errorf(syscall.ENOTDIR, p, "%s is not a directory", joinPath(canon(), name))
+			return resolved{}, errorf(syscall.ENOTDIR, p, "%s is not a directory", child(name))
 		}
-		stack = append(stack, frame{a.Ino, name})
+		buf = append(append(buf, '/'), name...)
+		stack = append(stack, frame{a.Ino, name, len(buf)})
 	}
 	// the walk ended on a directory (the root, or a symlink target such as "..")
 	top := stack[len(stack)-1]
