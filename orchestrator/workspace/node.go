@@ -583,6 +583,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if ro && writes(flags) {
 		return nil, 0, syscall.EACCES
 	}
+	if writes(flags) {
+		// A store of the file's content still queued (cacheStore) must
+		// not land over this handle's writes: the kernel puts a write's
+		// bytes in its pages before the WRITE reaches us, too late for
+		// the WRITE's own count to stop the store.
+		n.wgen.Add(1)
+	}
 	n.m.fs.Open(n.ino)
 	var out uint32
 	if keep {
@@ -622,6 +629,9 @@ func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64
 
 func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	ctx = n.ctx(ctx)
+	if h := n.m.beforeWrite.Load(); h != nil {
+		(*h)()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.wgen.Add(1)
