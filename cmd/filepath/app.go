@@ -178,19 +178,6 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		// Every change (a node's mount, the REST API) is pushed to the
 		// kernels of the session's other mounts.
 		fsys.SetInvalidator(ws.Fanout())
-		// Containers outlive the orchestrator: serve the workspaces of the
-		// nodes that may still run again before the relays re-attach.
-		active, err := st.ActiveNodes(ctx)
-		if err != nil {
-			return err
-		}
-		ids := make([]string, len(active))
-		for i, n := range active {
-			ids[i] = n.ID
-		}
-		if err := ws.Recover(ctx, ids); err != nil {
-			log.Warn("recover workspaces", "err", err)
-		}
 		rcfg.Workspaces = ws
 		rcfg.WorkspacePropagation = workspace.Propagation
 	}
@@ -199,6 +186,19 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		return err
 	}
 	a.run = run
+	if a.ws != nil {
+		// Containers outlive the orchestrator: serve the workspaces of the
+		// nodes whose container still runs before the relays re-attach,
+		// and clear every other mount a previous run left. A finished
+		// node is mounted when it starts again.
+		if ids, err := run.LiveNodes(ctx); err != nil {
+			// Clear nothing: a dead mount is what reaches a running
+			// container, and a node's next start replaces it.
+			log.Warn("list running agents to recover their workspaces", "err", err)
+		} else if err := a.ws.Recover(ctx, ids); err != nil {
+			log.Warn("recover workspaces", "err", err)
+		}
+	}
 	return nil
 }
 
@@ -212,8 +212,9 @@ func (a *app) Run(ctx context.Context) error { return a.srv.Run(ctx) }
 //  2. the login sweeper;
 //  3. the runner: relays detach, the containers keep running; then the
 //     agent-facing API's listeners close;
-//  4. the workspaces: the FUSE mounts stop serving, left dead for the next
-//     start to stack on (their invalidators and retry timers end with them);
+//  4. the workspaces: the mounts of nodes that do not run are unmounted;
+//     those under running containers stop serving, left dead for the next
+//     start to replace (their invalidators and retry timers end with them);
 //  5. the container runtime (the Docker client's connections; the process
 //     runtime's agents, which die with the orchestrator anyway);
 //  6. the coalescer, which appends the file changes it still holds;
@@ -230,6 +231,14 @@ func (a *app) Close() error {
 			a.stopSweep()
 			<-a.sweepDone
 		}
+		// The workspaces of nodes that run stay (dead) under their
+		// containers; the others are unmounted.
+		running := map[string]bool{}
+		if a.ws != nil && a.run != nil {
+			for _, id := range a.ws.Mounted() {
+				running[id] = a.run.Running(id)
+			}
+		}
 		if a.run != nil {
 			errs = append(errs, a.run.Close())
 		}
@@ -240,7 +249,7 @@ func (a *app) Close() error {
 			if a.fsys != nil {
 				a.fsys.SetInvalidator(nil)
 			}
-			errs = append(errs, a.ws.Shutdown())
+			errs = append(errs, a.ws.Shutdown(func(id string) bool { return running[id] }))
 		}
 		if a.rt != nil {
 			errs = append(errs, a.rt.Close())

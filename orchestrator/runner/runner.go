@@ -439,9 +439,13 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 // relay. The container id is saved before the container starts, so that a
 // crash in between leaves something Reconcile can find.
 func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.Node) (err error) {
+	started := false // the container runs: its workspace stays mounted
 	defer func() {
 		if err != nil {
 			ctx := context.WithoutCancel(ctx)
+			if !started {
+				r.releaseWorkspace(node.ID)
+			}
 			r.recordError(ctx, node, "start agent: "+err.Error())
 			st := store.NodeError
 			if _, perr := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &st}); perr != nil {
@@ -571,6 +575,7 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 		r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{ContainerID: &empty, ClearStarted: first})
 		return err
 	}
+	started = true
 	return r.attach(node, cursor)
 }
 
@@ -808,9 +813,11 @@ func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEven
 	return nil
 }
 
-// Exited implements relay.Effects: the container's token is revoked and the
-// node gets its real end state. (The relay's end then settles the session.)
+// Exited implements relay.Effects: the container's token is revoked, the
+// node gets its real end state, and its workspace is unmounted until it
+// starts again. (The relay's end then settles the session.)
 func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) error {
+	r.releaseWorkspace(node.ID)
 	if err := r.revokeTokens(ctx, node.ID); err != nil {
 		return err
 	}
