@@ -136,6 +136,18 @@ type Runner struct {
 	// not be attached yet).
 	reconciling bool
 	closed      bool
+
+	// statusMu serializes a session's status decisions: settleSession
+	// (nothing runs any more: stopped or error) against the starts that mark
+	// a session running. A start marks it after its relay is in the map, so
+	// a settle either sees that relay or is overwritten by the start: never
+	// a session shown stopped while its agent runs. Taken before mu, never
+	// held while waiting on a relay.
+	statusMu sync.Mutex
+	// settleHook, when set (tests), runs in settleSession after it found no
+	// relay of the session, before it reads and writes the session;
+	// settledHook when settleSession returns.
+	settleHook, settledHook func()
 }
 
 func (r *Runner) isDeleting(sessionID string) bool {
@@ -235,6 +247,13 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 			return err
 		}
 	}
+	return r.markRunning(ctx, sessionID)
+}
+
+// markRunning marks a session running after one of its agents started.
+func (r *Runner) markRunning(ctx context.Context, sessionID string) error {
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
 	return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionRunning)
 }
 
@@ -263,10 +282,9 @@ func (r *Runner) StartNode(ctx context.Context, userID, sessionID, nodeID string
 		}
 		return err
 	}
-	if sess.Status != store.SessionRunning {
-		return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionRunning)
-	}
-	return nil
+	// Even when sess said running: a settle of the session may have read the
+	// relay map before this start and may be about to write stopped.
+	return r.markRunning(ctx, sessionID)
 }
 
 // StopSession delivers signal{stop} to every running node of the session,
@@ -842,6 +860,11 @@ func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) err
 // that tells what happened: error when its root ended in error, stopped
 // otherwise (invariant 6: no session shows running with nothing running).
 func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
+	if r.settledHook != nil {
+		defer r.settledHook()
+	}
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
 	r.mu.Lock()
 	for _, rel := range r.relays {
 		if rel.Node().SessionID == sessionID {
@@ -850,6 +873,9 @@ func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
 		}
 	}
 	r.mu.Unlock()
+	if r.settleHook != nil {
+		r.settleHook()
+	}
 	sess, err := r.st.SessionByID(ctx, sessionID)
 	if err != nil || sess.Status != store.SessionRunning {
 		return err

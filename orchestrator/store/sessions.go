@@ -234,8 +234,9 @@ func (s *Store) UpdateSessionStatus(ctx context.Context, sessionID, status strin
 	q := `UPDATE agent_session SET status = ?, updated_at = ? WHERE id = ?`
 	args := []any{status, now, sessionID}
 	if status == SessionRunning {
-		q = `UPDATE agent_session SET status = ?, updated_at = ?, started_at = ? WHERE id = ?`
-		args = []any{status, now, now, sessionID}
+		// A session already running keeps the time it started.
+		q = `UPDATE agent_session SET started_at = CASE WHEN status = 'running' THEN started_at ELSE ? END, status = ?, updated_at = ? WHERE id = ?`
+		args = []any{now, status, now, sessionID}
 	}
 	res := s.db.WithContext(ctx).Exec(q, args...)
 	if res.Error != nil {
