@@ -11,8 +11,9 @@ import (
 	"github.com/filepath-dev/filepath/internal/testenv"
 )
 
-// shellImage is a Debian image with sh (images/build.sh base).
-const shellImage = "filepath/base:bookworm"
+// shellImage is a Debian image with sh whose ENTRYPOINT is an agent
+// (images/byo-echo).
+const shellImage = "filepath/byo-echo:latest"
 
 // shellRuntimes returns a spec maker running `sh -c script` in a workspace
 // directory, for the process runtime and (when the base image exists;
@@ -35,7 +36,7 @@ func shellRuntimes(t *testing.T) []struct {
 	}
 	t.Cleanup(func() { pr.Close() })
 	hs := []h{{"process", pr, func(dir, script string) Spec {
-		return Spec{SessionID: session, NodeID: "n-" + newID(), Cmd: []string{"sh", "-c", script}, WorkspaceDir: dir}
+		return Spec{SessionID: session, NodeID: "n-" + newID(), Entrypoint: []string{"sh", "-c"}, Cmd: []string{script}, WorkspaceDir: dir}
 	}}}
 	if os.Getenv("FILEPATH_TEST_NO_DOCKER") == "1" && !testenv.InCI() {
 		return hs
@@ -47,15 +48,15 @@ func shellRuntimes(t *testing.T) []struct {
 	}
 	t.Cleanup(func() { cleanup(t, d, session); d.Close() })
 	return append(hs, h{"docker", d, func(dir, script string) Spec {
-		return Spec{SessionID: session, NodeID: "n-" + newID(), Image: shellImage, Cmd: []string{"sh", "-c", script},
+		return Spec{SessionID: session, NodeID: "n-" + newID(), Image: shellImage, Entrypoint: []string{"sh", "-c"}, Cmd: []string{script},
 			WorkspaceDir: dir, Network: "none"}
 	}})
 }
 
 // TestRun: a run to completion reports the exit code and the tail of the
-// output (both streams) of a command run in /workspace, stops a command at
-// its time limit, keeps the output within its bound, and leaves no
-// container behind.
+// output (both streams) of a command run in /workspace (with Entrypoint
+// replacing the image's agent), stops a command at its time limit, keeps the
+// output within its bound, and leaves no container behind.
 func TestRun(t *testing.T) {
 	for _, h := range shellRuntimes(t) {
 		t.Run(h.name, func(t *testing.T) {

@@ -308,6 +308,12 @@ func (l *fakeLog) Inputs(_ context.Context, _, nodeID string, after int64) ([]Re
 	return out, nil
 }
 
+func (l *fakeLog) lastCursor() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cursor
+}
+
 func (l *fakeLog) records() []Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -190,3 +190,22 @@ func TestCommitRefs(t *testing.T) {
 		t.Fatalf("a commit in the turn after a message links to %d", got)
 	}
 }
+
+// TestStopDuringHandoff: a stop delivered while the agent hands off ends
+// the node: the exit does not say Handoff, and the cursor forgets it.
+func TestStopDuringHandoff(t *testing.T) {
+	h := newHarness()
+	h.c.emit(containers.Stdout, 1, `{"type":"handoff","summary":"s"}`)
+	r := h.start(t)
+	checkFor(t, "the handoff's stop on stdin", func() bool { return strings.Contains(h.c.stdinText(), stopLine) })
+	if _, err := r.Deliver(context.Background(), protocol.SignalInput{Type: "signal", Action: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := ParseCursor(h.log.lastCursor()); err != nil || cur.Handoff || !cur.Stopping {
+		t.Fatalf("cursor after the user's stop %q (%v)", h.log.lastCursor(), err)
+	}
+	h.c.exit(0, nil)
+	if ex := h.eff.lastExit(t); ex.Handoff || !ex.Stopped {
+		t.Fatalf("exit = %+v", ex)
+	}
+}

@@ -715,10 +715,12 @@ func (r *Relay) handle(ctx context.Context, req request) {
 	rec := Record{Kind: KindInput, NodeID: r.cfg.Node.ID, Data: data}
 	sig, isSignal := req.in.(protocol.SignalInput)
 	var stored []Record
-	if isSignal && sig.Action == protocol.ActionStop && !r.cur.Stopping {
+	if isSignal && sig.Action == protocol.ActionStop && (!r.cur.Stopping || r.cur.Handoff) {
 		// Remembered with the record, so that a restart keeps escalating.
+		// A stop asked for while the agent hands off ends the node: no
+		// continuation follows.
 		cur := r.cur
-		cur.Stopping = true
+		cur.Stopping, cur.Handoff = true, false
 		stored, err = r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cur.String(), rec)
 		if err == nil {
 			r.cur = cur

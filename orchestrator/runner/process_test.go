@@ -219,7 +219,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 		var m protocol.MessageInput
 		json.Unmarshal(rc.Data, &m)
 		inputs = append(inputs, m.From+": "+m.Content)
-		if m.From == protocol.FromSystem && m.Content == ResumeMessage {
+		if m.From == protocol.FromSystem && strings.HasPrefix(m.Content, ResumeMessage+"\n\n") {
 			resume = &rc
 		}
 	}
