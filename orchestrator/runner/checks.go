@@ -33,17 +33,22 @@ const (
 	RoleCheck = "check"
 )
 
+// GoBuildCheck is the detected build check of a Go repository.
+const GoBuildCheck = "go build -o /dev/null ./..."
+
 // npmDefaultTest is the test script `npm init` writes: it always fails.
 const npmDefaultTest = `echo "Error: no test specified" && exit 1`
 
 // DetectChecks returns the health checks a repository implies, from files
-// at its root: Go (go.mod or go.work): go build ./... and go vet ./...;
-// Node (package.json): its build and test scripts (not npm init's
-// placeholder test). None found: nil.
+// at its root: Go (go.mod or go.work): go build and go vet of ./... (the
+// build with -o /dev/null: a plain `go build ./...` of a single main
+// package writes its binary into /workspace, where the next rescue commit
+// would pick it up); Node (package.json): its build and test scripts (not
+// npm init's placeholder test). None found: nil.
 func DetectChecks(fsys fs.FS) []store.Check {
 	var out []store.Check
 	if exists(fsys, "go.mod") || exists(fsys, "go.work") {
-		out = append(out, store.Check{Command: "go build ./..."}, store.Check{Command: "go vet ./..."})
+		out = append(out, store.Check{Command: GoBuildCheck}, store.Check{Command: "go vet ./..."})
 	}
 	if f, err := fsys.Open("package.json"); err == nil {
 		var pkg struct {
