@@ -235,7 +235,9 @@ func TestHandoffAcrossRestart(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("handoff next: the rest")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("the handoff", func() bool { return strings.Contains(strings.Join(kindsOf(e.records(root.ID)), " "), "event:handoff input:signal") })
+	e.waitFor("the handoff", func() bool {
+		return strings.Contains(strings.Join(kindsOf(e.records(root.ID)), " "), "event:handoff input:signal")
+	})
 	e.r.Close()
 	if n := e.node(root.ID); n.Generation != 1 {
 		t.Fatalf("generation %d before the restart", n.Generation)
