@@ -248,6 +248,23 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	if n := e.node(root.ID); n.Status != store.NodeRunning || n.StartedAt == nil {
 		t.Fatalf("node %s started %v", n.Status, n.StartedAt)
 	}
+
+	// A restart asks the memory store about the node's task again.
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(root.ID, store.NodeDone)
+	if err := e.r.StartNode(e.ctx, e.uid, e.sid, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the restart's memories", func() bool {
+		mem.mu.Lock()
+		defer mem.mu.Unlock()
+		return len(mem.queries) == 2
+	})
+	if mem.queries[1] != e.uid+"||echo started" {
+		t.Fatalf("the restart's memory query %q", mem.queries[1])
+	}
 }
 
 // TestCheckTimeLimit: a check that runs past its time limit is stopped and

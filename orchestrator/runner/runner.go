@@ -560,15 +560,22 @@ func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node,
 		if p.task, err = r.firstTask(ctx, node); err != nil {
 			return err
 		}
+		p.query = p.task
 	case startContinuation:
-		p.task = p.summary
+		p.task, p.query = p.summary, p.summary
 	case startRestart:
 		if node.Generation > 1 {
 			if rec, err := r.st.LastRecordOf(ctx, node.SessionID, node.ID, store.KindSystem, protocol.SystemContinuation); err == nil {
 				var d protocol.SystemData
 				if json.Unmarshal(rec.Data, &d) == nil {
-					p.summary = d.Summary
+					p.summary, p.query = d.Summary, d.Summary
 				}
+			}
+		}
+		if p.query == "" {
+			// The memories of a restart are the task's.
+			if p.query, err = r.firstTask(ctx, node); err != nil {
+				return err
 			}
 		}
 	}

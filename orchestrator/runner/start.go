@@ -46,6 +46,7 @@ type startPlan struct {
 	dir     string // the workspace, as the host sees it
 	task    string // FILEPATH_TASK: the task (first start) or the summary (continuation)
 	summary string // the handoff summary the node's current generation started from
+	query   string // what the memories are looked up for: the task, or the summary
 	id      string // the created container
 	cursor  string
 	cloned  bool // the workspace was cloned for this start: nothing to rescue
@@ -214,10 +215,7 @@ func (r *Runner) memories(ctx context.Context, p *startPlan) []Memory {
 	if p.sess.GitRepoURL != nil {
 		repo = *p.sess.GitRepoURL
 	}
-	query := p.task
-	if query == "" {
-		query = p.summary
-	}
+	query := p.query
 	limit := r.cfg.MemoryLimit
 	if limit <= 0 {
 		limit = DefaultMemoryLimit
