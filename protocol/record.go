@@ -31,6 +31,10 @@ type Record struct {
 	NodeID string          `json:"node_id"`
 	At     time.Time       `json:"at"`
 	Data   json.RawMessage `json:"data"`
+	// Ref links the record to an earlier one of the same node: for a commit
+	// event, the seq of the tool or command record during which HEAD moved
+	// (absent: none is known).
+	Ref int64 `json:"ref,omitempty" jsonschema:"minimum=1"`
 }
 
 // Node change ops (the "op" of a NodeChange).
@@ -100,6 +104,43 @@ type SystemData struct {
 	Type string `json:"type" jsonschema:"enum=check,enum=memory,enum=continuation,enum=approval"`
 	// Text is a one-line summary for a person.
 	Text string `json:"text"`
+
+	// Command is the check's shell command (check). A check block without
+	// one says that no check was found to run.
+	Command string `json:"command,omitempty"`
+	// Exit is the check's exit code (check); absent when it did not run to
+	// its end (it timed out, or could not start).
+	Exit *int `json:"exit,omitempty"`
+	// Output is the tail of the check's combined stdout and stderr (check).
+	Output string `json:"output,omitempty"`
+	// DurationMS is how long the check ran, in milliseconds (check).
+	DurationMS int64 `json:"duration_ms,omitempty" jsonschema:"minimum=0"`
+	// TimedOut: the check was stopped at its time limit (check).
+	TimedOut bool `json:"timed_out,omitempty"`
+
+	// Memories are the memories given to the agent (memory).
+	Memories []Memory `json:"memories,omitempty"`
+
+	// Generation is the number of the agent session that starts (continuation):
+	// a node's first agent is generation 1, each handoff starts the next.
+	Generation int `json:"generation,omitempty" jsonschema:"minimum=1"`
+	// Summary is the handoff summary the new agent starts from (continuation).
+	Summary string `json:"summary,omitempty"`
+}
+
+// Memory is one learning from the memory store, as a memory block shows it.
+type Memory struct {
+	Key  string `json:"key"`
+	Text string `json:"text"`
+}
+
+// Check is a health check command of a session, run in the workspace before
+// every agent session of its nodes.
+type Check struct {
+	// Command is run with sh -c in /workspace.
+	Command string `json:"command"`
+	// Timeout is its time limit in seconds (absent: the server's default).
+	Timeout int `json:"timeout,omitempty" jsonschema:"minimum=1"`
 }
 
 // Node is one agent of a session's tree, as the API and "node" records carry it.
@@ -128,6 +169,14 @@ type Node struct {
 	// itself): Total leaves, Done of them with status done.
 	Done  int `json:"done" jsonschema:"minimum=0"`
 	Total int `json:"total" jsonschema:"minimum=0"`
+	// Generation counts the node's agent sessions begun by a handoff: 1 for
+	// its first agent, N+1 for the continuation of generation N.
+	Generation int `json:"generation" jsonschema:"minimum=1"`
+	// SubtreeTokens adds Tokens over the node and its descendants.
+	SubtreeTokens int64 `json:"subtree_tokens" jsonschema:"minimum=0"`
+	// DescendantActive: a descendant (not the node itself) is running or
+	// thinking.
+	DescendantActive bool `json:"descendant_active"`
 }
 
 // Session statuses.
@@ -155,4 +204,9 @@ type Session struct {
 	NodeCount int `json:"node_count" jsonschema:"minimum=0"`
 	// LastActivity is the time of the last log record, or UpdatedAt if later.
 	LastActivity time.Time `json:"last_activity"`
+	// Checks are the session's health checks (empty: detected from the
+	// repository before each agent session).
+	Checks []Check `json:"checks"`
+	// Tokens adds the tokens of the session's nodes.
+	Tokens int64 `json:"tokens" jsonschema:"minimum=0"`
 }

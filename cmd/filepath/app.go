@@ -66,7 +66,8 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		}
 	}()
 	a.hub = hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
-	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub, MaxNodes: cfg.MaxAgents}); err != nil {
+	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub, MaxNodes: cfg.MaxAgents,
+		MaxCheckTimeout: cfg.CheckTimeoutMax}); err != nil {
 		return a, err
 	}
 
@@ -130,7 +131,10 @@ var _ api.Runner = (*runner.Runner)(nil)
 func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	st, fsys, log := a.st, a.fsys, a.log
 	rcfg := runner.Config{Store: st, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
-		ProviderKeys: func(p string) bool { return cfg.ProviderKeys[p] != "" }}
+		ProviderKeys: func(p string) bool { return cfg.ProviderKeys[p] != "" },
+		CheckTimeout: cfg.CheckTimeout,
+		// TODO(h-collab): Memories: the agent API's memory store (issue 13); nil gives agents none.
+		Memories: nil}
 	acfg := agentapi.Config{Auth: st, Logger: log}
 	switch cfg.Runtime {
 	case "process":

@@ -44,6 +44,10 @@ type serveConfig struct {
 	Network        string
 	Mailbox        int // inputs queued per agent
 	MaxAgents      int // agents per session
+	// CheckTimeout is a health check's time limit when its session sets
+	// none; CheckTimeoutMax the most a session may set.
+	CheckTimeout    time.Duration
+	CheckTimeoutMax time.Duration
 	// ProviderKeys holds the LLM providers' keys by provider
 	// (orchestrator.Provider*), from FILEPATH_<PROVIDER>_API_KEY. Env only:
 	// a flag would show a key in ps.
@@ -66,6 +70,7 @@ var serveEnv = map[string]string{
 	"mailbox": "FILEPATH_MAILBOX", "max-line": "FILEPATH_MAX_LINE", "file-max": "FILEPATH_FILE_MAX",
 	"session-quota": "FILEPATH_SESSION_QUOTA", "workspace": "FILEPATH_WORKSPACE", "agent-cmd": "FILEPATH_AGENT_CMD",
 	"network": "FILEPATH_NETWORK", "trusted-proxies": "FILEPATH_TRUSTED_PROXIES", "session-ttl": "FILEPATH_SESSION_TTL",
+	"check-timeout": "FILEPATH_CHECK_TIMEOUT", "check-timeout-max": "FILEPATH_CHECK_TIMEOUT_MAX",
 }
 
 // parseServe reads flags, then FILEPATH_* env vars for what the flags left
@@ -95,6 +100,8 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	workspace := str("workspace", "fuse", "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node)")
 	agentCmd := str("agent-cmd", "", "with --runtime process: the command every agent runs, e.g. 'bin/testagent'")
 	network := str("network", "bridge", "Docker network mode of agent containers: bridge, none, or a network name")
+	checkTimeout := str("check-timeout", "5m", "time limit of a health check whose session sets none")
+	checkTimeoutMax := str("check-timeout-max", "30m", "the longest time limit a session may set on a health check")
 	if err := fs.Parse(args); err != nil {
 		return serveConfig{}, err
 	}
@@ -167,6 +174,17 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	}
 	if cfg.SessionTTL, err = parseTTL(*sessionTTL); err != nil || cfg.SessionTTL < time.Minute {
 		return cfg, fmt.Errorf("serve: %s %q: want a duration of at least 1m, like 12h or 7d", where("session-ttl"), *sessionTTL)
+	}
+	for _, d := range []struct {
+		flag, val string
+		dst       *time.Duration
+	}{{"check-timeout", *checkTimeout, &cfg.CheckTimeout}, {"check-timeout-max", *checkTimeoutMax, &cfg.CheckTimeoutMax}} {
+		if *d.dst, err = time.ParseDuration(strings.TrimSpace(d.val)); err != nil || *d.dst < time.Second {
+			return cfg, fmt.Errorf("serve: %s %q: want a duration of at least 1s, like 90s or 5m", where(d.flag), d.val)
+		}
+	}
+	if cfg.CheckTimeout > cfg.CheckTimeoutMax {
+		return cfg, fmt.Errorf("serve: %s %s is longer than %s %s", where("check-timeout"), cfg.CheckTimeout, where("check-timeout-max"), cfg.CheckTimeoutMax)
 	}
 	cfg.ProviderKeys = map[string]string{}
 	for _, p := range []string{orchestrator.ProviderOpenRouter, orchestrator.ProviderAnthropic, orchestrator.ProviderOpenAI} {

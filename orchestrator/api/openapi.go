@@ -212,8 +212,10 @@ func handSchemas() map[string]any {
 			"name": tStr, "models": arrayOf(obj(nil, map[string]any{"id": tStr, "name": tStr})),
 		}))}),
 		"SessionList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Session"))}),
-		"NewSession":  obj([]string{"name"}, map[string]any{"name": tStr, "git_repo_url": tStrNull}),
-		"NodeList":    obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Node"))}),
+		"NewSession":  obj([]string{"name"}, map[string]any{"name": tStr, "git_repo_url": tStrNull, "checks": arrayOf(ref("Check"))}),
+		"SessionPatch": obj(nil, map[string]any{"checks": map[string]any{"type": []any{"array", "null"}, "items": ref("Check"),
+			"description": "replaces the session's health checks; [] or null: detect them from the repository"}}),
+		"NodeList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Node"))}),
 		"NewNode": obj([]string{"agent_type"}, map[string]any{
 			"name": tStr, "agent_type": tStr, "model": tStr, "parent_id": tStrNull, "image": tStr, "task": tStr, "config": tObj,
 		}),

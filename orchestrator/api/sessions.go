@@ -43,8 +43,9 @@ func (s *Server) listModels(c echo.Context) error {
 }
 
 type newSessionReq struct {
-	Name       *string `json:"name"`
-	GitRepoURL *string `json:"git_repo_url"`
+	Name       *string       `json:"name"`
+	GitRepoURL *string       `json:"git_repo_url"`
+	Checks     []store.Check `json:"checks"`
 }
 
 func (s *Server) createSession(c echo.Context) error {
@@ -55,7 +56,7 @@ func (s *Server) createSession(c echo.Context) error {
 	if req.Name == nil {
 		return orchestrator.FieldErrorf("name", "field \"name\" is required")
 	}
-	in := store.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL}
+	in := store.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL, Checks: req.Checks}
 	sess, err := s.store.CreateSession(c.Request().Context(), user(c).ID, in)
 	if err != nil {
 		return err
@@ -73,6 +74,34 @@ func (s *Server) listSessions(c echo.Context) error {
 
 func (s *Server) getSession(c echo.Context) error {
 	sess, err := s.store.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess)
+}
+
+// patchSessionReq changes a session: checks, when present, replace its
+// health checks ([] or null: detect them from the repository).
+type patchSessionReq struct {
+	Checks json.RawMessage `json:"checks"` // absent: nil; null: "null"
+}
+
+func (s *Server) patchSession(c echo.Context) error {
+	var req patchSessionReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if req.Checks == nil {
+		return s.getSession(c)
+	}
+	var checks []store.Check
+	if string(req.Checks) != "null" {
+		if err := json.Unmarshal(req.Checks, &checks); err != nil {
+			return badRequest("checks", "field \"checks\" must be a list of {\"command\": string, \"timeout\": seconds}")
+		}
+	}
+	sess, err := s.store.SetSessionChecks(ctx, user(c).ID, c.Param("id"), checks)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -17,6 +19,10 @@ import (
 const (
 	MaxSessionNameLen = 200  // runes
 	MaxGitURLLen      = 2048 // bytes
+	MaxChecks         = 16   // health checks of one session
+	MaxCheckLen       = 4096 // bytes of one check's command
+	// DefaultMaxCheckTimeout is the default of Config.MaxCheckTimeout.
+	DefaultMaxCheckTimeout = 30 * time.Minute
 )
 
 // sessionRow is agent_session as stored, plus the computed columns of
@@ -33,11 +39,14 @@ type sessionRow struct {
 	UpdatedAt  int64
 	NodeCount  int
 	LastLogAt  *int64
+	Checks     string
+	Tokens     int64
 }
 
 const sessionSelect = `SELECT s.id, s.user_id, s.name, s.git_repo_url, s.status, s.root_node_id,
-	s.started_at, s.created_at, s.updated_at,
+	s.started_at, s.created_at, s.updated_at, s.checks,
 	(SELECT COUNT(*) FROM agent_node n WHERE n.session_id = s.id) AS node_count,
+	(SELECT COALESCE(SUM(n.tokens), 0) FROM agent_node n WHERE n.session_id = s.id) AS tokens,
 	(SELECT l.created_at FROM session_log l WHERE l.session_id = s.id ORDER BY l.seq DESC LIMIT 1) AS last_log_at
 	FROM agent_session s`
 
@@ -46,6 +55,12 @@ func (r sessionRow) session() Session {
 		ID: r.ID, UserID: r.UserID, Name: r.Name, GitRepoURL: r.GitRepoURL, Status: r.Status,
 		RootNodeID: r.RootNodeID, StartedAt: fromMSPtr(r.StartedAt),
 		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt), NodeCount: r.NodeCount,
+		Tokens: r.Tokens, Checks: []Check{},
+	}
+	if r.Checks != "" {
+		// Written by this package from validated checks; a row that does not
+		// decode shows none rather than failing every read of the session.
+		_ = json.Unmarshal([]byte(r.Checks), &s.Checks)
 	}
 	s.LastActivity = s.UpdatedAt
 	if r.LastLogAt != nil && *r.LastLogAt > r.UpdatedAt {
@@ -134,9 +149,51 @@ func validateGitURL(raw string) (string, error) {
 	return u, nil
 }
 
+func (s *Store) maxCheckTimeout() time.Duration {
+	if s.cfg.MaxCheckTimeout > 0 {
+		return s.cfg.MaxCheckTimeout
+	}
+	return DefaultMaxCheckTimeout
+}
+
+// validateChecks trims the commands and returns the checks as stored (a
+// JSON array).
+func (s *Store) validateChecks(checks []Check) (string, error) {
+	if len(checks) > MaxChecks {
+		return "", orchestrator.FieldErrorf("checks", "a session has at most %d checks, got %d", MaxChecks, len(checks))
+	}
+	out := make([]Check, 0, len(checks))
+	maxSec := int(s.maxCheckTimeout() / time.Second)
+	for i, c := range checks {
+		c.Command = strings.TrimSpace(c.Command)
+		switch {
+		case c.Command == "":
+			return "", orchestrator.FieldErrorf("checks", "check %d has an empty command", i+1)
+		case len(c.Command) > MaxCheckLen:
+			return "", orchestrator.FieldErrorf("checks", "check %d is longer than %d bytes", i+1, MaxCheckLen)
+		case strings.IndexFunc(c.Command, func(r rune) bool { return unicode.IsControl(r) && r != '\t' }) >= 0:
+			return "", orchestrator.FieldErrorf("checks", "check %d must be one line without control characters (join commands with && or ;)", i+1)
+		case c.Timeout < 0:
+			return "", orchestrator.FieldErrorf("checks", "check %d: timeout must be a positive number of seconds", i+1)
+		case c.Timeout > maxSec:
+			return "", orchestrator.FieldErrorf("checks", "check %d: timeout %ds is over this server's maximum of %ds (--check-timeout-max)", i+1, c.Timeout, maxSec)
+		}
+		out = append(out, c)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encode checks: %w", err)
+	}
+	return string(b), nil
+}
+
 // CreateSession creates a draft session owned by userID.
 func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession) (Session, error) {
 	name, err := validateSessionName(in.Name)
+	if err != nil {
+		return Session{}, err
+	}
+	checks, err := s.validateChecks(in.Checks)
 	if err != nil {
 		return Session{}, err
 	}
@@ -158,8 +215,8 @@ func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession)
 		if n == 0 {
 			return notFound("user", userID)
 		}
-		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 'draft', ?, ?)`, id, userID, name, gitURL, now, now).Error
+		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at, checks)
+			VALUES (?, ?, ?, ?, 'draft', ?, ?, ?)`, id, userID, name, gitURL, now, now, checks).Error
 	})
 	if err != nil {
 		return Session{}, fmt.Errorf("create session: %w", err)
@@ -176,6 +233,24 @@ func (s *Store) GetSession(ctx context.Context, userID, id string) (Session, err
 // which act for the session's owner; never for request handlers.
 func (s *Store) SessionByID(ctx context.Context, id string) (Session, error) {
 	return getSession(s.rdb.WithContext(ctx), "", id)
+}
+
+// SetSessionChecks replaces the health checks of userID's session (empty:
+// detected from the repository). They apply from the next agent session on.
+func (s *Store) SetSessionChecks(ctx context.Context, userID, id string, checks []Check) (Session, error) {
+	enc, err := s.validateChecks(checks)
+	if err != nil {
+		return Session{}, err
+	}
+	res := s.db.WithContext(ctx).Exec(`UPDATE agent_session SET checks = ?, updated_at = ? WHERE id = ? AND user_id = ?`,
+		enc, ms(s.now()), id, requireUser(userID))
+	if res.Error != nil {
+		return Session{}, fmt.Errorf("set session %s checks: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return Session{}, notFound("session", id)
+	}
+	return getSession(s.rdb.WithContext(ctx), requireUser(userID), id)
 }
 
 // ListSessions returns userID's sessions, newest first.

@@ -66,6 +66,9 @@ type Config struct {
 	// MaxNodes bounds the agents of one session (DefaultMaxNodes), so that
 	// agents spawning agents cannot grow a tree without end.
 	MaxNodes int
+	// MaxCheckTimeout bounds the time limit a session's health check may ask
+	// for (DefaultMaxCheckTimeout).
+	MaxCheckTimeout time.Duration
 }
 
 // DefaultMaxNodes is the default bound on the agents of one session.

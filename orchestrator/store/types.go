@@ -87,12 +87,21 @@ type Session struct {
 	NodeCount int `json:"node_count"`
 	// LastActivity is the time of the last log record, or UpdatedAt if later.
 	LastActivity time.Time `json:"last_activity"`
+	// Checks are the health checks run in the workspace before every agent
+	// session of the session's nodes (empty: detected from the repository).
+	Checks []Check `json:"checks"`
+	// Tokens adds the tokens of the session's nodes.
+	Tokens int64 `json:"tokens"`
 }
+
+// Check is one health check of a session (protocol.Check).
+type Check = protocol.Check
 
 // NewSession is the input of CreateSession.
 type NewSession struct {
 	Name       string  `json:"name"`
 	GitRepoURL *string `json:"git_repo_url,omitempty"`
+	Checks     []Check `json:"checks,omitempty"`
 }
 
 // Node is one agent in a session's tree. Its JSON is protocol.Node's
@@ -118,6 +127,14 @@ type Node struct {
 	// itself): Total leaves, Done of them with status done.
 	Done  int `json:"done"`
 	Total int `json:"total"`
+	// Generation is the node's agent session number: 1 for its first
+	// agent, N+1 for the continuation after generation N handed off.
+	Generation int `json:"generation"`
+	// SubtreeTokens adds Tokens over the node and its descendants;
+	// DescendantActive says a descendant is running or thinking. Like Done
+	// and Total they are computed from the tree (not by NodeByID).
+	SubtreeTokens    int64 `json:"subtree_tokens"`
+	DescendantActive bool  `json:"descendant_active"`
 	// LogCursor is the relay's opaque position in the container log.
 	LogCursor string `json:"-"`
 	// StartedAt is when the node's agent was first started (nil: never):
@@ -152,6 +169,8 @@ type NodePatch struct {
 	// unsets it (a first start that failed).
 	MarkStarted  bool `json:"-"`
 	ClearStarted bool `json:"-"`
+	// Generation sets the node's generation (the runner, at a continuation).
+	Generation *int `json:"-"`
 }
 
 // Record is one entry of a session's log. Its JSON is protocol.Record's
@@ -163,6 +182,9 @@ type Record struct {
 	NodeID    string          `json:"node_id"`
 	At        time.Time       `json:"at"`
 	Data      json.RawMessage `json:"data"`
+	// Ref is the seq of an earlier record of the node this one refers to
+	// (a commit's tool or command record); 0: none.
+	Ref int64 `json:"ref,omitempty"`
 }
 
 // NewRecord is the input of Append: the store assigns Seq, and At unless
@@ -177,6 +199,10 @@ type NewRecord struct {
 	// At is information, not order: seq is the order, and At may go
 	// backwards from one record to the next.
 	At time.Time
+	// Ref links the record to an earlier one (Record.Ref): > 0 is that
+	// record's seq; -k is the record k places before this one in the same
+	// Append call (whose seq is not known until the append).
+	Ref int64
 }
 
 // NodeChange is the data of a KindNode record.

@@ -146,6 +146,7 @@ export interface EventRecord {
 	node_id: string;
 	at: string;
 	data: AgentEvent;
+	ref?: number;
 }
 /**
  * An input written to the agent's stdin (AgentInput): a message or a signal.
@@ -157,6 +158,7 @@ export interface InputRecord {
 	node_id: string;
 	at: string;
 	data: AgentInput;
+	ref?: number;
 }
 /**
  * A change to the session's tree.
@@ -168,6 +170,7 @@ export interface NodeRecord {
 	node_id: string;
 	at: string;
 	data: NodeChange;
+	ref?: number;
 }
 /**
  * The data of a node record: a node was created, updated, moved or deleted (node is the node after the change; ids, for deleted, every node removed).
@@ -203,6 +206,9 @@ export interface AgentNode {
 	updated_at: string;
 	done: number;
 	total: number;
+	generation: number;
+	subtree_tokens: number;
+	descendant_active: boolean;
 }
 /**
  * A change to the session's filesystem.
@@ -214,6 +220,7 @@ export interface FileRecord {
 	node_id: string;
 	at: string;
 	data: FileChange;
+	ref?: number;
 }
 /**
  * The data of a file record: the net change to one path of the session's filesystem.
@@ -234,6 +241,7 @@ export interface ErrorRecord {
 	node_id: string;
 	at: string;
 	data: ErrorData;
+	ref?: number;
 }
 /**
  * The data of an error record: an invalid agent line (source stdout, with raw), an exit without done (exit, with exit_code and stderr_tail) or a runtime failure (runtime).
@@ -256,6 +264,7 @@ export interface SystemRecord {
 	node_id: string;
 	at: string;
 	data: SystemData;
+	ref?: number;
 }
 /**
  * The data of a system record: a block filepath itself adds to a node's chat; type says which.
@@ -264,6 +273,24 @@ export interface SystemRecord {
 export interface SystemData {
 	type: 'check' | 'memory' | 'continuation' | 'approval';
 	text: string;
+	command?: string;
+	exit?: number;
+	output?: string;
+	duration_ms?: number;
+	timed_out?: boolean;
+	memories?: Memory[];
+	generation?: number;
+	summary?: string;
+}
+
+export interface Memory {
+	key: string;
+	text: string;
+}
+
+export interface Check {
+	command: string;
+	timeout?: number;
 }
 
 /**
@@ -282,4 +309,6 @@ export interface Session {
 	updated_at: string;
 	node_count: number;
 	last_activity: string;
+	checks: Check[];
+	tokens: number;
 }
