@@ -26,17 +26,20 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := old.CreateUser(ctx, "alice", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := old.CreateSession(ctx, u.ID, store.NewSession{Name: "kept"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := old.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "shelley", Task: "hello"})
-	if err != nil {
-		t.Fatal(err)
+	// Its rows are written with SQL: this binary's code expects the newer
+	// schema.
+	u := struct{ ID string }{"u1"}
+	s := struct{ ID string }{"s1"}
+	root := struct{ ID string }{"n1"}
+	for _, q := range []string{
+		`INSERT INTO users (id, name, is_admin, created_at) VALUES ('u1', 'alice', 1, 1)`,
+		`INSERT INTO agent_session (id, user_id, name, status, root_node_id, created_at, updated_at) VALUES ('s1', 'u1', 'kept', 'draft', 'n1', 1, 1)`,
+		`INSERT INTO agent_node (id, session_id, name, agent_type, model, created_at, updated_at) VALUES ('n1', 's1', 'root', 'shelley', 'm', 1, 1)`,
+		`INSERT INTO session_log (session_id, seq, node_id, kind, payload, created_at) VALUES ('s1', 1, 'n1', 'node', '{"op":"created"}', 1), ('s1', 2, 'n1', 'input', '{"type":"message","from":"user","content":"hello"}', 1)`,
+	} {
+		if _, err := old.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 	if err := old.Close(); err != nil {
 		t.Fatal(err)

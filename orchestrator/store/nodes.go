@@ -41,6 +41,7 @@ type nodeRow struct {
 	ContainerID string
 	SortOrder   int
 	Tokens      int64
+	CostUSD     float64
 	LogCursor   string
 	ExitCode    *int
 	CreatedAt   int64
@@ -48,14 +49,14 @@ type nodeRow struct {
 }
 
 const nodeCols = `id, session_id, parent_id, name, agent_type, model, image, status, context_pct, config,
-	container_id, sort_order, tokens, log_cursor, exit_code, created_at, updated_at`
+	container_id, sort_order, tokens, cost_usd, log_cursor, exit_code, created_at, updated_at`
 
 func (r *nodeRow) node() Node {
 	return Node{
 		ID: r.ID, SessionID: r.SessionID, ParentID: r.ParentID, Name: r.Name, AgentType: r.AgentType,
 		Model: r.Model, Image: r.Image, Status: r.Status, ContextPct: r.ContextPct,
 		Config: json.RawMessage(r.Config), ContainerID: r.ContainerID, SortOrder: r.SortOrder,
-		Tokens: r.Tokens, ExitCode: r.ExitCode, LogCursor: r.LogCursor,
+		Tokens: r.Tokens, CostUSD: r.CostUSD, ExitCode: r.ExitCode, LogCursor: r.LogCursor,
 		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt),
 	}
 }
@@ -462,6 +463,9 @@ func validatePatch(p *NodePatch) error {
 	if p.Tokens != nil && *p.Tokens < 0 {
 		return orchestrator.FieldErrorf("tokens", "tokens must not be negative")
 	}
+	if p.AddTokens < 0 || p.AddCostUSD < 0 || math.IsNaN(p.AddCostUSD) || math.IsInf(p.AddCostUSD, 0) {
+		return orchestrator.FieldErrorf("tokens", "usage to add must be a finite number, not negative")
+	}
 	if p.ContainerID != nil && len(*p.ContainerID) > MaxContainerLen {
 		return orchestrator.FieldErrorf("container_id", "container_id is longer than %d bytes", MaxContainerLen)
 	}
@@ -497,66 +501,78 @@ func (s *Store) updateNode(ctx context.Context, scope, sessionID, nodeID string,
 		if err != nil {
 			return err
 		}
-		r := t.byID[nodeID]
-		if r == nil {
-			return notFound("node", nodeID)
-		}
-		old := *r
-		set := map[string]any{}
-		if p.Name != nil {
-			r.Name = *p.Name
-		}
-		if p.Status != nil {
-			r.Status = *p.Status
-		}
-		if p.Config != nil {
-			r.Config = string(*p.Config)
-		}
-		if p.ContextPct != nil {
-			v := *p.ContextPct
-			r.ContextPct = &v
-		} else if p.ClearContextPct {
-			r.ContextPct = nil
-		}
-		if p.Tokens != nil {
-			r.Tokens = *p.Tokens
-		}
-		if p.ContainerID != nil {
-			r.ContainerID = *p.ContainerID
-		}
-		if p.LogCursor != nil {
-			r.LogCursor = *p.LogCursor
-		}
-		if p.ExitCode != nil {
-			v := *p.ExitCode
-			r.ExitCode = &v
-		} else if p.ClearExitCode {
-			r.ExitCode = nil
-		}
-		visible := r.Name != old.Name || r.Status != old.Status || r.Config != old.Config ||
-			!eqPtr(r.ContextPct, old.ContextPct) || r.Tokens != old.Tokens ||
-			r.ContainerID != old.ContainerID || !eqPtr(r.ExitCode, old.ExitCode)
-		if !visible && r.LogCursor == old.LogCursor {
-			out = t.node(nodeID)
-			return nil
-		}
-		if visible {
-			r.UpdatedAt = ms(tx.Now())
-		}
-		set["name"], set["status"], set["config"], set["context_pct"] = r.Name, r.Status, r.Config, r.ContextPct
-		set["tokens"], set["container_id"], set["log_cursor"], set["exit_code"] = r.Tokens, r.ContainerID, r.LogCursor, r.ExitCode
-		set["updated_at"] = r.UpdatedAt
-		if err := g.Table("agent_node").Where("id = ?", nodeID).Updates(set).Error; err != nil {
-			return fmt.Errorf("update node %s: %w", nodeID, err)
-		}
-		out = t.node(nodeID)
-		if visible {
-			return tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpUpdated, Node: out})
-		}
-		return nil
+		out, err = tx.patchNode(t, nodeID, p)
+		return err
 	})
 	if err != nil {
 		return Node{}, err
+	}
+	return out, nil
+}
+
+// patchNode applies a validated p to node nodeID of the loaded tree t, in
+// the transaction: the one path by which a node changes, so that every
+// visible change appends an "updated" record with the node as it now is.
+func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
+	g := tx.DB()
+	r := t.byID[nodeID]
+	if r == nil {
+		return Node{}, notFound("node", nodeID)
+	}
+	old := *r
+	set := map[string]any{}
+	if p.Name != nil {
+		r.Name = *p.Name
+	}
+	if p.Status != nil {
+		r.Status = *p.Status
+	}
+	if p.Config != nil {
+		r.Config = string(*p.Config)
+	}
+	if p.ContextPct != nil {
+		v := *p.ContextPct
+		r.ContextPct = &v
+	} else if p.ClearContextPct {
+		r.ContextPct = nil
+	}
+	if p.Tokens != nil {
+		r.Tokens = *p.Tokens
+	}
+	r.Tokens += p.AddTokens
+	r.CostUSD += p.AddCostUSD
+	if p.ContainerID != nil {
+		r.ContainerID = *p.ContainerID
+	}
+	if p.LogCursor != nil {
+		r.LogCursor = *p.LogCursor
+	}
+	if p.ExitCode != nil {
+		v := *p.ExitCode
+		r.ExitCode = &v
+	} else if p.ClearExitCode {
+		r.ExitCode = nil
+	}
+	visible := r.Name != old.Name || r.Status != old.Status || r.Config != old.Config ||
+		!eqPtr(r.ContextPct, old.ContextPct) || r.Tokens != old.Tokens || r.CostUSD != old.CostUSD ||
+		r.ContainerID != old.ContainerID || !eqPtr(r.ExitCode, old.ExitCode)
+	if !visible && r.LogCursor == old.LogCursor {
+		return t.node(nodeID), nil
+	}
+	if visible {
+		r.UpdatedAt = ms(tx.Now())
+	}
+	set["name"], set["status"], set["config"], set["context_pct"] = r.Name, r.Status, r.Config, r.ContextPct
+	set["tokens"], set["cost_usd"], set["container_id"], set["log_cursor"], set["exit_code"] = r.Tokens, r.CostUSD, r.ContainerID, r.LogCursor, r.ExitCode
+	set["updated_at"] = r.UpdatedAt
+	if err := g.Table("agent_node").Where("id = ?", nodeID).Updates(set).Error; err != nil {
+		return Node{}, fmt.Errorf("update node %s: %w", nodeID, err)
+	}
+	out := t.node(nodeID)
+	if visible {
+		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpUpdated, Node: out}); err != nil {
+			return Node{}, err
+		}
 	}
 	return out, nil
 }

@@ -33,10 +33,15 @@ type sessionRow struct {
 	UpdatedAt  int64
 	NodeCount  int
 	LastLogAt  *int64
+
+	BudgetTokens *int64
+	BudgetUSD    *float64
+	TokensUsed   int64
+	CostUSD      float64
 }
 
 const sessionSelect = `SELECT s.id, s.user_id, s.name, s.git_repo_url, s.status, s.root_node_id,
-	s.started_at, s.created_at, s.updated_at,
+	s.started_at, s.created_at, s.updated_at, s.budget_tokens, s.budget_usd, s.tokens_used, s.cost_usd,
 	(SELECT COUNT(*) FROM agent_node n WHERE n.session_id = s.id) AS node_count,
 	(SELECT l.created_at FROM session_log l WHERE l.session_id = s.id ORDER BY l.seq DESC LIMIT 1) AS last_log_at
 	FROM agent_session s`
@@ -46,6 +51,7 @@ func (r sessionRow) session() Session {
 		ID: r.ID, UserID: r.UserID, Name: r.Name, GitRepoURL: r.GitRepoURL, Status: r.Status,
 		RootNodeID: r.RootNodeID, StartedAt: fromMSPtr(r.StartedAt),
 		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt), NodeCount: r.NodeCount,
+		BudgetTokens: r.BudgetTokens, BudgetUSD: r.BudgetUSD, TokensUsed: r.TokensUsed, CostUSD: r.CostUSD,
 	}
 	s.LastActivity = s.UpdatedAt
 	if r.LastLogAt != nil && *r.LastLogAt > r.UpdatedAt {
@@ -158,8 +164,10 @@ func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession)
 		if n == 0 {
 			return notFound("user", userID)
 		}
-		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 'draft', ?, ?)`, id, userID, name, gitURL, now, now).Error
+		b := s.cfg.DefaultBudget
+		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at,
+			budget_tokens, budget_usd) VALUES (?, ?, ?, ?, 'draft', ?, ?, ?, ?)`, id, userID, name, gitURL, now, now,
+			b.Tokens, b.USD).Error
 	})
 	if err != nil {
 		return Session{}, fmt.Errorf("create session: %w", err)

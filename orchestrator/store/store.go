@@ -66,6 +66,9 @@ type Config struct {
 	// MaxNodes bounds the agents of one session (DefaultMaxNodes), so that
 	// agents spawning agents cannot grow a tree without end.
 	MaxNodes int
+	// DefaultBudget is the LLM budget a new session starts with (nil
+	// fields: unlimited); its owner changes it with SetSessionBudget.
+	DefaultBudget Budget
 }
 
 // DefaultMaxNodes is the default bound on the agents of one session.

@@ -83,6 +83,13 @@ type Session struct {
 	NodeCount int `json:"node_count"`
 	// LastActivity is the time of the last log record, or UpdatedAt if later.
 	LastActivity time.Time `json:"last_activity"`
+	// BudgetTokens and BudgetUSD bound what the session's agents may spend
+	// through the LLM gateway (nil: unlimited). TokensUsed and CostUSD are
+	// what they spent so far, deleted nodes included.
+	BudgetTokens *int64   `json:"budget_tokens"`
+	BudgetUSD    *float64 `json:"budget_usd"`
+	TokensUsed   int64    `json:"tokens_used"`
+	CostUSD      float64  `json:"cost_usd"`
 }
 
 // NewSession is the input of CreateSession.
@@ -105,7 +112,8 @@ type Node struct {
 	Config      json.RawMessage `json:"config"`
 	ContainerID string          `json:"container_id"`
 	SortOrder   int             `json:"sort_order"`
-	Tokens      int64           `json:"tokens"`
+	Tokens      int64           `json:"tokens"`   // prompt (cached or not) + completion tokens, metered by the gateway
+	CostUSD     float64         `json:"cost_usd"` // USD the upstream reported for those requests (0 when none did)
 	ExitCode    *int            `json:"exit_code"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
@@ -140,6 +148,10 @@ type NodePatch struct {
 	LogCursor       *string          `json:"-"`
 	ExitCode        *int             `json:"exit_code,omitempty"`
 	ClearExitCode   bool             `json:"-"`
+	// AddTokens and AddCostUSD add to the node's totals (the gateway's
+	// metering; never from a request body).
+	AddTokens  int64   `json:"-"`
+	AddCostUSD float64 `json:"-"`
 }
 
 // Record is one entry of a session's log.
