@@ -1,0 +1,197 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+)
+
+// maxBatch bounds the requests written to the store in one go.
+const maxBatch = 512
+
+// maxNoticed bounds the over-budget notices remembered; past it they are
+// forgotten (a node may then get one more notice).
+const maxNoticed = 10000
+
+type meterItem struct {
+	u    store.Usage
+	sync chan struct{} // a Flush marker instead of a request
+}
+
+// meter queues a finished request for the store. After Close it is written
+// at once.
+func (g *Gateway) meter(u store.Usage) {
+	g.mu.RLock()
+	if !g.closed {
+		g.queue <- meterItem{u: u} // waits when the writer is behind: never dropped
+		g.mu.RUnlock()
+		return
+	}
+	g.mu.RUnlock()
+	g.record([]store.Usage{u})
+}
+
+// Flush returns when every request that ended before the call is in the
+// store (tests and benchmarks).
+func (g *Gateway) Flush() {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return
+	}
+	done := make(chan struct{})
+	g.queue <- meterItem{sync: done}
+	g.mu.RUnlock()
+	<-done
+}
+
+// writeUsage writes queued requests to the store, many per transaction when
+// they arrive together, until Close; then it writes what is left.
+func (g *Gateway) writeUsage() {
+	defer close(g.done)
+	batch := make([]store.Usage, 0, maxBatch)
+	var syncs []chan struct{}
+	add := func(it meterItem) {
+		if it.sync != nil {
+			syncs = append(syncs, it.sync)
+		} else {
+			batch = append(batch, it.u)
+		}
+	}
+	flush := func() {
+		if len(batch) > 0 {
+			g.record(batch)
+		}
+		for _, c := range syncs {
+			close(c)
+		}
+		batch, syncs = batch[:0], syncs[:0]
+	}
+	for {
+		select {
+		case it := <-g.queue:
+			add(it)
+		more:
+			for len(batch) < maxBatch {
+				select {
+				case it := <-g.queue:
+					add(it)
+				default:
+					break more
+				}
+			}
+			flush()
+		case <-g.quit:
+			// Close holds no sender any more: what is queued is all.
+			for {
+				select {
+				case it := <-g.queue:
+					add(it)
+					if len(batch) >= maxBatch {
+						flush()
+					}
+					continue
+				default:
+				}
+				break
+			}
+			flush()
+			return
+		}
+	}
+}
+
+// record writes requests to the store; a failure is logged with every row
+// so that the log still holds what was spent.
+func (g *Gateway) record(us []store.Usage) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := g.cfg.Store.RecordUsage(ctx, us...); err != nil {
+		for _, u := range us {
+			g.log.Error("LLM usage not stored", "err", err, "user", u.UserID, "session", u.SessionID, "node", u.NodeID,
+				"provider", u.Provider, "endpoint", u.Endpoint, "model", u.Model, "input", u.InputTokens, "output", u.OutputTokens,
+				"cache_read", u.CacheReadTokens, "cache_write", u.CacheWriteTokens, "cost_usd", u.CostUSD, "status", u.Status)
+		}
+	}
+}
+
+// checkBudget refuses a request when the caller's session has used up its
+// budget: a 429 naming the budget and how to raise it, and once per node and
+// budget an error record in the node's chat saying the same.
+func (g *Gateway) checkBudget(ctx context.Context, c orchestrator.Caller) (apiError, bool) {
+	sp, err := g.cfg.Store.SessionSpend(ctx, c.SessionID)
+	if err != nil {
+		if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
+			return apiError{status: http.StatusUnauthorized, msg: "this node's session no longer exists"}, true
+		}
+		g.log.Error("read session budget", "session", c.SessionID, "err", err)
+		return apiError{status: http.StatusInternalServerError, retry: true, msg: "the gateway could not read the session's budget"}, true
+	}
+	what, over := sp.Over()
+	if !over {
+		return apiError{}, false
+	}
+	msg := budgetMessage(c.SessionID, sp, what)
+	g.notice(ctx, c, sp, msg)
+	return apiError{status: http.StatusTooManyRequests, code: "budget_exceeded", msg: msg}, true
+}
+
+func budgetMessage(sessionID string, sp store.Spend, what string) string {
+	if what == "usd" {
+		return fmt.Sprintf("this session's LLM budget is used up: $%.4f of $%.4f spent (budget_usd). "+
+			"The session's owner can raise or clear it: PATCH /api/v1/sessions/%s with {\"budget_usd\": <dollars>} (null: unlimited)",
+			sp.CostUSD, *sp.USD, sessionID)
+	}
+	return fmt.Sprintf("this session's LLM budget is used up: %d of %d tokens used (budget_tokens). "+
+		"The session's owner can raise or clear it: PATCH /api/v1/sessions/%s with {\"budget_tokens\": <tokens>} (null: unlimited)",
+		sp.TokensUsed, *sp.Tokens, sessionID)
+}
+
+// notice appends the over-budget error record to the node's chat, unless
+// this node already got one for this budget.
+func (g *Gateway) notice(ctx context.Context, c orchestrator.Caller, sp store.Spend, msg string) {
+	state := budgetState(sp.Budget)
+	g.noticeMu.Lock()
+	if g.noticed[c.NodeID] == state {
+		g.noticeMu.Unlock()
+		return
+	}
+	if len(g.noticed) >= maxNoticed {
+		clear(g.noticed)
+	}
+	g.noticed[c.NodeID] = state
+	g.noticeMu.Unlock()
+
+	data, _ := json.Marshal(map[string]string{"message": msg, "source": "gateway"})
+	if _, err := g.cfg.Store.Append(context.WithoutCancel(ctx), c.SessionID,
+		store.NewRecord{NodeID: c.NodeID, Kind: store.KindError, Data: data}); err != nil {
+		g.log.Warn("record the over-budget notice", "node", c.NodeID, "err", err)
+		g.noticeMu.Lock()
+		if g.noticed[c.NodeID] == state {
+			delete(g.noticed, c.NodeID)
+		}
+		g.noticeMu.Unlock()
+	}
+}
+
+// budgetState names a budget: a node is told again when its session's
+// budget changes and is used up again.
+func budgetState(b store.Budget) string {
+	s := "-"
+	if b.Tokens != nil {
+		s = strconv.FormatInt(*b.Tokens, 10)
+	}
+	s += "/"
+	if b.USD != nil {
+		s += strconv.FormatFloat(*b.USD, 'g', -1, 64)
+	} else {
+		s += "-"
+	}
+	return s
+}
