@@ -92,6 +92,7 @@ var nodeKeyOpen = map[string]bool{
 // they act on the whole session, which belongs to the user.
 var nodeKeyDenied = map[string]bool{
 	"DELETE " + apiPrefix + "/sessions/:id":     true,
+	"PATCH " + apiPrefix + "/sessions/:id":      true, // an agent never sets its own LLM budget
 	"POST " + apiPrefix + "/sessions/:id/start": true,
 	"POST " + apiPrefix + "/sessions/:id/stop":  true,
 	"POST " + apiPrefix + "/sessions/:id/nodes": true,

@@ -138,6 +138,10 @@ var (
 	tObj     = map[string]any{"type": "object"}
 	tTime    = map[string]any{"type": "string", "format": "date-time"}
 	tStrNull = map[string]any{"type": []any{"string", "null"}}
+	tNum     = map[string]any{"type": "number"}
+	tNumNull = map[string]any{"type": []any{"number", "null"}}
+	tIntNull = map[string]any{"type": []any{"integer", "null"}}
+	tBool    = map[string]any{"type": "boolean"}
 )
 
 func arrayOf(s any) map[string]any { return map[string]any{"type": "array", "items": s} }
@@ -148,27 +152,33 @@ func schemas() map[string]any {
 		"status":       map[string]any{"enum": []any{"draft", "running", "paused", "stopped", "error"}},
 		"root_node_id": tStrNull, "started_at": map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
 		"created_at": tTime, "updated_at": tTime, "node_count": tInt, "last_activity": tTime,
+		"budget_tokens": tIntNull, "budget_usd": tNumNull, "tokens_used": tInt, "cost_usd": tNum,
 	})
 	node := obj(nil, map[string]any{
 		"id": tStr, "session_id": tStr, "parent_id": tStrNull, "name": tStr, "agent_type": tStr, "model": tStr, "image": tStr,
 		"status":      map[string]any{"enum": []any{"idle", "thinking", "running", "done", "error"}},
 		"context_pct": map[string]any{"type": []any{"number", "null"}}, "config": tObj, "container_id": tStr,
-		"sort_order": tInt, "tokens": tInt, "exit_code": map[string]any{"type": []any{"integer", "null"}},
+		"sort_order": tInt, "tokens": tInt, "cost_usd": tNum, "exit_code": map[string]any{"type": []any{"integer", "null"}},
 		"created_at": tTime, "updated_at": tTime, "done": tInt, "total": tInt,
 	})
 	record := obj([]string{"seq", "kind", "node_id", "at", "data"}, map[string]any{
 		"seq": tInt, "kind": map[string]any{"enum": []any{"event", "input", "node", "file", "error"}},
 		"node_id": tStr, "at": tTime, "data": tObj,
 	})
-	return map[string]any{
+	out := map[string]any{
 		"Error": obj([]string{"error"}, map[string]any{"error": obj([]string{"code", "message"}, map[string]any{"code": tStr, "message": tStr, "field": tStr})}),
 		"User":  obj([]string{"id", "name"}, map[string]any{"id": tStr, "name": tStr, "session_id": tStr, "node_id": tStr}),
 		"AgentList": arrayOf(obj(nil, map[string]any{
 			"type": tStr, "name": tStr, "description": tStr, "icon": tStr, "default_model": tStr, "image": tStr,
 		})),
-		"ModelList": obj([]string{"providers"}, map[string]any{"providers": arrayOf(obj(nil, map[string]any{
-			"name": tStr, "models": arrayOf(obj(nil, map[string]any{"id": tStr, "name": tStr})),
-		}))}),
+		"ModelList": obj([]string{"providers", "offline"}, map[string]any{
+			"providers": arrayOf(obj(nil, map[string]any{
+				"name": tStr, "models": arrayOf(obj(nil, map[string]any{
+					"id": tStr, "name": tStr, "context_length": tInt, "prompt_price": tNumNull, "completion_price": tNumNull, "tools": tBool,
+				})),
+			})),
+			"offline": tBool, "note": tStr, "fetched_at": map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
+		}),
 		"Session":     session,
 		"SessionList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Session"))}),
 		"NewSession":  obj([]string{"name"}, map[string]any{"name": tStr, "git_repo_url": tStrNull}),
@@ -184,4 +194,6 @@ func schemas() map[string]any {
 		"NewMessage": obj([]string{"content"}, map[string]any{"content": tStr}),
 		"NewSignal":  obj([]string{"action"}, map[string]any{"action": map[string]any{"enum": []any{"stop", "pause", "resume"}}}),
 	}
+	out["SessionPatch"] = obj(nil, map[string]any{"budget_tokens": tIntNull, "budget_usd": tNumNull})
+	return out
 }

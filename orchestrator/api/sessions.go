@@ -34,11 +34,14 @@ func (s *Server) listAgents(c echo.Context) error {
 }
 
 func (s *Server) listModels(c echo.Context) error {
-	ps, err := s.cfg.Models.Models(c.Request().Context())
+	list, err := s.cfg.Models.Models(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ModelList{Providers: ps})
+	if list.Providers == nil {
+		list.Providers = []Provider{}
+	}
+	return c.JSON(http.StatusOK, list)
 }
 
 type newSessionReq struct {
@@ -72,6 +75,46 @@ func (s *Server) listSessions(c echo.Context) error {
 
 func (s *Server) getSession(c echo.Context) error {
 	sess, err := s.store.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess)
+}
+
+// patchSessionReq changes a session's LLM budget: a field present sets its
+// limit (null: unlimited), an absent one leaves it.
+type patchSessionReq struct {
+	BudgetTokens json.RawMessage `json:"budget_tokens"`
+	BudgetUSD    json.RawMessage `json:"budget_usd"`
+}
+
+func (s *Server) patchSession(c echo.Context) error {
+	var req patchSessionReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	var p store.BudgetPatch
+	if req.BudgetTokens != nil {
+		p.SetTokens = true
+		if string(req.BudgetTokens) != "null" {
+			var v int64
+			if err := json.Unmarshal(req.BudgetTokens, &v); err != nil {
+				return badRequest("budget_tokens", "field \"budget_tokens\" must be a whole number of tokens or null (unlimited)")
+			}
+			p.Tokens = &v
+		}
+	}
+	if req.BudgetUSD != nil {
+		p.SetUSD = true
+		if string(req.BudgetUSD) != "null" {
+			var v float64
+			if err := json.Unmarshal(req.BudgetUSD, &v); err != nil {
+				return badRequest("budget_usd", "field \"budget_usd\" must be a number of dollars or null (unlimited)")
+			}
+			p.USD = &v
+		}
+	}
+	sess, err := s.store.SetSessionBudget(c.Request().Context(), user(c).ID, c.Param("id"), p)
 	if err != nil {
 		return err
 	}
