@@ -45,6 +45,7 @@ type serveConfig struct {
 	Network        string
 	Mailbox        int // inputs queued per agent
 	MaxAgents      int // agents per session
+	LLM            llmConfig
 }
 
 // env returns the FILEPATH_* variable name or def when it is unset.
@@ -76,6 +77,7 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	workspace := fs.String("workspace", env("FILEPATH_WORKSPACE", "fuse"), "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node) (env FILEPATH_WORKSPACE)")
 	agentCmd := fs.String("agent-cmd", env("FILEPATH_AGENT_CMD", ""), "with --runtime process: the command every agent runs, e.g. 'bin/testagent' (env FILEPATH_AGENT_CMD)")
 	network := fs.String("network", env("FILEPATH_NETWORK", "bridge"), "Docker network mode of agent containers: bridge, none, or a network name (env FILEPATH_NETWORK)")
+	llm := addLLMFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return serveConfig{}, err
 	}
@@ -140,6 +142,9 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
 		}
+	}
+	if cfg.LLM, err = llm.config(); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -215,11 +220,19 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	}
 	h := hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
 	defer h.Close()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: h, MaxNodes: cfg.MaxAgents})
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: h, MaxNodes: cfg.MaxAgents,
+		DefaultBudget: cfg.LLM.Budget})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// The LLM gateway, for the agent-facing listener; closed before the
+	// store so that its last metered requests are written.
+	gw, models, err := newGateway(cfg.LLM, st, log)
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
 
 	// The session filesystem; its changes become coalesced `file` records.
 	coalCtx, stopCoal := context.WithCancel(context.WithoutCancel(ctx))
@@ -268,6 +281,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		Stdout:         stdout,
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBody:        cfg.MaxBody,
+		Models:         models,
 		Routes:         []func(g *echo.Group){func(g *echo.Group) { files.Register(g.Group("/sessions/:id/fs")) }},
 		RouteDocs:      fsRouteDocs(),
 	})
