@@ -164,6 +164,10 @@ type Gateway struct {
 	done   chan struct{}
 	once   sync.Once
 
+	flightMu sync.Mutex // guards inFlight
+	inFlight int        // requests between their body and their metering
+	idle     *sync.Cond // broadcast when inFlight drops to 0
+
 	noticeMu sync.Mutex
 	noticed  map[string]string // node id -> the budget state already reported in its chat
 }
@@ -206,6 +210,7 @@ func New(cfg Config) (*Gateway, error) {
 		queue: make(chan meterItem, cfg.MeterQueue), quit: make(chan struct{}), done: make(chan struct{}),
 		noticed: map[string]string{},
 	}
+	g.idle = sync.NewCond(&g.flightMu)
 	for _, u := range cfg.upstreams() {
 		raw := u.up.BaseURL
 		if raw == "" {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -57,7 +59,7 @@ type envOpts struct {
 // newEnv starts a fake upstream, a store with one user, session and node,
 // and the gateway behind a listener that, like the agent-facing one, turns
 // the node's token (Bearer or x-api-key) into the request's Caller.
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{pub: &recorder{}, up: fakellm.New()}
@@ -80,6 +82,10 @@ func newEnv(t *testing.T, o envOpts) *env {
 		Anthropic:  gateway.Upstream{APIKey: "ant-key", BaseURL: e.up.URL},
 		OpenAI:     gateway.Upstream{APIKey: "oai-key", BaseURL: e.up.URL + "/v1"},
 		Store:      st,
+		Logger:     slog.New(slog.DiscardHandler),
+	}
+	if os.Getenv("GATEWAY_TEST_LOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
@@ -144,7 +150,7 @@ func (e *env) usage(t *testing.T) []store.Usage {
 	return us
 }
 
-func (e *env) node(t *testing.T) store.Node {
+func (e *env) node(t testing.TB) store.Node {
 	t.Helper()
 	n, err := e.st.NodeByID(context.Background(), e.caller.NodeID)
 	if err != nil {
@@ -727,6 +733,7 @@ func TestCloseWritesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	readAll(t, e.post(t, "/openai/v1/responses", `{"model":"o3"}`))
+	e.gw.Flush() // the agent may read the answer before it is metered
 	if err := e.gw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -755,5 +762,32 @@ func TestConfig(t *testing.T) {
 	}
 	if err := e.gw.Configured(gateway.OpenRouter); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCompleteAnswerNotAborted: an answer the agent received whole is
+// metered as it was answered, even when the agent closes the connection
+// before the gateway has seen the upstream's end.
+func TestCompleteAnswerNotAborted(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.up.Fallback(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "x", Usage: fakellm.Usage{Input: 2, Output: 1}} })
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	const n = 30
+	for range n {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/openai/v1/responses", strings.NewReader(`{"model":"o3"}`))
+		req.Header.Set("Authorization", "Bearer "+nodeToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close() // closes the connection at once
+	}
+	for _, u := range e.usage(t) {
+		if u.Status != 200 || u.Note != "" || u.Tokens() != 3 {
+			t.Fatalf("a complete answer metered as %+v", u)
+		}
 	}
 }

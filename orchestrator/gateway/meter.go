@@ -37,9 +37,31 @@ func (g *Gateway) meter(u store.Usage) {
 	g.record([]store.Usage{u})
 }
 
-// Flush returns when every request that ended before the call is in the
-// store (tests and benchmarks).
+// begin and end bracket a request that will be metered, for Flush.
+func (g *Gateway) begin() {
+	g.flightMu.Lock()
+	g.inFlight++
+	g.flightMu.Unlock()
+}
+
+func (g *Gateway) end() {
+	g.flightMu.Lock()
+	g.inFlight--
+	if g.inFlight == 0 {
+		g.idle.Broadcast()
+	}
+	g.flightMu.Unlock()
+}
+
+// Flush waits until no request is in flight, then until every request
+// metered so far is in the store (tests and benchmarks: an agent may have
+// read the whole answer before its request is metered).
 func (g *Gateway) Flush() {
+	g.flightMu.Lock()
+	for g.inFlight > 0 {
+		g.idle.Wait()
+	}
+	g.flightMu.Unlock()
 	g.mu.RLock()
 	if g.closed {
 		g.mu.RUnlock()

@@ -90,6 +90,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	g.begin()
+	defer g.end()
 	start := time.Now()
 	req := inspect(body)
 	u := store.Usage{UserID: caller.UserID, SessionID: caller.SessionID, NodeID: caller.NodeID, Provider: rt.provider,
@@ -220,7 +222,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt route, p *p
 	}
 	var notes []string
 	switch {
-	case writeErr != nil || r.Context().Err() != nil:
+	case writeErr != nil || readErr != nil && r.Context().Err() != nil:
 		u.Status = StatusClientClosed
 		notes = append(notes, "the agent went away before the answer ended; metered what the upstream reported until then")
 	case errors.Is(context.Cause(ctx), errTimeout):

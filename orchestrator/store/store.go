@@ -97,6 +97,10 @@ type Store struct {
 	insertOne *sql.Stmt         // insertLogSQL, prepared on the write connection
 	insertN   map[int]*sql.Stmt // multi-row INSERTs by row count (insertChunks)
 
+	usageMu   sync.Mutex // guards the usage statements, prepared at first use
+	usageStmt *sql.Stmt  // insertUsageSQL, on the write connection
+	spendStmt *sql.Stmt  // spendSQL, on the read pool (the gateway runs it per request)
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -247,6 +251,13 @@ func (s *Store) Close() error {
 		// Let SQLite refresh its query planner statistics; best effort.
 		_, _ = s.wsql.Exec(`PRAGMA optimize`)
 		errs := []error{s.insertOne.Close()}
+		s.usageMu.Lock()
+		for _, st := range []*sql.Stmt{s.usageStmt, s.spendStmt} {
+			if st != nil {
+				errs = append(errs, st.Close())
+			}
+		}
+		s.usageMu.Unlock()
 		for _, st := range s.insertN {
 			errs = append(errs, st.Close())
 		}

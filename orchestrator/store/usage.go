@@ -140,9 +140,11 @@ func (s *Store) SetSessionBudget(ctx context.Context, userID, sessionID string, 
 // SessionSpend returns a session's budget and spend, whoever owns it (for
 // the gateway, which checks it before every request).
 func (s *Store) SessionSpend(ctx context.Context, sessionID string) (Spend, error) {
+	if err := s.prepareUsage(ctx); err != nil {
+		return Spend{}, err
+	}
 	var sp Spend
-	err := s.rsql.QueryRowContext(ctx, `SELECT budget_tokens, budget_usd, tokens_used, cost_usd
-		FROM agent_session WHERE id = ?`, sessionID).Scan(&sp.Tokens, &sp.USD, &sp.TokensUsed, &sp.CostUSD)
+	err := s.spendStmt.QueryRowContext(ctx, sessionID).Scan(&sp.Tokens, &sp.USD, &sp.TokensUsed, &sp.CostUSD)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Spend{}, notFound("session", sessionID)
 	}
@@ -152,11 +154,36 @@ func (s *Store) SessionSpend(ctx context.Context, sessionID string) (Spend, erro
 	return sp, nil
 }
 
+// prepareUsage prepares the usage statements once. Not inside a transaction:
+// the one write connection would be busy.
+func (s *Store) prepareUsage(ctx context.Context) error {
+	s.usageMu.Lock()
+	defer s.usageMu.Unlock()
+	if s.spendStmt != nil {
+		return nil
+	}
+	ins, err := s.wsql.PrepareContext(ctx, insertUsageSQL)
+	if err != nil {
+		return fmt.Errorf("prepare usage insert: %w", err)
+	}
+	spend, err := s.rsql.PrepareContext(ctx, spendSQL)
+	if err != nil {
+		ins.Close()
+		return fmt.Errorf("prepare spend query: %w", err)
+	}
+	s.usageStmt, s.spendStmt = ins, spend
+	return nil
+}
+
+const spendSQL = `SELECT budget_tokens, budget_usd, tokens_used, cost_usd FROM agent_session WHERE id = ?`
+
 const insertUsageSQL = `INSERT INTO llm_usage (user_id, session_id, node_id, provider, endpoint, model,
 	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, status, streamed,
 	ttfb_ms, latency_ms, note, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
-func insertUsage(g *gorm.DB, now time.Time, u Usage) error {
+// insertUsage inserts one row, through the statement prepared on the write
+// connection when g is a transaction on it.
+func (s *Store) insertUsage(ctx context.Context, g *gorm.DB, now time.Time, u Usage) error {
 	at := u.At
 	if at.IsZero() {
 		at = now
@@ -166,9 +193,15 @@ func insertUsage(g *gorm.DB, now time.Time, u Usage) error {
 		v := u.TTFB.Milliseconds()
 		ttfb = &v
 	}
-	err := g.Exec(insertUsageSQL, u.UserID, u.SessionID, u.NodeID, u.Provider, u.Endpoint, u.Model,
+	args := []any{u.UserID, u.SessionID, u.NodeID, u.Provider, u.Endpoint, u.Model,
 		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, u.Status, u.Streamed,
-		ttfb, u.Latency.Milliseconds(), u.Note, ms(at)).Error
+		ttfb, u.Latency.Milliseconds(), u.Note, ms(at)}
+	var err error
+	if tx, ok := g.Statement.ConnPool.(*sql.Tx); ok {
+		_, err = tx.StmtContext(ctx, s.usageStmt).ExecContext(ctx, args...)
+	} else {
+		err = g.Exec(insertUsageSQL, args...).Error
+	}
 	if err != nil {
 		return fmt.Errorf("insert usage of node %s: %w", u.NodeID, err)
 	}
@@ -186,6 +219,9 @@ func (s *Store) RecordUsage(ctx context.Context, us ...Usage) error {
 		if err := u.check(); err != nil {
 			return err
 		}
+	}
+	if err := s.prepareUsage(ctx); err != nil {
+		return err
 	}
 	var order []string
 	bySession := map[string][]Usage{}
@@ -212,7 +248,7 @@ func (s *Store) recordSessionUsage(ctx context.Context, sessionID string, us []U
 		var nodes []string
 		add := map[string]*NodePatch{}
 		for _, u := range us {
-			if err := insertUsage(g, tx.Now(), u); err != nil {
+			if err := s.insertUsage(ctx, g, tx.Now(), u); err != nil {
 				return err
 			}
 			tokens += u.Tokens()
@@ -256,7 +292,7 @@ func (s *Store) recordSessionUsage(ctx context.Context, sessionID string, us []U
 	// The session is gone: keep the rows.
 	return s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 		for _, u := range us {
-			if err := insertUsage(g, s.now(), u); err != nil {
+			if err := s.insertUsage(ctx, g, s.now(), u); err != nil {
 				return err
 			}
 		}
