@@ -770,7 +770,9 @@ func TestConfig(t *testing.T) {
 // before the gateway has seen the upstream's end.
 func TestCompleteAnswerNotAborted(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	e.up.Fallback(func(fakellm.Request) fakellm.Turn { return fakellm.Turn{Text: "x", Usage: fakellm.Usage{Input: 2, Output: 1}} })
+	e.up.Fallback(func(fakellm.Request) fakellm.Turn {
+		return fakellm.Turn{Text: "x", Usage: fakellm.Usage{Input: 2, Output: 1}}
+	})
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	const n = 30
 	for range n {

@@ -12,8 +12,12 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
-// maxBatch bounds the requests written to the store in one go.
-const maxBatch = 512
+// maxBatch bounds the requests written to the store in one go; meterLinger
+// is how long the writer waits for more after the first.
+const (
+	maxBatch    = 512
+	meterLinger = 5 * time.Millisecond
+)
 
 // maxNoticed bounds the over-budget notices remembered; past it they are
 // forgotten (a node may then get one more notice).
@@ -99,15 +103,21 @@ func (g *Gateway) writeUsage() {
 		select {
 		case it := <-g.queue:
 			add(it)
+			// Linger a little for more: one transaction (and one node record)
+			// for many requests of a busy session, instead of one each.
+			linger := time.NewTimer(meterLinger)
 		more:
-			for len(batch) < maxBatch {
+			for len(batch) < maxBatch && len(syncs) == 0 {
 				select {
 				case it := <-g.queue:
 					add(it)
-				default:
+				case <-linger.C:
+					break more
+				case <-g.quit:
 					break more
 				}
 			}
+			linger.Stop()
 			flush()
 		case <-g.quit:
 			// Close holds no sender any more: what is queued is all.

@@ -520,7 +520,6 @@ func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
 		return Node{}, notFound("node", nodeID)
 	}
 	old := *r
-	set := map[string]any{}
 	if p.Name != nil {
 		r.Name = *p.Name
 	}
@@ -562,10 +561,10 @@ func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
 	if visible {
 		r.UpdatedAt = ms(tx.Now())
 	}
-	set["name"], set["status"], set["config"], set["context_pct"] = r.Name, r.Status, r.Config, r.ContextPct
-	set["tokens"], set["cost_usd"], set["container_id"], set["log_cursor"], set["exit_code"] = r.Tokens, r.CostUSD, r.ContainerID, r.LogCursor, r.ExitCode
-	set["updated_at"] = r.UpdatedAt
-	if err := g.Table("agent_node").Where("id = ?", nodeID).Updates(set).Error; err != nil {
+	// Raw SQL: gorm's Updates(map) cost a third of the gateway's metering.
+	if err := g.Exec(`UPDATE agent_node SET name = ?, status = ?, config = ?, context_pct = ?, tokens = ?, cost_usd = ?,
+		container_id = ?, log_cursor = ?, exit_code = ?, updated_at = ? WHERE id = ?`,
+		r.Name, r.Status, r.Config, r.ContextPct, r.Tokens, r.CostUSD, r.ContainerID, r.LogCursor, r.ExitCode, r.UpdatedAt, nodeID).Error; err != nil {
 		return Node{}, fmt.Errorf("update node %s: %w", nodeID, err)
 	}
 	out := t.node(nodeID)
