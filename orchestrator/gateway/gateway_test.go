@@ -53,7 +53,8 @@ type env struct {
 }
 
 type envOpts struct {
-	cfg func(*gateway.Config)
+	cfg          func(*gateway.Config)
+	writeTimeout time.Duration // of the listener in front of the gateway
 }
 
 // newEnv starts a fake upstream, a store with one user, session and node,
@@ -96,7 +97,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	}
 	t.Cleanup(func() { gw.Close() })
 	e.gw = gw
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if tok == "" {
 			tok = r.Header.Get("X-Api-Key")
@@ -106,6 +107,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 		}
 		gw.ServeHTTP(w, r)
 	}))
+	e.srv.Config.WriteTimeout = o.writeTimeout
+	e.srv.Start()
 	t.Cleanup(e.srv.Close)
 	return e
 }
@@ -791,5 +794,23 @@ func TestCompleteAnswerNotAborted(t *testing.T) {
 		if u.Status != 200 || u.Note != "" || u.Tokens() != 3 {
 			t.Fatalf("a complete answer metered as %+v", u)
 		}
+	}
+}
+
+// TestLongAnswerOutlivesWriteTimeout: a listener's write timeout does not
+// cut an answer that takes longer (the model decides how long it writes).
+func TestLongAnswerOutlivesWriteTimeout(t *testing.T) {
+	e := newEnv(t, envOpts{writeTimeout: 200 * time.Millisecond})
+	e.up.Script(
+		fakellm.Turn{Text: "a b c d e", ChunkDelay: 100 * time.Millisecond, Usage: fakellm.Usage{Input: 1, Output: 5}},
+		fakellm.Turn{Text: "late", Delay: 400 * time.Millisecond, Usage: fakellm.Usage{Input: 1, Output: 1}},
+	)
+	resp := e.post(t, "/openrouter/v1/chat/completions", `{"model":"m","stream":true}`)
+	if body := readAll(t, resp); !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("stream cut: %q", body)
+	}
+	resp = e.post(t, "/openrouter/v1/chat/completions", `{"model":"m"}`)
+	if body := readAll(t, resp); resp.StatusCode != 200 || !strings.Contains(body, "late") {
+		t.Fatalf("slow JSON answer: %d %q", resp.StatusCode, body)
 	}
 }

@@ -116,6 +116,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // its usage on the side into u.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt route, p *provider, body []byte, anthropic bool, u *store.Usage) {
 	start := time.Now()
+	// An answer takes as long as the model writes: no server write deadline
+	// (Config.Timeout bounds the upstream's silences instead).
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	// One timer bounds the wait for the headers, then each silence.
@@ -176,10 +180,6 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt route, p *p
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	u.Streamed = mt == "text/event-stream"
-	rc := http.NewResponseController(w)
-	if u.Streamed {
-		_ = rc.SetWriteDeadline(time.Time{}) // a stream lasts as long as the model writes
-	}
 	w.WriteHeader(resp.StatusCode)
 	_ = rc.Flush()
 
