@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -77,8 +80,17 @@ func benchStreams(b *testing.B, gap time.Duration) {
 	})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1000, MaxIdleConnsPerHost: 1000, DisableCompression: true}}
 	body := `{"model":"anthropic/claude-sonnet-4","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
+	// A second baseline: the floor of any proxy hop, Go's reverse proxy
+	// flushing every write, without metering or key swapping.
+	upURL, _ := url.Parse(e.up.URL)
+	rp := httputil.NewSingleHostReverseProxy(upURL)
+	rp.FlushInterval = -1
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 1000}
+	proxy := httptest.NewServer(rp)
+	defer proxy.Close()
 	targets := []struct{ name, url, auth string }{
 		{"direct", e.up.URL + "/api/v1/chat/completions", "Bearer or-key"},
+		{"proxy", proxy.URL + "/api/v1/chat/completions", "Bearer or-key"},
 		{"gateway", e.srv.URL + "/openrouter/v1/chat/completions", "Bearer " + nodeToken},
 	}
 	for _, conc := range []int{1, 10, 100} {
