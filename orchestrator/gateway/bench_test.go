@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -80,13 +78,10 @@ func benchStreams(b *testing.B, gap time.Duration) {
 	})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1000, MaxIdleConnsPerHost: 1000, DisableCompression: true}}
 	body := `{"model":"anthropic/claude-sonnet-4","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
-	// A second baseline: the floor of any proxy hop, Go's reverse proxy
-	// flushing every write, without metering or key swapping.
-	upURL, _ := url.Parse(e.up.URL)
-	rp := httputil.NewSingleHostReverseProxy(upURL)
-	rp.FlushInterval = -1
-	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 1000}
-	proxy := httptest.NewServer(rp)
+	// A second baseline: the floor of any proxy hop. The same pass-through
+	// loop as the gateway (read, write, flush), without authentication,
+	// budget, key swap or metering.
+	proxy := httptest.NewServer(plainProxy(e.up.URL))
 	defer proxy.Close()
 	targets := []struct{ name, url, auth string }{
 		{"direct", e.up.URL + "/api/v1/chat/completions", "Bearer or-key"},
@@ -230,4 +225,40 @@ func want(n int) fakellm.Usage {
 		u.Cost = float64(n%100+1) / 1e4
 	}
 	return u
+}
+
+// plainProxy forwards every request to upstream and copies the answer back,
+// flushing after each read.
+func plainProxy(upstream string) http.Handler {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression, t.MaxIdleConnsPerHost = true, 1000
+	client := &http.Client{Transport: t}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out, _ := http.NewRequestWithContext(r.Context(), r.Method, upstream+r.URL.Path, r.Body)
+		out.Header = r.Header.Clone()
+		resp, err := client.Do(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		rc := http.NewResponseController(w)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				if _, err := w.Write(buf[:n]); err != nil {
+					return
+				}
+				rc.Flush()
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
 }

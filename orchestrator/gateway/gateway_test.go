@@ -566,6 +566,18 @@ func TestErrors(t *testing.T) {
 					t.Fatal("a refused request reached the upstream")
 				}
 			}
+			// Every request of a known node is metered, refused or not.
+			us := e.usage(t)
+			switch tt.status {
+			case 401, 404:
+				if len(us) != 0 {
+					t.Fatalf("metered without a node: %+v", us)
+				}
+			default:
+				if len(us) != 1 || us[0].Status != tt.status || us[0].Tokens() != 0 {
+					t.Fatalf("usage %+v, want one row with status %d", us, tt.status)
+				}
+			}
 		})
 	}
 }

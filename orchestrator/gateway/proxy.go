@@ -70,9 +70,25 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError{status: http.StatusUnauthorized, msg: "no valid node token: send $FILEPATH_API_KEY as Authorization: Bearer or x-api-key"}.write(w, anthropic)
 		return
 	}
+	g.begin()
+	defer g.end()
+	start := time.Now()
+	u := store.Usage{UserID: caller.UserID, SessionID: caller.SessionID, NodeID: caller.NodeID, Provider: rt.provider,
+		Endpoint: strings.TrimPrefix(rt.upstream, "/")}
+	// refuse answers e without asking the upstream; the request is metered
+	// all the same (it spent nothing).
+	refuse := func(e apiError, note string) {
+		if e.status != 0 {
+			e.write(w, anthropic)
+			u.Status = e.status
+		}
+		u.Latency, u.Note = time.Since(start), note
+		g.meter(u)
+	}
 	p := g.providers[rt.provider]
 	if p.key == "" {
-		apiError{status: http.StatusServiceUnavailable, msg: g.Configured(rt.provider).Error()}.write(w, anthropic)
+		e := apiError{status: http.StatusServiceUnavailable, msg: g.Configured(rt.provider).Error()}
+		refuse(e, "refused: "+e.msg)
 		return
 	}
 	var body []byte
@@ -82,24 +98,20 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			apiError{status: http.StatusRequestEntityTooLarge,
-				msg: fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (FILEPATH_GATEWAY_MAX_BODY)", g.cfg.MaxBody)}.write(w, anthropic)
+			e := apiError{status: http.StatusRequestEntityTooLarge,
+				msg: fmt.Sprintf("request body is larger than the gateway's limit of %d bytes (FILEPATH_GATEWAY_MAX_BODY)", g.cfg.MaxBody)}
+			refuse(e, "refused: "+e.msg)
 			return
 		case err != nil:
-			// The agent went away while sending: nothing was forwarded.
+			u.Status = StatusClientClosed
+			refuse(apiError{}, "the agent went away while sending the request: "+err.Error())
 			return
 		}
 	}
-	g.begin()
-	defer g.end()
-	start := time.Now()
 	req := inspect(body)
-	u := store.Usage{UserID: caller.UserID, SessionID: caller.SessionID, NodeID: caller.NodeID, Provider: rt.provider,
-		Endpoint: strings.TrimPrefix(rt.upstream, "/"), Model: req.Model}
+	u.Model = req.Model
 	if e, refused := g.checkBudget(r.Context(), caller); refused {
-		e.write(w, anthropic)
-		u.Status, u.Latency, u.Note = e.status, time.Since(start), "refused: "+e.msg
-		g.meter(u)
+		refuse(e, "refused: "+e.msg)
 		return
 	}
 	if rt.wire == wireChat && req.Stream && !req.wantsUsage() {
