@@ -38,6 +38,9 @@ const (
 	// DefaultMeterQueue is the number of finished requests waiting to be
 	// written to the store before requests wait for the writer.
 	DefaultMeterQueue = 4096
+	// DefaultSpendTTL is how long a session's spend read from the store is
+	// used for budget checks.
+	DefaultSpendTTL = time.Second
 )
 
 // KeyVar is the environment variable holding provider's API key, e.g.
@@ -83,7 +86,12 @@ type Config struct {
 	Transport http.RoundTripper
 	// MeterQueue is DefaultMeterQueue by default.
 	MeterQueue int
-	Logger     *slog.Logger
+	// SpendTTL is how long a session's budget and spend read from the store
+	// are used for budget checks (DefaultSpendTTL): a budget raised through
+	// the API lets requests through within it.
+	SpendTTL time.Duration
+	Now      func() time.Time // the clock of SpendTTL (time.Now)
+	Logger   *slog.Logger
 }
 
 // provider is a configured upstream.
@@ -168,6 +176,9 @@ type Gateway struct {
 	inFlight int        // requests between their body and their metering
 	idle     *sync.Cond // broadcast when inFlight drops to 0
 
+	spendMu sync.Mutex
+	spends  map[string]*spendEntry // by session id
+
 	noticeMu sync.Mutex
 	noticed  map[string]string // node id -> the budget state already reported in its chat
 }
@@ -189,6 +200,12 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.MeterQueue <= 0 {
 		cfg.MeterQueue = DefaultMeterQueue
 	}
+	if cfg.SpendTTL <= 0 {
+		cfg.SpendTTL = DefaultSpendTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -208,7 +225,7 @@ func New(cfg Config) (*Gateway, error) {
 			return http.ErrUseLastResponse // an upstream's redirect goes back to the agent, never re-sent with the key
 		}},
 		queue: make(chan meterItem, cfg.MeterQueue), quit: make(chan struct{}), done: make(chan struct{}),
-		noticed: map[string]string{},
+		noticed: map[string]string{}, spends: map[string]*spendEntry{},
 	}
 	g.idle = sync.NewCond(&g.flightMu)
 	for _, u := range cfg.upstreams() {

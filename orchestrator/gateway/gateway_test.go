@@ -50,6 +50,7 @@ type env struct {
 	srv    *httptest.Server
 	caller orchestrator.Caller
 	user   store.User
+	clock  *fakeClock // of the spend cache
 }
 
 type envOpts struct {
@@ -63,7 +64,7 @@ type envOpts struct {
 func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{pub: &recorder{}, up: fakellm.New()}
+	e := &env{pub: &recorder{}, up: fakellm.New(), clock: &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}}
 	t.Cleanup(e.up.Close)
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "f.db"), Publisher: e.pub})
 	if err != nil {
@@ -83,6 +84,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		Anthropic:  gateway.Upstream{APIKey: "ant-key", BaseURL: e.up.URL},
 		OpenAI:     gateway.Upstream{APIKey: "oai-key", BaseURL: e.up.URL + "/v1"},
 		Store:      st,
+		Now:        e.clock.Now,
 		Logger:     slog.New(slog.DiscardHandler),
 	}
 	if os.Getenv("GATEWAY_TEST_LOG") != "" {
@@ -662,10 +664,15 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("refusals are metered as requests: %+v", us)
 	}
 
-	// Raised: through again; used up again: one more notice.
+	// Raised: through again once the gateway reads the budget again (within
+	// its SpendTTL); used up again: one more notice.
 	if _, err := e.st.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, store.BudgetPatch{SetTokens: true, Tokens: ptr(int64(200))}); err != nil {
 		t.Fatal(err)
 	}
+	if resp := chat(); resp.StatusCode != 429 {
+		t.Fatalf("within the spend TTL: %d", resp.StatusCode)
+	}
+	e.clock.Add(gateway.DefaultSpendTTL)
 	if resp := chat(); resp.StatusCode != 200 {
 		t.Fatalf("after raising: %d", resp.StatusCode)
 	} else {
@@ -673,7 +680,7 @@ func TestBudget(t *testing.T) {
 	}
 	e.gw.Flush()
 	if resp := chat(); resp.StatusCode != 429 {
-		t.Fatalf("used up again: %d", resp.StatusCode)
+		t.Fatalf("used up again (the gateway counts what it metered at once): %d", resp.StatusCode)
 	}
 	if ns := notices(); len(ns) != 2 {
 		t.Fatalf("%d notices, want 2", len(ns))
@@ -683,6 +690,7 @@ func TestBudget(t *testing.T) {
 	if _, err := e.st.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, store.BudgetPatch{SetTokens: true, SetUSD: true, USD: ptr(0.0)}); err != nil {
 		t.Fatal(err)
 	}
+	e.clock.Add(gateway.DefaultSpendTTL)
 	resp := chat()
 	if _, msg := errorBody(t, resp, false); resp.StatusCode != 429 || !strings.Contains(msg, "budget_usd") {
 		t.Fatalf("usd budget: %d %s", resp.StatusCode, msg)

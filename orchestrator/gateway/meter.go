@@ -20,17 +20,69 @@ const (
 )
 
 // maxNoticed bounds the over-budget notices remembered; past it they are
-// forgotten (a node may then get one more notice).
-const maxNoticed = 10000
+// forgotten (a node may then get one more notice). maxSpends bounds the
+// sessions whose spend is cached.
+const (
+	maxNoticed = 10000
+	maxSpends  = 10000
+)
 
 type meterItem struct {
 	u    store.Usage
 	sync chan struct{} // a Flush marker instead of a request
 }
 
+// spendEntry is a session's budget and spend as the gateway knows it: read
+// from the store at most every SpendTTL, plus what the gateway metered since.
+type spendEntry struct {
+	sp store.Spend
+	at time.Time
+}
+
+// spend returns the caller's session budget and spend. The budget check runs
+// before every request; reading the store each time cost a fifth of a
+// millisecond of the time to first byte. A budget changed through the API
+// counts within SpendTTL; a request the gateway metered counts at once.
+func (g *Gateway) spend(ctx context.Context, sessionID string) (store.Spend, error) {
+	now := g.cfg.Now()
+	g.spendMu.Lock()
+	if e, ok := g.spends[sessionID]; ok && now.Sub(e.at) < g.cfg.SpendTTL {
+		sp := e.sp
+		g.spendMu.Unlock()
+		return sp, nil
+	}
+	g.spendMu.Unlock()
+	sp, err := g.cfg.Store.SessionSpend(ctx, sessionID)
+	if err != nil {
+		return sp, err
+	}
+	g.spendMu.Lock()
+	if len(g.spends) >= maxSpends {
+		clear(g.spends)
+	}
+	// Requests metered but still queued for the store are not in sp yet:
+	// they count from the next read on (at most a few milliseconds).
+	g.spends[sessionID] = &spendEntry{sp: sp, at: now}
+	g.spendMu.Unlock()
+	return sp, nil
+}
+
+// spent adds a metered request to its session's cached spend.
+func (g *Gateway) spent(u store.Usage) {
+	g.spendMu.Lock()
+	if e, ok := g.spends[u.SessionID]; ok {
+		e.sp.TokensUsed += u.Tokens()
+		if u.CostUSD != nil {
+			e.sp.CostUSD += *u.CostUSD
+		}
+	}
+	g.spendMu.Unlock()
+}
+
 // meter queues a finished request for the store. After Close it is written
 // at once.
 func (g *Gateway) meter(u store.Usage) {
+	g.spent(u)
 	g.mu.RLock()
 	if !g.closed {
 		g.queue <- meterItem{u: u} // waits when the writer is behind: never dropped
@@ -157,7 +209,7 @@ func (g *Gateway) record(us []store.Usage) {
 // budget: a 429 naming the budget and how to raise it, and once per node and
 // budget an error record in the node's chat saying the same.
 func (g *Gateway) checkBudget(ctx context.Context, c orchestrator.Caller) (apiError, bool) {
-	sp, err := g.cfg.Store.SessionSpend(ctx, c.SessionID)
+	sp, err := g.spend(ctx, c.SessionID)
 	if err != nil {
 		if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
 			return apiError{status: http.StatusUnauthorized, msg: "this node's session no longer exists"}, true
