@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // apiError is an answer of the gateway itself, written in the shape of the
@@ -58,4 +59,14 @@ func (e apiError) write(w http.ResponseWriter, anthropic bool) {
 	}
 	w.WriteHeader(e.status)
 	_, _ = w.Write(b)
+}
+
+// WriteError answers an agent's request with status and msg in the error
+// shape of the provider its path names (Anthropic's under /anthropic/,
+// OpenAI's elsewhere), for the agent-facing listener's own refusals (a bad
+// token) on the gateway's routes. Statuses 4xx other than 408 and 409 tell
+// the SDKs not to retry.
+func WriteError(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	retry := status >= 500 || status == http.StatusRequestTimeout || status == http.StatusConflict
+	apiError{status: status, msg: msg, retry: retry}.write(w, strings.HasPrefix(r.URL.Path, "/anthropic/"))
 }

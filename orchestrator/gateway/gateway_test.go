@@ -834,3 +834,26 @@ func TestLongAnswerOutlivesWriteTimeout(t *testing.T) {
 		t.Fatalf("slow JSON answer: %d %q", resp.StatusCode, body)
 	}
 }
+
+func TestWriteError(t *testing.T) {
+	for _, tt := range []struct {
+		path      string
+		status    int
+		anthropic bool
+		noRetry   bool
+	}{
+		{"/anthropic/v1/messages", 401, true, true},
+		{"/openrouter/v1/chat/completions", 401, false, true},
+		{"/openai/v1/responses", 503, false, false},
+	} {
+		w := httptest.NewRecorder()
+		gateway.WriteError(w, httptest.NewRequest("POST", tt.path, nil), tt.status, "token expired")
+		resp := w.Result()
+		if resp.StatusCode != tt.status || (resp.Header.Get("X-Should-Retry") == "false") != tt.noRetry {
+			t.Fatalf("%s: %d, x-should-retry %q", tt.path, resp.StatusCode, resp.Header.Get("X-Should-Retry"))
+		}
+		if _, msg := errorBody(t, resp, tt.anthropic); msg != "token expired" {
+			t.Fatalf("%s: message %q", tt.path, msg)
+		}
+	}
+}
