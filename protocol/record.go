@@ -159,8 +159,12 @@ type Node struct {
 	Config      json.RawMessage `json:"config" jsonschema:"type=object"`
 	ContainerID string          `json:"container_id"`
 	// SortOrder is the node's position among its siblings, from 0.
-	SortOrder int   `json:"sort_order" jsonschema:"minimum=0"`
-	Tokens    int64 `json:"tokens" jsonschema:"minimum=0"`
+	SortOrder int `json:"sort_order" jsonschema:"minimum=0"`
+	// Tokens and CostUSD are what the node's agents spent through the LLM
+	// gateway: prompt tokens (cached or not) plus completion tokens, and the
+	// US dollars the provider reported (0 when it reports none).
+	Tokens  int64   `json:"tokens" jsonschema:"minimum=0"`
+	CostUSD float64 `json:"cost_usd" jsonschema:"minimum=0"`
 	// ExitCode is the exit code of the node's last container, once it exited.
 	ExitCode  *int      `json:"exit_code" jsonschema:"nullable"`
 	CreatedAt time.Time `json:"created_at"`
@@ -172,8 +176,10 @@ type Node struct {
 	// Generation counts the node's agent sessions begun by a handoff: 1 for
 	// its first agent, N+1 for the continuation of generation N.
 	Generation int `json:"generation" jsonschema:"minimum=1"`
-	// SubtreeTokens adds Tokens over the node and its descendants.
-	SubtreeTokens int64 `json:"subtree_tokens" jsonschema:"minimum=0"`
+	// SubtreeTokens and SubtreeCostUSD add Tokens and CostUSD over the node
+	// and its descendants.
+	SubtreeTokens  int64   `json:"subtree_tokens" jsonschema:"minimum=0"`
+	SubtreeCostUSD float64 `json:"subtree_cost_usd" jsonschema:"minimum=0"`
 	// DescendantActive: a descendant (not the node itself) is running or
 	// thinking.
 	DescendantActive bool `json:"descendant_active"`
@@ -207,6 +213,11 @@ type Session struct {
 	// Checks are the session's health checks (empty: detected from the
 	// repository before each agent session).
 	Checks []Check `json:"checks"`
-	// Tokens adds the tokens of the session's nodes.
-	Tokens int64 `json:"tokens" jsonschema:"minimum=0"`
+	// BudgetTokens and BudgetUSD bound what the session's agents may spend
+	// through the LLM gateway (null: unlimited); TokensUsed and CostUSD are
+	// what they spent so far, deleted nodes included.
+	BudgetTokens *int64   `json:"budget_tokens" jsonschema:"nullable,minimum=0"`
+	BudgetUSD    *float64 `json:"budget_usd" jsonschema:"nullable,minimum=0"`
+	TokensUsed   int64    `json:"tokens_used" jsonschema:"minimum=0"`
+	CostUSD      float64  `json:"cost_usd" jsonschema:"minimum=0"`
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -36,6 +37,7 @@ type app struct {
 	rt       io.Closer          // the container runtime (Docker client, or the process runtime)
 	ws       *workspace.Manager // nil with --workspace dir
 	agents   *agentapi.Server   // the agent-facing API (FILEPATH_API_URL)
+	gw       *gateway.Gateway   // the LLM gateway, served on agents
 	run      *runner.Runner
 	// The sweeper's goroutine deletes expired logins.
 	stopSweep context.CancelFunc
@@ -67,7 +69,13 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	}()
 	a.hub = hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
 	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub, MaxNodes: cfg.MaxAgents,
-		MaxCheckTimeout: cfg.CheckTimeoutMax}); err != nil {
+		MaxCheckTimeout: cfg.CheckTimeoutMax, DefaultBudget: cfg.LLM.Budget}); err != nil {
+		return a, err
+	}
+	// The LLM gateway, served to agents on the agent-facing listener, and
+	// the model list of GET /api/v1/models.
+	var models *gateway.Models
+	if a.gw, models, err = newGateway(cfg.LLM, a.st, log); err != nil {
 		return a, err
 	}
 
@@ -108,6 +116,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		SessionTTL:     cfg.SessionTTL,
 		MaxBody:        cfg.MaxBody,
 		Files:          a.fsys,
+		Models:         models,
 	})
 	if err != nil {
 		return a, err
@@ -157,8 +166,8 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		return err
 	}
 	a.agents, rcfg.AgentAPI = agents, agents
-	// The LLM gateway on the agent-facing API (FILEPATH_API_URL). Until it is wired, a placeholder:
-	mountGateway(agents, notConfigured("the LLM gateway is not configured"))
+	// The LLM gateway on the agent-facing API (FILEPATH_API_URL).
+	mountGateway(agents, a.gw)
 	if cfg.Workspace == "fuse" {
 		ws, err := workspace.NewManager(workspace.ManagerConfig{
 			Dir:    filepath.Join(a.data, "mnt"),
@@ -248,6 +257,9 @@ func (a *app) Close() error {
 		}
 		if a.agents != nil {
 			a.agents.Shutdown()
+		}
+		if a.gw != nil {
+			a.gw.Close() // writes the usage it still holds, before the store closes
 		}
 		if a.ws != nil {
 			if a.fsys != nil {

@@ -49,9 +49,10 @@ type serveConfig struct {
 	CheckTimeout    time.Duration
 	CheckTimeoutMax time.Duration
 	// ProviderKeys holds the LLM providers' keys by provider
-	// (orchestrator.Provider*), from FILEPATH_<PROVIDER>_API_KEY. Env only:
-	// a flag would show a key in ps.
+	// (orchestrator.Provider*), from LLM's (FILEPATH_<PROVIDER>_API_KEY;
+	// prefer the variable: a flag shows a key in ps).
 	ProviderKeys map[string]string
+	LLM          llmConfig
 }
 
 // env returns the FILEPATH_* variable name or def when it is unset.
@@ -100,6 +101,7 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	workspace := str("workspace", "fuse", "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node)")
 	agentCmd := str("agent-cmd", "", "with --runtime process: the command every agent runs, e.g. 'bin/testagent'")
 	network := str("network", "bridge", "Docker network mode of agent containers: bridge, none, or a network name")
+	llm := addLLMFlags(fs)
 	checkTimeout := str("check-timeout", "5m", "time limit of a health check whose session sets none")
 	checkTimeoutMax := str("check-timeout-max", "30m", "the longest time limit a session may set on a health check")
 	if err := fs.Parse(args); err != nil {
@@ -186,10 +188,14 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	if cfg.CheckTimeout > cfg.CheckTimeoutMax {
 		return cfg, fmt.Errorf("serve: %s %s is longer than %s %s", where("check-timeout"), cfg.CheckTimeout, where("check-timeout-max"), cfg.CheckTimeoutMax)
 	}
+	if cfg.LLM, err = llm.config(); err != nil {
+		return cfg, err
+	}
 	cfg.ProviderKeys = map[string]string{}
-	for _, p := range []string{orchestrator.ProviderOpenRouter, orchestrator.ProviderAnthropic, orchestrator.ProviderOpenAI} {
-		if k := strings.TrimSpace(os.Getenv(orchestrator.ProviderKeyEnv(p))); k != "" {
-			cfg.ProviderKeys[p] = k
+	for p, up := range map[string]string{orchestrator.ProviderOpenRouter: cfg.LLM.Gateway.OpenRouter.APIKey,
+		orchestrator.ProviderAnthropic: cfg.LLM.Gateway.Anthropic.APIKey, orchestrator.ProviderOpenAI: cfg.LLM.Gateway.OpenAI.APIKey} {
+		if up != "" {
+			cfg.ProviderKeys[p] = up
 		}
 	}
 	for _, o := range strings.Split(*origins, ",") {
@@ -317,13 +323,3 @@ func mountGateway(a *agentapi.Server, h http.Handler) {
 	}
 }
 
-// notConfigured answers 503 with msg, in a shape OpenAI's and Anthropic's
-// clients both read.
-func notConfigured(msg string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(map[string]any{"type": "error",
-			"error": map[string]string{"type": "api_error", "code": "not_configured", "message": msg}})
-	})
-}

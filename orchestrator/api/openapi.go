@@ -138,6 +138,9 @@ var (
 	tObj     = map[string]any{"type": "object"}
 	tTime    = map[string]any{"type": "string", "format": "date-time"}
 	tStrNull = map[string]any{"type": []any{"string", "null"}}
+	tNum     = map[string]any{"type": "number"}
+	tNumNull = map[string]any{"type": []any{"number", "null"}}
+	tIntNull = map[string]any{"type": []any{"integer", "null"}}
 	tBool    = map[string]any{"type": "boolean"}
 )
 
@@ -208,13 +211,19 @@ func handSchemas() map[string]any {
 		"AgentList": arrayOf(obj(nil, map[string]any{
 			"type": tStr, "name": tStr, "description": tStr, "icon": tStr, "default_model": tStr, "image": tStr, "provider": tStr,
 		})),
-		"ModelList": obj([]string{"providers"}, map[string]any{"providers": arrayOf(obj(nil, map[string]any{
-			"name": tStr, "models": arrayOf(obj(nil, map[string]any{"id": tStr, "name": tStr})),
-		}))}),
+		"ModelList": obj([]string{"providers", "offline"}, map[string]any{
+			"providers": arrayOf(obj(nil, map[string]any{
+				"name": tStr, "models": arrayOf(obj(nil, map[string]any{
+					"id": tStr, "name": tStr, "context_length": tInt, "prompt_price": tNumNull, "completion_price": tNumNull, "tools": tBool,
+				})),
+			})),
+			"offline": tBool, "note": tStr, "fetched_at": map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
+		}),
 		"SessionList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Session"))}),
 		"NewSession":  obj([]string{"name"}, map[string]any{"name": tStr, "git_repo_url": tStrNull, "checks": arrayOf(ref("Check"))}),
 		"SessionPatch": obj(nil, map[string]any{"checks": map[string]any{"type": []any{"array", "null"}, "items": ref("Check"),
-			"description": "replaces the session's health checks; [] or null: detect them from the repository"}}),
+			"description": "replaces the session's health checks; [] or null: detect them from the repository"},
+			"budget_tokens": tIntNull, "budget_usd": tNumNull}),
 		"NodeList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Node"))}),
 		"NewNode": obj([]string{"agent_type"}, map[string]any{
 			"name": tStr, "agent_type": tStr, "model": tStr, "parent_id": tStrNull, "image": tStr, "task": tStr, "config": tObj,

@@ -35,11 +35,14 @@ func (s *Server) listAgents(c echo.Context) error {
 }
 
 func (s *Server) listModels(c echo.Context) error {
-	ps, err := s.cfg.Models.Models(c.Request().Context())
+	list, err := s.cfg.Models.Models(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ModelList{Providers: ps})
+	if list.Providers == nil {
+		list.Providers = []Provider{}
+	}
+	return c.JSON(http.StatusOK, list)
 }
 
 type newSessionReq struct {
@@ -81,9 +84,12 @@ func (s *Server) getSession(c echo.Context) error {
 }
 
 // patchSessionReq changes a session: checks, when present, replace its
-// health checks ([] or null: detect them from the repository).
+// health checks ([] or null: detect them from the repository); a budget
+// field present sets its limit (null: unlimited), an absent one leaves it.
 type patchSessionReq struct {
-	Checks json.RawMessage `json:"checks"` // absent: nil; null: "null"
+	Checks       json.RawMessage `json:"checks"` // absent: nil; null: "null"
+	BudgetTokens json.RawMessage `json:"budget_tokens"`
+	BudgetUSD    json.RawMessage `json:"budget_usd"`
 }
 
 func (s *Server) patchSession(c echo.Context) error {
@@ -91,17 +97,36 @@ func (s *Server) patchSession(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	if req.Checks == nil {
-		return s.getSession(c)
-	}
-	var checks []store.Check
-	if string(req.Checks) != "null" {
-		if err := json.Unmarshal(req.Checks, &checks); err != nil {
-			return badRequest("checks", "field \"checks\" must be a list of {\"command\": string, \"timeout\": seconds}")
+	var p store.SessionPatch
+	if req.BudgetTokens != nil {
+		p.Budget.SetTokens = true
+		if string(req.BudgetTokens) != "null" {
+			var v int64
+			if err := json.Unmarshal(req.BudgetTokens, &v); err != nil {
+				return badRequest("budget_tokens", "field \"budget_tokens\" must be a whole number of tokens or null (unlimited)")
+			}
+			p.Budget.Tokens = &v
 		}
 	}
-	sess, err := s.store.SetSessionChecks(ctx, user(c).ID, c.Param("id"), checks)
+	if req.BudgetUSD != nil {
+		p.Budget.SetUSD = true
+		if string(req.BudgetUSD) != "null" {
+			var v float64
+			if err := json.Unmarshal(req.BudgetUSD, &v); err != nil {
+				return badRequest("budget_usd", "field \"budget_usd\" must be a number of dollars or null (unlimited)")
+			}
+			p.Budget.USD = &v
+		}
+	}
+	if req.Checks != nil {
+		p.SetChecks = true
+		if string(req.Checks) != "null" {
+			if err := json.Unmarshal(req.Checks, &p.Checks); err != nil {
+				return badRequest("checks", "field \"checks\" must be a list of {\"command\": string, \"timeout\": seconds}")
+			}
+		}
+	}
+	sess, err := s.store.PatchSession(c.Request().Context(), user(c).ID, c.Param("id"), p)
 	if err != nil {
 		return err
 	}

@@ -131,17 +131,19 @@ func TestHandoffContinuation(t *testing.T) {
 		t.Fatalf("the commit links to %d, want the command's record %d", commitRef, cmdSeq)
 	}
 
-	// Tokens (metered by the gateway; here set directly) roll up.
-	for id, tok := range map[string]int64{root.ID: 1200, child.ID: 34} {
-		if _, err := e.st.PatchNode(e.ctx, e.sid, id, store.NodePatch{Tokens: &tok}); err != nil {
-			t.Fatal(err)
-		}
+	// Tokens and cost, metered as the gateway meters them, roll up.
+	cost := 0.01
+	if err := e.st.RecordUsage(e.ctx,
+		store.Usage{UserID: e.uid, SessionID: e.sid, NodeID: root.ID, Provider: "openrouter", Model: "m", InputTokens: 1000, OutputTokens: 200, CostUSD: &cost, Status: 200},
+		store.Usage{UserID: e.uid, SessionID: e.sid, NodeID: child.ID, Provider: "openrouter", Model: "m", InputTokens: 30, OutputTokens: 4, CostUSD: &cost, Status: 200},
+	); err != nil {
+		t.Fatal(err)
 	}
-	if n, err := e.st.GetNode(e.ctx, e.uid, e.sid, root.ID); err != nil || n.SubtreeTokens != 1234 {
-		t.Fatalf("root's subtree tokens %d, %v", n.SubtreeTokens, err)
+	if n, err := e.st.GetNode(e.ctx, e.uid, e.sid, root.ID); err != nil || n.SubtreeTokens != 1234 || n.SubtreeCostUSD < 0.0199 || n.SubtreeCostUSD > 0.0201 {
+		t.Fatalf("root's subtree tokens %d cost %v, %v", n.SubtreeTokens, n.SubtreeCostUSD, err)
 	}
-	if s, err := e.st.GetSession(e.ctx, e.uid, e.sid); err != nil || s.Tokens != 1234 {
-		t.Fatalf("session tokens %d, %v", s.Tokens, err)
+	if s, err := e.st.GetSession(e.ctx, e.uid, e.sid); err != nil || s.TokensUsed != 1234 {
+		t.Fatalf("session tokens %d, %v", s.TokensUsed, err)
 	}
 
 	// The agent leaves work uncommitted, then hands off.

@@ -40,13 +40,16 @@ type sessionRow struct {
 	NodeCount  int
 	LastLogAt  *int64
 	Checks     string
-	Tokens     int64
+
+	BudgetTokens *int64
+	BudgetUSD    *float64
+	TokensUsed   int64
+	CostUSD      float64
 }
 
 const sessionSelect = `SELECT s.id, s.user_id, s.name, s.git_repo_url, s.status, s.root_node_id,
-	s.started_at, s.created_at, s.updated_at, s.checks,
+	s.started_at, s.created_at, s.updated_at, s.checks, s.budget_tokens, s.budget_usd, s.tokens_used, s.cost_usd,
 	(SELECT COUNT(*) FROM agent_node n WHERE n.session_id = s.id) AS node_count,
-	(SELECT COALESCE(SUM(n.tokens), 0) FROM agent_node n WHERE n.session_id = s.id) AS tokens,
 	(SELECT l.created_at FROM session_log l WHERE l.session_id = s.id ORDER BY l.seq DESC LIMIT 1) AS last_log_at
 	FROM agent_session s`
 
@@ -55,7 +58,8 @@ func (r sessionRow) session() Session {
 		ID: r.ID, UserID: r.UserID, Name: r.Name, GitRepoURL: r.GitRepoURL, Status: r.Status,
 		RootNodeID: r.RootNodeID, StartedAt: fromMSPtr(r.StartedAt),
 		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt), NodeCount: r.NodeCount,
-		Tokens: r.Tokens, Checks: []Check{},
+		BudgetTokens: r.BudgetTokens, BudgetUSD: r.BudgetUSD, TokensUsed: r.TokensUsed, CostUSD: r.CostUSD,
+		Checks: []Check{},
 	}
 	if r.Checks != "" {
 		// Written by this package from validated checks; a row that does not
@@ -215,8 +219,10 @@ func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession)
 		if n == 0 {
 			return notFound("user", userID)
 		}
-		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at, checks)
-			VALUES (?, ?, ?, ?, 'draft', ?, ?, ?)`, id, userID, name, gitURL, now, now, checks).Error
+		b := s.cfg.DefaultBudget
+		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at, checks,
+			budget_tokens, budget_usd) VALUES (?, ?, ?, ?, 'draft', ?, ?, ?, ?, ?)`, id, userID, name, gitURL, now, now, checks,
+			b.Tokens, b.USD).Error
 	})
 	if err != nil {
 		return Session{}, fmt.Errorf("create session: %w", err)
@@ -235,22 +241,55 @@ func (s *Store) SessionByID(ctx context.Context, id string) (Session, error) {
 	return getSession(s.rdb.WithContext(ctx), "", id)
 }
 
-// SetSessionChecks replaces the health checks of userID's session (empty:
-// detected from the repository). They apply from the next agent session on.
-func (s *Store) SetSessionChecks(ctx context.Context, userID, id string, checks []Check) (Session, error) {
-	enc, err := s.validateChecks(checks)
-	if err != nil {
+// SessionPatch lists what PatchSession changes of a session.
+type SessionPatch struct {
+	SetChecks bool    // replace the health checks with Checks (empty: detect them)
+	Checks    []Check //
+	Budget    BudgetPatch
+}
+
+// PatchSession changes userID's session: its health checks (they apply from
+// the next agent session on) and its LLM budget. Everything is validated
+// before anything is written, and written in one statement.
+func (s *Store) PatchSession(ctx context.Context, userID, id string, p SessionPatch) (Session, error) {
+	q, args := `UPDATE agent_session SET updated_at = ?`, []any{ms(s.now())}
+	if p.SetChecks {
+		enc, err := s.validateChecks(p.Checks)
+		if err != nil {
+			return Session{}, err
+		}
+		q += `, checks = ?`
+		args = append(args, enc)
+	}
+	b := p.Budget
+	if err := (Budget{Tokens: b.Tokens, USD: b.USD}).Validate(); err != nil {
 		return Session{}, err
 	}
-	res := s.db.WithContext(ctx).Exec(`UPDATE agent_session SET checks = ?, updated_at = ? WHERE id = ? AND user_id = ?`,
-		enc, ms(s.now()), id, requireUser(userID))
+	if b.SetTokens {
+		q += `, budget_tokens = ?`
+		args = append(args, b.Tokens)
+	}
+	if b.SetUSD {
+		q += `, budget_usd = ?`
+		args = append(args, b.USD)
+	}
+	if !p.SetChecks && !b.SetTokens && !b.SetUSD {
+		return s.GetSession(ctx, userID, id)
+	}
+	res := s.db.WithContext(ctx).Exec(q+` WHERE id = ? AND user_id = ?`, append(args, id, requireUser(userID))...)
 	if res.Error != nil {
-		return Session{}, fmt.Errorf("set session %s checks: %w", id, res.Error)
+		return Session{}, fmt.Errorf("change session %s: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return Session{}, notFound("session", id)
 	}
 	return getSession(s.rdb.WithContext(ctx), requireUser(userID), id)
+}
+
+// SetSessionChecks replaces the health checks of userID's session (empty:
+// detected from the repository). They apply from the next agent session on.
+func (s *Store) SetSessionChecks(ctx context.Context, userID, id string, checks []Check) (Session, error) {
+	return s.PatchSession(ctx, userID, id, SessionPatch{SetChecks: true, Checks: checks})
 }
 
 // ListSessions returns userID's sessions, newest first.

@@ -90,8 +90,13 @@ type Session struct {
 	// Checks are the health checks run in the workspace before every agent
 	// session of the session's nodes (empty: detected from the repository).
 	Checks []Check `json:"checks"`
-	// Tokens adds the tokens of the session's nodes.
-	Tokens int64 `json:"tokens"`
+	// BudgetTokens and BudgetUSD bound what the session's agents may spend
+	// through the LLM gateway (nil: unlimited). TokensUsed and CostUSD are
+	// what they spent so far, deleted nodes included.
+	BudgetTokens *int64   `json:"budget_tokens"`
+	BudgetUSD    *float64 `json:"budget_usd"`
+	TokensUsed   int64    `json:"tokens_used"`
+	CostUSD      float64  `json:"cost_usd"`
 }
 
 // Check is one health check of a session (protocol.Check).
@@ -119,7 +124,8 @@ type Node struct {
 	Config      json.RawMessage `json:"config"`
 	ContainerID string          `json:"container_id"`
 	SortOrder   int             `json:"sort_order"`
-	Tokens      int64           `json:"tokens"`
+	Tokens      int64           `json:"tokens"`   // prompt (cached or not) + completion tokens, metered by the gateway
+	CostUSD     float64         `json:"cost_usd"` // USD the upstream reported for those requests (0 when none did)
 	ExitCode    *int            `json:"exit_code"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
@@ -130,11 +136,13 @@ type Node struct {
 	// Generation is the node's agent session number: 1 for its first
 	// agent, N+1 for the continuation after generation N handed off.
 	Generation int `json:"generation"`
-	// SubtreeTokens adds Tokens over the node and its descendants;
+	// SubtreeTokens and SubtreeCostUSD add Tokens and CostUSD over the
+	// node and its descendants;
 	// DescendantActive says a descendant is running or thinking. Like Done
 	// and Total they are computed from the tree (not by NodeByID).
-	SubtreeTokens    int64 `json:"subtree_tokens"`
-	DescendantActive bool  `json:"descendant_active"`
+	SubtreeTokens    int64   `json:"subtree_tokens"`
+	SubtreeCostUSD   float64 `json:"subtree_cost_usd"`
+	DescendantActive bool    `json:"descendant_active"`
 	// LogCursor is the relay's opaque position in the container log.
 	LogCursor string `json:"-"`
 	// StartedAt is when the node's agent was first started (nil: never):
@@ -171,6 +179,10 @@ type NodePatch struct {
 	ClearStarted bool `json:"-"`
 	// Generation sets the node's generation (the runner, at a continuation).
 	Generation *int `json:"-"`
+	// AddTokens and AddCostUSD add to the node's totals (the gateway's
+	// metering; never from a request body).
+	AddTokens  int64   `json:"-"`
+	AddCostUSD float64 `json:"-"`
 }
 
 // Record is one entry of a session's log. Its JSON is protocol.Record's

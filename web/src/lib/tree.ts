@@ -9,6 +9,8 @@ import type { AgentNode } from './types';
 export interface Rollup {
 	/** tokens adds the tokens of the node and its descendants. */
 	tokens: number;
+	/** cost adds the US dollars (cost_usd) of the node and its descendants. */
+	cost: number;
 	/** active: a descendant (not the node itself) is running or thinking. */
 	active: boolean;
 }
@@ -63,15 +65,17 @@ export function buildTree(nodes: ReadonlyMap<string, AgentNode> | Iterable<Agent
 		}
 		stack.pop();
 		let tokens = top.n.tokens ?? 0;
+		let cost = top.n.cost_usd ?? 0;
 		let active = false;
 		for (const k of kids) {
 			const r = rollups.get(k.id);
 			if (r) {
 				tokens += r.tokens;
+				cost += r.cost;
 				active = active || r.active || isActive(k);
 			}
 		}
-		rollups.set(top.n.id, { tokens, active });
+		rollups.set(top.n.id, { tokens, cost, active });
 		if (kids.length === 0) {
 			counts.set(top.n.id, { done: top.n.status === 'done' ? 1 : 0, total: 1 });
 		} else {

@@ -21,14 +21,14 @@ function session(id: string, name: string, status: Session['status'], extra: Par
 	return {
 		id, user_id: 'u', name, git_repo_url: null, status, root_node_id: 'r', started_at: null,
 		created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z', node_count: 3,
-		last_activity: new Date().toISOString(), checks: [], tokens: 0, ...extra
+		last_activity: new Date().toISOString(), checks: [], tokens_used: 0, cost_usd: 0, budget_tokens: null, budget_usd: null, ...extra
 	};
 }
 
 describe('dashboard', () => {
 	beforeEach(() => {
 		vi.clearAllMocks();
-		fake.sessions.mockResolvedValue([session('s1', 'brave-42', 'running', { git_repo_url: 'https://github.com/a/b.git', tokens: 125_000 }), session('s2', 'quiet-7', 'stopped')]);
+		fake.sessions.mockResolvedValue([session('s1', 'brave-42', 'running', { git_repo_url: 'https://github.com/a/b.git', tokens_used: 125_000 }), session('s2', 'quiet-7', 'stopped')]);
 	});
 
 	it('lists sessions with status, node count and last activity', async () => {

@@ -201,6 +201,7 @@ export interface AgentNode {
 	container_id: string;
 	sort_order: number;
 	tokens: number;
+	cost_usd: number;
 	exit_code: number | null;
 	created_at: string;
 	updated_at: string;
@@ -208,6 +209,7 @@ export interface AgentNode {
 	total: number;
 	generation: number;
 	subtree_tokens: number;
+	subtree_cost_usd: number;
 	descendant_active: boolean;
 }
 /**
@@ -310,5 +312,8 @@ export interface Session {
 	node_count: number;
 	last_activity: string;
 	checks: Check[];
-	tokens: number;
+	budget_tokens: number | null;
+	budget_usd: number | null;
+	tokens_used: number;
+	cost_usd: number;
 }

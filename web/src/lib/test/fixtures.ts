@@ -20,6 +20,7 @@ export function node(id: string, parent: string | null, name: string, status: Ag
 		container_id: '',
 		sort_order: 0,
 		tokens: 0,
+		cost_usd: 0,
 		exit_code: null,
 		created_at: '2026-01-01T00:00:00Z',
 		updated_at: '2026-01-01T00:00:00Z',
@@ -27,6 +28,7 @@ export function node(id: string, parent: string | null, name: string, status: Ag
 		total: 1,
 		generation: 1,
 		subtree_tokens: 0,
+		subtree_cost_usd: 0,
 		descendant_active: false,
 		...extra
 	};
