@@ -139,6 +139,9 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 	if len(spec.Cmd) > 0 {
 		cfg.Cmd = spec.Cmd
 	}
+	if len(spec.Entrypoint) > 0 {
+		cfg.Entrypoint = spec.Entrypoint
+	}
 	pids := lim.PidsLimit
 	init := !d.cfg.NoInit
 	host := &container.HostConfig{

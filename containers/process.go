@@ -186,7 +186,8 @@ func (p *Process) Start(ctx context.Context, id string) error {
 		return errorf(CodeConflict, "container %s was already started", id)
 	}
 
-	cmd := exec.Command(pr.spec.Cmd[0], pr.spec.Cmd[1:]...)
+	argv := append(append([]string(nil), pr.spec.Entrypoint...), pr.spec.Cmd...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = pr.spec.WorkspaceDir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	cmd.Env = append(cmd.Env, envList(pr.spec.Env)...)

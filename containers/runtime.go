@@ -81,6 +81,11 @@ type Spec struct {
 	ReadOnlyRootfs bool     // mount / read-only, with a tmpfs at /tmp
 	User           string   // optional user[:group] to run as
 	Cmd            []string // docker: overrides the image's CMD; process: required argv
+	// Entrypoint, when set, overrides the image's ENTRYPOINT (docker; the
+	// process runtime runs Entrypoint followed by Cmd): a run of another
+	// program in an agent's image (a health check) must not start through
+	// its agent.
+	Entrypoint []string
 }
 
 // Limits bound a container's resources.

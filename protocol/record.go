@@ -31,6 +31,10 @@ type Record struct {
 	NodeID string          `json:"node_id"`
 	At     time.Time       `json:"at"`
 	Data   json.RawMessage `json:"data"`
+	// Ref links the record to an earlier one of the same node: for a commit
+	// event, the seq of the tool or command record during which HEAD moved
+	// (absent: none is known).
+	Ref int64 `json:"ref,omitempty" jsonschema:"minimum=1"`
 }
 
 // Node change ops (the "op" of a NodeChange).
@@ -101,9 +105,46 @@ type SystemData struct {
 	// Text is a one-line summary for a person.
 	Text string `json:"text"`
 
+	// Command is the check's shell command (check). A check block without
+	// one says that no check was found to run.
+	Command string `json:"command,omitempty"`
+	// Exit is the check's exit code (check); absent when it did not run to
+	// its end (it timed out, or could not start).
+	Exit *int `json:"exit,omitempty"`
+	// Output is the tail of the check's combined stdout and stderr (check).
+	Output string `json:"output,omitempty"`
+	// DurationMS is how long the check ran, in milliseconds (check).
+	DurationMS int64 `json:"duration_ms,omitempty" jsonschema:"minimum=0"`
+	// TimedOut: the check was stopped at its time limit (check).
+	TimedOut bool `json:"timed_out,omitempty"`
+
+	// Memories are the memories given to the agent (memory).
+	Memories []Memory `json:"memories,omitempty"`
+
+	// Generation is the number of the agent session that starts (continuation):
+	// a node's first agent is generation 1, each handoff starts the next.
+	Generation int `json:"generation,omitempty" jsonschema:"minimum=1"`
+	// Summary is the handoff summary the new agent starts from (continuation).
+	Summary string `json:"summary,omitempty"`
+
 	// Approval is the request and its state (approval): the request is
 	// appended pending, its answer as another record with the same id.
 	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Memory is one learning from the memory store, as a memory block shows it.
+type Memory struct {
+	Key  string `json:"key"`
+	Text string `json:"text"`
+}
+
+// Check is a health check command of a session, run in the workspace before
+// every agent session of its nodes.
+type Check struct {
+	// Command is run with sh -c in /workspace.
+	Command string `json:"command"`
+	// Timeout is its time limit in seconds (absent: the server's default).
+	Timeout int `json:"timeout,omitempty" jsonschema:"minimum=1"`
 }
 
 // Approval statuses.
@@ -156,8 +197,12 @@ type Node struct {
 	Config      json.RawMessage `json:"config" jsonschema:"type=object"`
 	ContainerID string          `json:"container_id"`
 	// SortOrder is the node's position among its siblings, from 0.
-	SortOrder int   `json:"sort_order" jsonschema:"minimum=0"`
-	Tokens    int64 `json:"tokens" jsonschema:"minimum=0"`
+	SortOrder int `json:"sort_order" jsonschema:"minimum=0"`
+	// Tokens and CostUSD are what the node's agents spent through the LLM
+	// gateway: prompt tokens (cached or not) plus completion tokens, and the
+	// US dollars the provider reported (0 when it reports none).
+	Tokens  int64   `json:"tokens" jsonschema:"minimum=0"`
+	CostUSD float64 `json:"cost_usd" jsonschema:"minimum=0"`
 	// ExitCode is the exit code of the node's last container, once it exited.
 	ExitCode  *int      `json:"exit_code" jsonschema:"nullable"`
 	CreatedAt time.Time `json:"created_at"`
@@ -166,6 +211,16 @@ type Node struct {
 	// itself): Total leaves, Done of them with status done.
 	Done  int `json:"done" jsonschema:"minimum=0"`
 	Total int `json:"total" jsonschema:"minimum=0"`
+	// Generation counts the node's agent sessions begun by a handoff: 1 for
+	// its first agent, N+1 for the continuation of generation N.
+	Generation int `json:"generation" jsonschema:"minimum=1"`
+	// SubtreeTokens and SubtreeCostUSD add Tokens and CostUSD over the node
+	// and its descendants.
+	SubtreeTokens  int64   `json:"subtree_tokens" jsonschema:"minimum=0"`
+	SubtreeCostUSD float64 `json:"subtree_cost_usd" jsonschema:"minimum=0"`
+	// DescendantActive: a descendant (not the node itself) is running or
+	// thinking.
+	DescendantActive bool `json:"descendant_active"`
 }
 
 // Session statuses.
@@ -193,4 +248,14 @@ type Session struct {
 	NodeCount int `json:"node_count" jsonschema:"minimum=0"`
 	// LastActivity is the time of the last log record, or UpdatedAt if later.
 	LastActivity time.Time `json:"last_activity"`
+	// Checks are the session's health checks (empty: detected from the
+	// repository before each agent session).
+	Checks []Check `json:"checks"`
+	// BudgetTokens and BudgetUSD bound what the session's agents may spend
+	// through the LLM gateway (null: unlimited); TokensUsed and CostUSD are
+	// what they spent so far, deleted nodes included.
+	BudgetTokens *int64   `json:"budget_tokens" jsonschema:"nullable,minimum=0"`
+	BudgetUSD    *float64 `json:"budget_usd" jsonschema:"nullable,minimum=0"`
+	TokensUsed   int64    `json:"tokens_used" jsonschema:"minimum=0"`
+	CostUSD      float64  `json:"cost_usd" jsonschema:"minimum=0"`
 }

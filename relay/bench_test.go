@@ -100,6 +100,7 @@ type quietEffects struct{ done chan struct{} }
 func (quietEffects) Spawn(context.Context, Node, protocol.SpawnEvent) error          { return nil }
 func (quietEffects) StatusChanged(context.Context, Node, protocol.StatusEvent) error { return nil }
 func (quietEffects) Done(context.Context, Node, protocol.DoneEvent) error            { return nil }
+func (quietEffects) Handoff(context.Context, Node, protocol.HandoffEvent) error      { return nil }
 func (e *quietEffects) Exited(context.Context, Node, Exit) error {
 	close(e.done)
 	return nil

@@ -29,6 +29,9 @@ type Cursor struct {
 	// Stopping: a stop signal was appended; a relay started later still
 	// escalates (runtime stop after the grace period).
 	Stopping bool
+	// Handoff: the agent handed off (a handoff event was appended, and the
+	// stop that ends it with it); its exit starts the node's continuation.
+	Handoff bool
 }
 
 // Position is the time of the last consumed line of one stream and its
@@ -40,7 +43,7 @@ type Position struct {
 }
 
 // String encodes the cursor as "o=<unix ns>:<n>,e=<unix ns>:<n>[,d][,x=<exit
-// code>][,i=<seq>][,s]". The store keeps it as opaque text.
+// code>][,i=<seq>][,s][,h]". The store keeps it as opaque text.
 func (c Cursor) String() string {
 	s := "o=" + c.Stdout.String() + ",e=" + c.Stderr.String()
 	if c.SawDone {
@@ -54,6 +57,9 @@ func (c Cursor) String() string {
 	}
 	if c.Stopping {
 		s += ",s"
+	}
+	if c.Handoff {
+		s += ",h"
 	}
 	return s
 }
@@ -89,6 +95,8 @@ func ParseCursor(s string) (Cursor, error) {
 			c.Input, err = strconv.ParseInt(val, 10, 64)
 		case "s":
 			c.Stopping = true
+		case "h":
+			c.Handoff = true
 		default:
 			err = fmt.Errorf("unknown key %q", key)
 		}

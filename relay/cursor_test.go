@@ -17,6 +17,7 @@ func TestCursorRoundTrip(t *testing.T) {
 		{name: "done and exit", c: Cursor{Stdout: Position{Time: t1, N: 1}, Stderr: Position{Time: t1.Add(1), N: 2}, SawDone: true, Exited: true, ExitCode: 137},
 			text: "o=1795312800123456789:1,e=1795312800123456790:2,d,x=137"},
 		{name: "input", c: Cursor{Input: 42}, text: "o=0:0,e=0:0,i=42"},
+		{name: "handoff", c: Cursor{Input: 7, Stopping: true, Handoff: true}, text: "o=0:0,e=0:0,i=7,s,h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

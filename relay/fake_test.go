@@ -264,6 +264,9 @@ func (l *fakeLog) append(cursor *string, recs []Record) ([]Record, error) {
 	for i, r := range recs {
 		l.seq++
 		r.Seq = l.seq
+		if r.Ref < 0 { // as the store does: k records back in this append
+			r.Ref = stored[i+int(r.Ref)].Seq
+		}
 		r.Data = bytes.Clone(r.Data)
 		if r.At.IsZero() { // as the store does
 			r.At = time.Now()
@@ -305,6 +308,12 @@ func (l *fakeLog) Inputs(_ context.Context, _, nodeID string, after int64) ([]Re
 	return out, nil
 }
 
+func (l *fakeLog) lastCursor() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cursor
+}
+
 func (l *fakeLog) records() []Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -318,6 +327,7 @@ type fakeEffects struct {
 	SpawnFn   func(ctx context.Context, parent Node, ev protocol.SpawnEvent) error
 	StatusFn  func(ctx context.Context, node Node, ev protocol.StatusEvent) error
 	DoneFn    func(ctx context.Context, node Node, ev protocol.DoneEvent) error
+	HandoffFn func(ctx context.Context, node Node, ev protocol.HandoffEvent) error
 	ExitedFn  func(ctx context.Context, node Node, exit Exit) error
 	mu        sync.Mutex
 	exits     []Exit
@@ -347,6 +357,14 @@ func (e *fakeEffects) Done(ctx context.Context, node Node, ev protocol.DoneEvent
 	e.tr.add("done")
 	if e.DoneFn != nil {
 		return e.DoneFn(ctx, node, ev)
+	}
+	return nil
+}
+
+func (e *fakeEffects) Handoff(ctx context.Context, node Node, ev protocol.HandoffEvent) error {
+	e.tr.add("handoff %s", ev.Summary)
+	if e.HandoffFn != nil {
+		return e.HandoffFn(ctx, node, ev)
 	}
 	return nil
 }

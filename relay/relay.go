@@ -71,6 +71,10 @@ type Record struct {
 	// the order.
 	At   time.Time
 	Data json.RawMessage
+	// Ref links the record to an earlier one (a commit to the tool or
+	// command record it was made during): > 0 is its seq; -k the record k
+	// places before this one in the same Append call.
+	Ref int64
 }
 
 // Log is the durable, ordered session log (the store).
@@ -105,6 +109,11 @@ type Effects interface {
 	StatusChanged(ctx context.Context, node Node, ev protocol.StatusEvent) error
 	// Done marks the node done and tells its parent.
 	Done(ctx context.Context, node Node, ev protocol.DoneEvent) error
+	// Handoff: the agent handed its work over. The relay has appended a
+	// stop signal with the event and stops the agent (signal, grace, kill);
+	// its Exit then says Handoff, and the node's continuation starts after
+	// it. Done and status events that follow a handoff have no effect.
+	Handoff(ctx context.Context, node Node, ev protocol.HandoffEvent) error
 	// Exited records that the container has exited; the relay then ends.
 	Exited(ctx context.Context, node Node, exit Exit) error
 }
@@ -119,6 +128,9 @@ type Exit struct {
 	// Replayed: the exit was appended before a restart; only Effects.Exited
 	// runs again.
 	Replayed bool
+	// Handoff: the agent handed off before it exited (the relay stopped it
+	// for that): the node continues in a fresh agent.
+	Handoff bool
 }
 
 // Clean reports whether the exit is a normal end: code 0 after a done event.
@@ -179,6 +191,10 @@ type Relay struct {
 	recs        []Record
 	effects     []protocol.Event
 	stderrLines [][]byte
+	// step is the seq of the node's last tool or command record since the
+	// last turn boundary (a message to the agent, a status idle or done, a
+	// done event): a commit event links to it. 0: none.
+	step int64
 }
 
 type request struct {
@@ -332,7 +348,7 @@ func (r *Relay) run(ctx context.Context) {
 
 	if r.cur.Exited {
 		// The exit was appended before a restart; make sure its effect ran.
-		r.callExited(ctx, Exit{Code: r.cur.ExitCode, Done: r.cur.SawDone, Replayed: true})
+		r.callExited(ctx, Exit{Code: r.cur.ExitCode, Done: r.cur.SawDone, Stopped: r.cur.Stopping, Handoff: r.cur.Handoff, Replayed: true})
 		return
 	}
 	pending := r.pendingInputs(ctx)
@@ -463,6 +479,10 @@ func (r *Relay) drain() {
 func (r *Relay) process(ctx context.Context, batch []logItem) {
 	recs, effects, stderr := r.recs[:0], r.effects[:0], r.stderrLines[:0]
 	cur := r.cur
+	// The step a commit links to: r.step (appended before), or the record
+	// at index stepAt of recs (its seq comes with the append).
+	step, stepAt := r.step, -1
+	var stop *writeJob
 	for i := range batch {
 		it := &batch[i]
 		cur.Stdout, cur.Stderr = it.pos.Stdout, it.pos.Stderr
@@ -491,13 +511,49 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 			recs = append(recs, r.errorRecord(at, errorData{Message: "encode event: " + err.Error(), Raw: r.raw(line), Source: SourceStdout}))
 			continue
 		}
-		recs = append(recs, Record{Kind: KindEvent, NodeID: r.cfg.Node.ID, At: at, Data: data})
-		switch ev.(type) {
-		case protocol.SpawnEvent, protocol.StatusEvent:
+		rec := Record{Kind: KindEvent, NodeID: r.cfg.Node.ID, At: at, Data: data}
+		switch e := ev.(type) {
+		case protocol.ToolEvent, protocol.CommandEvent:
+			step, stepAt = 0, len(recs)
+		case protocol.CommitEvent:
+			if stepAt >= 0 {
+				rec.Ref = -int64(len(recs) - stepAt)
+			} else {
+				rec.Ref = step
+			}
+		case protocol.StatusEvent:
+			if e.State == protocol.StateIdle || e.State == protocol.StateDone {
+				step, stepAt = 0, -1
+			}
+		case protocol.DoneEvent:
+			step, stepAt = 0, -1
+		}
+		recs = append(recs, rec)
+		switch e := ev.(type) {
+		case protocol.SpawnEvent:
 			effects = append(effects, ev)
+		case protocol.StatusEvent:
+			if !cur.Handoff {
+				effects = append(effects, ev)
+			}
 		case protocol.DoneEvent:
 			cur.SawDone = true
-			effects = append(effects, ev)
+			if !cur.Handoff {
+				effects = append(effects, ev)
+			}
+		case protocol.HandoffEvent:
+			if cur.Handoff || cur.Stopping {
+				// One handoff per agent; and a stop asked for already wins.
+				break
+			}
+			// The stop that ends this agent goes with the event, in the
+			// same transaction as the cursor that remembers both: a restart
+			// in between still stops it and continues the node.
+			cur.Handoff, cur.Stopping = true, true
+			sig, _ := json.Marshal(protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop})
+			recs = append(recs, Record{Kind: KindInput, NodeID: r.cfg.Node.ID, Data: sig})
+			stop = &writeJob{line: append(sig, '\n')}
+			effects = append(effects, e)
 		}
 	}
 	r.recs, r.effects, r.stderrLines = recs, effects, stderr
@@ -508,15 +564,41 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 			r.log.Warn("write node log", "err", err)
 		}
 	}
-	if _, err := r.appendRetry(ctx, cur, recs); err != nil {
+	stored, err := r.appendRetry(ctx, cur, recs)
+	if err != nil {
 		return
 	}
 	r.cur = cur
+	if stepAt >= 0 && stepAt < len(stored) {
+		step = stored[stepAt].Seq
+	}
+	r.step = step
+	if stop != nil {
+		for _, rec := range stored {
+			if rec.Kind == KindInput {
+				stop.rec = rec
+			}
+		}
+		r.armStop()
+		if len(r.writes) < cap(r.writes) { // only this goroutine sends: cannot block
+			r.writes <- *stop
+		} else {
+			r.log.Warn("handoff: stdin queue full; the agent is stopped after the grace period without the stop line")
+		}
+	}
 	for _, ev := range effects {
 		r.apply(ctx, ev)
 	}
 	clear(recs)
 	clear(stderr)
+}
+
+// armStop starts the escalation to the runtime's stop (once).
+func (r *Relay) armStop() {
+	if r.stopTimer == nil && !r.stopArmed {
+		r.stopArmed = true
+		r.stopTimer = r.cfg.Clock.After(r.cfg.StopGrace)
+	}
 }
 
 // appendRetry appends recs with cur until it succeeds or ctx ends: the lines
@@ -561,6 +643,9 @@ func (r *Relay) apply(ctx context.Context, ev protocol.Event) {
 	case protocol.DoneEvent:
 		what = "done"
 		err = r.cfg.Effects.Done(ctx, r.cfg.Node, e)
+	case protocol.HandoffEvent:
+		what = "handoff"
+		err = r.cfg.Effects.Handoff(ctx, r.cfg.Node, e)
 	}
 	if err == nil || ctx.Err() != nil {
 		return
@@ -575,7 +660,7 @@ func (r *Relay) apply(ctx context.Context, ev protocol.Event) {
 // finish appends the exit (once: the cursor remembers it) and runs
 // Effects.Exited.
 func (r *Relay) finish(ctx context.Context) {
-	ex := Exit{Code: r.exit.code, Err: r.exit.err, Done: r.cur.SawDone, Stopped: r.cur.Stopping, StderrTail: r.tailText()}
+	ex := Exit{Code: r.exit.code, Err: r.exit.err, Done: r.cur.SawDone, Stopped: r.cur.Stopping, Handoff: r.cur.Handoff, StderrTail: r.tailText()}
 	if ex.Err != nil {
 		ex.Code = -1
 	}
@@ -630,10 +715,12 @@ func (r *Relay) handle(ctx context.Context, req request) {
 	rec := Record{Kind: KindInput, NodeID: r.cfg.Node.ID, Data: data}
 	sig, isSignal := req.in.(protocol.SignalInput)
 	var stored []Record
-	if isSignal && sig.Action == protocol.ActionStop && !r.cur.Stopping {
+	if isSignal && sig.Action == protocol.ActionStop && (!r.cur.Stopping || r.cur.Handoff) {
 		// Remembered with the record, so that a restart keeps escalating.
+		// A stop asked for while the agent hands off ends the node: no
+		// continuation follows.
 		cur := r.cur
-		cur.Stopping = true
+		cur.Stopping, cur.Handoff = true, false
 		stored, err = r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cur.String(), rec)
 		if err == nil {
 			r.cur = cur
@@ -649,15 +736,15 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		return
 	}
 	rec = stored[0]
+	if !isSignal {
+		r.step = 0 // a message starts a turn
+	}
 	job := writeJob{line: append(data, '\n'), rec: rec, reply: req.reply}
 	if isSignal {
 		id := r.cfg.Node.ContainerID
 		switch sig.Action {
 		case protocol.ActionStop:
-			if r.stopTimer == nil && !r.stopArmed {
-				r.stopArmed = true
-				r.stopTimer = r.cfg.Clock.After(r.cfg.StopGrace)
-			}
+			r.armStop()
 		case protocol.ActionPause:
 			job.after = func(ctx context.Context) error { return r.cfg.Process.Pause(ctx, id) }
 		case protocol.ActionResume:

@@ -91,16 +91,17 @@ func apiMessage(err error) string {
 }
 
 type child struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Agent    string `json:"agent"`
-	Model    string `json:"model"`
-	Status   string `json:"status"`
-	Running  bool   `json:"running"`
-	Finished bool   `json:"finished"`
-	Done     int    `json:"done"`
-	Total    int    `json:"total"`
-	Tokens   int64  `json:"tokens"`
+	ID       string  `json:"id"`
+	Name     string  `json:"name"`
+	Agent    string  `json:"agent"`
+	Model    string  `json:"model"`
+	Status   string  `json:"status"`
+	Running  bool    `json:"running"`
+	Finished bool    `json:"finished"`
+	Done     int     `json:"done"`
+	Total    int     `json:"total"`
+	Tokens   int64   `json:"tokens"`
+	CostUSD  float64 `json:"cost_usd"`
 }
 
 func renderChildren(kids []child) string {
@@ -115,7 +116,11 @@ func renderChildren(kids []child) string {
 		} else if k.Running {
 			state += ", running"
 		}
-		fmt.Fprintf(&b, "%s (id %s): %s %s, %s, %d/%d done, %d tokens\n", k.Name, k.ID, k.Agent, k.Model, state, k.Done, k.Total, k.Tokens)
+		fmt.Fprintf(&b, "%s (id %s): %s %s, %s, %d/%d done, %d tokens", k.Name, k.ID, k.Agent, k.Model, state, k.Done, k.Total, k.Tokens)
+		if k.CostUSD > 0 {
+			fmt.Fprintf(&b, ", $%.4f", k.CostUSD)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

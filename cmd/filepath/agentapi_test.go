@@ -11,22 +11,30 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/filepath-dev/filepath/internal/fakellm"
 	"github.com/filepath-dev/filepath/internal/testenv"
 )
 
 // TestAgentAPIThroughServe runs the real orchestrator (Docker, agents
 // without network): an agent reaches $FILEPATH_API_URL/healthz, and the LLM
-// gateway's routes with its token (a 503 placeholder until the gateway is
-// wired), also after the orchestrator was killed and started again;
-// spawning shelley while no OpenRouter key is configured gives the node an
-// error naming FILEPATH_OPENROUTER_API_KEY. The agent tools answer at
-// $FILEPATH_API_URL/api/v1.
+// gateway's routes with its token: a provider with a key (OpenAI, here a
+// fake upstream on the host's loopback) answers through the gateway, which
+// sends the provider's key upstream and never the agent's; a provider
+// without one answers 503 naming its variable; also after the orchestrator
+// was killed and started again. Spawning shelley while no OpenRouter key is
+// configured gives the node an error naming FILEPATH_OPENROUTER_API_KEY. The agent tools
+// answer at $FILEPATH_API_URL/api/v1.
 func TestAgentAPIThroughServe(t *testing.T) {
 	testenv.RequireImage(t, "filepath/byo-echo:latest")
 	for _, k := range []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
 		t.Setenv(k, "")
 		unsetenv(t, k)
 	}
+	up := fakellm.New()
+	defer up.Close()
+	const openaiKey = "sk-test-openai-key"
+	t.Setenv("FILEPATH_OPENAI_API_KEY", openaiKey)
+	t.Setenv("FILEPATH_OPENAI_BASE_URL", up.URL+"/v1")
 	data := t.TempDir()
 	srv := startServer(t, data, "--workspace", "dir", "--network", "none")
 	var key bytes.Buffer
@@ -66,8 +74,15 @@ func TestAgentAPIThroughServe(t *testing.T) {
 	if got := run("bash probe.sh /healthz"); got != `200 {"ok":true}` {
 		t.Fatalf("healthz from the agent: %q", got)
 	}
-	if got := run(`bash probe.sh /openrouter/v1/models "$FILEPATH_API_KEY"`); !strings.HasPrefix(got, "503 ") || !strings.Contains(got, "the LLM gateway is not configured") {
+	if got := run(`bash probe.sh /openrouter/v1/models "$FILEPATH_API_KEY"`); !strings.HasPrefix(got, "503 ") || !strings.Contains(got, "FILEPATH_OPENROUTER_API_KEY") {
+		t.Fatalf("a gateway route of a provider without a key: %q", got)
+	}
+	if got := run(`bash probe.sh /openai/v1/models "$FILEPATH_API_KEY"`); !strings.HasPrefix(got, "200 ") || !strings.Contains(got, "anthropic/claude-sonnet-4") {
 		t.Fatalf("a gateway route with the agent's token: %q", got)
+	}
+	reqs := up.Requests()
+	if len(reqs) != 1 || reqs[0].Path != "/v1/models" || reqs[0].Header.Get("Authorization") != "Bearer "+openaiKey {
+		t.Fatalf("upstream saw %+v; want one GET /v1/models with the provider's key", reqs)
 	}
 	if got := run("bash probe.sh /anthropic/v1/messages"); !strings.HasPrefix(got, "401 ") {
 		t.Fatalf("a gateway route without a token: %q", got)
@@ -82,7 +97,7 @@ func TestAgentAPIThroughServe(t *testing.T) {
 	srv.cmd.Process.Signal(syscall.SIGKILL)
 	srv.cmd.Wait()
 	srv = startServer(t, data, "--workspace", "dir", "--network", "none")
-	if got := run(`bash probe.sh /openai/v1/models "$FILEPATH_API_KEY" # after a restart`); !strings.HasPrefix(got, "503 ") {
+	if got := run(`bash probe.sh /openai/v1/models "$FILEPATH_API_KEY" # after a restart`); !strings.HasPrefix(got, "200 ") {
 		t.Fatalf("after a restart, a gateway route with the agent's token: %q", got)
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -37,6 +38,7 @@ type app struct {
 	rt       io.Closer          // the container runtime (Docker client, or the process runtime)
 	ws       *workspace.Manager // nil with --workspace dir
 	agents   *agentapi.Server   // the agent-facing API (FILEPATH_API_URL)
+	gw       *gateway.Gateway   // the LLM gateway, served on agents
 	run      *runner.Runner
 	tools    *agenttools.Server // the agent tools on the agent-facing API
 	// The tools' goroutine denies approvals nobody answers in time.
@@ -71,7 +73,14 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		}
 	}()
 	a.hub = hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
-	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub, MaxNodes: cfg.MaxAgents}); err != nil {
+	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub, MaxNodes: cfg.MaxAgents,
+		MaxCheckTimeout: cfg.CheckTimeoutMax, DefaultBudget: cfg.LLM.Budget}); err != nil {
+		return a, err
+	}
+	// The LLM gateway, served to agents on the agent-facing listener, and
+	// the model list of GET /api/v1/models.
+	var models *gateway.Models
+	if a.gw, models, err = newGateway(cfg.LLM, a.st, log); err != nil {
 		return a, err
 	}
 
@@ -112,6 +121,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		SessionTTL:     cfg.SessionTTL,
 		MaxBody:        cfg.MaxBody,
 		Files:          a.fsys,
+		Models:         models,
 	})
 	if err != nil {
 		return a, err
@@ -135,7 +145,9 @@ var _ api.Runner = (*runner.Runner)(nil)
 func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	st, fsys, log := a.st, a.fsys, a.log
 	rcfg := runner.Config{Store: st, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
-		ProviderKeys: func(p string) bool { return cfg.ProviderKeys[p] != "" }}
+		ProviderKeys: func(p string) bool { return cfg.ProviderKeys[p] != "" },
+		CheckTimeout: cfg.CheckTimeout,
+		Memories:     memories{st}}
 	acfg := agentapi.Config{Auth: st, Logger: log}
 	switch cfg.Runtime {
 	case "process":
@@ -158,8 +170,8 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		return err
 	}
 	a.agents, rcfg.AgentAPI = agents, agents
-	// The LLM gateway on the agent-facing API (FILEPATH_API_URL). Until it is wired, a placeholder:
-	mountGateway(agents, notConfigured("the LLM gateway is not configured"))
+	// The LLM gateway on the agent-facing API (FILEPATH_API_URL).
+	mountGateway(agents, a.gw)
 	if cfg.Workspace == "fuse" {
 		ws, err := workspace.NewManager(workspace.ManagerConfig{
 			Dir:    filepath.Join(a.data, "mnt"),
@@ -183,19 +195,6 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		// Every change (a node's mount, the REST API) is pushed to the
 		// kernels of the session's other mounts.
 		fsys.SetInvalidator(ws.Fanout())
-		// Containers outlive the orchestrator: serve the workspaces of the
-		// nodes that may still run again before the relays re-attach.
-		active, err := st.ActiveNodes(ctx)
-		if err != nil {
-			return err
-		}
-		ids := make([]string, len(active))
-		for i, n := range active {
-			ids[i] = n.ID
-		}
-		if err := ws.Recover(ctx, ids); err != nil {
-			log.Warn("recover workspaces", "err", err)
-		}
 		rcfg.Workspaces = ws
 		rcfg.WorkspacePropagation = workspace.Propagation
 	}
@@ -214,8 +213,39 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	toolsCtx, stopTools := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopTools, a.toolsDone = stopTools, make(chan struct{})
 	go func() { defer close(a.toolsDone); a.tools.Run(toolsCtx) }()
+	if a.ws != nil {
+		// Containers outlive the orchestrator: serve the workspaces of the
+		// nodes whose container still runs before the relays re-attach,
+		// and clear every other mount a previous run left. A finished
+		// node is mounted when it starts again.
+		if ids, err := run.LiveNodes(ctx); err != nil {
+			// Clear nothing: a dead mount is what reaches a running
+			// container, and a node's next start replaces it.
+			log.Warn("list running agents to recover their workspaces", "err", err)
+		} else if err := a.ws.Recover(ctx, ids); err != nil {
+			log.Warn("recover workspaces", "err", err)
+		}
+	}
 	return nil
 }
+
+// memories is the memory store as the runner reads it: the learnings of a
+// user and repository that match a task, given to each agent at its start.
+type memories struct{ st *store.Store }
+
+func (m memories) Relevant(ctx context.Context, userID, repoURL, query string, limit int) ([]runner.Memory, error) {
+	ms, err := m.st.SearchMemories(ctx, userID, store.NormalizeRepo(repoURL), query, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runner.Memory, len(ms))
+	for i, x := range ms {
+		out[i] = runner.Memory{Key: x.Key, Text: x.Text}
+	}
+	return out, nil
+}
+
+var _ runner.Memories = memories{}
 
 // The lifecycle runner is the agent tools' Runner.
 var _ agenttools.Runner = (*runner.Runner)(nil)
@@ -231,8 +261,9 @@ func (a *app) Run(ctx context.Context) error { return a.srv.Run(ctx) }
 //  3. the runner: relays detach, the containers keep running; then the
 //     agent-facing API's listeners close, and the agent tools' approval
 //     timer stops (the deadlines are stored: the next start keeps them);
-//  4. the workspaces: the FUSE mounts stop serving, left dead for the next
-//     start to stack on (their invalidators and retry timers end with them);
+//  4. the workspaces: the mounts of nodes that do not run are unmounted;
+//     those under running containers stop serving, left dead for the next
+//     start to replace (their invalidators and retry timers end with them);
 //  5. the container runtime (the Docker client's connections; the process
 //     runtime's agents, which die with the orchestrator anyway);
 //  6. the coalescer, which appends the file changes it still holds;
@@ -249,6 +280,14 @@ func (a *app) Close() error {
 			a.stopSweep()
 			<-a.sweepDone
 		}
+		// The workspaces of nodes that run stay (dead) under their
+		// containers; the others are unmounted.
+		running := map[string]bool{}
+		if a.ws != nil && a.run != nil {
+			for _, id := range a.ws.Mounted() {
+				running[id] = a.run.Running(id)
+			}
+		}
 		if a.run != nil {
 			errs = append(errs, a.run.Close())
 		}
@@ -259,11 +298,14 @@ func (a *app) Close() error {
 			a.stopTools()
 			<-a.toolsDone
 		}
+		if a.gw != nil {
+			a.gw.Close() // writes the usage it still holds, before the store closes
+		}
 		if a.ws != nil {
 			if a.fsys != nil {
 				a.fsys.SetInvalidator(nil)
 			}
-			errs = append(errs, a.ws.Shutdown())
+			errs = append(errs, a.ws.Shutdown(func(id string) bool { return running[id] }))
 		}
 		if a.rt != nil {
 			errs = append(errs, a.rt.Close())

@@ -185,13 +185,16 @@ func (c *client) commandDone(sid, nid, cmd string) string {
 
 // TestRestartKeepsAgentsAndWorkspaces runs the real orchestrator process
 // with a real agent container whose /workspace is the FUSE-served session
-// filesystem, kills the orchestrator with SIGKILL, starts it again, and
-// checks that the same container (not restarted) still takes messages, that
-// its /workspace works again and holds what was written before the kill, and
-// that no record was lost or duplicated.
+// filesystem, kills the orchestrator with SIGKILL three times and then stops
+// it gracefully, starting it again each time, and checks that the same
+// container (not restarted) still takes messages, that its /workspace works
+// again and holds what was written before, that no record was lost or
+// duplicated, and that its workspace is one mount (not one more per start)
+// while a finished agent's is none.
 func TestRestartKeepsAgentsAndWorkspaces(t *testing.T) {
 	testenv.RequireFUSE(t)
 	testenv.RequireImage(t, "filepath/byo-echo:latest")
+	testenv.RequireImage(t, "filepath/testagent:latest")
 	data := t.TempDir()
 	t.Cleanup(func() { unmountUnder(filepath.Join(data, "mnt")) })
 
@@ -235,12 +238,53 @@ func TestRestartKeepsAgentsAndWorkspaces(t *testing.T) {
 	if out := c.commandDone(sess.ID, node.ID, first); out != "before" {
 		t.Fatalf("first command printed %q", out)
 	}
+	// A second agent that finishes at once: its container exits, and its
+	// workspace is unmounted then and stays so over every restart.
+	var finished nodeJSON
+	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"agent_type": "custom", "image": "filepath/testagent:latest", "task": "done", "parent_id": node.ID}, &finished) != 201 {
+		t.Fatal("spawn the finishing agent")
+	}
+	statusOf := func(id string) string {
+		var tree struct{ Data []nodeJSON }
+		c.do("GET", "/api/v1/sessions/"+sess.ID+"/tree", nil, &tree)
+		for _, n := range tree.Data {
+			if n.ID == id {
+				return n.Status
+			}
+		}
+		return ""
+	}
+	mnt := filepath.Join(data, "mnt")
+	wantMounts := func(when string) {
+		t.Helper()
+		if n := mountsAt(filepath.Join(mnt, node.ID)); n != 1 {
+			t.Fatalf("%s: %d mounts at the running agent's workspace, want 1", when, n)
+		}
+		if n := mountsAt(filepath.Join(mnt, finished.ID)); n != 0 {
+			t.Fatalf("%s: %d mounts at the finished agent's workspace, want 0", when, n)
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for statusOf(finished.ID) != "done" || mountsAt(filepath.Join(mnt, finished.ID)) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the finishing agent is %s with %d mounts", statusOf(finished.ID), mountsAt(filepath.Join(mnt, finished.ID)))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantMounts("before any restart")
 
-	for round := 1; round <= 2; round++ {
+	// Three kills, then a graceful stop: each time the running agent's
+	// container keeps working in the same /workspace, which stays one mount.
+	for round := 1; round <= 4; round++ {
 		before := c.records(sess.ID, node.ID)
-		srv.cmd.Process.Signal(syscall.SIGKILL)
-		srv.cmd.Wait()
+		if round < 4 {
+			srv.cmd.Process.Signal(syscall.SIGKILL)
+			srv.cmd.Wait()
+		} else {
+			srv.stop(t)
+		}
 		srv = startServer(t, data)
+		wantMounts(fmt.Sprintf("round %d", round))
 
 		var got nodeJSON
 		var tree struct{ Data []nodeJSON }
@@ -278,13 +322,13 @@ func TestRestartKeepsAgentsAndWorkspaces(t *testing.T) {
 		}
 	}
 	var file struct{ Content string }
-	if c.do("GET", "/api/v1/sessions/"+sess.ID+"/fs/kept.txt", nil, &file) != 200 || file.Content != "before\nafter1\nafter2\n" {
+	if c.do("GET", "/api/v1/sessions/"+sess.ID+"/fs/kept.txt", nil, &file) != 200 || file.Content != "before\nafter1\nafter2\nafter3\nafter4\n" {
 		t.Fatalf("kept.txt through the API: %q", file.Content)
 	}
 	// An edit through the API (the Files tab) shows in the container at
 	// once, though its kernel has kept.txt's pages and attributes cached.
 	send("/cmd cat kept.txt")
-	if out := c.commandDone(sess.ID, node.ID, "cat kept.txt"); out != "before\nafter1\nafter2" {
+	if out := c.commandDone(sess.ID, node.ID, "cat kept.txt"); out != "before\nafter1\nafter2\nafter3\nafter4" {
 		t.Fatalf("the container read %q", out)
 	}
 	if code := c.do("PUT", "/api/v1/sessions/"+sess.ID+"/fs/kept.txt", map[string]any{"content": "edited in the browser\n", "encoding": "text"}, nil); code != 200 {
@@ -296,6 +340,21 @@ func TestRestartKeepsAgentsAndWorkspaces(t *testing.T) {
 	}
 	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
 	srv.stop(t)
+}
+
+// mountsAt counts the mounts stacked at dir in /proc/self/mountinfo.
+func mountsAt(dir string) int {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			n++
+		}
+	}
+	return n
 }
 
 // unmountUnder lazily unmounts every mount at or below dir (FUSE workspaces

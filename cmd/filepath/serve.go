@@ -47,10 +47,15 @@ type serveConfig struct {
 	// ApprovalTimeout is how long an agent's request for approval waits
 	// before it is denied.
 	ApprovalTimeout time.Duration
+	// CheckTimeout is a health check's time limit when its session sets
+	// none; CheckTimeoutMax the most a session may set.
+	CheckTimeout    time.Duration
+	CheckTimeoutMax time.Duration
 	// ProviderKeys holds the LLM providers' keys by provider
-	// (orchestrator.Provider*), from FILEPATH_<PROVIDER>_API_KEY. Env only:
-	// a flag would show a key in ps.
+	// (orchestrator.Provider*), from LLM's (FILEPATH_<PROVIDER>_API_KEY;
+	// prefer the variable: a flag shows a key in ps).
 	ProviderKeys map[string]string
+	LLM          llmConfig
 }
 
 // env returns the FILEPATH_* variable name or def when it is unset.
@@ -70,6 +75,7 @@ var serveEnv = map[string]string{
 	"session-quota": "FILEPATH_SESSION_QUOTA", "workspace": "FILEPATH_WORKSPACE", "agent-cmd": "FILEPATH_AGENT_CMD",
 	"network": "FILEPATH_NETWORK", "trusted-proxies": "FILEPATH_TRUSTED_PROXIES", "session-ttl": "FILEPATH_SESSION_TTL",
 	"approval-timeout": "FILEPATH_APPROVAL_TIMEOUT",
+	"check-timeout":    "FILEPATH_CHECK_TIMEOUT", "check-timeout-max": "FILEPATH_CHECK_TIMEOUT_MAX",
 }
 
 // parseServe reads flags, then FILEPATH_* env vars for what the flags left
@@ -100,6 +106,9 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	agentCmd := str("agent-cmd", "", "with --runtime process: the command every agent runs, e.g. 'bin/testagent'")
 	network := str("network", "bridge", "Docker network mode of agent containers: bridge, none, or a network name")
 	approvalTimeout := str("approval-timeout", "10m", "how long an agent's request for approval waits for an answer before it is denied, e.g. 10m or 1h")
+	llm := addLLMFlags(fs)
+	checkTimeout := str("check-timeout", "5m", "time limit of a health check whose session sets none")
+	checkTimeoutMax := str("check-timeout-max", "30m", "the longest time limit a session may set on a health check")
 	if err := fs.Parse(args); err != nil {
 		return serveConfig{}, err
 	}
@@ -176,10 +185,25 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	if cfg.SessionTTL, err = parseTTL(*sessionTTL); err != nil || cfg.SessionTTL < time.Minute {
 		return cfg, fmt.Errorf("serve: %s %q: want a duration of at least 1m, like 12h or 7d", where("session-ttl"), *sessionTTL)
 	}
+	for _, d := range []struct {
+		flag, val string
+		dst       *time.Duration
+	}{{"check-timeout", *checkTimeout, &cfg.CheckTimeout}, {"check-timeout-max", *checkTimeoutMax, &cfg.CheckTimeoutMax}} {
+		if *d.dst, err = time.ParseDuration(strings.TrimSpace(d.val)); err != nil || *d.dst < time.Second {
+			return cfg, fmt.Errorf("serve: %s %q: want a duration of at least 1s, like 90s or 5m", where(d.flag), d.val)
+		}
+	}
+	if cfg.CheckTimeout > cfg.CheckTimeoutMax {
+		return cfg, fmt.Errorf("serve: %s %s is longer than %s %s", where("check-timeout"), cfg.CheckTimeout, where("check-timeout-max"), cfg.CheckTimeoutMax)
+	}
+	if cfg.LLM, err = llm.config(); err != nil {
+		return cfg, err
+	}
 	cfg.ProviderKeys = map[string]string{}
-	for _, p := range []string{orchestrator.ProviderOpenRouter, orchestrator.ProviderAnthropic, orchestrator.ProviderOpenAI} {
-		if k := strings.TrimSpace(os.Getenv(orchestrator.ProviderKeyEnv(p))); k != "" {
-			cfg.ProviderKeys[p] = k
+	for p, up := range map[string]string{orchestrator.ProviderOpenRouter: cfg.LLM.Gateway.OpenRouter.APIKey,
+		orchestrator.ProviderAnthropic: cfg.LLM.Gateway.Anthropic.APIKey, orchestrator.ProviderOpenAI: cfg.LLM.Gateway.OpenAI.APIKey} {
+		if up != "" {
+			cfg.ProviderKeys[p] = up
 		}
 	}
 	for _, o := range strings.Split(*origins, ",") {
@@ -305,15 +329,4 @@ func mountGateway(a *agentapi.Server, h http.Handler) {
 	for _, p := range gatewayPrefixes {
 		a.Mount(p, h)
 	}
-}
-
-// notConfigured answers 503 with msg, in a shape OpenAI's and Anthropic's
-// clients both read.
-func notConfigured(msg string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(map[string]any{"type": "error",
-			"error": map[string]string{"type": "api_error", "code": "not_configured", "message": msg}})
-	})
 }

@@ -53,6 +53,18 @@ func TestParseServe(t *testing.T) {
 				t.Fatalf("%+v", c)
 			}
 		}},
+		{name: "check timeouts", check: func(t *testing.T, c serveConfig) {
+			if c.CheckTimeout != 5*time.Minute || c.CheckTimeoutMax != 30*time.Minute {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "check timeouts set", env: map[string]string{"FILEPATH_CHECK_TIMEOUT_MAX": "2h"}, args: []string{"--check-timeout", "90s"}, check: func(t *testing.T, c serveConfig) {
+			if c.CheckTimeout != 90*time.Second || c.CheckTimeoutMax != 2*time.Hour {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad check timeout", env: map[string]string{"FILEPATH_CHECK_TIMEOUT": "soon"}, wantErr: "FILEPATH_CHECK_TIMEOUT"},
+		{name: "check timeout over its max", args: []string{"--check-timeout", "1h"}, wantErr: "--check-timeout-max"},
 		{name: "bad session ttl", env: map[string]string{"FILEPATH_SESSION_TTL": "forever"}, wantErr: "FILEPATH_SESSION_TTL"},
 		{name: "too short a session", args: []string{"--session-ttl", "1s"}, wantErr: "--session-ttl"},
 		{name: "approval timeout default", check: func(t *testing.T, c serveConfig) {
@@ -105,7 +117,8 @@ func TestParseServe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
-				"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_APPROVAL_TIMEOUT",
+				"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_CHECK_TIMEOUT", "FILEPATH_CHECK_TIMEOUT_MAX",
+				"FILEPATH_APPROVAL_TIMEOUT",
 				"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
 				t.Setenv(k, tt.env[k])
 				if _, ok := tt.env[k]; !ok {

@@ -28,10 +28,12 @@ type Child struct {
 	// Finished: done or error, or its agent exited (what wait_for_children waits for).
 	Finished bool `json:"finished"`
 	// Done and Total count the leaves of its subtree (done ones of all).
-	Done     int   `json:"done"`
-	Total    int   `json:"total"`
-	Tokens   int64 `json:"tokens"`
-	ExitCode *int  `json:"exit_code,omitempty"`
+	Done   int   `json:"done"`
+	Total  int   `json:"total"`
+	Tokens int64 `json:"tokens"`
+	// CostUSD is what its LLM calls cost, when the provider reported it.
+	CostUSD  float64 `json:"cost_usd,omitempty"`
+	ExitCode *int    `json:"exit_code,omitempty"`
 }
 
 // Self is the caller's own node and what its agent may rely on.
@@ -178,7 +180,7 @@ func (v *view) resolve(ref string, withSelf, withParent bool) (store.Node, error
 
 func (s *Server) child(n store.Node) Child {
 	return Child{ID: n.ID, Name: n.Name, ParentID: n.ParentID, Agent: n.AgentType, Model: n.Model, Status: n.Status,
-		Running: s.run.Running(n.ID), Finished: s.finished(n), Done: n.Done, Total: n.Total, Tokens: n.Tokens, ExitCode: n.ExitCode}
+		Running: s.run.Running(n.ID), Finished: s.finished(n), Done: n.Done, Total: n.Total, Tokens: n.Tokens, CostUSD: n.CostUSD, ExitCode: n.ExitCode}
 }
 
 // finished: the node is done or error, or its agent exited (an exit code is

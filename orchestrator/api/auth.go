@@ -99,6 +99,7 @@ var nodeKeyOpen = map[string]bool{
 // they act on the whole session, which belongs to the user.
 var nodeKeyDenied = map[string]bool{
 	"DELETE " + apiPrefix + "/sessions/:id":     true,
+	"PATCH " + apiPrefix + "/sessions/:id":      true, // checks and the LLM budget are the user's to set, never an agent's
 	"POST " + apiPrefix + "/sessions/:id/start": true,
 	"POST " + apiPrefix + "/sessions/:id/stop":  true,
 	"POST " + apiPrefix + "/sessions/:id/nodes": true,

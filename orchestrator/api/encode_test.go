@@ -16,6 +16,7 @@ func TestEncodeRecordMatchesJSON(t *testing.T) {
 	}{
 		{name: "event", rec: store.Record{SessionID: "s", Seq: 42, Kind: "event", NodeID: "n-1", At: at, Data: json.RawMessage(`{"type":"text","content":"hi <b>&amp;</b> \u2028"}`)}},
 		{name: "session level", rec: store.Record{Seq: 1, Kind: "node", At: at.Truncate(time.Second), Data: json.RawMessage(`{"op":"created","node":{"id":"x"}}`)}},
+		{name: "commit with a ref", rec: store.Record{Seq: 9, Kind: "event", NodeID: "n", At: at, Ref: 8, Data: json.RawMessage(`{"type":"commit","hash":"h","message":"m"}`)}},
 		{name: "odd node id", rec: store.Record{Seq: 7, Kind: "error", NodeID: "a\"b<\u0001", At: at, Data: json.RawMessage(`{"message":"m"}`)}},
 	}
 	for _, tt := range tests {

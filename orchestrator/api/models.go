@@ -1,14 +1,32 @@
 package api
 
-import "context"
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
 
-// Model is one selectable LLM.
+// Model is one selectable LLM. ID is OpenRouter's model id, the value of a
+// node's model for the agents that reach LLMs through OpenRouter.
 type Model struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
+	ID            string `json:"id"`             // e.g. "anthropic/claude-sonnet-4"
+	Name          string `json:"name"`           // e.g. "Claude Sonnet 4"
+	ContextLength int    `json:"context_length"` // tokens; 0: unknown
+	// PromptPrice and CompletionPrice are USD per million tokens (null:
+	// unknown or variable).
+	PromptPrice     *float64 `json:"prompt_price"`
+	CompletionPrice *float64 `json:"completion_price"`
+	Tools           bool     `json:"tools"` // takes tool definitions (agents need them)
 }
 
-// Provider groups the models of one vendor.
+// Provider groups the models of one vendor: the prefix of their ids.
 type Provider struct {
 	Name   string  `json:"name"`
 	Models []Model `json:"models"`
@@ -17,39 +35,122 @@ type Provider struct {
 // ModelList is the answer of GET /api/v1/models.
 type ModelList struct {
 	Providers []Provider `json:"providers"`
+	// Offline is true when the list is the one bundled with filepath, not
+	// OpenRouter's live list; Note then says why (the UI shows it).
+	Offline bool   `json:"offline"`
+	Note    string `json:"note,omitempty"`
+	// FetchedAt is when the live list was fetched (null: bundled).
+	FetchedAt *time.Time `json:"fetched_at"`
 }
 
-// ModelSource lists the models the UI offers. A live source (e.g. a cached
-// OpenRouter listing) can replace the static one.
+// ModelSource lists the models the UI offers (a cached OpenRouter listing in
+// production: gateway.Models).
 type ModelSource interface {
-	Models(ctx context.Context) ([]Provider, error)
+	Models(ctx context.Context) (ModelList, error)
 }
 
 // ModelSourceFunc adapts a function to ModelSource.
-type ModelSourceFunc func(ctx context.Context) ([]Provider, error)
+type ModelSourceFunc func(ctx context.Context) (ModelList, error)
 
 // Models calls f.
-func (f ModelSourceFunc) Models(ctx context.Context) ([]Provider, error) { return f(ctx) }
+func (f ModelSourceFunc) Models(ctx context.Context) (ModelList, error) { return f(ctx) }
 
-// StaticModels returns the model list compiled into the binary (no LLM API is
-// reachable from here).
+//go:embed models.json
+var bundledModels []byte
+
+// BundledModels returns the model list compiled into the binary (well-known
+// models with their context lengths, prices and tool support), marked
+// offline with note.
+func BundledModels(note string) ModelList {
+	ps, err := ParseOpenRouterModels(bundledModels)
+	if err != nil {
+		panic("api: bundled models.json: " + err.Error()) // a test reads it
+	}
+	return ModelList{Providers: ps, Offline: true, Note: note}
+}
+
+// StaticModels returns the bundled list as a ModelSource (the default when
+// the server has no live source).
 func StaticModels() ModelSource {
-	return ModelSourceFunc(func(context.Context) ([]Provider, error) {
-		return []Provider{
-			{Name: "anthropic", Models: []Model{
-				{ID: "claude-sonnet-4", Name: "Claude Sonnet 4"},
-				{ID: "claude-opus-4", Name: "Claude Opus 4"},
-				{ID: "claude-haiku-3.5", Name: "Claude Haiku 3.5"},
-			}},
-			{Name: "openai", Models: []Model{
-				{ID: "o3", Name: "o3"},
-				{ID: "o4-mini", Name: "o4-mini"},
-				{ID: "gpt-4.1", Name: "GPT-4.1"},
-			}},
-			{Name: "google", Models: []Model{
-				{ID: "gemini-2.5-pro", Name: "Gemini 2.5 Pro"},
-				{ID: "gemini-2.5-flash", Name: "Gemini 2.5 Flash"},
-			}},
-		}, nil
+	return ModelSourceFunc(func(context.Context) (ModelList, error) {
+		return BundledModels("the bundled model list: this server has no live source"), nil
 	})
+}
+
+// ParseOpenRouterModels reads OpenRouter's GET /models answer ({"data": [{id,
+// name, context_length, pricing: {prompt, completion}, supported_parameters}]})
+// into providers sorted by name, each with its models in the answer's order.
+func ParseOpenRouterModels(body []byte) ([]Provider, error) {
+	var in struct {
+		Data []struct {
+			ID            string          `json:"id"`
+			Name          string          `json:"name"`
+			ContextLength json.RawMessage `json:"context_length"`
+			Pricing       struct {
+				Prompt     json.RawMessage `json:"prompt"`
+				Completion json.RawMessage `json:"completion"`
+			} `json:"pricing"`
+			SupportedParameters []string `json:"supported_parameters"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, fmt.Errorf("read the model list: %w", err)
+	}
+	byName := map[string]*Provider{}
+	for _, d := range in.Data {
+		if d.ID == "" {
+			continue
+		}
+		vendor, _, ok := strings.Cut(d.ID, "/")
+		if !ok {
+			vendor = "other"
+		}
+		name := d.Name
+		if _, rest, ok := strings.Cut(name, ": "); ok && rest != "" {
+			name = rest // "Anthropic: Claude Sonnet 4" within the anthropic group
+		}
+		if name == "" {
+			name = d.ID
+		}
+		ctxLen, _ := number(d.ContextLength)
+		m := Model{ID: d.ID, Name: name, ContextLength: int(max(0, ctxLen)),
+			PromptPrice: perMillion(d.Pricing.Prompt), CompletionPrice: perMillion(d.Pricing.Completion),
+			Tools: slices.Contains(d.SupportedParameters, "tools")}
+		p := byName[vendor]
+		if p == nil {
+			p = &Provider{Name: vendor}
+			byName[vendor] = p
+		}
+		p.Models = append(p.Models, m)
+	}
+	if len(byName) == 0 {
+		return nil, errors.New("the model list is empty")
+	}
+	out := make([]Provider, 0, len(byName))
+	for _, p := range byName {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b Provider) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// number reads a JSON number or numeric string.
+func number(raw json.RawMessage) (float64, bool) {
+	s := strings.Trim(string(raw), `"`)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// perMillion turns OpenRouter's USD per token into USD per million tokens;
+// negative (OpenRouter's "variable") and unreadable prices are nil.
+func perMillion(raw json.RawMessage) *float64 {
+	f, ok := number(raw)
+	if !ok || f < 0 {
+		return nil
+	}
+	v := math.Round(f*1e6*1e6) / 1e6 // no float noise: 0.000003 → 3
+	return &v
 }

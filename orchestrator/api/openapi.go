@@ -142,6 +142,9 @@ var (
 	tObj     = map[string]any{"type": "object"}
 	tTime    = map[string]any{"type": "string", "format": "date-time"}
 	tStrNull = map[string]any{"type": []any{"string", "null"}}
+	tNum     = map[string]any{"type": "number"}
+	tNumNull = map[string]any{"type": []any{"number", "null"}}
+	tIntNull = map[string]any{"type": []any{"integer", "null"}}
 	tBool    = map[string]any{"type": "boolean"}
 )
 
@@ -212,12 +215,20 @@ func handSchemas() map[string]any {
 		"AgentList": arrayOf(obj(nil, map[string]any{
 			"type": tStr, "name": tStr, "description": tStr, "icon": tStr, "default_model": tStr, "image": tStr, "provider": tStr,
 		})),
-		"ModelList": obj([]string{"providers"}, map[string]any{"providers": arrayOf(obj(nil, map[string]any{
-			"name": tStr, "models": arrayOf(obj(nil, map[string]any{"id": tStr, "name": tStr})),
-		}))}),
+		"ModelList": obj([]string{"providers", "offline"}, map[string]any{
+			"providers": arrayOf(obj(nil, map[string]any{
+				"name": tStr, "models": arrayOf(obj(nil, map[string]any{
+					"id": tStr, "name": tStr, "context_length": tInt, "prompt_price": tNumNull, "completion_price": tNumNull, "tools": tBool,
+				})),
+			})),
+			"offline": tBool, "note": tStr, "fetched_at": map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
+		}),
 		"SessionList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Session"))}),
-		"NewSession":  obj([]string{"name"}, map[string]any{"name": tStr, "git_repo_url": tStrNull}),
-		"NodeList":    obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Node"))}),
+		"NewSession":  obj([]string{"name"}, map[string]any{"name": tStr, "git_repo_url": tStrNull, "checks": arrayOf(ref("Check"))}),
+		"SessionPatch": obj(nil, map[string]any{"checks": map[string]any{"type": []any{"array", "null"}, "items": ref("Check"),
+			"description": "replaces the session's health checks; [] or null: detect them from the repository"},
+			"budget_tokens": tIntNull, "budget_usd": tNumNull}),
+		"NodeList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Node"))}),
 		"NewNode": obj([]string{"agent_type"}, map[string]any{
 			"name": tStr, "agent_type": tStr, "model": tStr, "parent_id": tStrNull, "image": tStr, "task": tStr, "config": tObj,
 		}),
@@ -234,11 +245,11 @@ func handSchemas() map[string]any {
 		}),
 		"ApprovalList":   obj([]string{"data"}, map[string]any{"data": arrayOf(ref("ApprovalRequest"))}),
 		"ApprovalAnswer": obj([]string{"decision"}, map[string]any{"decision": map[string]any{"enum": []any{"approve", "deny", "always"}}}),
-		"Memory": obj([]string{"id", "repo", "key", "text", "created_at", "updated_at"}, map[string]any{
+		"StoredMemory": obj([]string{"id", "repo", "key", "text", "created_at", "updated_at"}, map[string]any{
 			"id": tStr, "repo": tStr, "key": tStr, "text": tStr, "session_id": tStr, "node_id": tStr,
 			"created_at": tTime, "updated_at": tTime, "score": tInt,
 		}),
-		"MemoryList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Memory"))}),
+		"MemoryList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("StoredMemory"))}),
 		"AuditPage": obj([]string{"data", "next_before"}, map[string]any{"next_before": tInt, "data": arrayOf(obj(
 			[]string{"id", "node_id", "source", "name", "started_at", "completed_at", "duration_ms"}, map[string]any{
 				"id": tInt, "node_id": tStr, "source": map[string]any{"enum": []any{"tool", "command", "api"}}, "name": tStr,

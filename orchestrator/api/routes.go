@@ -30,6 +30,7 @@ func apiRoutes() []route {
 		{http.MethodPost, "/sessions", (*Server).createSession, opDoc{summary: "Create a session", status: 201, req: "NewSession", resp: "Session"}},
 		{http.MethodGet, "/sessions", (*Server).listSessions, opDoc{summary: "List the user's sessions", status: 200, resp: "SessionList"}},
 		{http.MethodGet, "/sessions/:id", (*Server).getSession, opDoc{summary: "Get a session", status: 200, resp: "Session"}},
+		{http.MethodPatch, "/sessions/:id", (*Server).patchSession, opDoc{summary: "Change a session: checks replaces its health checks (run in the workspace before every agent session; [] detects them from the repository); budget_tokens and budget_usd set its LLM budget (null: unlimited)", status: 200, req: "SessionPatch", resp: "Session"}},
 		{http.MethodDelete, "/sessions/:id", (*Server).deleteSession, opDoc{summary: "Delete a session with its nodes and log", status: 204}},
 		{http.MethodPost, "/sessions/:id/start", (*Server).startSession, opDoc{summary: "Start the session's agents", status: 202, resp: "Session"}},
 		{http.MethodPost, "/sessions/:id/stop", (*Server).stopSession, opDoc{summary: "Stop the session's agents", status: 202, resp: "Session"}},

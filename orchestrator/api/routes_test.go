@@ -30,6 +30,7 @@ var ownerCalls = map[string]ownerCall{
 	"POST /api/v1/sessions":                          {body: `{"name":"n"}`, status: 201},
 	"GET /api/v1/sessions":                           {status: 200},
 	"GET /api/v1/sessions/:id":                       {status: 200},
+	"PATCH /api/v1/sessions/:id":                     {body: `{"checks":[{"command":"make"}],"budget_tokens":1000}`, status: 200},
 	"DELETE /api/v1/sessions/:id":                    {status: 204},
 	"POST /api/v1/sessions/:id/start":                {status: 503}, // no runner configured
 	"POST /api/v1/sessions/:id/stop":                 {status: 503},
@@ -77,7 +78,7 @@ var nodeKeyOpenRoutes = map[string]bool{
 }
 
 var nodeKeyDeniedRoutes = map[string]bool{
-	"DELETE /api/v1/sessions/:id": true, "POST /api/v1/sessions/:id/start": true,
+	"DELETE /api/v1/sessions/:id": true, "PATCH /api/v1/sessions/:id": true, "POST /api/v1/sessions/:id/start": true,
 	"POST /api/v1/sessions/:id/stop": true, "POST /api/v1/sessions/:id/nodes": true,
 	"GET /api/v1/sessions/:id/fs/_/audit": true,
 	"GET /api/v1/sessions/:id/approvals":  true, "POST /api/v1/sessions/:id/approvals/:approval": true,

@@ -35,16 +35,20 @@ func (s *Server) listAgents(c echo.Context) error {
 }
 
 func (s *Server) listModels(c echo.Context) error {
-	ps, err := s.cfg.Models.Models(c.Request().Context())
+	list, err := s.cfg.Models.Models(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ModelList{Providers: ps})
+	if list.Providers == nil {
+		list.Providers = []Provider{}
+	}
+	return c.JSON(http.StatusOK, list)
 }
 
 type newSessionReq struct {
-	Name       *string `json:"name"`
-	GitRepoURL *string `json:"git_repo_url"`
+	Name       *string       `json:"name"`
+	GitRepoURL *string       `json:"git_repo_url"`
+	Checks     []store.Check `json:"checks"`
 }
 
 func (s *Server) createSession(c echo.Context) error {
@@ -55,7 +59,7 @@ func (s *Server) createSession(c echo.Context) error {
 	if req.Name == nil {
 		return orchestrator.FieldErrorf("name", "field \"name\" is required")
 	}
-	in := store.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL}
+	in := store.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL, Checks: req.Checks}
 	sess, err := s.store.CreateSession(c.Request().Context(), user(c).ID, in)
 	if err != nil {
 		return err
@@ -73,6 +77,56 @@ func (s *Server) listSessions(c echo.Context) error {
 
 func (s *Server) getSession(c echo.Context) error {
 	sess, err := s.store.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess)
+}
+
+// patchSessionReq changes a session: checks, when present, replace its
+// health checks ([] or null: detect them from the repository); a budget
+// field present sets its limit (null: unlimited), an absent one leaves it.
+type patchSessionReq struct {
+	Checks       json.RawMessage `json:"checks"` // absent: nil; null: "null"
+	BudgetTokens json.RawMessage `json:"budget_tokens"`
+	BudgetUSD    json.RawMessage `json:"budget_usd"`
+}
+
+func (s *Server) patchSession(c echo.Context) error {
+	var req patchSessionReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	var p store.SessionPatch
+	if req.BudgetTokens != nil {
+		p.Budget.SetTokens = true
+		if string(req.BudgetTokens) != "null" {
+			var v int64
+			if err := json.Unmarshal(req.BudgetTokens, &v); err != nil {
+				return badRequest("budget_tokens", "field \"budget_tokens\" must be a whole number of tokens or null (unlimited)")
+			}
+			p.Budget.Tokens = &v
+		}
+	}
+	if req.BudgetUSD != nil {
+		p.Budget.SetUSD = true
+		if string(req.BudgetUSD) != "null" {
+			var v float64
+			if err := json.Unmarshal(req.BudgetUSD, &v); err != nil {
+				return badRequest("budget_usd", "field \"budget_usd\" must be a number of dollars or null (unlimited)")
+			}
+			p.Budget.USD = &v
+		}
+	}
+	if req.Checks != nil {
+		p.SetChecks = true
+		if string(req.Checks) != "null" {
+			if err := json.Unmarshal(req.Checks, &p.Checks); err != nil {
+				return badRequest("checks", "field \"checks\" must be a list of {\"command\": string, \"timeout\": seconds}")
+			}
+		}
+	}
+	sess, err := s.store.PatchSession(c.Request().Context(), user(c).ID, c.Param("id"), p)
 	if err != nil {
 		return err
 	}

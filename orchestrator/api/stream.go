@@ -329,7 +329,7 @@ func encodeRecord(rec store.Record) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, 64+len(kind)+len(node)+len(at)+len(data))
+	b := make([]byte, 0, 96+len(kind)+len(node)+len(at)+len(data))
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, rec.Seq, 10)
 	b = append(b, `,"kind":`...)
@@ -340,6 +340,10 @@ func encodeRecord(rec store.Record) ([]byte, error) {
 	b = append(b, at...)
 	b = append(b, `,"data":`...)
 	b = append(b, data...)
+	if rec.Ref != 0 {
+		b = append(b, `,"ref":`...)
+		b = strconv.AppendInt(b, rec.Ref, 10)
+	}
 	b = append(b, '}')
 	return b, nil
 }

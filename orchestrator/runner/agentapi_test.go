@@ -86,10 +86,10 @@ func TestAgentAPIInContainer(t *testing.T) {
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("StartSession (create, start, listener, relay) took %v", time.Since(started))
-	if !api.Serving(root.ID) {
-		t.Fatal("no listener for the running container")
-	}
+	// The start goes on after StartSession (health checks, then the
+	// container, its listener and its relay).
+	e.waitFor("the listener of the running container", func() bool { return api.Serving(root.ID) })
+	t.Logf("StartSession until the listener serves (create, checks, start, listener, relay) took %v", time.Since(started))
 	probe, err := os.ReadFile("testdata/probe.sh")
 	if err != nil {
 		t.Fatal(err)

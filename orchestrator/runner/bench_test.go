@@ -35,6 +35,7 @@ type exitEffects struct{ done chan struct{} }
 func (exitEffects) Spawn(context.Context, relay.Node, protocol.SpawnEvent) error          { return nil }
 func (exitEffects) StatusChanged(context.Context, relay.Node, protocol.StatusEvent) error { return nil }
 func (exitEffects) Done(context.Context, relay.Node, protocol.DoneEvent) error            { return nil }
+func (exitEffects) Handoff(context.Context, relay.Node, protocol.HandoffEvent) error      { return nil }
 func (e exitEffects) Exited(context.Context, relay.Node, relay.Exit) error {
 	close(e.done)
 	return nil

@@ -28,17 +28,18 @@ const maxCloneOutput = 16 << 10
 // URL and the workspace is still empty: the session filesystem is shared by
 // all of its nodes, so the first node to start clones it for everyone. The
 // clone shows in the node's chat as a command event pair; a failure is
-// returned (the caller marks the node error and does not start it).
-func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.Node, dir string) error {
+// returned (the caller marks the node error and does not start it). cloned
+// says that this call cloned it.
+func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.Node, dir string) (cloned bool, err error) {
 	if sess.GitRepoURL == nil || *sess.GitRepoURL == "" {
-		return nil
+		return false, nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("read workspace: %w", err)
+		return false, fmt.Errorf("read workspace: %w", err)
 	}
 	if len(entries) > 0 {
-		return nil // cloned already (or the user put files there first)
+		return false, nil // cloned already (or the user put files there first)
 	}
 	url := *sess.GitRepoURL
 	shown := "git clone " + url + " /workspace"
@@ -76,11 +77,11 @@ func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.N
 	r.appendCommand(ctx, node, ev)
 	switch {
 	case err == nil:
-		return nil
+		return true, nil
 	case cctx.Err() == context.DeadlineExceeded:
-		return orchestrator.Errorf(orchestrator.EUnavailable, "git clone %s: gave up after %s", url, timeout)
+		return false, orchestrator.Errorf(orchestrator.EUnavailable, "git clone %s: gave up after %s", url, timeout)
 	default:
-		return orchestrator.Errorf(orchestrator.EInvalid, "git clone %s failed (exit %d): %s", url, code, lastLine(text))
+		return false, orchestrator.Errorf(orchestrator.EInvalid, "git clone %s failed (exit %d): %s", url, code, lastLine(text))
 	}
 }
 

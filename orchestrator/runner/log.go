@@ -15,7 +15,7 @@ var _ relay.Log = storeLog{}
 func newRecords(recs []relay.Record) []store.NewRecord {
 	out := make([]store.NewRecord, len(recs))
 	for i, r := range recs {
-		out[i] = store.NewRecord{NodeID: r.NodeID, Kind: r.Kind, Data: r.Data, At: r.At}
+		out[i] = store.NewRecord{NodeID: r.NodeID, Kind: r.Kind, Data: r.Data, At: r.At, Ref: r.Ref}
 	}
 	return out
 }
@@ -23,7 +23,7 @@ func newRecords(recs []relay.Record) []store.NewRecord {
 func relayRecords(recs []store.Record) []relay.Record {
 	out := make([]relay.Record, len(recs))
 	for i, r := range recs {
-		out[i] = relay.Record{Seq: r.Seq, Kind: r.Kind, NodeID: r.NodeID, At: r.At, Data: r.Data}
+		out[i] = relay.Record{Seq: r.Seq, Kind: r.Kind, NodeID: r.NodeID, At: r.At, Data: r.Data, Ref: r.Ref}
 	}
 	return out
 }

@@ -29,8 +29,8 @@ func buildTestagent(t *testing.T, ctx context.Context, dir string) string {
 	return bin
 }
 
-// envRecorder is a runtime that remembers the environment of every
-// container created through it, in order.
+// envRecorder is a runtime that remembers the environment of every agent
+// container created through it, in order (not the health checks').
 type envRecorder struct {
 	containers.Runtime
 	mu   sync.Mutex
@@ -38,6 +38,9 @@ type envRecorder struct {
 }
 
 func (e *envRecorder) Create(ctx context.Context, spec containers.Spec) (string, error) {
+	if spec.Labels[LabelRole] == RoleCheck { // not an agent's
+		return e.Runtime.Create(ctx, spec)
+	}
 	e.mu.Lock()
 	env := make(map[string]string, len(spec.Env))
 	for k, v := range spec.Env {
@@ -219,7 +222,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 		var m protocol.MessageInput
 		json.Unmarshal(rc.Data, &m)
 		inputs = append(inputs, m.From+": "+m.Content)
-		if m.From == protocol.FromSystem && m.Content == ResumeMessage {
+		if m.From == protocol.FromSystem && strings.HasPrefix(m.Content, ResumeMessage+"\n\n") {
 			resume = &rc
 		}
 	}
@@ -363,5 +366,65 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 				t.Fatalf("recovered record at %v, want the time it was printed, %v", rc.At, want)
 			}
 		}
+	}
+}
+
+// TestSettleRacesRestart: a node's relay ends (its agent exited) and the
+// node is started again before the ended relay's settle writes the session:
+// the session must end running, not stopped with an agent running. The
+// settle is held after it found no relay of the session until the new relay
+// is attached.
+func TestSettleRacesRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := buildTestagent(t, ctx, dir)
+	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, _ := st.CreateUser(ctx, "dave", false)
+	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "race"})
+	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	entered, release, settled := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var once, onceDone sync.Once
+	r.settleHook = func() { once.Do(func() { close(entered); <-release }) }
+	r.settledHook = func() { onceDone.Do(func() { close(settled) }) }
+	if _, err := r.Deliver(ctx, s.ID, root.ID, msg("done")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the ended relay did not settle its session")
+	}
+	started := make(chan error, 1)
+	go func() { started <- r.StartNode(ctx, u.ID, s.ID, root.ID) }()
+	e.waitFor("the restarted relay", func() bool { return r.Running(root.ID) })
+	close(release)
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	<-settled
+	if sess, err := st.SessionByID(ctx, s.ID); err != nil || sess.Status != store.SessionRunning {
+		t.Fatalf("session %q, %v with its agent running; want running", sess.Status, err)
 	}
 }

@@ -19,7 +19,10 @@ import (
 //     once, and if the container has exited, records the real exit;
 //   - a node marked running whose container is gone (or was never created)
 //     becomes error, with an error record saying why;
-//   - a container of this instance whose node no longer exists is removed;
+//   - a node whose container was created but never started (the
+//     orchestrator stopped during its health checks) is started again;
+//   - a container of this instance whose node no longer exists is removed,
+//     and so is any health check's;
 //   - a session marked running in which nothing runs any more is settled
 //     (error when its root is error, stopped otherwise).
 func (r *Runner) Reconcile(ctx context.Context) error {
@@ -74,6 +77,13 @@ func (r *Runner) reconcile(ctx context.Context) error {
 		if claimed[in.ID] {
 			continue
 		}
+		if in.Labels[LabelRole] == RoleCheck {
+			r.log.Info("removing a health check's container", "container", in.ID, "node", in.NodeID)
+			if err := r.rt.Remove(ctx, in.ID); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		if in.NodeID != "" {
 			if _, err := r.st.NodeByID(ctx, in.NodeID); err == nil || orchestrator.ErrorCode(err) != orchestrator.ENotFound {
 				continue // an older container of a live node (kept for its log), or the store failed
@@ -100,16 +110,39 @@ func (r *Runner) reconcileNode(ctx context.Context, n store.Node, byContainer ma
 	if err != nil {
 		return err
 	}
-	if _, ok := byContainer[n.ContainerID]; !ok {
+	info, ok := byContainer[n.ContainerID]
+	if !ok {
 		if cur.Exited && !live {
 			return nil
 		}
 		return r.markLost(ctx, n, fmt.Sprintf("the agent's container %.12s is gone", n.ContainerID))
 	}
+	if info.State == containers.StateCreated && !cur.Exited && live {
+		return r.restartInterrupted(ctx, n)
+	}
 	if cur.Exited && !live {
 		return nil // ended and recorded; the container is kept for its log
 	}
 	return r.attach(n, n.LogCursor)
+}
+
+// restartInterrupted starts again a node whose start the orchestrator did
+// not finish: its container was created, never started.
+func (r *Runner) restartInterrupted(ctx context.Context, n store.Node) error {
+	r.log.Info("starting again an agent whose start was interrupted", "node", n.ID)
+	if err := r.rt.Remove(ctx, n.ContainerID); err != nil {
+		return err
+	}
+	empty := ""
+	n, err := r.st.PatchNode(ctx, n.SessionID, n.ID, store.NodePatch{ContainerID: &empty})
+	if err != nil {
+		return err
+	}
+	sess, err := r.st.SessionByID(ctx, n.SessionID)
+	if err != nil {
+		return err
+	}
+	return r.startNode(ctx, sess, n)
 }
 
 // markLost records that the node's container is gone: its token is revoked

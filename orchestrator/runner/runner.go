@@ -108,6 +108,19 @@ type Config struct {
 	// provider has none fails to start with an error naming the variable
 	// to set. nil: no check.
 	ProviderKeys func(provider string) bool
+
+	// Health checks before every agent session (first start, restart,
+	// continuation): CheckTimeout is a check's time limit when the session
+	// sets none (DefaultCheckTimeout), CheckOutput the bytes of output kept
+	// of each (DefaultCheckOutput), CheckConcurrency how many run at once
+	// on this machine (DefaultCheckConcurrency).
+	CheckTimeout     time.Duration
+	CheckOutput      int
+	CheckConcurrency int
+	// Memories gives each agent session the memories relevant to its task
+	// (nil: none); MemoryLimit bounds them (DefaultMemoryLimit).
+	Memories    Memories
+	MemoryLimit int
 }
 
 // Runner implements the API's lifecycle interface and relay.Effects.
@@ -126,8 +139,15 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // relay watchers and parent notifications
 
-	mu     sync.Mutex // guards relays, deleting, reconciling and closed
+	mu     sync.Mutex // guards relays, starting, continuing, deleting, reconciling and closed
 	relays map[string]*relay.Relay
+	// starting holds the nodes whose agent is being started: its container
+	// is created, its health checks run, it has no relay yet.
+	starting map[string]*startJob
+	// continuing holds the nodes whose agent exited after a handoff: the
+	// end of its relay starts the continuation.
+	continuing map[string]bool
+	checkSem   chan struct{} // CheckConcurrency tokens
 	// deleting holds the sessions being deleted: no new container starts
 	// in them (a spawn racing the delete would leave one running).
 	deleting map[string]bool
@@ -136,6 +156,18 @@ type Runner struct {
 	// not be attached yet).
 	reconciling bool
 	closed      bool
+
+	// statusMu serializes a session's status decisions: settleSession
+	// (nothing runs any more: stopped or error) against the starts that mark
+	// a session running. A start marks it after its relay is in the map, so
+	// a settle either sees that relay or is overwritten by the start: never
+	// a session shown stopped while its agent runs. Taken before mu, never
+	// held while waiting on a relay.
+	statusMu sync.Mutex
+	// settleHook, when set (tests), runs in settleSession after it found no
+	// relay of the session, before it reads and writes the session;
+	// settledHook when settleSession returns.
+	settleHook, settledHook func()
 }
 
 func (r *Runner) isDeleting(sessionID string) bool {
@@ -174,9 +206,56 @@ func New(cfg Config) (*Runner, error) {
 	if ws == nil {
 		ws = plainDirs{root: filepath.Join(cfg.DataDir, "nodes")}
 	}
+	if cfg.CheckConcurrency <= 0 {
+		cfg.CheckConcurrency = DefaultCheckConcurrency
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{cfg: cfg, st: cfg.Store, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger, instance: instance,
-		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}}, nil
+		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}, starting: map[string]*startJob{},
+		continuing: map[string]bool{}, checkSem: make(chan struct{}, cfg.CheckConcurrency)}, nil
+}
+
+// startJob is an agent start in progress (Runner.starting).
+type startJob struct {
+	sessionID string
+	cancel    context.CancelFunc
+	done      chan struct{}
+	stopped   bool // canceled by a stop or a delete; guarded by Runner.mu
+}
+
+// waitStarting waits until nodeID's agent start in progress (if any) has
+// ended, so that what is delivered to it follows its first message.
+func (r *Runner) waitStarting(ctx context.Context, nodeID string) error {
+	r.mu.Lock()
+	job := r.starting[nodeID]
+	r.mu.Unlock()
+	if job == nil {
+		return nil
+	}
+	select {
+	case <-job.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// cancelStart stops nodeID's agent start in progress (a stop or delete)
+// and waits for it to end (bounded by ctx).
+func (r *Runner) cancelStart(ctx context.Context, nodeID string) {
+	r.mu.Lock()
+	job := r.starting[nodeID]
+	if job != nil {
+		job.stopped = true
+		job.cancel()
+	}
+	r.mu.Unlock()
+	if job != nil {
+		select {
+		case <-job.done:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // Close detaches every relay and waits for them; the containers keep
@@ -197,9 +276,12 @@ func (r *Runner) Close() error {
 	return nil
 }
 
-// Running reports whether nodeID has a relay (its container runs).
+// Running reports whether nodeID's agent runs (it has a relay) or is
+// being started.
 func (r *Runner) Running(nodeID string) bool {
-	return r.relayOf(nodeID) != nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.relays[nodeID] != nil || r.starting[nodeID] != nil
 }
 
 // NodeLog returns the tail of a node's stderr log (the API's LogSource).
@@ -223,7 +305,7 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 	if sess.RootNodeID == nil {
 		return orchestrator.Errorf(orchestrator.EConflict, "session %s has no root node: add an agent first", sessionID)
 	}
-	if r.relayOf(*sess.RootNodeID) == nil {
+	if !r.Running(*sess.RootNodeID) {
 		node, err := r.st.GetNode(ctx, userID, sessionID, *sess.RootNodeID)
 		if err != nil {
 			return err
@@ -235,6 +317,13 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 			return err
 		}
 	}
+	return r.markRunning(ctx, sessionID)
+}
+
+// markRunning marks a session running after one of its agents started.
+func (r *Runner) markRunning(ctx context.Context, sessionID string) error {
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
 	return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionRunning)
 }
 
@@ -251,7 +340,7 @@ func (r *Runner) StartNode(ctx context.Context, userID, sessionID, nodeID string
 	if err != nil {
 		return err
 	}
-	if r.relayOf(nodeID) != nil {
+	if r.Running(nodeID) {
 		return nil
 	}
 	if err := r.startNode(ctx, sess, node); err != nil {
@@ -263,10 +352,9 @@ func (r *Runner) StartNode(ctx context.Context, userID, sessionID, nodeID string
 		}
 		return err
 	}
-	if sess.Status != store.SessionRunning {
-		return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionRunning)
-	}
-	return nil
+	// Even when sess said running: a settle of the session may have read the
+	// relay map before this start and may be about to write stopped.
+	return r.markRunning(ctx, sessionID)
 }
 
 // StopSession delivers signal{stop} to every running node of the session,
@@ -280,6 +368,7 @@ func (r *Runner) StopSession(ctx context.Context, userID, sessionID string) erro
 	}
 	var wg sync.WaitGroup
 	for _, n := range nodes {
+		wg.Go(func() { r.cancelStart(ctx, n.ID) })
 		rel := r.relayOf(n.ID)
 		if rel == nil {
 			continue
@@ -323,7 +412,12 @@ func (r *Runner) killGrace() time.Duration {
 }
 
 // Deliver appends an input for a running node and writes it to its stdin.
+// To a node whose agent is being started it is delivered once the agent
+// runs, after its first message.
 func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error) {
+	if err := r.waitStarting(ctx, nodeID); err != nil {
+		return store.Record{}, orchestrator.Errorf(orchestrator.EUnavailable, "node %s is still starting (its health checks run): %v; retry later", nodeID, err)
+	}
 	rel := r.relayOf(nodeID)
 	if rel == nil || rel.Node().SessionID != sessionID {
 		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: start the session first", nodeID)
@@ -412,6 +506,7 @@ func (r *Runner) DeleteSession(ctx context.Context, userID, sessionID string) er
 func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 	var errs []error
 	for _, n := range nodes {
+		r.cancelStart(ctx, n.ID)
 		r.mu.Lock()
 		rel := r.relays[n.ID]
 		delete(r.relays, n.ID)
@@ -435,13 +530,27 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 	return errors.Join(errs...)
 }
 
-// startNode creates and starts a fresh container for node and attaches a
-// relay. The container id is saved before the container starts, so that a
-// crash in between leaves something Reconcile can find.
-func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.Node) (err error) {
+// startNode starts a fresh agent for node: its first (with its task) or a
+// restart (with the resume message).
+func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.Node) error {
+	p := &startPlan{kind: startRestart}
+	if node.StartedAt == nil {
+		p.kind = startFirst
+	}
+	return r.start(ctx, sess, node, p)
+}
+
+// start creates a fresh container for node and hands it to a goroutine
+// that runs the health checks in the workspace, appends the first system
+// message and starts the container with its relay (prepare). The container
+// id is saved before anything starts, so that a crash in between leaves
+// something Reconcile finds. What fails here is returned (and recorded on
+// the node); what fails later is recorded on the node.
+func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node, p *startPlan) (err error) {
 	defer func() {
 		if err != nil {
 			ctx := context.WithoutCancel(ctx)
+			r.releaseWorkspace(node.ID) // no container of this start runs
 			r.recordError(ctx, node, "start agent: "+err.Error())
 			st := store.NodeError
 			if _, perr := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &st}); perr != nil {
@@ -463,12 +572,30 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	if err := r.checkProviderKey(node); err != nil {
 		return err
 	}
-	// The task is the first start's: a restart gets ResumeMessage instead.
-	first := node.StartedAt == nil
-	task := ""
-	if first {
-		if task, err = r.firstTask(ctx, node); err != nil {
+	p.sess, p.node, p.image = sess, node, image
+	switch p.kind {
+	case startFirst:
+		// The task is the first start's: a restart gets ResumeMessage.
+		if p.task, err = r.firstTask(ctx, node); err != nil {
 			return err
+		}
+		p.query = p.task
+	case startContinuation:
+		p.task, p.query = p.summary, p.summary
+	case startRestart:
+		if node.Generation > 1 {
+			if rec, err := r.st.LastRecordOf(ctx, node.SessionID, node.ID, store.KindSystem, protocol.SystemContinuation); err == nil {
+				var d protocol.SystemData
+				if json.Unmarshal(rec.Data, &d) == nil {
+					p.summary, p.query = d.Summary, d.Summary
+				}
+			}
+		}
+		if p.query == "" {
+			// The memories of a restart are the task's.
+			if p.query, err = r.firstTask(ctx, node); err != nil {
+				return err
+			}
 		}
 	}
 	// One token per container: whatever an earlier container of the node
@@ -492,7 +619,8 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	if err := r.cloneRepo(ctx, sess, node, dir); err != nil {
+	p.dir = dir
+	if p.cloned, err = r.cloneRepo(ctx, sess, node, dir); err != nil {
 		return err
 	}
 	parent := ""
@@ -513,7 +641,7 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 		NodeID:    node.ID,
 		Image:     image,
 		Env: map[string]string{
-			EnvTask: task, EnvAPIKey: key, EnvAgentID: node.ID, EnvSessionID: sess.ID,
+			EnvTask: p.task, EnvAPIKey: key, EnvAgentID: node.ID, EnvSessionID: sess.ID,
 			EnvModel: node.Model, EnvAgentType: node.AgentType, EnvParentID: parent,
 			EnvAPIURL: r.apiURL(),
 		},
@@ -545,44 +673,64 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 	running, cursor := store.NodeRunning, relay.Cursor{Input: last}.String()
 	node, err = r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{
 		ContainerID: &id, LogCursor: &cursor, Status: &running, ClearExitCode: true, ClearContextPct: true,
-		MarkStarted: true,
 	})
 	if err != nil {
 		r.rt.Remove(context.WithoutCancel(ctx), id)
 		return err
 	}
-	if !first {
-		// After the cursor's last input: the relay writes it to stdin
-		// before anything delivered to it, as it writes any input a crash
-		// caught between its append and its write.
-		if err := r.appendResume(ctx, node); err != nil {
-			wctx := context.WithoutCancel(ctx)
-			r.rt.Remove(wctx, id)
-			empty := ""
-			r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{ContainerID: &empty})
-			return err
-		}
-	}
-	if err := r.rt.Start(ctx, id); err != nil {
-		wctx := context.WithoutCancel(ctx)
-		r.rt.Remove(wctx, id)
-		empty := ""
-		// A first start that failed leaves the node never started.
-		r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{ContainerID: &empty, ClearStarted: first})
-		return err
-	}
-	return r.attach(node, cursor)
+	p.node, p.id, p.cursor = node, id, cursor
+	return r.launch(p)
 }
 
-// appendResume appends ResumeMessage as a system message to the node.
-func (r *Runner) appendResume(ctx context.Context, node store.Node) error {
-	data, err := json.Marshal(protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromSystem, Content: ResumeMessage})
-	if err != nil {
-		return err
+// launch runs prepare in a goroutine of its own, as the node's start in
+// progress. A start that fails there is recorded on the node (error) and
+// its container removed; one canceled by a stop or delete leaves the node
+// idle; one cut short by Close is left for Reconcile to start again.
+func (r *Runner) launch(p *startPlan) error {
+	ctx, cancel := context.WithCancel(r.ctx)
+	job := &startJob{sessionID: p.node.SessionID, cancel: cancel, done: make(chan struct{})}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		cancel()
+		r.rt.Remove(context.Background(), p.id)
+		return orchestrator.Errorf(orchestrator.EUnavailable, "the orchestrator is shutting down")
 	}
-	if _, err := r.st.Append(ctx, node.SessionID, store.NewRecord{NodeID: node.ID, Kind: store.KindInput, Data: data}); err != nil {
-		return fmt.Errorf("append the resume message: %w", err)
-	}
+	r.starting[p.node.ID] = job
+	r.wg.Go(func() {
+		defer cancel()
+		err := r.prepare(ctx, p)
+		r.mu.Lock()
+		delete(r.starting, p.node.ID)
+		stopped, closing := job.stopped, r.closed || r.ctx.Err() != nil
+		r.mu.Unlock()
+		defer close(job.done)
+		if err == nil || (closing && !stopped) {
+			return
+		}
+		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer wcancel()
+		node := p.node
+		if rerr := r.rt.Remove(wctx, p.id); rerr != nil {
+			r.log.Warn("remove the container of a start that did not finish", "node", node.ID, "err", rerr)
+		}
+		r.releaseWorkspace(node.ID) // mounted again at its next start
+		if rerr := r.revokeTokens(wctx, node.ID); rerr != nil {
+			r.log.Warn("revoke the token of a node that did not start", "node", node.ID, "err", rerr)
+		}
+		status, empty := store.NodeIdle, ""
+		if !stopped {
+			status = store.NodeError
+			r.recordError(wctx, node, "start agent: "+err.Error())
+		}
+		if _, perr := r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{Status: &status, ContainerID: &empty}); perr != nil && !permanent(perr) {
+			r.log.Warn("mark a node that did not start", "node", node.ID, "err", perr)
+		}
+		if serr := r.settleSession(wctx, node.SessionID); serr != nil && !permanent(serr) {
+			r.log.Warn("settle session", "session", node.SessionID, "err", serr)
+		}
+	})
+	r.mu.Unlock()
 	return nil
 }
 
@@ -671,7 +819,13 @@ func (r *Runner) attach(node store.Node, cursor string) error {
 		// two relays of a session ending at once, the later one to leave
 		// sees no other and settles the session.
 		settle := !r.closed && !r.reconciling
+		cont := r.continuing[node.ID] && !r.closed
+		delete(r.continuing, node.ID)
 		r.mu.Unlock()
+		if cont {
+			// Before settling: the continuation's start counts as running.
+			r.continueNode(node.SessionID, node.ID)
+		}
 		if settle {
 			ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
 			if err := r.settleSession(ctx, node.SessionID); err != nil && r.ctx.Err() == nil && !permanent(err) {
@@ -777,6 +931,38 @@ func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev 
 	return child, r.startNode(ctx, sess, child)
 }
 
+// Handoff implements relay.Effects: the node stays running (its relay
+// stops the agent; its exit starts the continuation), whatever the agent
+// said last, so that a restart in between finds it live and continues it.
+func (r *Runner) Handoff(ctx context.Context, node relay.Node, _ protocol.HandoffEvent) error {
+	running := store.NodeRunning
+	_, err := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &running})
+	return err
+}
+
+// continueNode starts the next generation of a node whose agent handed
+// off: the continuation record, then a fresh agent in the same node and
+// workspace whose FILEPATH_TASK is the handoff summary and whose first
+// message is the summary, the health checks and the memories.
+func (r *Runner) continueNode(sessionID, nodeID string) {
+	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	defer cancel()
+	c, err := r.st.ContinueNode(ctx, sessionID, nodeID)
+	if err != nil {
+		if !permanent(err) && r.ctx.Err() == nil {
+			r.log.Warn("continue after a handoff", "node", nodeID, "err", err)
+		}
+		return
+	}
+	sess, err := r.st.SessionByID(ctx, sessionID)
+	if err != nil {
+		return
+	}
+	if err := r.start(ctx, sess, c.Node, &startPlan{kind: startContinuation, summary: c.Summary}); err != nil {
+		r.log.Warn("start the continuation", "node", nodeID, "err", err)
+	}
+}
+
 // StatusChanged implements relay.Effects.
 func (r *Runner) StatusChanged(ctx context.Context, node relay.Node, ev protocol.StatusEvent) error {
 	p := store.NodePatch{Status: &ev.State, ContextPct: ev.ContextPct}
@@ -794,11 +980,6 @@ func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEven
 	if node.ParentID == "" {
 		return nil
 	}
-	prel := r.relayOf(node.ParentID)
-	if prel == nil {
-		r.log.Info("parent not running; finish not delivered", "node", node.ID, "parent", node.ParentID)
-		return nil
-	}
 	summary := ""
 	if ev.Summary != nil {
 		summary = *ev.Summary
@@ -808,10 +989,20 @@ func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEven
 		content = fmt.Sprintf("%s finished: %s", node.Name, summary)
 	}
 	msg := protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromSystem, Content: content}
-	// Asynchronous: the parent's stdin may be slow; this relay must not wait.
+	// Asynchronous: the parent's stdin may be slow, or the parent is being
+	// started (its health checks run); this relay must not wait.
 	r.goTracked(func() {
 		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.NotifyTimeout)
 		defer cancel()
+		if err := r.waitStarting(ctx, node.ParentID); err != nil {
+			r.log.Warn("tell parent a child finished: the parent is still starting", "node", node.ID, "parent", node.ParentID)
+			return
+		}
+		prel := r.relayOf(node.ParentID)
+		if prel == nil {
+			r.log.Info("parent not running; finish not delivered", "node", node.ID, "parent", node.ParentID)
+			return
+		}
 		if _, err := prel.Deliver(ctx, msg); err != nil && r.ctx.Err() == nil {
 			r.log.Warn("tell parent a child finished", "node", node.ID, "parent", node.ParentID, "err", err)
 		}
@@ -819,11 +1010,27 @@ func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEven
 	return nil
 }
 
-// Exited implements relay.Effects: the container's token is revoked and the
-// node gets its real end state. (The relay's end then settles the session.)
+// Exited implements relay.Effects: the container's token is revoked, the
+// node gets its real end state, and its workspace is unmounted until it
+// starts again. (The relay's end then settles the session.)
 func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) error {
+	r.releaseWorkspace(node.ID)
 	if err := r.revokeTokens(ctx, node.ID); err != nil {
 		return err
+	}
+	if ex.Handoff {
+		// The node goes on: it stays running (for Reconcile, should the
+		// orchestrator stop before the continuation starts), and the end
+		// of this relay starts its next generation.
+		if ex.Err == nil {
+			if _, err := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{ExitCode: &ex.Code}); err != nil {
+				return err
+			}
+		}
+		r.mu.Lock()
+		r.continuing[node.ID] = true
+		r.mu.Unlock()
+		return nil
 	}
 	status := store.NodeError
 	switch {
@@ -846,6 +1053,11 @@ func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) err
 // that tells what happened: error when its root ended in error, stopped
 // otherwise (invariant 6: no session shows running with nothing running).
 func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
+	if r.settledHook != nil {
+		defer r.settledHook()
+	}
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
 	r.mu.Lock()
 	for _, rel := range r.relays {
 		if rel.Node().SessionID == sessionID {
@@ -853,7 +1065,16 @@ func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
 			return nil
 		}
 	}
+	for _, job := range r.starting {
+		if job.sessionID == sessionID {
+			r.mu.Unlock()
+			return nil
+		}
+	}
 	r.mu.Unlock()
+	if r.settleHook != nil {
+		r.settleHook()
+	}
 	sess, err := r.st.SessionByID(ctx, sessionID)
 	if err != nil || sess.Status != store.SessionRunning {
 		return err

@@ -689,6 +689,9 @@ func TestTokenDiesWithContainer(t *testing.T) {
 	if key2 == key1 || !works(key2) || works(key1) {
 		t.Fatalf("after the restart: new token works %v, old token refused %v", key2 != key1 && works(key2), !works(key1))
 	}
+	// Once the restarted agent runs (it echoes its resume message), a stop
+	// ends its container.
+	e.waitFor("the restarted agent", func() bool { return hasText(e.records(root.ID), ResumeMessage) })
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}

@@ -179,6 +179,9 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 			return nil, fmt.Errorf("append to session %s log: %w", t.sessionID, err)
 		}
 		out[0] = Record{SessionID: t.sessionID, Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: fromMS(at), Data: r.Data}
+		if err := t.setRefs(recs, out); err != nil {
+			return nil, err
+		}
 		t.last++
 		t.recs = append(t.recs, out...)
 		return out, nil
@@ -215,9 +218,38 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 		}
 		start += n
 	}
+	if err := t.setRefs(recs, out); err != nil {
+		return nil, err
+	}
 	t.last += int64(len(recs))
 	t.recs = append(t.recs, out...)
 	return out, nil
+}
+
+// setRefs stores the Ref of the records that have one (commits: rare, so a
+// statement each instead of a wider INSERT for every record), resolving a
+// relative Ref (-k: k records earlier in recs) to that record's seq.
+func (t *Tx) setRefs(recs []NewRecord, out []Record) error {
+	for i, r := range recs {
+		ref := r.Ref
+		switch {
+		case ref == 0:
+			continue
+		case ref < 0:
+			j := i + int(ref)
+			if j < 0 {
+				return orchestrator.FieldErrorf("ref", "record %d refers %d records back, before the first of its append", i, -ref)
+			}
+			ref = out[j].Seq
+		case ref >= out[i].Seq:
+			return orchestrator.FieldErrorf("ref", "record seq %d refers to seq %d, which is not earlier", out[i].Seq, ref)
+		}
+		if err := t.g.Exec(`UPDATE session_log SET ref = ? WHERE session_id = ? AND seq = ?`, ref, t.sessionID, out[i].Seq).Error; err != nil {
+			return fmt.Errorf("set the ref of record %d: %w", out[i].Seq, err)
+		}
+		out[i].Ref = ref
+	}
+	return nil
 }
 
 // atOf is the stored time of r: its At when given, else the append time.
@@ -281,7 +313,7 @@ func (s *Store) Records(ctx context.Context, sessionID string, after int64, limi
 		limit = DefaultRecordsLimit
 	}
 	limit = min(limit, MaxRecordsLimit)
-	q := `SELECT seq, node_id, kind, payload, created_at FROM session_log WHERE session_id = ? AND seq > ?`
+	q := `SELECT seq, node_id, kind, payload, created_at, ref FROM session_log WHERE session_id = ? AND seq > ?`
 	args := []any{sessionID, after}
 	if nodeID != "" {
 		q += ` AND node_id = ?`
@@ -299,11 +331,13 @@ func (s *Store) Records(ctx context.Context, sessionID string, after int64, limi
 		r := Record{SessionID: sessionID}
 		var payload []byte
 		var at int64
-		if err := rows.Scan(&r.Seq, &r.NodeID, &r.Kind, &payload, &at); err != nil {
+		var ref sql.NullInt64
+		if err := rows.Scan(&r.Seq, &r.NodeID, &r.Kind, &payload, &at, &ref); err != nil {
 			return nil, fmt.Errorf("read session %s log: %w", sessionID, err)
 		}
 		r.Data = json.RawMessage(payload)
 		r.At = fromMS(at)
+		r.Ref = ref.Int64
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,6 +193,54 @@ func TestRecordsFilter(t *testing.T) {
 	recs, _ = e.s.Records(ctx, s.ID, 4, 10, "")
 	if len(recs) != 0 || recs == nil {
 		t.Fatalf("past the end: %#v", recs)
+	}
+}
+
+// TestRecordRefs: a record's ref is stored, published and read back; a
+// relative ref names a record of the same append; a ref that is not earlier
+// is refused and nothing of the append is stored.
+func TestRecordRefs(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	commit := func(ref int64) store.NewRecord {
+		return store.NewRecord{NodeID: "n1", Kind: store.KindEvent, Ref: ref, Data: json.RawMessage(`{"type":"commit","hash":"h","message":"m"}`)}
+	}
+	cmd := store.NewRecord{NodeID: "n1", Kind: store.KindEvent, Data: json.RawMessage(`{"type":"command","cmd":"git commit","status":"done"}`)}
+	first, err := e.s.Append(ctx, s.ID, cmd, ev("x"), commit(-2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[2].Ref != first[0].Seq || first[0].Ref != 0 {
+		t.Fatalf("relative ref: %+v", first)
+	}
+	one, err := e.s.Append(ctx, s.ID, commit(first[0].Seq))
+	if err != nil || one[0].Ref != first[0].Seq {
+		t.Fatalf("absolute ref: %+v, %v", one, err)
+	}
+	recs, err := e.s.Records(ctx, s.ID, 0, 10, "")
+	if err != nil || len(recs) != 4 || recs[2].Ref != 1 || recs[3].Ref != 1 || recs[0].Ref != 0 {
+		t.Fatalf("read back: %+v, %v", recs, err)
+	}
+	pub := e.pub.all()
+	if len(pub) != 4 || pub[2].Ref != 1 || pub[3].Ref != 1 {
+		t.Fatalf("published: %+v", pub)
+	}
+	b, _ := json.Marshal(recs[3])
+	if !strings.Contains(string(b), `"ref":1`) {
+		t.Fatalf("JSON of a record with a ref: %s", b)
+	}
+	if b, _ := json.Marshal(recs[1]); strings.Contains(string(b), `"ref"`) {
+		t.Fatalf("JSON of a record without a ref: %s", b)
+	}
+	before := dump(t, e.s)
+	for _, bad := range [][]store.NewRecord{{ev("y"), commit(-2)}, {commit(5)}, {commit(99)}} {
+		_, err := e.s.Append(ctx, s.ID, bad...)
+		wantCode(t, err, orchestrator.EInvalid, "ref")
+	}
+	if dump(t, e.s) != before {
+		t.Fatal("a refused append changed the database")
 	}
 }
 

@@ -101,6 +101,18 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	if _, err := st.Append(ctx, s.ID, store.NewRecord{NodeID: d.root, Kind: store.KindSystem, Data: json.RawMessage(`{"type":"check","text":"ok"}`)}); err != nil {
 		t.Fatalf("system record after upgrade: %v", err)
 	}
+	// 0009: sessions have no checks, nodes are generation 1, records
+	// keep their refs.
+	if got, err := st.GetSession(ctx, u.ID, s.ID); err != nil || got.Checks == nil || len(got.Checks) != 0 {
+		t.Fatalf("checks after upgrade: %v, %v", got.Checks, err)
+	}
+	if n, err := st.NodeByID(ctx, d.child); err != nil || n.Generation != 1 {
+		t.Fatalf("child after upgrade: generation %d, %v", n.Generation, err)
+	}
+	if recs, err := st.Append(ctx, s.ID, store.NewRecord{NodeID: d.root, Kind: store.KindEvent, Ref: 3,
+		Data: json.RawMessage(`{"type":"commit","hash":"abc","message":"m"}`)}); err != nil || recs[0].Ref != 3 {
+		t.Fatalf("record with a ref after upgrade: %+v, %v", recs, err)
+	}
 	var idx int
 	if err := st.SQL().QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'session_log_node_idx'`).Scan(&idx); err != nil || idx != 1 {
 		t.Fatalf("session_log_node_idx after upgrade: %d, %v", idx, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,6 +163,92 @@ func TestTreeCounts(t *testing.T) {
 	if err != nil || got.Done != 1 || got.Total != 2 {
 		t.Fatalf("GetNode(a) = %+v, %v", got, err)
 	}
+}
+
+// TestTreeRollups: a node carries its subtree's tokens and whether a
+// descendant (not itself) is active, in the tree, GetNode and the "updated"
+// records; the session carries the tokens of all its nodes.
+func TestTreeRollups(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	n := buildTree(t, e, u.ID, s.ID) // root(a(a1, a2), b)
+	for name, tok := range map[string]int64{"root": 1, "a": 10, "a1": 100, "a2": 1000, "b": 10000} {
+		if _, err := e.s.PatchNode(ctx, s.ID, n[name].ID, store.NodePatch{Tokens: ptr(tok)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upd, err := e.s.PatchNode(ctx, s.ID, n["a2"].ID, store.NodePatch{Status: ptr(store.NodeThinking)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upd.SubtreeTokens != 1000 || upd.DescendantActive {
+		t.Fatalf("the patched leaf: subtree tokens %d, descendant active %v", upd.SubtreeTokens, upd.DescendantActive)
+	}
+	nodes, err := e.s.Tree(ctx, u.ID, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type roll struct {
+		tokens int64
+		active bool
+	}
+	want := map[string]roll{"root": {11111, true}, "a": {1110, true}, "a1": {100, false}, "a2": {1000, false}, "b": {10000, false}}
+	for _, nd := range nodes {
+		if got := (roll{nd.SubtreeTokens, nd.DescendantActive}); got != want[nd.Name] {
+			t.Errorf("tree: %s = %+v, want %+v", nd.Name, got, want[nd.Name])
+		}
+		one, err := e.s.GetNode(ctx, u.ID, s.ID, nd.ID)
+		if err != nil || one.SubtreeTokens != nd.SubtreeTokens || one.DescendantActive != nd.DescendantActive {
+			t.Errorf("GetNode(%s) = %d %v, %v; the tree says %d %v", nd.Name, one.SubtreeTokens, one.DescendantActive, err, nd.SubtreeTokens, nd.DescendantActive)
+		}
+	}
+	// A running leaf makes its ancestors' descendants active, not itself.
+	if _, err := e.s.PatchNode(ctx, s.ID, n["a2"].ID, store.NodePatch{Status: ptr(store.NodeDone)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.PatchNode(ctx, s.ID, n["b"].ID, store.NodePatch{Status: ptr(store.NodeRunning)}); err != nil {
+		t.Fatal(err)
+	}
+	for name, active := range map[string]bool{"root": true, "a": false, "b": false} {
+		got, err := e.s.GetNode(ctx, u.ID, s.ID, n[name].ID)
+		if err != nil || got.DescendantActive != active {
+			t.Errorf("after b runs: %s descendant active %v, %v; want %v", name, got.DescendantActive, err, active)
+		}
+	}
+	// Deleting a subtree takes its tokens out of its ancestors' roll-ups (the
+	// session's tokens_used, metered by the gateway, keeps them: billing).
+	if _, err := e.s.DeleteNode(ctx, u.ID, s.ID, n["a"].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.s.GetNode(ctx, u.ID, s.ID, n["root"].ID); err != nil || got.SubtreeTokens != 10001 {
+		t.Fatalf("root's subtree tokens after delete %d, %v; want 10001", got.SubtreeTokens, err)
+	}
+}
+
+// TestGeneration: a node starts at generation 1; the runner's patch moves
+// it on with an "updated" record; 0 is refused.
+func TestGeneration(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	if root.Generation != 1 {
+		t.Fatalf("new node generation %d", root.Generation)
+	}
+	before := len(e.pub.all())
+	got, err := e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{Generation: ptr(2)})
+	if err != nil || got.Generation != 2 {
+		t.Fatalf("patch generation: %+v, %v", got, err)
+	}
+	recs := e.pub.all()[before:]
+	if len(recs) != 1 || recs[0].Kind != store.KindNode || !strings.Contains(string(recs[0].Data), `"generation":2`) {
+		t.Fatalf("records of the patch: %+v", recs)
+	}
+	_, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{Generation: ptr(0)})
+	wantCode(t, err, orchestrator.EInvalid, "generation")
 }
 
 func TestUpdateNode(t *testing.T) {

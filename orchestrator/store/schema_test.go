@@ -18,7 +18,7 @@ func TestJSONMatchesProtocol(t *testing.T) {
 	e := newEnv(t)
 	u := e.user(t, "alice")
 	repo := "https://example.com/r.git"
-	sess, err := e.s.CreateSession(ctx, u.ID, store.NewSession{Name: "s", GitRepoURL: &repo})
+	sess, err := e.s.CreateSession(ctx, u.ID, store.NewSession{Name: "s", GitRepoURL: &repo, Checks: []store.Check{{Command: "go vet ./..."}, {Command: "make", Timeout: 30}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +39,16 @@ func TestJSONMatchesProtocol(t *testing.T) {
 		store.NewRecord{NodeID: b.ID, Kind: store.KindError, Data: mustJSON(t, protocol.ErrorData{Message: "agent exited with code 2", Source: protocol.SourceExit, ExitCode: &code})},
 		store.NewRecord{Kind: store.KindFile, Data: mustJSON(t, protocol.FileChange{Op: protocol.FileCreated, Path: "/a.txt", Size: 1})},
 		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "go vet ./... passed"})},
+		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "go vet ./... failed",
+			Command: "go vet ./...", Exit: &code, Output: "x declared and not used", DurationMS: 1200})},
+		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "timed out",
+			Command: "sleep 100", Output: "", DurationMS: 1000, TimedOut: true})},
+		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemMemory, Text: "1 memory",
+			Memories: []protocol.Memory{{Key: "k", Text: "use make"}}})},
+		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemContinuation, Text: "continuation",
+			Generation: 2, Summary: "went far"})},
+		store.NewRecord{NodeID: b.ID, Kind: store.KindEvent, Data: mustJSON(t, protocol.CommandEvent{Type: "command", Cmd: "git commit -am x", Status: "done"})},
+		store.NewRecord{NodeID: b.ID, Kind: store.KindEvent, Ref: -1, Data: mustJSON(t, protocol.CommitEvent{Type: "commit", Hash: "abc", Message: "x"})},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +58,11 @@ func TestJSONMatchesProtocol(t *testing.T) {
 
 	recordSchema := schematest.Compile(t, "record.schema.json")
 	kinds := map[string]bool{}
+	refs := 0
 	for _, r := range e.pub.all() {
+		if r.Ref != 0 {
+			refs++
+		}
 		kinds[r.Kind] = true
 		if err := schematest.Validate(recordSchema, r); err != nil {
 			t.Errorf("record %d (%s) %s: %v", r.Seq, r.Kind, r.Data, err)
@@ -58,6 +72,9 @@ func TestJSONMatchesProtocol(t *testing.T) {
 		if !kinds[k] {
 			t.Errorf("no %s record was checked", k)
 		}
+	}
+	if refs != 1 {
+		t.Errorf("%d records with a ref were checked, want 1", refs)
 	}
 	recs, err := e.s.Records(ctx, sess.ID, 0, 100, "")
 	if err != nil {

@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -17,6 +19,10 @@ import (
 const (
 	MaxSessionNameLen = 200  // runes
 	MaxGitURLLen      = 2048 // bytes
+	MaxChecks         = 16   // health checks of one session
+	MaxCheckLen       = 4096 // bytes of one check's command
+	// DefaultMaxCheckTimeout is the default of Config.MaxCheckTimeout.
+	DefaultMaxCheckTimeout = 30 * time.Minute
 )
 
 // sessionRow is agent_session as stored, plus the computed columns of
@@ -33,10 +39,16 @@ type sessionRow struct {
 	UpdatedAt  int64
 	NodeCount  int
 	LastLogAt  *int64
+	Checks     string
+
+	BudgetTokens *int64
+	BudgetUSD    *float64
+	TokensUsed   int64
+	CostUSD      float64
 }
 
 const sessionSelect = `SELECT s.id, s.user_id, s.name, s.git_repo_url, s.status, s.root_node_id,
-	s.started_at, s.created_at, s.updated_at,
+	s.started_at, s.created_at, s.updated_at, s.checks, s.budget_tokens, s.budget_usd, s.tokens_used, s.cost_usd,
 	(SELECT COUNT(*) FROM agent_node n WHERE n.session_id = s.id) AS node_count,
 	(SELECT l.created_at FROM session_log l WHERE l.session_id = s.id ORDER BY l.seq DESC LIMIT 1) AS last_log_at
 	FROM agent_session s`
@@ -46,6 +58,13 @@ func (r sessionRow) session() Session {
 		ID: r.ID, UserID: r.UserID, Name: r.Name, GitRepoURL: r.GitRepoURL, Status: r.Status,
 		RootNodeID: r.RootNodeID, StartedAt: fromMSPtr(r.StartedAt),
 		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt), NodeCount: r.NodeCount,
+		BudgetTokens: r.BudgetTokens, BudgetUSD: r.BudgetUSD, TokensUsed: r.TokensUsed, CostUSD: r.CostUSD,
+		Checks: []Check{},
+	}
+	if r.Checks != "" {
+		// Written by this package from validated checks; a row that does not
+		// decode shows none rather than failing every read of the session.
+		_ = json.Unmarshal([]byte(r.Checks), &s.Checks)
 	}
 	s.LastActivity = s.UpdatedAt
 	if r.LastLogAt != nil && *r.LastLogAt > r.UpdatedAt {
@@ -134,9 +153,51 @@ func validateGitURL(raw string) (string, error) {
 	return u, nil
 }
 
+func (s *Store) maxCheckTimeout() time.Duration {
+	if s.cfg.MaxCheckTimeout > 0 {
+		return s.cfg.MaxCheckTimeout
+	}
+	return DefaultMaxCheckTimeout
+}
+
+// validateChecks trims the commands and returns the checks as stored (a
+// JSON array).
+func (s *Store) validateChecks(checks []Check) (string, error) {
+	if len(checks) > MaxChecks {
+		return "", orchestrator.FieldErrorf("checks", "a session has at most %d checks, got %d", MaxChecks, len(checks))
+	}
+	out := make([]Check, 0, len(checks))
+	maxSec := int(s.maxCheckTimeout() / time.Second)
+	for i, c := range checks {
+		c.Command = strings.TrimSpace(c.Command)
+		switch {
+		case c.Command == "":
+			return "", orchestrator.FieldErrorf("checks", "check %d has an empty command", i+1)
+		case len(c.Command) > MaxCheckLen:
+			return "", orchestrator.FieldErrorf("checks", "check %d is longer than %d bytes", i+1, MaxCheckLen)
+		case strings.IndexFunc(c.Command, func(r rune) bool { return unicode.IsControl(r) && r != '\t' }) >= 0:
+			return "", orchestrator.FieldErrorf("checks", "check %d must be one line without control characters (join commands with && or ;)", i+1)
+		case c.Timeout < 0:
+			return "", orchestrator.FieldErrorf("checks", "check %d: timeout must be a positive number of seconds", i+1)
+		case c.Timeout > maxSec:
+			return "", orchestrator.FieldErrorf("checks", "check %d: timeout %ds is over this server's maximum of %ds (--check-timeout-max)", i+1, c.Timeout, maxSec)
+		}
+		out = append(out, c)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encode checks: %w", err)
+	}
+	return string(b), nil
+}
+
 // CreateSession creates a draft session owned by userID.
 func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession) (Session, error) {
 	name, err := validateSessionName(in.Name)
+	if err != nil {
+		return Session{}, err
+	}
+	checks, err := s.validateChecks(in.Checks)
 	if err != nil {
 		return Session{}, err
 	}
@@ -158,8 +219,10 @@ func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession)
 		if n == 0 {
 			return notFound("user", userID)
 		}
-		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 'draft', ?, ?)`, id, userID, name, gitURL, now, now).Error
+		b := s.cfg.DefaultBudget
+		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at, checks,
+			budget_tokens, budget_usd) VALUES (?, ?, ?, ?, 'draft', ?, ?, ?, ?, ?)`, id, userID, name, gitURL, now, now, checks,
+			b.Tokens, b.USD).Error
 	})
 	if err != nil {
 		return Session{}, fmt.Errorf("create session: %w", err)
@@ -176,6 +239,57 @@ func (s *Store) GetSession(ctx context.Context, userID, id string) (Session, err
 // which act for the session's owner; never for request handlers.
 func (s *Store) SessionByID(ctx context.Context, id string) (Session, error) {
 	return getSession(s.rdb.WithContext(ctx), "", id)
+}
+
+// SessionPatch lists what PatchSession changes of a session.
+type SessionPatch struct {
+	SetChecks bool    // replace the health checks with Checks (empty: detect them)
+	Checks    []Check //
+	Budget    BudgetPatch
+}
+
+// PatchSession changes userID's session: its health checks (they apply from
+// the next agent session on) and its LLM budget. Everything is validated
+// before anything is written, and written in one statement.
+func (s *Store) PatchSession(ctx context.Context, userID, id string, p SessionPatch) (Session, error) {
+	q, args := `UPDATE agent_session SET updated_at = ?`, []any{ms(s.now())}
+	if p.SetChecks {
+		enc, err := s.validateChecks(p.Checks)
+		if err != nil {
+			return Session{}, err
+		}
+		q += `, checks = ?`
+		args = append(args, enc)
+	}
+	b := p.Budget
+	if err := (Budget{Tokens: b.Tokens, USD: b.USD}).Validate(); err != nil {
+		return Session{}, err
+	}
+	if b.SetTokens {
+		q += `, budget_tokens = ?`
+		args = append(args, b.Tokens)
+	}
+	if b.SetUSD {
+		q += `, budget_usd = ?`
+		args = append(args, b.USD)
+	}
+	if !p.SetChecks && !b.SetTokens && !b.SetUSD {
+		return s.GetSession(ctx, userID, id)
+	}
+	res := s.db.WithContext(ctx).Exec(q+` WHERE id = ? AND user_id = ?`, append(args, id, requireUser(userID))...)
+	if res.Error != nil {
+		return Session{}, fmt.Errorf("change session %s: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return Session{}, notFound("session", id)
+	}
+	return getSession(s.rdb.WithContext(ctx), requireUser(userID), id)
+}
+
+// SetSessionChecks replaces the health checks of userID's session (empty:
+// detected from the repository). They apply from the next agent session on.
+func (s *Store) SetSessionChecks(ctx context.Context, userID, id string, checks []Check) (Session, error) {
+	return s.PatchSession(ctx, userID, id, SessionPatch{SetChecks: true, Checks: checks})
 }
 
 // ListSessions returns userID's sessions, newest first.
@@ -234,8 +348,9 @@ func (s *Store) UpdateSessionStatus(ctx context.Context, sessionID, status strin
 	q := `UPDATE agent_session SET status = ?, updated_at = ? WHERE id = ?`
 	args := []any{status, now, sessionID}
 	if status == SessionRunning {
-		q = `UPDATE agent_session SET status = ?, updated_at = ?, started_at = ? WHERE id = ?`
-		args = []any{status, now, now, sessionID}
+		// A session already running keeps the time it started.
+		q = `UPDATE agent_session SET started_at = CASE WHEN status = 'running' THEN started_at ELSE ? END, status = ?, updated_at = ? WHERE id = ?`
+		args = []any{now, status, now, sessionID}
 	}
 	res := s.db.WithContext(ctx).Exec(q, args...)
 	if res.Error != nil {

@@ -66,6 +66,12 @@ type Config struct {
 	// MaxNodes bounds the agents of one session (DefaultMaxNodes), so that
 	// agents spawning agents cannot grow a tree without end.
 	MaxNodes int
+	// MaxCheckTimeout bounds the time limit a session's health check may ask
+	// for (DefaultMaxCheckTimeout).
+	MaxCheckTimeout time.Duration
+	// DefaultBudget is the LLM budget a new session starts with (nil
+	// fields: unlimited); its owner changes it with SetSessionBudget.
+	DefaultBudget Budget
 }
 
 // DefaultMaxNodes is the default bound on the agents of one session.
@@ -93,6 +99,10 @@ type Store struct {
 
 	insertOne *sql.Stmt         // insertLogSQL, prepared on the write connection
 	insertN   map[int]*sql.Stmt // multi-row INSERTs by row count (insertChunks)
+
+	usageMu   sync.Mutex // guards the usage statements, prepared at first use
+	usageStmt *sql.Stmt  // insertUsageSQL, on the write connection
+	spendStmt *sql.Stmt  // spendSQL, on the read pool (the gateway runs it per request)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -244,6 +254,13 @@ func (s *Store) Close() error {
 		// Let SQLite refresh its query planner statistics; best effort.
 		_, _ = s.wsql.Exec(`PRAGMA optimize`)
 		errs := []error{s.insertOne.Close()}
+		s.usageMu.Lock()
+		for _, st := range []*sql.Stmt{s.usageStmt, s.spendStmt} {
+			if st != nil {
+				errs = append(errs, st.Close())
+			}
+		}
+		s.usageMu.Unlock()
 		for _, st := range s.insertN {
 			errs = append(errs, st.Close())
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -192,6 +193,11 @@ func TestSessionValidation(t *testing.T) {
 		{"option host", store.NewSession{Name: "x", GitRepoURL: ptr("ssh://-oProxyCommand=x/y")}, "git_repo_url"},
 		{"option scp host", store.NewSession{Name: "x", GitRepoURL: ptr("git@-oProxyCommand=x:y")}, "git_repo_url"},
 		{"ext transport", store.NewSession{Name: "x", GitRepoURL: ptr("ext::sh%20-c%20touch")}, "git_repo_url"},
+		{"empty check", store.NewSession{Name: "x", Checks: []store.Check{{Command: " "}}}, "checks"},
+		{"two-line check", store.NewSession{Name: "x", Checks: []store.Check{{Command: "go vet\nrm -rf /"}}}, "checks"},
+		{"long timeout", store.NewSession{Name: "x", Checks: []store.Check{{Command: "make", Timeout: 3601}}}, "checks"},
+		{"negative timeout", store.NewSession{Name: "x", Checks: []store.Check{{Command: "make", Timeout: -1}}}, "checks"},
+		{"too many checks", store.NewSession{Name: "x", Checks: make([]store.Check, store.MaxChecks+1)}, "checks"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,6 +256,38 @@ func dump(t *testing.T, s *store.Store) string {
 		rows.Close()
 	}
 	return out.String()
+}
+
+// TestSessionChecks: checks given at create and replaced later are stored
+// trimmed, in order, with their time limits; no checks is an empty list.
+func TestSessionChecks(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	other := e.user(t, "bob")
+	s, err := e.s.CreateSession(ctx, u.ID, store.NewSession{Name: "s", Checks: []store.Check{{Command: " go vet ./... "}, {Command: "make test", Timeout: 60}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Check{{Command: "go vet ./..."}, {Command: "make test", Timeout: 60}}
+	if got, _ := e.s.GetSession(ctx, u.ID, s.ID); !reflect.DeepEqual(got.Checks, want) {
+		t.Fatalf("checks %+v, want %+v", got.Checks, want)
+	}
+	got, err := e.s.SetSessionChecks(ctx, u.ID, s.ID, nil)
+	if err != nil || got.Checks == nil || len(got.Checks) != 0 {
+		t.Fatalf("cleared checks %+v, %v", got.Checks, err)
+	}
+	b, _ := json.Marshal(got)
+	if !strings.Contains(string(b), `"checks":[]`) {
+		t.Fatalf("session JSON without checks: %s", b)
+	}
+	_, err = e.s.SetSessionChecks(ctx, other.ID, s.ID, want)
+	wantCode(t, err, orchestrator.ENotFound, "")
+	_, err = e.s.SetSessionChecks(ctx, u.ID, s.ID, []store.Check{{Command: "x", Timeout: 99999}})
+	wantCode(t, err, orchestrator.EInvalid, "checks")
+	if got, _ := e.s.GetSession(ctx, u.ID, s.ID); len(got.Checks) != 0 {
+		t.Fatalf("a refused change left %+v", got.Checks)
+	}
 }
 
 func TestScopedToUser(t *testing.T) {

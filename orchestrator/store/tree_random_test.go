@@ -51,7 +51,8 @@ func treeRandomOps(t *testing.T, seed uint64) {
 			_, err = e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &p.ID})
 		case op < 6:
 			st := statuses[rng.IntN(len(statuses))]
-			_, err = e.s.UpdateNode(ctx, u.ID, s.ID, pick(nodes).ID, store.NodePatch{Status: &st})
+			tok := int64(rng.IntN(1000))
+			_, err = e.s.UpdateNode(ctx, u.ID, s.ID, pick(nodes).ID, store.NodePatch{Status: &st, Tokens: &tok})
 		case op < 9:
 			n, p := pick(nodes), pick(nodes)
 			_, err = e.s.MoveNode(ctx, u.ID, s.ID, n.ID, &p.ID, rng.IntN(4))
@@ -159,9 +160,23 @@ func checkTree(t *testing.T, step int, nodes []store.Node) {
 		}
 		return d, n
 	}
+	// Tokens of the subtree; whether a descendant is running or thinking.
+	var sum func(id string) (int64, bool)
+	sum = func(id string) (int64, bool) {
+		tok, active := byID[id].Tokens, false
+		for _, k := range kids[id] {
+			kt, ka := sum(k.ID)
+			tok += kt
+			active = active || ka || k.Status == store.NodeRunning || k.Status == store.NodeThinking
+		}
+		return tok, active
+	}
 	for _, n := range nodes {
 		if d, tot := count(n.ID, 0); d != n.Done || tot != n.Total {
 			t.Fatalf("step %d: %s done/total %d/%d, want %d/%d", step, n.Name, n.Done, n.Total, d, tot)
+		}
+		if tok, active := sum(n.ID); tok != n.SubtreeTokens || active != n.DescendantActive {
+			t.Fatalf("step %d: %s subtree tokens %d, descendant active %v; want %d, %v", step, n.Name, n.SubtreeTokens, n.DescendantActive, tok, active)
 		}
 	}
 }

@@ -87,12 +87,26 @@ type Session struct {
 	NodeCount int `json:"node_count"`
 	// LastActivity is the time of the last log record, or UpdatedAt if later.
 	LastActivity time.Time `json:"last_activity"`
+	// Checks are the health checks run in the workspace before every agent
+	// session of the session's nodes (empty: detected from the repository).
+	Checks []Check `json:"checks"`
+	// BudgetTokens and BudgetUSD bound what the session's agents may spend
+	// through the LLM gateway (nil: unlimited). TokensUsed and CostUSD are
+	// what they spent so far, deleted nodes included.
+	BudgetTokens *int64   `json:"budget_tokens"`
+	BudgetUSD    *float64 `json:"budget_usd"`
+	TokensUsed   int64    `json:"tokens_used"`
+	CostUSD      float64  `json:"cost_usd"`
 }
+
+// Check is one health check of a session (protocol.Check).
+type Check = protocol.Check
 
 // NewSession is the input of CreateSession.
 type NewSession struct {
 	Name       string  `json:"name"`
 	GitRepoURL *string `json:"git_repo_url,omitempty"`
+	Checks     []Check `json:"checks,omitempty"`
 }
 
 // Node is one agent in a session's tree. Its JSON is protocol.Node's
@@ -110,7 +124,8 @@ type Node struct {
 	Config      json.RawMessage `json:"config"`
 	ContainerID string          `json:"container_id"`
 	SortOrder   int             `json:"sort_order"`
-	Tokens      int64           `json:"tokens"`
+	Tokens      int64           `json:"tokens"`   // prompt (cached or not) + completion tokens, metered by the gateway
+	CostUSD     float64         `json:"cost_usd"` // USD the upstream reported for those requests (0 when none did)
 	ExitCode    *int            `json:"exit_code"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
@@ -118,6 +133,16 @@ type Node struct {
 	// itself): Total leaves, Done of them with status done.
 	Done  int `json:"done"`
 	Total int `json:"total"`
+	// Generation is the node's agent session number: 1 for its first
+	// agent, N+1 for the continuation after generation N handed off.
+	Generation int `json:"generation"`
+	// SubtreeTokens and SubtreeCostUSD add Tokens and CostUSD over the
+	// node and its descendants;
+	// DescendantActive says a descendant is running or thinking. Like Done
+	// and Total they are computed from the tree (not by NodeByID).
+	SubtreeTokens    int64   `json:"subtree_tokens"`
+	SubtreeCostUSD   float64 `json:"subtree_cost_usd"`
+	DescendantActive bool    `json:"descendant_active"`
 	// LogCursor is the relay's opaque position in the container log.
 	LogCursor string `json:"-"`
 	// StartedAt is when the node's agent was first started (nil: never):
@@ -152,6 +177,12 @@ type NodePatch struct {
 	// unsets it (a first start that failed).
 	MarkStarted  bool `json:"-"`
 	ClearStarted bool `json:"-"`
+	// Generation sets the node's generation (the runner, at a continuation).
+	Generation *int `json:"-"`
+	// AddTokens and AddCostUSD add to the node's totals (the gateway's
+	// metering; never from a request body).
+	AddTokens  int64   `json:"-"`
+	AddCostUSD float64 `json:"-"`
 }
 
 // Record is one entry of a session's log. Its JSON is protocol.Record's
@@ -163,6 +194,9 @@ type Record struct {
 	NodeID    string          `json:"node_id"`
 	At        time.Time       `json:"at"`
 	Data      json.RawMessage `json:"data"`
+	// Ref is the seq of an earlier record of the node this one refers to
+	// (a commit's tool or command record); 0: none.
+	Ref int64 `json:"ref,omitempty"`
 }
 
 // NewRecord is the input of Append: the store assigns Seq, and At unless
@@ -177,6 +211,10 @@ type NewRecord struct {
 	// At is information, not order: seq is the order, and At may go
 	// backwards from one record to the next.
 	At time.Time
+	// Ref links the record to an earlier one (Record.Ref): > 0 is that
+	// record's seq; -k is the record k places before this one in the same
+	// Append call (whose seq is not known until the append).
+	Ref int64
 }
 
 // NodeChange is the data of a KindNode record.

@@ -30,8 +30,16 @@
 // update per 64 new inodes); numbers reserved but unused when the process
 // ends are a gap, never reused. ReserveIno hands one out ahead of time for
 // CreateFile, which creates a file with its first data in one transaction
-// (the FUSE mount's lazy create). Event paths use a per-session cache of
-// directory paths that every rename (and import) clears.
+// (the FUSE mount's lazy create). A per-session cache of the directory tree
+// as parent links (paths.go), cleared by every rename and import, gives
+// event paths and path lengths without walking to the root.
+//
+// Paths are at most MaxPathLen (4096) bytes through both APIs: the path API
+// checks the paths it is given, and no call (mkdir, create, symlink, link,
+// rename, also of a directory with deep contents, copy) makes a longer one.
+// Grep, copy, delete, move and export do work in proportion to the tree: no
+// path is built per entry, and a copied, deleted or newly made directory
+// gives one file event, which stands for everything in it.
 //
 // After each commit the Invalidator (SetInvalidator) learns which names and
 // inodes the transaction touched, with the origin its context carries

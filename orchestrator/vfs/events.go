@@ -48,51 +48,6 @@ func (fs *FS) resolveEvent(ctx context.Context, tx *txn, ev *event) error {
 	return nil
 }
 
-// maxDirPaths bounds the per-session directory path cache.
-const maxDirPaths = 4096
-
-// dirPath returns the path of directory ino, from the session's cache of
-// directory paths when it can. Only a rename changes the path of an
-// existing directory (inode numbers are never reused), and it clears the
-// cache in its transaction (writes are serialised, so no other
-// transaction sees the old entries) and disables filling for the rest of
-// that transaction (which could roll back).
-func (fs *FS) dirPath(ctx context.Context, tx *txn, ino int64) (string, error) {
-	if ino == RootIno {
-		return "/", nil
-	}
-	st := fs.v.state(fs.sid)
-	fs.v.mu.Lock()
-	p, ok := st.dirPaths[ino]
-	fs.v.mu.Unlock()
-	if ok {
-		return p, nil
-	}
-	p, err := fs.pathOf(ctx, tx, ino)
-	if err != nil || tx.noPathCache {
-		return p, err
-	}
-	fs.v.mu.Lock()
-	if len(st.dirPaths) >= maxDirPaths {
-		clear(st.dirPaths)
-	}
-	st.dirPaths[ino] = p
-	fs.v.mu.Unlock()
-	return p, nil
-}
-
-// forgetDirPaths empties the session's directory path cache; inside a
-// transaction it also stops the transaction from filling it.
-func (fs *FS) forgetDirPaths(tx *txn) {
-	if tx != nil {
-		tx.noPathCache = true
-	}
-	st := fs.v.state(fs.sid)
-	fs.v.mu.Lock()
-	clear(st.dirPaths)
-	fs.v.mu.Unlock()
-}
-
 func (fs *FS) notify(ev event) {
 	if fs.v.cfg.Notifier == nil || ev.op == "" || ev.path == "" {
 		return

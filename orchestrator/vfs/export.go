@@ -61,6 +61,16 @@ CREATE TABLE kv_store (
 CREATE INDEX idx_kv_store_created_at ON kv_store(created_at);
 `
 
+// readonlySchema is this package's extension of an exported file, in a
+// table of its own as agentfs-spec.md asks of extensions: the inodes whose
+// content may not change (session-vfs.md is_readonly). Readers that know
+// only agentfs ignore it.
+const readonlySchema = `
+CREATE TABLE fs_readonly (
+  ino INTEGER PRIMARY KEY
+);
+`
+
 // copyRows runs query on src and inserts each row into dst with insert,
 // whose first parameters are prefix, then the n columns of the row.
 func copyRows(ctx context.Context, src querier, dst *sql.Tx, query string, args []any, insert string, prefix []any, n int) error {
@@ -108,7 +118,7 @@ func (v *VFS) Export(ctx context.Context, sessionID, dst string) error {
 	}
 	defer out.Close()
 	out.SetMaxOpenConns(1)
-	if _, err := out.ExecContext(ctx, agentfsSchema); err != nil {
+	if _, err := out.ExecContext(ctx, agentfsSchema+readonlySchema); err != nil {
 		return fmt.Errorf("export: create schema: %w", err)
 	}
 	tx, err := out.BeginTx(ctx, nil)
@@ -135,6 +145,8 @@ func (v *VFS) Export(ctx context.Context, sessionID, dst string) error {
 			`INSERT INTO fs_data(ino, offset, size, data) VALUES(?,?,?,?)`, 4},
 		{"symlinks", `SELECT ino, target FROM fs_symlink WHERE session_id=? AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=fs_symlink.session_id)`,
 			`INSERT INTO fs_symlink(ino, target) VALUES(?,?)`, 2},
+		{"readonly flags", `SELECT ino FROM fs_inode WHERE session_id=? AND is_readonly != 0 AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=fs_inode.session_id) ORDER BY ino`,
+			`INSERT INTO fs_readonly(ino) VALUES(?)`, 1},
 		{"kv", `SELECT key, value, created_at, updated_at FROM kv_store WHERE session_id=? ORDER BY key`,
 			`INSERT INTO kv_store(key, value, created_at, updated_at) VALUES(?,?,?,?)`, 4},
 		{"tool calls", `SELECT name, parameters, result, error, started_at, completed_at, duration_ms FROM tool_calls WHERE session_id=? ORDER BY id`,
@@ -238,6 +250,9 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 			`INSERT INTO fs_symlink(session_id, ino, target) VALUES(?,?,?)`, []any{sessionID}, 2); err != nil {
 			return fmt.Errorf("import symlinks: %w", err)
 		}
+		if err := importReadonly(ctx, in, tx, sessionID); err != nil {
+			return err
+		}
 		if err := copyRows(ctx, in, tx.tx, `SELECT key, value, COALESCE(created_at, unixepoch()), COALESCE(updated_at, unixepoch()) FROM kv_store`, nil,
 			`INSERT INTO kv_store(session_id, key, value, created_at, updated_at) VALUES(?,?,?,?,?)`, []any{sessionID}, 4); err != nil {
 			return fmt.Errorf("import kv: %w", err)
@@ -265,6 +280,37 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 		return fmt.Errorf("import %s: the result is inconsistent: %w", src, err)
 	}
 	return nil
+}
+
+// importReadonly sets the readonly flag of the inodes an exported file
+// lists in fs_readonly (a plain agentfs file has no such table).
+func importReadonly(ctx context.Context, in *sql.DB, tx *txn, sessionID string) error {
+	var n int
+	if err := in.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='fs_readonly'`).Scan(&n); err != nil {
+		return fmt.Errorf("import readonly flags: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	rows, err := in.QueryContext(ctx, `SELECT ino FROM fs_readonly ORDER BY ino`)
+	if err != nil {
+		return fmt.Errorf("import readonly flags: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ino int64
+		if err := rows.Scan(&ino); err != nil {
+			return fmt.Errorf("import readonly flags: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE fs_inode SET is_readonly=1 WHERE session_id=? AND ino=?`, sessionID, ino)
+		if err != nil {
+			return fmt.Errorf("import readonly flags: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k != 1 {
+			return fmt.Errorf("import readonly flags: inode %d is not in the file", ino)
+		}
+	}
+	return rows.Err()
 }
 
 func (fs *FS) importData(ctx context.Context, in *sql.DB, tx *txn, ino, size int64, cs int) error {

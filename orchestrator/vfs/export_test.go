@@ -25,7 +25,7 @@ func snapshot(t *testing.T, fs *FS) map[string]string {
 			t.Fatal(err)
 		}
 		for _, e := range list {
-			desc := fmt.Sprintf("%o %d %s", e.Mode, e.Size, e.Target)
+			desc := fmt.Sprintf("%o %d %s readonly=%v ", e.Mode, e.Size, e.Target, e.Readonly)
 			if !e.IsDir && !e.IsSymlink {
 				info, err := fs.Stat(ctx, e.Path)
 				if err != nil {
@@ -64,6 +64,10 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if _, err := fs.Symlink(ctx, RootIno, "link", "src/main.go"); err != nil {
 		t.Fatal(err)
 	}
+	ro := true
+	if _, _, err := fs.WriteFile(ctx, "/a/b/c/deep.txt", nil, WriteOptions{Readonly: &ro, NoContent: true}); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.v.KVSet(ctx, f.sid, "k", json.RawMessage(`[1,2]`)); err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +102,18 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if nlink != 2 {
 		t.Fatalf("hard link lost: nlink %d", nlink)
 	}
+	var readonly []int64
+	if rows, err := db.Query(`SELECT ino FROM fs_readonly`); err == nil {
+		for rows.Next() {
+			var ino int64
+			rows.Scan(&ino)
+			readonly = append(readonly, ino)
+		}
+		rows.Close()
+	}
+	if deep, err := fs.Stat(ctx, "/a/b/c/deep.txt"); err != nil || len(readonly) != 1 || readonly[0] != deep.Ino {
+		t.Fatalf("readonly inodes in the file: %v, want the one of deep.txt (%v)", readonly, err)
+	}
 
 	// import into a new session with another chunk size
 	v2 := New(f.v.db, Config{ChunkSize: 4096, ReadDB: f.v.r.db})
@@ -122,6 +138,21 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	if calls, _ := v2.ToolCalls(ctx, sid2, "", 10); len(calls) != 1 {
 		t.Fatalf("tool calls %v", calls)
+	}
+	// the readonly flag came along: the imported file refuses changes
+	if _, _, err := v2.Session(sid2).WriteFile(ctx, "/a/b/c/deep.txt", []byte("x"), WriteOptions{}); !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("write to the imported readonly file: %v, want EACCES", err)
+	}
+	// a plain agentfs file (no fs_readonly table) imports too
+	if _, err := db.Exec(`DROP TABLE fs_readonly`); err != nil {
+		t.Fatal(err)
+	}
+	sid3 := newSession(t, f.v.db)
+	if err := v2.Import(ctx, sid3, file); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := v2.Session(sid3).Stat(ctx, "/a/b/c/deep.txt"); err != nil || info.Readonly {
+		t.Fatalf("imported from plain agentfs: %+v, %v", info, err)
 	}
 	// importing into a session that has files is refused, atomically
 	if err := v2.Import(ctx, sid2, file); err == nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"path"
 	"regexp"
+	"unsafe"
 
 	"github.com/filepath-dev/filepath/orchestrator"
 )
@@ -62,27 +63,34 @@ func (fs *FS) Grep(ctx context.Context, o GrepOptions) (GrepResult, error) {
 	if o.MaxLineLen <= 0 {
 		o.MaxLineLen = 500
 	}
-	if _, err := fs.init(ctx); err != nil {
+	cs, err := fs.init(ctx)
+	if err != nil {
 		return GrepResult{}, err
 	}
 	res := GrepResult{Files: []GrepFile{}}
 	total := 0
-	var walk func(dir int64, dirPath string) (bool, error)
-	walk = func(dir int64, dirPath string) (bool, error) {
+	// buf holds the path of the entry being looked at, one buffer for the
+	// whole walk: a deep tree costs its size, not the sum of its paths.
+	var buf []byte
+	var walk func(dir int64) (bool, error)
+	walk = func(dir int64) (bool, error) {
 		kids, err := fs.children(ctx, fs.v.r, dir)
 		if err != nil {
 			return false, err
 		}
+		base := len(buf)
+		defer func() { buf = buf[:base] }()
 		for _, k := range kids {
 			if err := ctx.Err(); err != nil {
 				return false, err
 			}
-			p := joinPath(dirPath, k.name)
+			buf = append(append(buf[:base], '/'), k.name...)
+			p := view(buf)
 			if !fs.allowedPath(p, false) {
 				continue
 			}
 			if k.attr.IsDir() {
-				stop, err := walk(k.attr.Ino, p)
+				stop, err := walk(k.attr.Ino)
 				if stop || err != nil {
 					return stop, err
 				}
@@ -103,7 +111,6 @@ func (fs *FS) Grep(ctx context.Context, o GrepOptions) (GrepResult, error) {
 				return true, nil
 			}
 			data := make([]byte, k.attr.Size)
-			cs, _ := fs.init(ctx)
 			if err := fs.readChunks(ctx, fs.v.r, k.attr.Ino, cs, data, 0); err != nil {
 				return false, err
 			}
@@ -125,11 +132,13 @@ func (fs *FS) Grep(ctx context.Context, o GrepOptions) (GrepResult, error) {
 				if len(line) > o.MaxLineLen {
 					line = line[:o.MaxLineLen]
 				}
-				gf.Matches = append(gf.Matches, GrepMatch{Path: p, LineNumber: n, Line: string(line)})
+				if gf.Path == "" {
+					gf.Path = string(buf)
+				}
+				gf.Matches = append(gf.Matches, GrepMatch{Path: gf.Path, LineNumber: n, Line: string(line)})
 				total++
 			}
 			if len(gf.Matches) > 0 {
-				gf.Path = p
 				res.Files = append(res.Files, gf)
 			}
 			if total >= o.MaxMatches && res.Truncated {
@@ -138,8 +147,12 @@ func (fs *FS) Grep(ctx context.Context, o GrepOptions) (GrepResult, error) {
 		}
 		return false, nil
 	}
-	if _, err := walk(RootIno, "/"); err != nil {
+	if _, err := walk(RootIno); err != nil {
 		return GrepResult{}, err
 	}
 	return res, nil
 }
+
+// view returns b as a string without copying, for a call that does not keep
+// it: the string changes with b.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -163,7 +163,7 @@ func (fs *FS) SetAttr(ctx context.Context, ino int64, ch AttrChange) (Attr, erro
 			if *ch.Size < 0 {
 				return errorf(syscall.EINVAL, "", "negative size %d", *ch.Size)
 			}
-			if a.Readonly && *ch.Size != a.Size {
+			if a.Readonly {
 				return errorf(syscall.EACCES, "", "file is readonly")
 			}
 			if err := fs.resize(ctx, tx, ino, cs, a.Size, *ch.Size); err != nil {
@@ -245,6 +245,9 @@ func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32
 			out = a
 			return nil
 		}
+		if err := fs.checkNewPath(ctx, tx, parent, name); err != nil {
+			return err
+		}
 		a, err := fs.mknod(ctx, tx, parent, name, ModeRegular|mode&ModePerm, "")
 		if err != nil {
 			return err
@@ -286,6 +289,9 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 	var out Attr
 	var ev event
 	err := fs.v.tx(ctx, func(tx *txn) error {
+		if err := fs.checkNewPath(ctx, tx, parent, name); err != nil {
+			return err
+		}
 		a, err := fs.mknod(ctx, tx, parent, name, mode, target)
 		if err != nil {
 			return err
@@ -391,6 +397,9 @@ func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (A
 		}
 		if !pa.IsDir() {
 			return errorf(syscall.ENOTDIR, newName, "parent of %s is not a directory", newName)
+		}
+		if err := fs.checkNewPath(ctx, tx, newParent, newName); err != nil {
+			return err
 		}
 		if err := fs.addDentry(ctx, tx, newParent, newName, ino); err != nil {
 			return err
@@ -545,9 +554,10 @@ func (fs *FS) Rename(ctx context.Context, oldParent int64, oldName string, newPa
 	return nil
 }
 
+// rename renames in tx. Until its first change the directory cache holds
+// what tx reads (it is all committed); from then on tx bypasses it and
+// the cache is cleared, now and at commit.
 func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName string, newParent int64, newName string, flags uint32) ([]event, error) {
-	fs.forgetDirPaths(tx)
-	tx.onCommit(func() { fs.forgetDirPaths(nil) })
 	src, err := fs.lookup(ctx, tx, oldParent, oldName)
 	if err != nil {
 		return nil, err
@@ -584,6 +594,9 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 	if err := fs.resolveEvent(ctx, tx, &newEv); err != nil {
 		return nil, err
 	}
+	if err := fs.checkRenamedPath(ctx, tx, src, oldParent, oldName, newParent, newName); err != nil {
+		return nil, err
+	}
 	now := fs.v.cfg.Now()
 	if flags&RenameExchange != 0 {
 		if !exists {
@@ -598,6 +611,11 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 				return nil, errorf(syscall.EINVAL, newName, "cannot move directory %s into itself", newName)
 			}
 		}
+		if err := fs.checkRenamedPath(ctx, tx, dst, newParent, newName, oldParent, oldName); err != nil {
+			return nil, err
+		}
+		fs.forgetDirPaths(tx)
+		tx.onCommit(func() { fs.forgetDirPaths(nil) })
 		for _, u := range []struct {
 			parent int64
 			name   string
@@ -618,6 +636,8 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 		newEv.op = OpModified
 		return []event{oldEv, newEv}, nil
 	}
+	fs.forgetDirPaths(tx)
+	tx.onCommit(func() { fs.forgetDirPaths(nil) })
 	if exists {
 		if flags&RenameNoReplace != 0 {
 			return nil, errorf(syscall.EEXIST, newName, "%s already exists", newName)
@@ -655,6 +675,24 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 		return nil, err
 	}
 	return []event{oldEv, newEv}, nil
+}
+
+// checkRenamedPath refuses moving a (oldParent/oldName) to newParent/newName
+// when its new path, or for a directory a path below it, would be longer
+// than MaxPathLen.
+func (fs *FS) checkRenamedPath(ctx context.Context, tx *txn, a Attr, oldParent int64, oldName string, newParent int64, newName string) error {
+	if err := fs.checkNewPath(ctx, tx, newParent, newName); err != nil || !a.IsDir() {
+		return err
+	}
+	op, err := fs.dirInfo(ctx, tx, oldParent)
+	if err != nil {
+		return err
+	}
+	np, err := fs.dirInfo(ctx, tx, newParent)
+	if err != nil {
+		return err
+	}
+	return fs.checkMovedTree(ctx, tx, a.Ino, childLen(op.plen, oldName), childLen(np.plen, newName), newName)
 }
 
 // ReadAt reads up to len(p) bytes of regular file ino at off. It returns
@@ -851,6 +889,9 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 			}
 			return errorf(syscall.ENOTDIR, name, "parent of %s is not a directory", name)
 		}
+		if err := fs.checkNewPath(ctx, tx, parent, name); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns, data_gen)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, fs.sid, ino, mode, uid, gid, size, s, s, s, ns, ns, ns, now.UnixNano(), gen); err != nil {
 			return fmt.Errorf("insert inode: %w", err)
@@ -909,11 +950,35 @@ func (fs *FS) PathOf(ctx context.Context, ino int64) (string, error) {
 	return fs.pathOf(ctx, fs.v.r, ino)
 }
 
+// pathOf returns the path of ino (its first name), from the directory
+// cache when its directory is there.
 func (fs *FS) pathOf(ctx context.Context, q querier, ino int64) (string, error) {
+	if ino == RootIno {
+		return "/", nil
+	}
+	var parent int64
+	var name string
+	err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, ino).Scan(&parent, &name)
+	if err == sql.ErrNoRows {
+		return "", errorf(syscall.ENOENT, "", "inode %d has no name", ino)
+	}
+	if err != nil {
+		return "", fmt.Errorf("path of inode %d: %w", ino, err)
+	}
+	dir, err := fs.dirPath(ctx, q, parent)
+	if err != nil {
+		return "", err
+	}
+	return joinPath(dir, name), nil
+}
+
+// walkPath is pathOf without the directory cache: one query per level.
+func (fs *FS) walkPath(ctx context.Context, q querier, ino int64) (string, error) {
 	var parts []string
+	n := 0
 	for cur := ino; cur != RootIno; {
 		if len(parts) > MaxPathLen/2 {
-			return "", errorf(syscall.ELOOP, "", "directory tree too deep")
+			return "", errorf(syscall.ENAMETOOLONG, "", "the path of inode %d is longer than %d bytes", ino, MaxPathLen)
 		}
 		var name string
 		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&cur, &name)
@@ -924,26 +989,32 @@ func (fs *FS) pathOf(ctx context.Context, q querier, ino int64) (string, error) 
 			return "", fmt.Errorf("path of inode %d: %w", ino, err)
 		}
 		parts = append(parts, name)
+		n += 1 + len(name)
 	}
-	p := ""
+	if len(parts) == 0 {
+		return "/", nil
+	}
+	b := make([]byte, 0, n)
 	for i := len(parts) - 1; i >= 0; i-- {
-		p += "/" + parts[i]
+		b = append(b, '/')
+		b = append(b, parts[i]...)
 	}
-	if p == "" {
-		p = "/"
-	}
-	return p, nil
+	return string(b), nil
 }
 
 // CheckCreate reports whether the file name may be created in parent: a
 // valid name the node's policy allows (EACCES, logged and audited, when
-// not). It creates nothing: the FUSE mount's lazy create checks at open
-// what CreateFile would refuse only at the first flush.
+// not), with a path within MaxPathLen (ENAMETOOLONG). It creates nothing:
+// the FUSE mount's lazy create checks at open what CreateFile would refuse
+// only at the first flush.
 func (fs *FS) CheckCreate(ctx context.Context, parent int64, name string) error {
 	if err := validName(name); err != nil {
 		return err
 	}
 	if _, err := fs.init(ctx); err != nil {
+		return err
+	}
+	if err := fs.checkNewPath(ctx, fs.v.r, parent, name); err != nil {
 		return err
 	}
 	return fs.checkInodeAccess(ctx, "create", parent, name, true)

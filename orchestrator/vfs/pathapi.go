@@ -299,6 +299,9 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			if opt.IfMatch != "" {
 				return preconditionFailed(p)
 			}
+			if err := checkPathLen(r.path); err != nil {
+				return err
+			}
 			perm := opt.Perm
 			if perm == 0 {
 				perm = 0o644
@@ -403,6 +406,9 @@ func (fs *FS) MkdirAll(ctx context.Context, p string, exclusive bool) (FileInfo,
 		if err := fs.checkPathTx("mkdir", r.path, true); err != nil {
 			return err
 		}
+		if err := checkPathLen(r.path); err != nil {
+			return err
+		}
 		if _, err := fs.mknod(ctx, tx, r.parent, r.name, ModeDir|0o755, ""); err != nil {
 			return err
 		}
@@ -445,7 +451,9 @@ func (fs *FS) Delete(ctx context.Context, p string, recursive bool) error {
 				return errorf(syscall.ENOTEMPTY, p, "directory not empty; use ?recursive=true")
 			}
 		}
-		if err := fs.deleteTree(ctx, tx, r.parent, r.name, r.attr, r.path, &evs); err != nil {
+		// One event: a deleted directory's stands for everything in it.
+		evs = append(evs, event{op: OpDeleted, path: r.path})
+		if err := fs.deleteTree(ctx, tx, r.parent, r.name, r.attr); err != nil {
 			return err
 		}
 		return fs.touch(ctx, tx, r.parent, fs.v.cfg.Now())
@@ -457,19 +465,20 @@ func (fs *FS) Delete(ctx context.Context, p string, recursive bool) error {
 	return nil
 }
 
-func (fs *FS) deleteTree(ctx context.Context, tx *txn, parent int64, name string, a Attr, p string, evs *[]event) error {
+// deleteTree removes the entry name of parent (inode a) and, for a
+// directory, everything below it: a few statements per entry, no paths.
+func (fs *FS) deleteTree(ctx context.Context, tx *txn, parent int64, name string, a Attr) error {
 	if a.IsDir() {
 		kids, err := fs.children(ctx, tx, a.Ino)
 		if err != nil {
 			return err
 		}
 		for _, k := range kids {
-			if err := fs.deleteTree(ctx, tx, a.Ino, k.name, k.attr, joinPath(p, k.name), evs); err != nil {
+			if err := fs.deleteTree(ctx, tx, a.Ino, k.name, k.attr); err != nil {
 				return err
 			}
 		}
 	}
-	*evs = append(*evs, event{op: OpDeleted, path: p})
 	return fs.unlinkEntry(ctx, tx, parent, name, a.Ino)
 }
 
@@ -553,7 +562,19 @@ func (fs *FS) resolveTransfer(ctx context.Context, tx *txn, op, src, dst string,
 	if rd.exists {
 		return rs, rd, errorf(syscall.EEXIST, dst, "%s already exists", dst)
 	}
+	if err := checkPathLen(rd.path); err != nil {
+		return rs, rd, err
+	}
 	return rs, rd, fs.checkPathTx(op, rd.path, true)
+}
+
+// checkPathLen refuses a new entry whose canonical path (which symlinks can
+// make longer than the path asked for) is longer than MaxPathLen.
+func checkPathLen(p string) error {
+	if len(p) > MaxPathLen {
+		return errorf(syscall.ENAMETOOLONG, p, "the path %s would be longer than %d bytes", trunc(p), MaxPathLen)
+	}
+	return nil
 }
 
 // lstat is Stat without following a final symlink.
@@ -606,7 +627,9 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 				return errorf(syscall.EINVAL, dst, "cannot copy directory %s into itself", src)
 			}
 		}
-		return fs.copyTree(ctx, tx, rs.attr, rd.parent, rd.name, rd.path, &evs)
+		// One event: a created directory's stands for everything in it.
+		evs = append(evs, event{op: OpCreated, path: rd.path, size: rs.attr.Size})
+		return fs.copyTree(ctx, tx, rs.attr, rd.parent, rd.name, len(rd.path))
 	})
 	if err != nil {
 		return FileInfo{}, err
@@ -615,7 +638,13 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 	return fs.lstat(ctx, dst)
 }
 
-func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name, p string, evs *[]event) error {
+// copyTree copies inode a as the entry name of parent, whose path has
+// length plen, and for a directory everything below it, each new path
+// within MaxPathLen.
+func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name string, plen int) error {
+	if plen > MaxPathLen {
+		return errorf(syscall.ENAMETOOLONG, name, "the copy would have a path longer than %d bytes (at %s)", MaxPathLen, trunc(name))
+	}
 	var target string
 	if a.IsSymlink() {
 		t, err := fs.readlink(ctx, tx, a.Ino)
@@ -628,7 +657,6 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name,
 	if err != nil {
 		return err
 	}
-	*evs = append(*evs, event{op: OpCreated, path: p, size: a.Size})
 	switch {
 	case a.IsRegular():
 		if err := fs.addUsage(ctx, tx, a.Size); err != nil {
@@ -636,11 +664,11 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name,
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, offset, size, data) SELECT session_id, ?, offset, size, data FROM fs_data WHERE session_id=? AND ino=?`,
 			na.Ino, fs.sid, a.Ino); err != nil {
-			return fmt.Errorf("copy data to %s: %w", p, err)
+			return fmt.Errorf("copy data to %s: %w", name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET size=?, sha256=(SELECT sha256 FROM fs_inode WHERE session_id=? AND ino=?) WHERE session_id=? AND ino=?`,
 			a.Size, fs.sid, a.Ino, fs.sid, na.Ino); err != nil {
-			return fmt.Errorf("copy %s: %w", p, err)
+			return fmt.Errorf("copy %s: %w", name, err)
 		}
 	case a.IsDir():
 		kids, err := fs.children(ctx, tx, a.Ino)
@@ -648,7 +676,7 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name,
 			return err
 		}
 		for _, k := range kids {
-			if err := fs.copyTree(ctx, tx, k.attr, na.Ino, k.name, joinPath(p, k.name), evs); err != nil {
+			if err := fs.copyTree(ctx, tx, k.attr, na.Ino, k.name, childLen(plen, k.name)); err != nil {
 				return err
 			}
 		}

@@ -17,29 +17,48 @@ type resolved struct {
 	exists bool
 }
 
+// WorkspaceRoot is where a session's files appear in an agent's container.
+// An absolute symlink target means what it means there: /workspace/a/b is
+// the session path /a/b, and anything outside /workspace is outside the
+// session.
+const WorkspaceRoot = "/workspace"
+
 // resolve walks the cleaned path p from the root. Symlinks in the middle are
 // always followed, the last one only when followLast is set. A symlink's
-// absolute target is relative to the session root; ".." above the root is an
-// error ("symlink escapes the workspace"); more than MaxSymlinks hops is ELOOP.
-// With mk set (q must then be a transaction), missing directories are created
-// and their events appended to *mk.
+// absolute target is a container path: under WorkspaceRoot it is the session
+// path below it; anywhere else, like ".." above the root, it is an error
+// ("symlink escapes the workspace", EACCES, audited); more than MaxSymlinks
+// hops is ELOOP.
+// With mk set (q must then be a transaction), missing directories are
+// created (each within MaxPathLen) and the event of the first one appended
+// to *mk: a created directory's event stands for everything below it. The
+// walk keeps the canonical path in one buffer, so resolving a deep path
+// costs its length, not its length times its depth.
 func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool, mk *[]event) (resolved, error) {
 	type frame struct {
 		ino  int64
 		name string
+		end  int // len(buf) up to and including this frame's name
 	}
-	stack := []frame{{RootIno, ""}}
-	segs := splitPath(p)
-	hops := 0
+	stack := []frame{{RootIno, "", 0}}
+	var buf []byte // the canonical path of the top of the stack ("" for the root)
 	canon := func() string {
-		s := ""
-		for _, f := range stack[1:] {
-			s += "/" + f.name
-		}
-		if s == "" {
+		if len(buf) == 0 {
 			return "/"
 		}
-		return s
+		return string(buf)
+	}
+	child := func(name string) string {
+		b := make([]byte, 0, len(buf)+1+len(name))
+		return string(append(append(append(b, buf...), '/'), name...))
+	}
+	segs := splitPath(p)
+	hops := 0
+	made := false
+	escape := func(why string) error {
+		e := errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s%s", p, why)
+		e.audit = &auditRec{sid: fs.sid, nodeID: fs.nodeID, op: "resolve", path: p, allowed: fs.allowed, at: fs.v.cfg.Now()}
+		return e
 	}
 	for len(segs) > 0 {
 		name := segs[0]
@@ -50,34 +69,41 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			continue
 		case "..":
 			if len(stack) == 1 {
-				e := errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s", p)
-				e.audit = &auditRec{sid: fs.sid, nodeID: fs.nodeID, op: "resolve", path: p, allowed: fs.allowed, at: fs.v.cfg.Now()}
-				return resolved{}, e
+				return resolved{}, escape("")
 			}
 			stack = stack[:len(stack)-1]
+			buf = buf[:stack[len(stack)-1].end]
 			continue
 		}
 		cur := stack[len(stack)-1].ino
 		a, err := fs.lookup(ctx, q, cur, name)
 		if IsErrno(err, syscall.ENOENT) {
 			if last {
-				return resolved{parent: cur, name: name, path: joinPath(canon(), name)}, nil
+				return resolved{parent: cur, name: name, path: child(name)}, nil
 			}
 			if mk == nil {
-				return resolved{}, errorf(syscall.ENOENT, p, "%s not found", joinPath(canon(), name))
+				return resolved{}, errorf(syscall.ENOENT, p, "%s not found", child(name))
 			}
 			tx, ok := q.(*txn)
 			if !ok {
 				return resolved{}, fmt.Errorf("resolve %s: creating directories needs a transaction", p)
 			}
-			if err := fs.checkPathTx("mkdir", joinPath(canon(), name), true); err != nil {
-				return resolved{}, err
+			if childLen(max(len(buf), 1), name) > MaxPathLen {
+				return resolved{}, errorf(syscall.ENAMETOOLONG, p, "the path of %s would be longer than %d bytes", trunc(p), MaxPathLen)
+			}
+			if fs.allowed != nil {
+				if err := fs.checkPathTx("mkdir", child(name), true); err != nil {
+					return resolved{}, err
+				}
 			}
 			a, err = fs.mknod(ctx, tx, cur, name, ModeDir|0o755, "")
 			if err != nil {
 				return resolved{}, err
 			}
-			*mk = append(*mk, event{op: OpCreated, path: joinPath(canon(), name)})
+			if !made {
+				made = true
+				*mk = append(*mk, event{op: OpCreated, path: child(name)})
+			}
 		} else if err != nil {
 			return resolved{}, err
 		}
@@ -90,22 +116,28 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			if err != nil {
 				return resolved{}, err
 			}
+			tsegs := splitPath(target)
 			if strings.HasPrefix(target, "/") {
-				stack = stack[:1]
+				rest, ok := underWorkspace(tsegs)
+				if !ok {
+					return resolved{}, escape(": " + trunc(target) + " is outside " + WorkspaceRoot)
+				}
+				stack, buf, tsegs = stack[:1], buf[:0], rest
 			}
-			segs = append(splitPath(target), segs...)
+			segs = append(tsegs, segs...)
 			if len(segs) == 0 {
 				break
 			}
 			continue
 		}
 		if last {
-			return resolved{parent: cur, name: name, path: joinPath(canon(), name), attr: a, exists: true}, nil
+			return resolved{parent: cur, name: name, path: child(name), attr: a, exists: true}, nil
 		}
 		if !a.IsDir() {
-			return resolved{}, errorf(syscall.ENOTDIR, p, "%s is not a directory", joinPath(canon(), name))
+			return resolved{}, errorf(syscall.ENOTDIR, p, "%s is not a directory", child(name))
 		}
-		stack = append(stack, frame{a.Ino, name})
+		buf = append(append(buf, '/'), name...)
+		stack = append(stack, frame{a.Ino, name, len(buf)})
 	}
 	// the walk ended on a directory (the root, or a symlink target such as "..")
 	top := stack[len(stack)-1]
@@ -118,4 +150,17 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 		r.parent = stack[len(stack)-2].ino
 	}
 	return r, nil
+}
+
+// underWorkspace returns the segments of an absolute container path (split)
+// below WorkspaceRoot, or false when it is not under it. Leading "." and
+// ".." stay at the container's root, as the kernel resolves them.
+func underWorkspace(segs []string) ([]string, bool) {
+	for len(segs) > 0 && (segs[0] == "." || segs[0] == "..") {
+		segs = segs[1:]
+	}
+	if len(segs) == 0 || segs[0] != WorkspaceRoot[1:] {
+		return nil, false
+	}
+	return segs[1:], true
 }

@@ -97,15 +97,22 @@ func TestSymlinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mk(RootIno, "abs", "/data/real.txt")   // absolute: relative to the session root
+	// Absolute targets are container paths: the session is at /workspace.
+	mk(RootIno, "abs", "/workspace/data/real.txt")
+	mk(dataDir.Ino, "absdir", "/workspace/data") // a directory, in the middle of a path
+	mk(RootIno, "absroot", "/workspace")
+	mk(RootIno, "absdots", "/../workspace/./data/../data/real.txt")
 	mk(RootIno, "rel", "data/real.txt")    // relative
 	mk(dataDir.Ino, "up", "../data")       // .. inside the workspace
 	mk(RootIno, "escape", "../etc/passwd") // above the root
-	mk(RootIno, "escape2", "/../../x")     // above the root, absolute
+	mk(RootIno, "escape2", "/../../x")     // outside /workspace, absolute
+	mk(RootIno, "escape3", "/data/real.txt")
+	mk(RootIno, "escape4", "/workspace/../etc/passwd")
+	mk(RootIno, "escape5", "/workspacex/data/real.txt")
 	mk(RootIno, "loop1", "loop2")
 	mk(RootIno, "loop2", "loop1")
 	mk(RootIno, "self", "self/x")
-	mk(RootIno, "dangling", "/nope")
+	mk(RootIno, "dangling", "/workspace/nope")
 	tests := []struct {
 		name  string
 		path  string
@@ -114,10 +121,16 @@ func TestSymlinks(t *testing.T) {
 		msg   string
 	}{
 		{name: "absolute target", path: "/abs", want: "real"},
+		{name: "absolute directory target", path: "/data/absdir/absdir/real.txt", want: "real"},
+		{name: "absolute target /workspace", path: "/absroot/data/real.txt", want: "real"},
+		{name: "absolute target with dots", path: "/absdots", want: "real"},
 		{name: "relative target", path: "/rel", want: "real"},
 		{name: "dir symlink in the middle", path: "/data/up/real.txt", want: "real"},
 		{name: "escape", path: "/escape", errno: syscall.EACCES, msg: "symlink escapes the workspace"},
 		{name: "escape absolute", path: "/escape2", errno: syscall.EACCES, msg: "symlink escapes the workspace"},
+		{name: "absolute outside /workspace", path: "/escape3", errno: syscall.EACCES, msg: "/data/real.txt is outside /workspace"},
+		{name: "absolute .. above /workspace", path: "/escape4", errno: syscall.EACCES, msg: "symlink escapes the workspace"},
+		{name: "absolute under a longer name", path: "/escape5", errno: syscall.EACCES, msg: "symlink escapes the workspace"},
 		{name: "loop", path: "/loop1", errno: syscall.ELOOP, msg: "/loop1"},
 		{name: "self loop", path: "/self", errno: syscall.ELOOP},
 		{name: "dangling", path: "/dangling", errno: syscall.ENOENT},
@@ -136,8 +149,15 @@ func TestSymlinks(t *testing.T) {
 			}
 		})
 	}
-	if log, err := f.v.AuditLog(ctx, f.sid, 10); err != nil || len(log) != 2 || log[0].Name != "resolve" || !strings.Contains(log[0].Error, "symlink escapes the workspace") {
+	if log, err := f.v.AuditLog(ctx, f.sid, 10); err != nil || len(log) != 5 || log[0].Name != "resolve" || !strings.Contains(log[0].Error, "symlink escapes the workspace") {
 		t.Fatalf("escapes not audited: %+v %v", log, err)
+	}
+	// the target is kept as written: the container sees what it wrote
+	if info, err := fs.lstat(ctx, "/abs"); err != nil || !info.IsSymlink || info.Target != "/workspace/data/real.txt" {
+		t.Fatalf("lstat /abs = %+v, %v", info, err)
+	}
+	if info, err := fs.Stat(ctx, "/abs"); err != nil || info.Path != "/abs" || info.Size != 4 || info.IsSymlink {
+		t.Fatalf("stat /abs = %+v, %v", info, err)
 	}
 	// writing through a symlink writes the target; deleting the link keeps it
 	if _, _, err := fs.WriteFile(ctx, "/abs", []byte("via link"), WriteOptions{}); err != nil {
@@ -168,11 +188,11 @@ func TestAllowedPaths(t *testing.T) {
 	if _, _, err := f.fs.WriteFile(ctx, "/secret/key", []byte("k"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.fs.Symlink(ctx, RootIno, "sneaky", "/secret/key"); err != nil {
+	if _, err := f.fs.Symlink(ctx, RootIno, "sneaky", "/workspace/secret/key"); err != nil {
 		t.Fatal(err)
 	}
 	srcDir, _ := f.fs.Lookup(ctx, RootIno, "src")
-	if _, err := f.fs.Symlink(ctx, srcDir.Ino, "link", "/secret/key"); err != nil {
+	if _, err := f.fs.Symlink(ctx, srcDir.Ino, "link", "/workspace/secret/key"); err != nil {
 		t.Fatal(err)
 	}
 	node, err := f.fs.ForNode("n1", []string{"/src", "/docs/"})

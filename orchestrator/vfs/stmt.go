@@ -87,9 +87,11 @@ type txn struct {
 	tx    *sql.Tx
 	c     *stmtCache
 	after []func() // run after a successful commit
-	// noPathCache: this transaction renamed something; it must not fill
-	// the directory path cache (see FS.dirPath)
+	// noPathCache: this transaction renamed something; it must not use
+	// the directory cache (see dirCache); dirs are the links it read,
+	// added to the cache when it commits
 	noPathCache bool
+	dirs        map[int64]dirLink
 	// sid and changes: what the transaction changed, for the Invalidator
 	sid     string
 	changes Change

@@ -82,7 +82,8 @@ type sessionState struct {
 	// inode numbers reserved by ReserveIno: [resNext, resEnd) are already
 	// below fs_meta.next_ino and given to no inode yet
 	resNext, resEnd int64
-	dirPaths        map[int64]string // directory inode → path (FS.dirPath)
+	dirs            map[int64]dirLink // directory cache (paths.go)
+	dirGen          uint64            // bumped whenever dirs is cleared by a rename
 }
 
 // New returns a VFS over db, which must already have migration 0002 applied.
@@ -163,7 +164,7 @@ func (v *VFS) state(sid string) *sessionState {
 	defer v.mu.Unlock()
 	st := v.sessions[sid]
 	if st == nil {
-		st = &sessionState{open: map[int64]int{}, orphan: map[int64]bool{}, dirPaths: map[int64]string{}}
+		st = &sessionState{open: map[int64]int{}, orphan: map[int64]bool{}, dirs: map[int64]dirLink{}}
 		v.sessions[sid] = st
 	}
 	return st
@@ -375,8 +376,8 @@ func (v *VFS) dropReserved(sid string) {
 	st := v.state(sid)
 	v.mu.Lock()
 	st.resNext, st.resEnd = 0, 0
-	clear(st.dirPaths)
 	v.mu.Unlock()
+	v.forgetDirs(sid)
 }
 
 // ReserveIno returns an inode number that no other inode of the session

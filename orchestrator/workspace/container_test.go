@@ -162,9 +162,75 @@ func TestContainerSeesOtherNodes(t *testing.T) {
 	})
 }
 
+// TestContainerReadonly: inside a container, a file made readonly through
+// the API shows mode 444, and appending, overwriting or truncating it fails
+// with "Permission denied" at once (not silently at close); the file is
+// unchanged. Removing it still works.
+func TestContainerReadonly(t *testing.T) {
+	testenv.RequireFUSE(t)
+	testenv.RequireImage(t, gitImage)
+	e := newEnv(t, vfs.Config{})
+	mgr := newManager(t, sharedDir(t), e)
+	t.Cleanup(func() { mgr.Close() })
+	ctx := ctxT(t)
+	if _, err := mgr.Mount(ctx, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	c := startContainer(t, mgr, "node-1")
+	dockerExec(t, c, `echo keep > ro.txt`)
+	ro := true
+	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &ro, NoContent: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := dockerExec(t, c, `
+		stat -c %a ro.txt
+		for cmd in 'echo x >> ro.txt' 'echo x > ro.txt' 'truncate -s 0 ro.txt' 'dd if=/dev/zero of=ro.txt bs=1 count=1 conv=notrunc status=none'; do
+			if sh -c "$cmd" 2>err; then echo "$cmd: succeeded"; else grep -q 'Permission denied' err && echo denied || cat err; fi
+		done
+		cat ro.txt
+		rm ro.txt && echo removed`)
+	if want := "444\ndenied\ndenied\ndenied\ndenied\nkeep\nremoved\n"; out != want {
+		t.Fatalf("in the container:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// TestContainerAbsoluteSymlink: a symlink an agent makes to an absolute
+// path under /workspace works in the container and through the session
+// filesystem's path API (the REST API and the Files tab) alike.
+func TestContainerAbsoluteSymlink(t *testing.T) {
+	testenv.RequireFUSE(t)
+	testenv.RequireImage(t, gitImage)
+	e := newEnv(t, vfs.Config{})
+	mgr := newManager(t, sharedDir(t), e)
+	t.Cleanup(func() { mgr.Close() })
+	ctx := ctxT(t)
+	if _, err := mgr.Mount(ctx, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	c := startContainer(t, mgr, "node-1")
+	if out := dockerExec(t, c, `mkdir sub && echo agent > sub/agent.txt && ln -s /workspace/sub/agent.txt abs-link && ln -s /workspace/sub abs-dir && cat abs-link abs-dir/agent.txt`); out != "agent\nagent\n" {
+		t.Fatalf("in the container: %q", out)
+	}
+	for _, p := range []string{"/abs-link", "/abs-dir/agent.txt"} {
+		if _, b, err := e.fs.ReadAll(ctx, p); err != nil || string(b) != "agent\n" {
+			t.Fatalf("read %s through the VFS = %q, %v", p, b, err)
+		}
+	}
+	list, err := e.fs.List(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range list {
+		if f.Name == "abs-link" && f.Target != "/workspace/sub/agent.txt" {
+			t.Fatalf("listed target %q", f.Target)
+		}
+	}
+}
+
 // TestRestartRecovery stops an orchestrator with Shutdown under a running
 // container; a new VFS and Manager recover the node, and the same container
-// sees a working /workspace again with the data it had fsynced.
+// sees a working /workspace again with the data it had fsynced. The dead
+// layers earlier versions stacked at every start are cleared.
 func TestRestartRecovery(t *testing.T) {
 	testenv.RequireFUSE(t)
 	testenv.RequireImage(t, gitImage)
@@ -179,13 +245,27 @@ func TestRestartRecovery(t *testing.T) {
 
 	// Stop serving as a stopping (or killed) orchestrator does: the
 	// connection ends, the mount point stays, dead.
-	if err := mgr.Shutdown(); err != nil {
+	if err := mgr.Shutdown(nil); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("docker", "exec", c, "ls", "/workspace").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "not connected") {
 		t.Fatalf("after the crash ls /workspace = %q, %v; want ENOTCONN", out, err)
 	}
+
+	// Earlier versions stacked a new mount on the dead one at every
+	// start: two more dead layers, as two more crashed starts left them.
+	for i := 0; i < 2; i++ {
+		mt, err := Mount(ctxT(t), mgr.Path("node-1"), e.fs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mt.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		<-mt.done
+	}
+	wantLayers(t, mgr.Path("node-1"), 3)
 
 	// Restart: a new VFS over the same database and a new Manager.
 	e2 := openEnv(t, e.st, e.sid, e.dir, vfs.Config{})
@@ -205,11 +285,13 @@ func TestRestartRecovery(t *testing.T) {
 	if got := mgr2.Mounted(); len(got) != 1 || got[0] != "node-1" {
 		t.Fatalf("mounted = %v", got)
 	}
+	wantLayers(t, mgr2.Path("node-1"), 1)
 }
 
 // TestHelperServe is not a test: TestRestartAfterKill runs the test binary
-// with FILEPATH_WS_HELPER set as a stand-in orchestrator that serves one
-// node's workspace until it is killed.
+// with FILEPATH_WS_HELPER set as a stand-in orchestrator that recovers the
+// nodes listed in FILEPATH_WS_NODES (as serve does at start) and serves their
+// workspaces until it is killed.
 func TestHelperServe(t *testing.T) {
 	if os.Getenv("FILEPATH_WS_HELPER") == "" {
 		t.Skip("helper process only")
@@ -220,6 +302,9 @@ func TestHelperServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := openEnv(t, st, os.Getenv("FILEPATH_WS_SESSION"), "", vfs.Config{})
+	if _, err := e.v.PurgeOrphans(ctx); err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := NewManager(ManagerConfig{
 		Dir:  os.Getenv("FILEPATH_WS_MNT"),
 		Open: func(context.Context, string) (FS, error) { return e.fs, nil },
@@ -228,27 +313,21 @@ func TestHelperServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.v.SetInvalidator(mgr.Fanout())
-	if _, err := mgr.Mount(ctx, os.Getenv("FILEPATH_WS_NODE")); err != nil {
+	if err := mgr.Recover(ctx, strings.Split(os.Getenv("FILEPATH_WS_NODES"), ",")); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("ready")
 	select {} // until killed
 }
 
-// TestRestartAfterKill kills -9 a process serving a node's workspace under a
-// running container, recovers in this process, and checks that the container
-// sees its fsynced data and a working /workspace without a restart.
-func TestRestartAfterKill(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
-	e := newEnv(t, vfs.Config{})
-	dir := sharedDir(t)
-	os.MkdirAll(dir, 0o755)
-
+// startHelper starts TestHelperServe serving nodes of e's session under dir
+// and waits until it is ready; the returned function kills it with SIGKILL.
+func startHelper(t *testing.T, e *env, dir string, nodes ...string) (kill func()) {
+	t.Helper()
 	child := exec.Command(os.Args[0], "-test.run=^TestHelperServe$", "-test.v")
 	child.Env = append(os.Environ(), "FILEPATH_WS_HELPER=1",
 		"FILEPATH_WS_DB="+filepath.Join(e.dir, "filepath.db"), "FILEPATH_WS_SESSION="+e.sid,
-		"FILEPATH_WS_MNT="+dir, "FILEPATH_WS_NODE=node-1")
+		"FILEPATH_WS_MNT="+dir, "FILEPATH_WS_NODES="+strings.Join(nodes, ","))
 	stdout, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -258,12 +337,14 @@ func TestRestartAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := false
-	t.Cleanup(func() {
+	kill = func() {
 		if !killed {
-			child.Process.Kill()
+			killed = true
+			child.Process.Signal(syscall.SIGKILL)
 			child.Wait()
 		}
-	})
+	}
+	t.Cleanup(kill)
 	ready := make(chan error, 1)
 	go func() {
 		buf := make([]byte, 4096)
@@ -287,33 +368,72 @@ func TestRestartAfterKill(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("helper not ready after 30s")
 	}
+	return kill
+}
 
+// wantLayers checks how many mounts /proc/self/mountinfo lists at dir.
+func wantLayers(t *testing.T, dir string, want int) {
+	t.Helper()
+	n, err := mountLayers(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Fatalf("%d mounts at %s, want %d", n, dir, want)
+	}
+}
+
+// TestRestartAfterKill kills -9, three times, a process serving the
+// workspaces of a node whose container runs and of a node that finished,
+// and each time starts a new one that recovers only the running node, as
+// serve does. The container sees its fsynced data and a working /workspace
+// after every restart, without a restart of its own; the running node's
+// path holds exactly one mount however often the server died, the finished
+// node's none.
+func TestRestartAfterKill(t *testing.T) {
+	testenv.RequireFUSE(t)
+	testenv.RequireImage(t, gitImage)
+	e := newEnv(t, vfs.Config{})
+	dir := sharedDir(t)
+	os.MkdirAll(dir, 0o755)
+
+	kill := startHelper(t, e, dir, "node-1", "node-2")
 	mgr := newManager(t, dir, e) // for Bind/Path only; mounts nothing yet
 	c := startContainer(t, mgr, "node-1")
 	dockerExec(t, c, `mkdir -p d && echo fsynced > d/kept.txt && sync d/kept.txt`)
-
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
-	killed = true
-	checkFor(t, 10*time.Second, "ENOTCONN in the container", func() error {
-		out, err := exec.Command("docker", "exec", c, "ls", "/workspace").CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "not connected") {
-			return fmt.Errorf("ls /workspace = %q, %v", out, err)
+	want := "fsynced\n"
+	for round := 1; round <= 3; round++ {
+		kill()
+		checkFor(t, 10*time.Second, "ENOTCONN in the container", func() error {
+			out, err := exec.Command("docker", "exec", c, "ls", "/workspace").CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "not connected") {
+				return fmt.Errorf("ls /workspace = %q, %v", out, err)
+			}
+			return nil
+		})
+		if round < 3 {
+			// node-2 has finished: the next server does not mount it.
+			kill = startHelper(t, e, dir, "node-1")
+		} else {
+			if _, err := e.v.PurgeOrphans(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { mgr.Close() })
+			if err := mgr.Recover(ctxT(t), []string{"node-1"}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return nil
-	})
-
-	if _, err := e.v.PurgeOrphans(ctxT(t)); err != nil {
-		t.Fatal(err)
+		out := dockerExec(t, c, fmt.Sprintf(`cat d/kept.txt && echo round%d >> d/kept.txt && sync d/kept.txt`, round))
+		if out != want {
+			t.Fatalf("round %d: after recovery the container read %q, want %q", round, out, want)
+		}
+		want += fmt.Sprintf("round%d\n", round)
+		wantLayers(t, mgr.Path("node-1"), 1)
+		wantLayers(t, mgr.Path("node-2"), 0)
+		if _, err := os.Stat(mgr.Path("node-2")); !os.IsNotExist(err) {
+			t.Fatalf("round %d: the finished node's mount point is left: %v", round, err)
+		}
 	}
-	t.Cleanup(func() { mgr.Close() })
-	if err := mgr.Recover(ctxT(t), []string{"node-1"}); err != nil {
-		t.Fatal(err)
-	}
-	out := dockerExec(t, c, `cat d/kept.txt && echo again > d/new.txt && cat d/new.txt`)
-	if out != "fsynced\nagain\n" {
-		t.Fatalf("after recovery the container printed %q", out)
-	}
-	wantContent(t, filepath.Join(mgr.Path("node-1"), "d", "new.txt"), "again\n")
+	wantContent(t, filepath.Join(mgr.Path("node-1"), "d", "kept.txt"), want)
 	e.check(t)
 }

@@ -254,7 +254,9 @@ func (m *MountPoint) handle(batch []invalItem) {
 	}
 	m.applyInvalidations(changes)
 	for _, it := range batch {
-		if s := it.store; s != nil {
+		if s, held := it.store, m.heldStores.Load(); s != nil && held != nil {
+			*held <- s
+		} else if s != nil {
 			m.applyStore(s)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // Propagation is the bind propagation the container runtime must use for
@@ -23,7 +24,7 @@ import (
 const Propagation = "rslave"
 
 // ContainerPath is where the workspace appears inside a container.
-const ContainerPath = "/workspace"
+const ContainerPath = vfs.WorkspaceRoot
 
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {
@@ -97,15 +98,15 @@ func (m *Manager) Bind(nodeID string) string {
 }
 
 func validNodeID(id string) error {
-	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\x00") || len(id) > 200 {
+	if id == "" || id[0] == '.' || strings.ContainsAny(id, "/\x00") || len(id) > 200 {
 		return fmt.Errorf("workspace: invalid node id %q", id)
 	}
 	return nil
 }
 
 // Mount mounts a node's workspace at Path(nodeID) unless it is mounted
-// already, and returns the path. A dead mount left there by a previous
-// process is replaced.
+// already, and returns the path. Dead mounts left there by a previous
+// process are replaced (see mountReplacing): the path holds one mount.
 func (m *Manager) Mount(ctx context.Context, nodeID string) (string, error) {
 	if err := validNodeID(nodeID); err != nil {
 		return "", err
@@ -135,13 +136,104 @@ func (m *Manager) mountLocked(ctx context.Context, nodeID string) (string, error
 	if r, ok := fsys.(interface{ Invalidator() vfs.Invalidator }); ok && r.Invalidator() != vfs.Invalidator(&m.fanout) {
 		return "", fmt.Errorf("workspace: node %s: the session filesystem does not report its changes to this Manager: install Manager.Fanout() with vfs.VFS.SetInvalidator", nodeID)
 	}
-	mt, err := Mount(ctx, dir, fsys, m.cfg.Options)
+	mt, err := m.mountReplacing(ctx, nodeID, dir, fsys)
 	if err != nil {
 		return "", fmt.Errorf("workspace: node %s: %w", nodeID, err)
 	}
 	m.mounts[nodeID] = mt
 	return dir, nil
 }
+
+// mountReplacing mounts fsys at dir and leaves it the only mount there.
+//
+// Mounts left at dir by a previous process (dead, ENOTCONN, after a crash or
+// Shutdown) are replaced so that a running container that bound the topmost
+// of them still gets the new one: the new mount is stacked on that one, which
+// propagates it into the container (Propagation); then the old top is made
+// private, so that unmounting it no longer reaches the container, the new
+// mount is moved aside, every old layer is detached, and the new mount is
+// moved back. The container keeps its copy of the new mount; the host keeps
+// one mount per node however often the orchestrator restarts.
+func (m *Manager) mountReplacing(ctx context.Context, nodeID, dir string, fsys FS) (*MountPoint, error) {
+	layers, err := mountLayers(dir)
+	if err != nil {
+		return nil, err
+	}
+	if layers == 0 {
+		return Mount(ctx, dir, fsys, m.cfg.Options)
+	}
+	// A handle on the old top, which the new mount will cover. O_PATH
+	// opens nothing in the dead filesystem, so it works on ENOTCONN.
+	old, err := unix.Open(dir, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		m.cfg.Logger.Warn("workspace: cannot hold the old mount; a container bound to it will not see the new one", "dir", dir, "err", err)
+		if err := ClearMounts(dir); err != nil {
+			return nil, err
+		}
+		return Mount(ctx, dir, fsys, m.cfg.Options)
+	}
+	defer unix.Close(old)
+	mt, err := Mount(ctx, dir, fsys, m.cfg.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.dropLayersBelow(nodeID, dir, old); err != nil {
+		if errors.Is(err, errMovedAway) {
+			// Detached with the staging mount: end its server.
+			if aerr := mt.Abort(); aerr == nil {
+				<-mt.done
+			}
+			return nil, err
+		}
+		m.cfg.Logger.Warn("workspace: the new mount stays stacked on the dead ones", "dir", dir, "err", err)
+	}
+	return mt, nil
+}
+
+// errMovedAway: the new mount could not be moved back to its mount point.
+var errMovedAway = errors.New("the new mount could not be moved back")
+
+// dropLayersBelow detaches every mount under the topmost one at dir, old
+// being a handle on the one just below it (see mountReplacing).
+func (m *Manager) dropLayersBelow(nodeID, dir string, old int) error {
+	// Without this, detaching the old top would also detach, by
+	// propagation, the container's copy of the new mount.
+	if err := unix.Mount("", fmt.Sprintf("/proc/self/fd/%d", old), "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the old mount private: %w", err)
+	}
+	// The kernel moves a mount only out of a parent that does not
+	// propagate: park the new mount on a private bind mount meanwhile.
+	stage := filepath.Join(m.cfg.Dir, stagePrefix+nodeID)
+	if err := os.Mkdir(stage, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("staging directory: %w", err)
+	}
+	defer os.Remove(stage)
+	if err := ClearMounts(stage); err != nil {
+		return err
+	}
+	if err := unix.Mount(stage, stage, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("staging mount: %w", err)
+	}
+	defer unix.Unmount(stage, unix.MNT_DETACH)
+	if err := unix.Mount("", stage, "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("staging mount: %w", err)
+	}
+	if err := unix.Mount(dir, stage, "", unix.MS_MOVE, ""); err != nil {
+		return fmt.Errorf("move the new mount aside: %w", err)
+	}
+	cerr := ClearMounts(dir)
+	if err := unix.Mount(stage, dir, "", unix.MS_MOVE, ""); err != nil {
+		return fmt.Errorf("%w: %w", errMovedAway, err)
+	}
+	if cerr != nil {
+		return fmt.Errorf("detach the old mounts: %w", cerr)
+	}
+	return nil
+}
+
+// stagePrefix starts the name of the directory under Dir where
+// mountReplacing parks a new mount; node ids never start with a dot.
+const stagePrefix = ".replacing-"
 
 // Unmount unmounts a node's workspace (lazily when a container still uses
 // it) and removes the mount point. Unknown nodes are a no-op.
@@ -166,11 +258,13 @@ func (m *Manager) Unmount(nodeID string) error {
 	return err
 }
 
-// Recover runs at start, after a previous orchestrator process died with
-// its mounts: each listed node is mounted again at the same path, stacked on
-// the dead mount, so running containers that bound the old mount with
-// rslave propagation see the new one without a restart. Mounts of nodes not
-// listed are detached and their mount points removed.
+// Recover runs at start, after a previous orchestrator process died or
+// stopped with its mounts: each listed node (those whose container still
+// runs) is mounted again at the same path, replacing the dead mounts there
+// so that a running container that bound the old mount with rslave
+// propagation sees the new one without a restart (mountReplacing). Every
+// other mount under Dir (finished nodes, dead or live) is detached, all its
+// stacked layers, and its mount point removed.
 func (m *Manager) Recover(ctx context.Context, nodeIDs []string) error {
 	want := map[string]bool{}
 	for _, id := range nodeIDs {
@@ -231,13 +325,15 @@ func (m *Manager) Mounted() []string {
 	return ids
 }
 
-// Shutdown stops serving every workspace without unmounting: each mount
-// point is left dead (ENOTCONN), exactly as if the process had been killed,
-// so that Recover in the next process can stack a new mount on it and the
-// running containers see the new one. Call it when the orchestrator stops
-// but its containers keep running; use Unmount for a node whose container
-// is gone. Safe to call more than once; the Manager is closed afterwards.
-func (m *Manager) Shutdown() error {
+// Shutdown stops serving every workspace. The mounts of the nodes for which
+// running reports true (all of them when running is nil) are not unmounted:
+// each is left dead (ENOTCONN), exactly as if the process had been killed,
+// so that the next process can stack a new mount on it and the running
+// containers see the new one (mountReplacing). The others are unmounted.
+// Call it when the orchestrator stops but its containers keep running; use
+// Unmount for a node whose container is gone. Safe to call more than once;
+// the Manager is closed afterwards.
+func (m *Manager) Shutdown(running func(nodeID string) bool) error {
 	m.mu.Lock()
 	m.closed = true
 	mounts := m.mounts
@@ -245,6 +341,15 @@ func (m *Manager) Shutdown() error {
 	m.mu.Unlock()
 	var errs []error
 	for id, mt := range mounts {
+		if running != nil && !running(id) {
+			if err := mt.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("workspace: node %s: %w", id, err))
+			}
+			if err := os.Remove(mt.Dir()); err != nil && !errors.Is(err, os.ErrNotExist) {
+				m.cfg.Logger.Warn("workspace: remove mount point", "dir", mt.Dir(), "err", err)
+			}
+			continue
+		}
 		if err := mt.Abort(); err != nil {
 			errs = append(errs, fmt.Errorf("workspace: node %s: %w", id, err))
 			continue
@@ -296,9 +401,22 @@ func MakeShared(dir string) error {
 // mountInfo reports whether dir is a mount point and whether the topmost
 // mount there has shared propagation, from /proc/self/mountinfo.
 func mountInfo(dir string) (mountPoint, shared bool, err error) {
+	n, shared, err := scanMountInfo(dir)
+	return n > 0, shared, err
+}
+
+// mountLayers returns how many mounts are stacked at dir.
+func mountLayers(dir string) (int, error) {
+	n, _, err := scanMountInfo(dir)
+	return n, err
+}
+
+// scanMountInfo counts the mounts at dir and reports whether the topmost
+// (the last listed) has shared propagation.
+func scanMountInfo(dir string) (n int, shared bool, err error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return false, false, fmt.Errorf("workspace: read mountinfo: %w", err)
+		return 0, false, fmt.Errorf("workspace: read mountinfo: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -308,7 +426,7 @@ func mountInfo(dir string) (mountPoint, shared bool, err error) {
 		if len(fields) < 7 || unescapeMountPath(fields[4]) != dir {
 			continue
 		}
-		mountPoint, shared = true, false
+		n, shared = n+1, false
 		for _, opt := range fields[6:] {
 			if opt == "-" {
 				break
@@ -319,9 +437,9 @@ func mountInfo(dir string) (mountPoint, shared bool, err error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return false, false, fmt.Errorf("workspace: read mountinfo: %w", err)
+		return 0, false, fmt.Errorf("workspace: read mountinfo: %w", err)
 	}
-	return mountPoint, shared, nil
+	return n, shared, nil
 }
 
 // unescapeMountPath decodes the octal escapes (\040 for space) mountinfo uses.

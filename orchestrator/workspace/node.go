@@ -100,9 +100,15 @@ func (n *node) ctx(ctx context.Context) context.Context {
 // blockSize is the st_blksize reported; tools size their buffers by it.
 const blockSize = 64 << 10
 
+// fillAttr fills out from a. A readonly file shows no write bits: programs
+// and the kernel's own permission check (default_permissions) see that it
+// cannot be written.
 func fillAttr(a *Attr, out *fuse.Attr) {
 	out.Ino = uint64(a.Ino)
 	out.Mode = a.Mode
+	if a.Readonly {
+		out.Mode &^= 0o222
+	}
 	out.Nlink = a.Nlink
 	out.Size = uint64(a.Size)
 	out.Blocks = (uint64(a.Size) + 511) / 512
@@ -419,6 +425,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, errno(err)
 	}
+	if a.Readonly && writes(flags) {
+		return nil, nil, 0, syscall.EACCES // it existed
+	}
 	if err := n.own(ctx, &a); err != nil {
 		return nil, nil, 0, errno(err)
 	}
@@ -568,6 +577,19 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		n.remember(&a, gen)
 		n.mu.Unlock()
 	}
+	n.mu.Lock()
+	ro := n.attr.Readonly
+	n.mu.Unlock()
+	if ro && writes(flags) {
+		return nil, 0, syscall.EACCES
+	}
+	if writes(flags) {
+		// A store of the file's content still queued (cacheStore) must
+		// not land over this handle's writes: the kernel puts a write's
+		// bytes in its pages before the WRITE reaches us, too late for
+		// the WRITE's own count to stop the store.
+		n.wgen.Add(1)
+	}
 	n.m.fs.Open(n.ino)
 	var out uint32
 	if keep {
@@ -579,6 +601,15 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		out |= fuse.FOPEN_NOFLUSH
 	}
 	return &handle{}, out, 0
+}
+
+// writes reports whether an open with flags may change the file: write
+// access, O_TRUNC or O_APPEND. A readonly file refuses such an open with
+// EACCES, what the kernel answers for a file without write permission
+// (shells print "Permission denied"), rather than failing only at close,
+// after the program believed its writes had succeeded.
+func writes(flags uint32) bool {
+	return flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&(syscall.O_TRUNC|syscall.O_APPEND) != 0
 }
 
 func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -598,6 +629,9 @@ func (n *node) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64
 
 func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	ctx = n.ctx(ctx)
+	if h := n.m.beforeWrite.Load(); h != nil {
+		(*h)()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.wgen.Add(1)

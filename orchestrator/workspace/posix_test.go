@@ -17,6 +17,7 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testenv"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"golang.org/x/sys/unix"
 )
 
 func TestPOSIX(t *testing.T) {
@@ -753,4 +754,214 @@ func TestNewFileFromPageCache(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	wantContent(t, p, "one two three")
+}
+
+// TestReadonly: a file made readonly through the API shows no write bits
+// through the mount and refuses, at open, every open that could write it
+// (even for root, which the kernel's mode check lets through), and any
+// truncate; it can still be read, renamed and removed. Clearing the flag
+// gives the write bits back.
+func TestReadonly(t *testing.T) {
+	e := newEnv(t, vfs.Config{})
+	ctx := ctxT(t)
+	m := e.mount(t, Options{})
+	p := filepath.Join(m.Dir(), "ro.txt")
+	mustWrite(t, p, "keep")
+	os.Chmod(p, 0o664)
+	ro := true
+	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &ro, NoContent: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantMode := func(want uint32) {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode != syscall.S_IFREG|want {
+			t.Fatalf("mode = %o, want %o", st.Mode, syscall.S_IFREG|want)
+		}
+	}
+	checkFor(t, 3*time.Second, "the readonly flag shows in the mode", func() error {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil || st.Mode&0o222 != 0 {
+			return fmt.Errorf("mode %o, %v", st.Mode, err)
+		}
+		return nil
+	})
+	wantMode(0o444)
+	for _, tt := range []struct {
+		name  string
+		flags int
+	}{
+		{"append", os.O_WRONLY | os.O_APPEND},
+		{"create append (>>)", os.O_WRONLY | os.O_APPEND | os.O_CREATE},
+		{"write", os.O_WRONLY},
+		{"read write", os.O_RDWR},
+		{"truncate (>)", os.O_WRONLY | os.O_CREATE | os.O_TRUNC},
+		{"read truncate", os.O_RDONLY | os.O_TRUNC},
+	} {
+		f, err := os.OpenFile(p, tt.flags, 0o644)
+		if err == nil {
+			f.Close()
+		}
+		if !errors.Is(err, syscall.EACCES) {
+			t.Errorf("%s: open = %v, want EACCES", tt.name, err)
+		}
+	}
+	wantErrno(t, os.Truncate(p, 0), syscall.EACCES)
+	wantErrno(t, os.Truncate(p, 4), syscall.EACCES)
+	wantContent(t, p, "keep")
+	// chmod is metadata: allowed, and the flag still hides the write bits
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantMode(0o444)
+	wantContent(t, p, "keep")
+
+	// Another uid: refused by the kernel's own check of the 0444 mode.
+	os.Chmod(filepath.Dir(m.Dir()), 0o755) // t.TempDir is 0700
+	os.Chmod(m.Dir(), 0o777)
+	os.Chown(p, 1000, 1000)
+	if out, err := asUser(1000, "echo x >> "+p); err == nil || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("as uid 1000, echo x >> ro.txt: %q, %v; want Permission denied", out, err)
+	}
+	wantContent(t, p, "keep")
+
+	rw := false
+	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &rw, NoContent: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 3*time.Second, "the write bits are back", func() error {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil || st.Mode&0o777 != 0o644 {
+			return fmt.Errorf("mode %o, %v", st.Mode, err)
+		}
+		return nil
+	})
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("+more")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantContent(t, p, "keep+more")
+
+	// A readonly file can still be renamed and removed.
+	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &ro, NoContent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p, p+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p + ".old"); err != nil {
+		t.Fatal(err)
+	}
+	e.check(t)
+}
+
+// TestAbsoluteSymlink: a symlink made through the mount with an absolute
+// target under /workspace (the mount's path in a container) resolves
+// through the session filesystem's path API as the session path, and keeps
+// its target as written; one pointing outside /workspace is refused there
+// and audited.
+func TestAbsoluteSymlink(t *testing.T) {
+	e := newEnv(t, vfs.Config{})
+	ctx := ctxT(t)
+	m := e.mount(t, Options{})
+	mustWrite(t, filepath.Join(m.Dir(), "agent.txt"), "from the agent")
+	if err := os.Symlink("/workspace/agent.txt", filepath.Join(m.Dir(), "abs-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(m.Dir(), "out-link")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.Readlink(filepath.Join(m.Dir(), "abs-link")); err != nil || got != "/workspace/agent.txt" {
+		t.Fatalf("readlink = %q, %v", got, err)
+	}
+	if _, b, err := e.fs.ReadAll(ctx, "/abs-link"); err != nil || string(b) != "from the agent" {
+		t.Fatalf("read /abs-link through the VFS = %q, %v", b, err)
+	}
+	if _, _, err := e.fs.ReadAll(ctx, "/out-link"); !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("read /out-link through the VFS = %v, want EACCES", err)
+	}
+	if log, err := e.v.AuditLog(ctx, e.sid, 10); err != nil || len(log) != 1 || !strings.Contains(log[0].Error, "/etc/hostname is outside /workspace") {
+		t.Fatalf("audit = %+v, %v", log, err)
+	}
+}
+
+// TestMountPathLimit: through the mount (where the kernel bounds only the
+// path given to each call, not the depth reached with *at calls), nothing
+// can make a session path longer than the path API's limit: mkdir, create
+// (lazy and exclusive), symlink, link and rename fail with ENAMETOOLONG,
+// also a rename of a directory that fits when something below it does not.
+func TestMountPathLimit(t *testing.T) {
+	e := newEnv(t, vfs.Config{})
+	ctx := ctxT(t)
+	const depth = vfs.MaxPathLen/2 - 1
+	deep := strings.Repeat("/d", depth) // 4094 bytes
+	if _, _, err := e.fs.WriteFile(ctx, deep+"/f", []byte("x"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.fs.WriteFile(ctx, "/s/t", []byte("t"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m := e.mount(t, Options{})
+	root, err := unix.Open(m.Dir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+	fd, err := unix.Dup(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < depth; i++ {
+		next, err := unix.Openat(fd, "d", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatalf("descend to depth %d: %v", i+1, err)
+		}
+		fd = next
+	}
+	defer unix.Close(fd)
+	if err := unix.Mkdirat(fd, "e", 0o755); err != nil {
+		t.Fatalf("mkdir at exactly %d bytes: %v", vfs.MaxPathLen, err)
+	}
+	if err := unix.Unlinkat(fd, "e", unix.AT_REMOVEDIR); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"mkdir", func() error { return unix.Mkdirat(fd, "xy", 0o755) }},
+		{"create", func() error {
+			f, err := unix.Openat(fd, "xy", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+			if err == nil {
+				unix.Close(f)
+			}
+			return err
+		}},
+		{"exclusive create", func() error {
+			f, err := unix.Openat(fd, "xy", unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+			if err == nil {
+				unix.Close(f)
+			}
+			return err
+		}},
+		{"symlink", func() error { return unix.Symlinkat("t", fd, "xy") }},
+		{"link", func() error { return unix.Linkat(root, "s/t", fd, "xy", 0) }},
+		{"rename a file", func() error { return unix.Renameat(root, "s/t", fd, "xy") }},
+		{"rename a directory", func() error { return unix.Renameat(root, "s", fd, "s") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantErrno(t, tt.call(), syscall.ENAMETOOLONG)
+		})
+	}
+	wantContent(t, filepath.Join(m.Dir(), "s", "t"), "t")
+	e.check(t)
 }

@@ -155,6 +155,11 @@ type MountPoint struct {
 	rmu     sync.Mutex
 	replied map[int64]time.Time
 
+	// Test hooks, nil in use: heldStores receives the page-cache stores
+	// instead of the kernel; beforeWrite runs at the start of each WRITE.
+	heldStores  atomic.Pointer[chan *cacheStore]
+	beforeWrite atomic.Pointer[func()]
+
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{} // closed when the serve loop and the invalidator have ended

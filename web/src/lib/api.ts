@@ -5,6 +5,7 @@ import type {
 	AgentNode,
 	LogRecord,
 	ModelProvider,
+	NewSessionBody,
 	Session,
 	SpawnRequest
 } from './types';
@@ -115,8 +116,7 @@ export const api = {
 
 	sessions: async () => (await request<{ data: Session[] }>('/sessions')).data ?? [],
 	session: (id: string) => request<Session>(s(id)),
-	createSession: (body: { name: string; git_repo_url?: string }) =>
-		request<Session>('/sessions', { method: 'POST', body }),
+	createSession: (body: NewSessionBody) => request<Session>('/sessions', { method: 'POST', body }),
 	deleteSession: (id: string) => request<void>(s(id), { method: 'DELETE' }),
 	logout: () => request<void>('/logout', { method: 'POST' }),
 	startSession: (id: string) => request<Session>(`${s(id)}/start`, { method: 'POST' }),

@@ -11,6 +11,15 @@ describe('buildTree', () => {
 		expect(t.counts.get('plan')).toEqual({ done: 1, total: 2 });
 		expect(t.counts.get('jwt')).toEqual({ done: 0, total: 1 });
 	});
+	it('rolls up tokens, cost and whether a descendant is active', () => {
+		const nodes = threeLevels().map((n, i) => ({ ...n, tokens: 10 ** i, cost_usd: 2 ** i }));
+		const t = buildTree(nodes);
+		// root 1, plan 10, db 100, api 1000 (thinking), impl 10000 (running), jwt 100000; cost 1, 2, 4, 8, 16, 32
+		expect(t.rollups.get('root')).toEqual({ tokens: 111111, cost: 63, active: true });
+		expect(t.rollups.get('plan')).toEqual({ tokens: 1110, cost: 14, active: true });
+		expect(t.rollups.get('impl')).toEqual({ tokens: 110000, cost: 48, active: false });
+		expect(t.rollups.get('api')).toEqual({ tokens: 1000, cost: 8, active: false });
+	});
 	it('treats a node with a missing parent as a root and survives a cycle', () => {
 		const t = buildTree([node('a', 'gone', 'a'), node('b', 'c', 'b'), node('c', 'b', 'c')]);
 		expect(t.roots.map((n) => n.id)).toEqual(['a']);

@@ -1,14 +1,30 @@
 // Tree building from the flat node list (parent_id links) in O(n log n): one pass to index
-// children, one sort per sibling list, one post-order pass for leaf counts.
+// children, one sort per sibling list, one post-order pass for leaf counts and roll-ups. The
+// server computes the same roll-ups (done/total, subtree_tokens, descendant_active on each node),
+// but a node record carries only the node that changed: its ancestors' values are recomputed here
+// from the live nodes.
 import type { AgentNode } from './types';
+
+/** Rollup is what a node's subtree adds up to. */
+export interface Rollup {
+	/** tokens adds the tokens of the node and its descendants. */
+	tokens: number;
+	/** cost adds the US dollars (cost_usd) of the node and its descendants. */
+	cost: number;
+	/** active: a descendant (not the node itself) is running or thinking. */
+	active: boolean;
+}
 
 export interface TreeIndex {
 	roots: AgentNode[];
 	children: Map<string, AgentNode[]>;
 	/** counts holds leaf completion per node: done leaves / all leaves under it. */
 	counts: Map<string, { done: number; total: number }>;
+	rollups: Map<string, Rollup>;
 	byName: Map<string, AgentNode>;
 }
+
+const isActive = (n: AgentNode) => n.status === 'running' || n.status === 'thinking';
 
 function order(a: AgentNode, b: AgentNode) {
 	return a.sort_order - b.sort_order || (a.created_at ?? '').localeCompare(b.created_at ?? '') || a.id.localeCompare(b.id);
@@ -32,6 +48,7 @@ export function buildTree(nodes: ReadonlyMap<string, AgentNode> | Iterable<Agent
 	for (const c of children.values()) c.sort(order);
 
 	const counts = new Map<string, { done: number; total: number }>();
+	const rollups = new Map<string, Rollup>();
 	// Iterative post-order so a deep chain cannot overflow the stack.
 	const stack: { n: AgentNode; i: number }[] = roots.map((n) => ({ n, i: 0 })).reverse();
 	const seen = new Set<string>();
@@ -47,6 +64,18 @@ export function buildTree(nodes: ReadonlyMap<string, AgentNode> | Iterable<Agent
 			continue;
 		}
 		stack.pop();
+		let tokens = top.n.tokens ?? 0;
+		let cost = top.n.cost_usd ?? 0;
+		let active = false;
+		for (const k of kids) {
+			const r = rollups.get(k.id);
+			if (r) {
+				tokens += r.tokens;
+				cost += r.cost;
+				active = active || r.active || isActive(k);
+			}
+		}
+		rollups.set(top.n.id, { tokens, cost, active });
 		if (kids.length === 0) {
 			counts.set(top.n.id, { done: top.n.status === 'done' ? 1 : 0, total: 1 });
 		} else {
@@ -62,5 +91,5 @@ export function buildTree(nodes: ReadonlyMap<string, AgentNode> | Iterable<Agent
 			counts.set(top.n.id, { done, total });
 		}
 	}
-	return { roots, children, counts, byName };
+	return { roots, children, counts, rollups, byName };
 }

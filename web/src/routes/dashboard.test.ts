@@ -21,14 +21,14 @@ function session(id: string, name: string, status: Session['status'], extra: Par
 	return {
 		id, user_id: 'u', name, git_repo_url: null, status, root_node_id: 'r', started_at: null,
 		created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z', node_count: 3,
-		last_activity: new Date().toISOString(), ...extra
+		last_activity: new Date().toISOString(), checks: [], tokens_used: 0, cost_usd: 0, budget_tokens: null, budget_usd: null, ...extra
 	};
 }
 
 describe('dashboard', () => {
 	beforeEach(() => {
 		vi.clearAllMocks();
-		fake.sessions.mockResolvedValue([session('s1', 'brave-42', 'running', { git_repo_url: 'https://github.com/a/b.git' }), session('s2', 'quiet-7', 'stopped')]);
+		fake.sessions.mockResolvedValue([session('s1', 'brave-42', 'running', { git_repo_url: 'https://github.com/a/b.git', tokens_used: 125_000 }), session('s2', 'quiet-7', 'stopped')]);
 	});
 
 	it('lists sessions with status, node count and last activity', async () => {
@@ -38,6 +38,7 @@ describe('dashboard', () => {
 		expect(screen.getByText('github.com/a/b.git')).toBeTruthy();
 		expect(screen.getAllByText('3')).toHaveLength(2);
 		expect(screen.getAllByText('just now')).toHaveLength(2);
+		expect(screen.getAllByTestId('tokens').map((t) => t.textContent)).toEqual(['125k', '0']);
 	});
 
 	it('deletes only after confirmation, and removes the row', async () => {
@@ -97,6 +98,17 @@ describe('dashboard', () => {
 		await fireEvent.click(screen.getByRole('button', { name: 'Create and spawn agent' }));
 		await vi.waitFor(() => expect(goto).toHaveBeenCalledWith('/session/s9?spawn=1'));
 		expect(fake.createSession).toHaveBeenCalledWith({ name: name.value, git_repo_url: 'https://g/r.git' });
+	});
+
+	it('New session takes health checks, one command per line', async () => {
+		fake.createSession.mockResolvedValue(session('s9', 'x', 'draft'));
+		render(Page);
+		await fireEvent.click((await screen.findAllByRole('button', { name: /new session/i }))[0]);
+		const name = screen.getByLabelText('Session name') as HTMLInputElement;
+		await fireEvent.input(screen.getByLabelText(/Health checks/), { target: { value: 'go vet ./...\n\n  make test  \n' } });
+		await fireEvent.click(screen.getByRole('button', { name: 'Create and spawn agent' }));
+		await vi.waitFor(() => expect(fake.createSession).toHaveBeenCalled());
+		expect(fake.createSession).toHaveBeenCalledWith({ name: name.value, checks: [{ command: 'go vet ./...' }, { command: 'make test' }] });
 	});
 
 	it('a failed create stays in the modal with the reason', async () => {

@@ -150,6 +150,7 @@ export interface EventRecord {
 	node_id: string;
 	at: string;
 	data: AgentEvent;
+	ref?: number;
 }
 /**
  * An input written to the agent's stdin (AgentInput): a message or a signal.
@@ -161,6 +162,7 @@ export interface InputRecord {
 	node_id: string;
 	at: string;
 	data: AgentInput;
+	ref?: number;
 }
 /**
  * A change to the session's tree.
@@ -172,6 +174,7 @@ export interface NodeRecord {
 	node_id: string;
 	at: string;
 	data: NodeChange;
+	ref?: number;
 }
 /**
  * The data of a node record: a node was created, updated, moved or deleted (node is the node after the change; ids, for deleted, every node removed).
@@ -202,11 +205,16 @@ export interface AgentNode {
 	container_id: string;
 	sort_order: number;
 	tokens: number;
+	cost_usd: number;
 	exit_code: number | null;
 	created_at: string;
 	updated_at: string;
 	done: number;
 	total: number;
+	generation: number;
+	subtree_tokens: number;
+	subtree_cost_usd: number;
+	descendant_active: boolean;
 }
 /**
  * A change to the session's filesystem.
@@ -218,6 +226,7 @@ export interface FileRecord {
 	node_id: string;
 	at: string;
 	data: FileChange;
+	ref?: number;
 }
 /**
  * The data of a file record: the net change to one path of the session's filesystem.
@@ -238,6 +247,7 @@ export interface ErrorRecord {
 	node_id: string;
 	at: string;
 	data: ErrorData;
+	ref?: number;
 }
 /**
  * The data of an error record: an invalid agent line (source stdout, with raw), an exit without done (exit, with exit_code and stderr_tail) or a runtime failure (runtime).
@@ -260,6 +270,7 @@ export interface SystemRecord {
 	node_id: string;
 	at: string;
 	data: SystemData;
+	ref?: number;
 }
 /**
  * The data of a system record: a block filepath itself adds to a node's chat; type says which.
@@ -268,7 +279,20 @@ export interface SystemRecord {
 export interface SystemData {
 	type: 'check' | 'memory' | 'continuation' | 'approval';
 	text: string;
+	command?: string;
+	exit?: number;
+	output?: string;
+	duration_ms?: number;
+	timed_out?: boolean;
+	memories?: Memory[];
+	generation?: number;
+	summary?: string;
 	approval?: Approval;
+}
+
+export interface Memory {
+	key: string;
+	text: string;
 }
 
 export interface Approval {
@@ -281,6 +305,11 @@ export interface Approval {
 	answered_at?: string;
 	always?: boolean;
 	expires_at: string;
+}
+
+export interface Check {
+	command: string;
+	timeout?: number;
 }
 
 /**
@@ -299,4 +328,9 @@ export interface Session {
 	updated_at: string;
 	node_count: number;
 	last_activity: string;
+	checks: Check[];
+	budget_tokens: number | null;
+	budget_usd: number | null;
+	tokens_used: number;
+	cost_usd: number;
 }

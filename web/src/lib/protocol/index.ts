@@ -14,6 +14,10 @@ export type {
 	NodeChange,
 	FileChange,
 	ErrorData,
+	SystemRecord,
+	SystemData,
+	Memory,
+	Check,
 	AgentNode,
 	Session
 } from './generated';

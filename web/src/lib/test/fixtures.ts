@@ -20,11 +20,16 @@ export function node(id: string, parent: string | null, name: string, status: Ag
 		container_id: '',
 		sort_order: 0,
 		tokens: 0,
+		cost_usd: 0,
 		exit_code: null,
 		created_at: '2026-01-01T00:00:00Z',
 		updated_at: '2026-01-01T00:00:00Z',
 		done: status === 'done' ? 1 : 0,
 		total: 1,
+		generation: 1,
+		subtree_tokens: 0,
+		subtree_cost_usd: 0,
+		descendant_active: false,
 		...extra
 	};
 }
@@ -36,6 +41,9 @@ export function input(nodeId: string, data: Record<string, unknown>, s = ++seq):
 }
 export function err(nodeId: string, data: Record<string, unknown>, s = ++seq): LogRecord {
 	return { seq: s, kind: 'error', node_id: nodeId, at: '2026-01-01T00:00:00Z', data } as unknown as LogRecord;
+}
+export function sys(nodeId: string, data: Record<string, unknown>, s = ++seq): LogRecord {
+	return { seq: s, kind: 'system', node_id: nodeId, at: '2026-01-01T00:00:00Z', data } as unknown as LogRecord;
 }
 export function nodeRec(op: string, n: AgentNode, s = ++seq, ids?: string[]): LogRecord {
 	return { seq: s, kind: 'node', node_id: '', at: '2026-01-01T00:00:00Z', data: { op, node: n, ids } } as unknown as LogRecord;

@@ -19,6 +19,17 @@ describe('AgentPanel', () => {
 		expect(screen.getByTestId('tokens').textContent).toBe('48k tokens');
 	});
 
+	it('a parent\'s header adds up its subtree; a continued agent shows its generation', async () => {
+		const { rerender } = render(AgentPanel, { node: a, records: [], onsend: vi.fn(), rollup: { tokens: 60_000, done: 2, total: 3, children: 2 } });
+		expect(screen.getByTestId('subtree').textContent).toBe('· subtree 60k tokens · 2/3 done');
+		await rerender({ rollup: { tokens: 0, done: 1, total: 3, children: 2 } });
+		expect(screen.getByTestId('subtree').textContent).toBe('· 1/3 done');
+		expect(screen.queryByTestId('generation')).toBeNull();
+		await rerender({ node: { ...a, generation: 3 }, rollup: { tokens: 12, done: 0, total: 1, children: 0 } });
+		expect(screen.queryByTestId('subtree')).toBeNull();
+		expect(screen.getByTestId('generation').textContent!.trim()).toBe('generation 3');
+	});
+
 	it('switching nodes switches header and chat', async () => {
 		const { rerender } = render(AgentPanel, {
 			node: a,

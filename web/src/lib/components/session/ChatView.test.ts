@@ -3,7 +3,31 @@ import { tick } from 'svelte';
 import { describe, expect, it, vi } from 'vitest';
 import ChatView from './ChatView.svelte';
 import { toItems } from './chatItems';
-import { ev, input, err } from '$lib/test/fixtures';
+import { ev, input, err, sys } from '$lib/test/fixtures';
+import type { LogRecord } from '$lib/types';
+
+// Two generations of one node: the first hands off, the second starts with its health checks and
+// memories; a commit links to the command it was made during.
+function twoGenerations(): LogRecord[] {
+	return [
+		input('n', { type: 'message', from: 'user', content: 'write the parser' }, 1),
+		ev('n', { type: 'text', content: 'generation one at work' }, 2),
+		ev('n', { type: 'command', cmd: 'git commit -am parser', status: 'start' }, 3),
+		ev('n', { type: 'tool', name: 'read', status: 'done' }, 4),
+		ev('n', { type: 'command', cmd: 'git commit -am parser', status: 'done', exit: 0 }, 5),
+		{ ...ev('n', { type: 'commit', hash: 'c0ffee12', message: 'parser' }, 6), ref: 5 } as LogRecord,
+		ev('n', { type: 'handoff', summary: 'lists work, maps are next' }, 7),
+		input('n', { type: 'signal', action: 'stop' }, 8),
+		sys('n', { type: 'continuation', text: 'continuation: generation 2', generation: 2, summary: 'lists work, maps are next' }, 9),
+		ev('n', { type: 'commit', hash: 'deadbeef', message: 'filepath: rescue uncommitted work' }, 10),
+		sys('n', { type: 'check', text: 'go vet ./... failed with exit code 1 after 2s', command: 'go vet ./...', exit: 1, output: './a.go:3: bad format', duration_ms: 2100 }, 11),
+		sys('n', { type: 'check', text: 'go build passed', command: 'go build -o /dev/null ./...', exit: 0, duration_ms: 800 }, 12),
+		sys('n', { type: 'check', text: 'sleep 60 timed out', command: 'sleep 60', timed_out: true, duration_ms: 1000 }, 13),
+		sys('n', { type: 'memory', text: '1 memory given to the agent', memories: [{ key: 'grammar', text: 'lives in parse.y' }] }, 14),
+		input('n', { type: 'message', from: 'system', content: 'This agent continues…' }, 15),
+		ev('n', { type: 'text', content: 'generation two at work' }, 16)
+	];
+}
 
 function allTypes() {
 	return [
@@ -35,7 +59,63 @@ describe('chatItems', () => {
 	});
 });
 
+describe('chatItems of system records', () => {
+	it('makes a divider, check and memory blocks, and links a commit to its command', () => {
+		const items = toItems(twoGenerations());
+		expect(items.map((i) => i.kind)).toEqual([
+			'user', 'text', 'command', 'tool', 'commits', 'handoff', 'note', 'continuation', 'commits', 'check', 'check', 'check', 'memory', 'note', 'text'
+		]);
+		const linked = items.find((i) => i.kind === 'commits');
+		// the commit refers to the command's done record (5); the block's key is its start's (3)
+		expect(linked && linked.kind === 'commits' && linked.commits[0].target).toBe(3);
+		const rescue = items.filter((i) => i.kind === 'commits')[1];
+		expect(rescue.kind === 'commits' && rescue.commits[0].target).toBeUndefined();
+		const cont = items.find((i) => i.kind === 'continuation');
+		expect(cont && cont.kind === 'continuation' && cont.generation).toBe(2);
+	});
+});
+
 describe('ChatView', () => {
+	it('shows both generations in one chat: the handoff, the continuation divider, checks, memories', () => {
+		const { container } = render(ChatView, { records: twoGenerations() });
+		const text = container.textContent!;
+		expect(text.indexOf('generation one at work')).toBeLessThan(text.indexOf('lists work, maps are next'));
+		expect(text.indexOf('lists work, maps are next')).toBeLessThan(text.indexOf('continuation 1'));
+		expect(text.indexOf('continuation 1')).toBeLessThan(text.indexOf('generation two at work'));
+		const divider = screen.getByRole('separator');
+		expect(divider.textContent!.trim()).toBe('continuation 1');
+		expect(divider.getAttribute('title')).toMatch(/Generation 2/);
+		const checks = [...container.querySelectorAll('[data-testid="check"]')];
+		expect(checks.map((c) => c.getAttribute('data-result'))).toEqual(['failed', 'passed', 'timed-out']);
+		expect(checks[0].textContent).toMatch(/go vet \.\/\.\.\..*exit 1.*2\.1s/s);
+		expect(checks[2].textContent).toMatch(/timed out/);
+		expect(container.querySelector('[data-testid="memory"]')!.textContent).toMatch(/grammar\s+lives in parse\.y/);
+	});
+
+	it('shows a failing check\'s output when opened', async () => {
+		const { container } = render(ChatView, { records: twoGenerations() });
+		const head = container.querySelector('[data-testid="check"] button')!;
+		await fireEvent.click(head);
+		expect(container.querySelector('[data-testid="check"] pre')!.textContent).toBe('./a.go:3: bad format');
+	});
+
+	it('says so when no check was found', () => {
+		render(ChatView, { records: [sys('n', { type: 'check', text: 'No health checks: none are set on the session and none were detected' }, 5)] });
+		expect(screen.getByText(/No health checks/)).toBeTruthy();
+	});
+
+	it('takes a commit back to the command it was made during', async () => {
+		const { container } = render(ChatView, { records: twoGenerations() });
+		const links = container.querySelectorAll('[data-testid="commit-link"]');
+		expect(links).toHaveLength(1); // the rescue commit links to nothing
+		const target = container.querySelector<HTMLElement>('[data-key="3"]')!;
+		target.scrollIntoView = vi.fn();
+		await fireEvent.click(links[0]);
+		expect(target.scrollIntoView).toHaveBeenCalled();
+		expect(target.classList.contains('flash')).toBe(true);
+		expect(target.getAttribute('data-kind')).toBe('command');
+	});
+
 	it('shows the empty state without records', () => {
 		render(ChatView, { records: [] });
 		expect(screen.getByText('Send a message to activate this agent')).toBeTruthy();

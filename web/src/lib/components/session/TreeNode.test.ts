@@ -35,6 +35,21 @@ describe('TreeNode', () => {
 		expect(screen.getByRole('button', { name: 'Expand plan' })).toBeTruthy();
 	});
 
+	it('a parent row shows its subtree\'s tokens, and its dot when an agent below it works', () => {
+		const quiet = threeLevels().map((n) => ({ ...n, status: n.id === 'db' ? ('running' as const) : ('idle' as const), tokens: 1500 }));
+		render(TreeNode, { node: quiet[0], selectedId: null, tree: buildTree(quiet), collapsed: new Set<string>() });
+		const row = (id: string) => document.querySelector(`[data-node-id="${id}"]`) as HTMLElement;
+		expect(row('root').querySelector('.tokens')!.textContent).toBe('9.0k'); // six nodes of 1500
+		expect(row('plan').querySelector('.tokens')!.textContent).toBe('4.5k');
+		expect(row('db').querySelector('.tokens')).toBeNull(); // a leaf: its own tokens are in its header
+		const dot = (id: string) => row(id).querySelector('.dot') as HTMLElement;
+		expect(dot('root').dataset.descendants).toBe('active');
+		expect(dot('plan').dataset.descendants).toBe('active');
+		expect(dot('plan').getAttribute('aria-label')).toBe('Idle, agents below it working');
+		expect(dot('impl').dataset.descendants).toBeUndefined();
+		expect(dot('db').dataset.descendants).toBeUndefined();
+	});
+
 	it('a paused node shows a paused dot instead of its status', () => {
 		render(TreeNode, { node: nodes[0], selectedId: null, tree, collapsed: new Set<string>(), paused: (id: string) => id === 'api' });
 		const dot = (id: string) => document.querySelector(`[data-node-id="${id}"] .dot`) as HTMLElement;

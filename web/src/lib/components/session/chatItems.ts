@@ -1,7 +1,9 @@
 // toItems turns a node's records into chat items in one pass: status events are dropped (they drive
 // the dot), consecutive commits are grouped, and a tool/command "start" is replaced in place by its
-// matching "done"/"error" so one block shows the whole call.
-import type { LogRecord, ErrorData } from '$lib/types';
+// matching "done"/"error" so one block shows the whole call. System records (blocks filepath adds:
+// health checks, memories, a continuation after a handoff) become their own items; a commit that
+// links to the tool/command record it was made during (its ref) knows that block's key.
+import type { LogRecord, ErrorData, SystemData } from '$lib/types';
 import type {
 	CommandEvent,
 	CommitEvent,
@@ -18,19 +20,35 @@ export type ChatItem =
 	| { kind: 'text'; key: number; content: string }
 	| { kind: 'tool'; key: number; ev: ToolEvent }
 	| { kind: 'command'; key: number; ev: CommandEvent }
-	| { kind: 'commits'; key: number; commits: CommitEvent[] }
+	| { kind: 'commits'; key: number; commits: ChatCommit[] }
 	| { kind: 'spawn'; key: number; ev: SpawnEvent }
 	| { kind: 'workers'; key: number; workers: Worker[] }
 	| { kind: 'handoff'; key: number; ev: HandoffEvent }
 	| { kind: 'done'; key: number; ev: DoneEvent }
-	| { kind: 'error'; key: number; err: ErrorData };
+	| { kind: 'error'; key: number; err: ErrorData }
+	| { kind: 'check'; key: number; d: SystemData }
+	| { kind: 'memory'; key: number; d: SystemData }
+	| { kind: 'continuation'; key: number; generation: number; summary: string }
+	| { kind: 'system'; key: number; d: SystemData };
+
+/** ChatCommit is a commit with the key of the tool or command block it was made during, if known. */
+export type ChatCommit = CommitEvent & { target?: number };
 
 export function toItems(records: readonly LogRecord[]): ChatItem[] {
 	const items: ChatItem[] = [];
 	const openTools = new Map<string, number>();
 	const openCmds = new Map<string, number>();
+	const blockOf = new Map<number, number>(); // tool/command record seq → its item's key
 	for (const r of records) {
 		const key = r.seq;
+		if (r.kind === 'system') {
+			const d = r.data;
+			if (d.type === 'check') items.push({ kind: 'check', key, d });
+			else if (d.type === 'memory') items.push({ kind: 'memory', key, d });
+			else if (d.type === 'continuation') items.push({ kind: 'continuation', key, generation: d.generation ?? 0, summary: d.summary ?? '' });
+			else items.push({ kind: 'system', key, d });
+			continue;
+		}
 		if (r.kind === 'input') {
 			const d = r.data;
 			if (d.type === 'message') {
@@ -56,9 +74,11 @@ export function toItems(records: readonly LogRecord[]): ChatItem[] {
 				const at = openTools.get(id);
 				if (ev.status !== 'start' && at !== undefined) {
 					items[at] = { kind: 'tool', key: items[at].key, ev };
+					blockOf.set(key, items[at].key);
 					openTools.delete(id);
 				} else {
 					if (ev.status === 'start') openTools.set(id, items.length);
+					blockOf.set(key, key);
 					items.push({ kind: 'tool', key, ev });
 				}
 				break;
@@ -67,17 +87,20 @@ export function toItems(records: readonly LogRecord[]): ChatItem[] {
 				const at = openCmds.get(ev.cmd);
 				if (ev.status !== 'start' && at !== undefined) {
 					items[at] = { kind: 'command', key: items[at].key, ev };
+					blockOf.set(key, items[at].key);
 					openCmds.delete(ev.cmd);
 				} else {
 					if (ev.status === 'start') openCmds.set(ev.cmd, items.length);
+					blockOf.set(key, key);
 					items.push({ kind: 'command', key, ev });
 				}
 				break;
 			}
 			case 'commit': {
+				const c: ChatCommit = r.ref !== undefined && blockOf.has(r.ref) ? { ...ev, target: blockOf.get(r.ref) } : ev;
 				const last = items[items.length - 1];
-				if (last?.kind === 'commits') last.commits.push(ev);
-				else items.push({ kind: 'commits', key, commits: [ev] });
+				if (last?.kind === 'commits') last.commits.push(c);
+				else items.push({ kind: 'commits', key, commits: [c] });
 				break;
 			}
 			case 'spawn':

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/gateway"
+)
+
+func TestParseServeLLM(t *testing.T) {
+	vars := []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_OPENROUTER_BASE_URL", "FILEPATH_ANTHROPIC_API_KEY",
+		"FILEPATH_ANTHROPIC_BASE_URL", "FILEPATH_OPENAI_API_KEY", "FILEPATH_OPENAI_BASE_URL", "FILEPATH_SESSION_BUDGET_TOKENS",
+		"FILEPATH_SESSION_BUDGET_USD", "FILEPATH_GATEWAY_MAX_BODY", "FILEPATH_GATEWAY_TIMEOUT"}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		wantErr string
+		check   func(t *testing.T, c llmConfig)
+	}{
+		{name: "defaults", check: func(t *testing.T, c llmConfig) {
+			g := c.Gateway
+			if g.OpenRouter.BaseURL != gateway.DefaultOpenRouterBaseURL || g.Anthropic.BaseURL != gateway.DefaultAnthropicBaseURL ||
+				g.OpenAI.BaseURL != gateway.DefaultOpenAIBaseURL || g.OpenRouter.APIKey != "" || g.MaxBody != 32<<20 ||
+				g.Timeout != 10*time.Minute || c.Budget.Tokens != nil || c.Budget.USD != nil {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "env", env: map[string]string{"FILEPATH_OPENROUTER_API_KEY": "sk-or", "FILEPATH_ANTHROPIC_BASE_URL": "http://127.0.0.1:9/x",
+			"FILEPATH_SESSION_BUDGET_TOKENS": "100000", "FILEPATH_SESSION_BUDGET_USD": "2.50", "FILEPATH_GATEWAY_TIMEOUT": "30s"},
+			check: func(t *testing.T, c llmConfig) {
+				if c.Gateway.OpenRouter.APIKey != "sk-or" || c.Gateway.Anthropic.BaseURL != "http://127.0.0.1:9/x" ||
+					*c.Budget.Tokens != 100000 || *c.Budget.USD != 2.5 || c.Gateway.Timeout != 30*time.Second {
+					t.Fatalf("%+v", c)
+				}
+			}},
+		{name: "flags win", env: map[string]string{"FILEPATH_OPENAI_API_KEY": "env"}, args: []string{"--openai-api-key", "flag", "--gateway-max-body", "1MiB"},
+			check: func(t *testing.T, c llmConfig) {
+				if c.Gateway.OpenAI.APIKey != "flag" || c.Gateway.MaxBody != 1<<20 {
+					t.Fatalf("%+v", c)
+				}
+			}},
+		{name: "bad base URL", env: map[string]string{"FILEPATH_OPENAI_BASE_URL": "api.openai.com/v1"}, wantErr: "FILEPATH_OPENAI_BASE_URL"},
+		{name: "base URL scheme", args: []string{"--openrouter-base-url", "ftp://x"}, wantErr: "--openrouter-base-url"},
+		{name: "bad token budget", args: []string{"--session-budget-tokens", "-5"}, wantErr: "--session-budget-tokens"},
+		{name: "bad usd budget", env: map[string]string{"FILEPATH_SESSION_BUDGET_USD": "ten"}, wantErr: "--session-budget-usd"},
+		{name: "bad timeout", args: []string{"--gateway-timeout", "0s"}, wantErr: "--gateway-timeout"},
+		{name: "bad max body", args: []string{"--gateway-max-body", "huge"}, wantErr: "--gateway-max-body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range vars {
+				t.Setenv(k, tt.env[k])
+				if _, ok := tt.env[k]; !ok {
+					unsetenv(t, k)
+				}
+			}
+			c, err := parseServe(tt.args, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c.LLM)
+		})
+	}
+}

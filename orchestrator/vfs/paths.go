@@ -1,0 +1,245 @@
+package vfs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// dirLink is one directory in the session's directory cache: its parent,
+// its name and the length of its path. The cache holds the directory tree
+// as parent links, so that a directory's path length is known without
+// walking to the root and its path is built in one allocation: memory and
+// work stay proportional to the tree, however deep.
+type dirLink struct {
+	parent int64
+	name   string
+	plen   int // len of the directory's path ("/" is 1)
+}
+
+// maxDirPaths bounds the per-session directory cache (entries); names are
+// at most MaxNameLen bytes, so the cache stays under about 1.2 MB.
+const maxDirPaths = 4096
+
+// childLen returns the length of the path of name in a directory whose
+// path has length plen.
+func childLen(plen int, name string) int {
+	if plen <= 1 {
+		return 1 + len(name)
+	}
+	return plen + 1 + len(name)
+}
+
+// dirCache is the directory cache as one caller may use it. Only a rename
+// (and an import) changes the link of an existing directory (inode numbers
+// are never reused once committed); it clears the cache in its transaction
+// and again at commit (forgetDirPaths), bumping a generation so that a
+// read that began before the commit does not fill it with what it read
+// then. A write transaction fills its own entries, which join the cache
+// only when it commits (a rollback may give its new inode numbers to other
+// directories); one that renamed bypasses the cache altogether.
+type dirCache struct {
+	fs     *FS
+	st     *sessionState
+	tx     *txn // nil on the read pool
+	gen    uint64
+	bypass bool
+}
+
+func (fs *FS) dirCache(q querier) dirCache {
+	st := fs.v.state(fs.sid)
+	c := dirCache{fs: fs, st: st}
+	if tx, ok := q.(*txn); ok {
+		c.tx, c.bypass = tx, tx.noPathCache
+	}
+	fs.v.mu.Lock()
+	c.gen = st.dirGen
+	fs.v.mu.Unlock()
+	return c
+}
+
+func (c *dirCache) get(ino int64) (dirLink, bool) {
+	if c.bypass {
+		return dirLink{}, false
+	}
+	if c.tx != nil {
+		if l, ok := c.tx.dirs[ino]; ok {
+			return l, true
+		}
+	}
+	c.fs.v.mu.Lock()
+	l, ok := c.st.dirs[ino]
+	c.fs.v.mu.Unlock()
+	return l, ok
+}
+
+func (c *dirCache) put(ino int64, l dirLink) {
+	if c.bypass {
+		return
+	}
+	if c.tx != nil {
+		if c.tx.dirs == nil {
+			c.tx.dirs = map[int64]dirLink{}
+			tx, fs := c.tx, c.fs
+			tx.onCommit(func() { fs.addDirLinks(tx) })
+		}
+		if len(c.tx.dirs) < maxDirPaths {
+			c.tx.dirs[ino] = l
+		}
+		return
+	}
+	c.fs.v.mu.Lock()
+	defer c.fs.v.mu.Unlock()
+	if c.st.dirGen != c.gen {
+		return
+	}
+	if len(c.st.dirs) >= maxDirPaths {
+		clear(c.st.dirs)
+	}
+	c.st.dirs[ino] = l
+}
+
+// addDirLinks adds a committed transaction's directory links to the cache.
+func (fs *FS) addDirLinks(tx *txn) {
+	if tx.noPathCache {
+		return
+	}
+	st := fs.v.state(fs.sid)
+	fs.v.mu.Lock()
+	defer fs.v.mu.Unlock()
+	if len(st.dirs)+len(tx.dirs) > maxDirPaths {
+		clear(st.dirs)
+	}
+	for ino, l := range tx.dirs {
+		st.dirs[ino] = l
+	}
+}
+
+// forgetDirPaths empties the session's directory cache; inside a
+// transaction it also makes the transaction bypass it (it renames).
+func (fs *FS) forgetDirPaths(tx *txn) {
+	if tx != nil {
+		tx.noPathCache = true
+	}
+	fs.v.forgetDirs(fs.sid)
+}
+
+func (v *VFS) forgetDirs(sid string) {
+	st := v.state(sid)
+	v.mu.Lock()
+	clear(st.dirs)
+	st.dirGen++
+	v.mu.Unlock()
+}
+
+// dirInfo returns the link of directory ino (the root's is {plen: 1}),
+// reading the names of the ancestors the cache lacks: one query per
+// missing ancestor, none when it is cached.
+func (fs *FS) dirInfo(ctx context.Context, q querier, ino int64) (dirLink, error) {
+	if ino == RootIno {
+		return dirLink{plen: 1}, nil
+	}
+	c := fs.dirCache(q)
+	type step struct {
+		ino, parent int64
+		name        string
+	}
+	var missing []step
+	base := dirLink{plen: 1}
+	for cur := ino; cur != RootIno; {
+		if l, ok := c.get(cur); ok {
+			base = l
+			break
+		}
+		// Every level adds at least two bytes ("/" and a name).
+		if len(missing) > MaxPathLen/2 {
+			return dirLink{}, errorf(syscall.ENAMETOOLONG, "", "the path of directory %d is longer than %d bytes", ino, MaxPathLen)
+		}
+		s := step{ino: cur}
+		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&s.parent, &s.name)
+		if errors.Is(err, sql.ErrNoRows) {
+			return dirLink{}, errorf(syscall.ENOENT, "", "inode %d has no name", cur)
+		}
+		if err != nil {
+			return dirLink{}, fmt.Errorf("path of inode %d: %w", ino, err)
+		}
+		missing = append(missing, s)
+		cur = s.parent
+	}
+	l := base
+	for i := len(missing) - 1; i >= 0; i-- {
+		m := missing[i]
+		l = dirLink{parent: m.parent, name: m.name, plen: childLen(l.plen, m.name)}
+		c.put(m.ino, l)
+	}
+	return l, nil
+}
+
+// dirPath returns the path of directory ino.
+func (fs *FS) dirPath(ctx context.Context, q querier, ino int64) (string, error) {
+	l, err := fs.dirInfo(ctx, q, ino)
+	if err != nil || ino == RootIno {
+		return "/", err
+	}
+	buf := make([]byte, l.plen)
+	pos := len(buf)
+	for cur := ino; cur != RootIno; {
+		cl, err := fs.dirInfo(ctx, q, cur) // cached by the call above
+		if err != nil {
+			return "", err
+		}
+		if pos < len(cl.name)+1 {
+			return fs.walkPath(ctx, q, ino) // the cache changed meanwhile
+		}
+		pos -= len(cl.name)
+		copy(buf[pos:], cl.name)
+		pos--
+		buf[pos] = '/'
+		cur = cl.parent
+	}
+	if pos != 0 {
+		return fs.walkPath(ctx, q, ino)
+	}
+	return string(buf), nil
+}
+
+// checkNewPath refuses a new entry name in directory parent whose path
+// would be longer than MaxPathLen, the limit the path API applies.
+func (fs *FS) checkNewPath(ctx context.Context, q querier, parent int64, name string) error {
+	l, err := fs.dirInfo(ctx, q, parent)
+	if err == nil && childLen(l.plen, name) <= MaxPathLen {
+		return nil
+	}
+	if err != nil && !IsErrno(err, syscall.ENAMETOOLONG) {
+		return err
+	}
+	return errorf(syscall.ENAMETOOLONG, name, "the path of %s would be longer than %d bytes", trunc(name), MaxPathLen)
+}
+
+// checkMovedTree refuses moving directory ino (whose path now has length
+// oldLen) to a path of length newLen when a path below it would then be
+// longer than MaxPathLen. Only a move to a longer path needs the look at
+// the subtree, and the look stops at the first path too long.
+func (fs *FS) checkMovedTree(ctx context.Context, q querier, ino int64, oldLen, newLen int, name string) error {
+	if newLen <= oldLen {
+		return nil
+	}
+	room := MaxPathLen - newLen // the longest relative path that still fits
+	var n int
+	err := q.QueryRowContext(ctx, `WITH RECURSIVE sub(ino, len) AS (
+			SELECT ?2, 0
+			UNION ALL
+			SELECT d.ino, sub.len + 1 + length(CAST(d.name AS BLOB)) FROM sub CROSS JOIN fs_dentry d
+			WHERE d.session_id = ?1 AND d.parent_ino = sub.ino AND sub.len <= ?3
+		)
+		SELECT COUNT(*) FROM (SELECT 1 FROM sub WHERE len > ?3 LIMIT 1)`, fs.sid, ino, room).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("check the paths below %s: %w", name, err)
+	}
+	if n > 0 {
+		return errorf(syscall.ENAMETOOLONG, name, "moving %s there would make a path below it longer than %d bytes", trunc(name), MaxPathLen)
+	}
+	return nil
+}
