@@ -260,3 +260,34 @@ func TestAuditOfAPICalls(t *testing.T) {
 		t.Errorf("memory row (text cut): %s", mem.Parameters)
 	}
 }
+
+// TestMemoryAcrossSessions: a learning one node stores is found by a node
+// of a later session of the same user on the same repository (its URL in
+// another form), and not by a session on another repository, nor by
+// another user's node.
+func TestMemoryAcrossSessions(t *testing.T) {
+	f := newFixture(t)
+	if a := f.call("parent", "POST", "/api/v1/memories", map[string]any{"key": "build", "text": "use make build, not go build"}); a.status != 200 || a.body["repo"] != "github.com/o/r" {
+		t.Fatalf("store: %d %s", a.status, a.raw)
+	}
+	later := func(url string) string {
+		s := must(f.st.CreateSession(f.ctx, f.alice.ID, store.NewSession{Name: "later", GitRepoURL: &url}))
+		n := must(f.st.CreateNode(f.ctx, f.alice.ID, s.ID, store.NewNode{AgentType: "pi"}))
+		key, _, err := f.st.CreateNodeAPIKey(f.ctx, f.alice.ID, s.ID, n.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.keys[url] = key
+		return url
+	}
+	same, other := later("git@github.com:o/r"), later("https://github.com/o/elsewhere")
+	if a := f.call(same, "GET", "/api/v1/memories?q=build", nil); a.status != 200 || !strings.Contains(string(a.raw), "use make build") {
+		t.Fatalf("a later session of the same repository: %d %s", a.status, a.raw)
+	}
+	if a := f.call(other, "GET", "/api/v1/memories?q=build", nil); a.status != 200 || strings.Contains(string(a.raw), "use make build") {
+		t.Fatalf("another repository: %d %s", a.status, a.raw)
+	}
+	if a := f.call("bobs", "GET", "/api/v1/memories?q=build", nil); a.status != 200 || strings.Contains(string(a.raw), "use make build") {
+		t.Fatalf("another user: %d %s", a.status, a.raw)
+	}
+}
