@@ -1,6 +1,10 @@
 // The one fetch wrapper for /api/v1. Every failure becomes an ApiError with a readable message;
 // a 401 also notifies the listener registered with onUnauthorized (the layout shows a sign-in page).
 import type {
+	ApprovalDecision,
+	ApprovalRequest,
+	AuditRow,
+	StoredMemory,
 	AgentInfo,
 	AgentNode,
 	LogRecord,
@@ -137,7 +141,16 @@ export const api = {
 	moveNode: (id: string, node: string, body: { parent_id: string; sort_order: number }) =>
 		request<AgentNode>(`${n(id, node)}/move`, { method: 'POST', body }),
 	logs: (id: string, node: string, tail = 500) =>
-		request<string>(`${n(id, node)}/logs?tail=${tail}`, { text: true })
+		request<string>(`${n(id, node)}/logs?tail=${tail}`, { text: true }),
+
+	approvals: async (id: string, status?: 'pending' | 'approved' | 'denied') =>
+		(await request<{ data: ApprovalRequest[] }>(`${s(id)}/approvals${status ? `?status=${status}` : ''}`)).data ?? [],
+	answerApproval: (id: string, approval: string, decision: ApprovalDecision) =>
+		request<ApprovalRequest>(`${s(id)}/approvals/${enc(approval)}`, { method: 'POST', body: { decision } }),
+	audit: (id: string, node: string, before = 0, limit = 100) =>
+		request<{ data: AuditRow[]; next_before: number }>(`${n(id, node)}/audit?limit=${limit}${before ? `&before=${before}` : ''}`),
+	memories: async (limit = 500) => (await request<{ data: StoredMemory[] }>(`/memories?limit=${limit}`)).data ?? [],
+	deleteMemory: (memory: string) => request<void>(`/memories/${enc(memory)}`, { method: 'DELETE' })
 };
 
 /** streamURL is the WebSocket address of a session's record stream. */

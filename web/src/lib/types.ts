@@ -1,9 +1,9 @@
 // API shapes. The session log record, the node and the session are generated from the Go types in
 // protocol/record.go (./protocol/generated.ts); only the catalog and request shapes below are
 // written by hand.
-import type { AgentNode, LogRecord, NodeChange, FileChange, ErrorData, Session, SystemData, Check } from './protocol';
+import type { AgentNode, LogRecord, NodeChange, FileChange, ErrorData, Session, SystemData, Check, Approval } from './protocol';
 
-export type { AgentNode, LogRecord, NodeChange, FileChange, ErrorData, Session, SystemData, Check };
+export type { AgentNode, LogRecord, NodeChange, FileChange, ErrorData, Session, SystemData, Check, Approval };
 export type NodeStatus = AgentNode['status'];
 export type SessionStatus = Session['status'];
 
@@ -38,4 +38,44 @@ export interface NewSessionBody {
 	name: string;
 	git_repo_url?: string;
 	checks?: Check[];
+}
+
+/** ApprovalRequest is an agent's request for permission as the inbox API lists it
+ * (GET /sessions/{id}/approvals); its system records carry the same fields as Approval. */
+export interface ApprovalRequest extends Omit<Approval, 'answered_at'> {
+	session_id: string;
+	node_id: string;
+	node_name: string;
+	request_id?: string;
+	created_at: string;
+	answered_at?: string | null;
+}
+
+export type ApprovalDecision = 'approve' | 'deny' | 'always';
+
+/** StoredMemory is a learning agents kept for a user and repository (GET /memories). */
+export interface StoredMemory {
+	id: string;
+	repo: string;
+	key: string;
+	text: string;
+	session_id?: string;
+	node_id?: string;
+	created_at: string;
+	updated_at: string;
+}
+
+/** AuditRow is one row of a node's audit (GET /sessions/{id}/nodes/{node}/audit). */
+export interface AuditRow {
+	id: number;
+	node_id: string;
+	source: 'tool' | 'command' | 'api';
+	name: string;
+	parameters?: Record<string, unknown>;
+	result?: unknown;
+	error?: string;
+	started_at: string;
+	completed_at: string;
+	duration_ms: number;
+	seq?: number;
 }

@@ -17,6 +17,7 @@ export type {
 	SystemRecord,
 	SystemData,
 	Memory,
+	Approval,
 	Check,
 	AgentNode,
 	Session

@@ -1,9 +1,10 @@
 // toItems turns a node's records into chat items in one pass: status events are dropped (they drive
 // the dot), consecutive commits are grouped, and a tool/command "start" is replaced in place by its
 // matching "done"/"error" so one block shows the whole call. System records (blocks filepath adds:
-// health checks, memories, a continuation after a handoff) become their own items; a commit that
+// health checks, memories, a continuation after a handoff, an approval request and its answer, in
+// one block) become their own items; a commit that
 // links to the tool/command record it was made during (its ref) knows that block's key.
-import type { LogRecord, ErrorData, SystemData } from '$lib/types';
+import type { Approval, LogRecord, ErrorData, SystemData } from '$lib/types';
 import type {
 	CommandEvent,
 	CommitEvent,
@@ -29,6 +30,7 @@ export type ChatItem =
 	| { kind: 'check'; key: number; d: SystemData }
 	| { kind: 'memory'; key: number; d: SystemData }
 	| { kind: 'continuation'; key: number; generation: number; summary: string }
+	| { kind: 'approval'; key: number; a: Approval }
 	| { kind: 'system'; key: number; d: SystemData };
 
 /** ChatCommit is a commit with the key of the tool or command block it was made during, if known. */
@@ -39,6 +41,7 @@ export function toItems(records: readonly LogRecord[]): ChatItem[] {
 	const openTools = new Map<string, number>();
 	const openCmds = new Map<string, number>();
 	const blockOf = new Map<number, number>(); // tool/command record seq → its item's key
+	const approvals = new Map<string, number>(); // approval id → its item's index
 	for (const r of records) {
 		const key = r.seq;
 		if (r.kind === 'system') {
@@ -46,6 +49,15 @@ export function toItems(records: readonly LogRecord[]): ChatItem[] {
 			if (d.type === 'check') items.push({ kind: 'check', key, d });
 			else if (d.type === 'memory') items.push({ kind: 'memory', key, d });
 			else if (d.type === 'continuation') items.push({ kind: 'continuation', key, generation: d.generation ?? 0, summary: d.summary ?? '' });
+			else if (d.type === 'approval' && d.approval) {
+				// The answer replaces its request in place: one block per request.
+				const at = approvals.get(d.approval.id);
+				if (at !== undefined) items[at] = { kind: 'approval', key: items[at].key, a: d.approval };
+				else {
+					approvals.set(d.approval.id, items.length);
+					items.push({ kind: 'approval', key, a: d.approval });
+				}
+			}
 			else items.push({ kind: 'system', key, d });
 			continue;
 		}
