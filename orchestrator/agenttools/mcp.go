@@ -2,6 +2,7 @@ package agenttools
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -84,6 +85,16 @@ func tool[In any](s *Server, srv *mcp.Server, name, desc string, op func(ctx con
 		out, err := op(ctx, c, in)
 		if err != nil {
 			return nil, nil, toolError{err}
+		}
+		if page, ok := out.(RecordPage); ok {
+			// A page of records is the one large answer: sent once, as
+			// the JSON text the model reads, not also as structured
+			// content (that doubled its bytes and its time).
+			b, err := json.Marshal(page)
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 		}
 		return nil, out, nil
 	})
