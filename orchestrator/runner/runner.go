@@ -121,6 +121,16 @@ type Config struct {
 	// (nil: none); MemoryLimit bounds them (DefaultMemoryLimit).
 	Memories    Memories
 	MemoryLimit int
+	// Forks makes a child's forked workspace (spawn with workspace
+	// "fork"); nil: such a spawn is refused.
+	Forks Forks
+}
+
+// Forks makes copy-on-write forks of workspaces for nodes; vfs.VFS
+// satisfies it through cmd/filepath.
+type Forks interface {
+	// ForkForNode forks the workspace parentID works on for its new child.
+	ForkForNode(ctx context.Context, sessionID, parentID, childID string) error
 }
 
 // Runner implements the API's lifecycle interface and relay.Effects.
@@ -916,6 +926,10 @@ func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev 
 	if ev.Task != nil {
 		in.Task = *ev.Task
 	}
+	fork := ev.Workspace != nil && *ev.Workspace == protocol.WorkspaceFork
+	if fork && r.cfg.Forks == nil {
+		return store.Node{}, orchestrator.FieldErrorf("workspace", "this orchestrator cannot fork workspaces (it runs without the session filesystem); spawn with workspace \"shared\"")
+	}
 	// A child of a custom agent runs its parent's image unless the spawn
 	// names another catalog agent; a name the catalog does not know (a BYO
 	// agent's own name for its workers) is the parent's image too.
@@ -927,6 +941,15 @@ func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev 
 	child, err := r.st.CreateNode(ctx, sess.UserID, sess.ID, in)
 	if err != nil {
 		return store.Node{}, err
+	}
+	if fork {
+		if err := r.cfg.Forks.ForkForNode(ctx, sess.ID, pnode.ID, child.ID); err != nil {
+			// no child without the workspace it was promised
+			if _, derr := r.st.DeleteNode(context.WithoutCancel(ctx), sess.UserID, sess.ID, child.ID); derr != nil {
+				r.log.Warn("delete a child whose workspace fork failed", "node", child.ID, "err", derr)
+			}
+			return store.Node{}, fmt.Errorf("fork the workspace: %w", err)
+		}
 	}
 	return child, r.startNode(ctx, sess, child)
 }

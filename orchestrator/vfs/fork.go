@@ -323,3 +323,26 @@ func (fs *FS) isFork(ctx context.Context, q querier) (bool, error) {
 	c, err := fs.chain(ctx, q)
 	return len(c) > 0, err
 }
+
+// WorkspaceOfNode returns the workspace node nodeID of session sessionID
+// works on: its fork, or the session's.
+func (v *VFS) WorkspaceOfNode(ctx context.Context, sessionID, nodeID string) (string, error) {
+	f, err := v.ForkOfNode(ctx, nodeID)
+	if err == nil {
+		return f.ID, nil
+	}
+	if IsErrno(err, syscall.ENOENT) {
+		return sessionID, nil
+	}
+	return "", err
+}
+
+// ForkForNode forks the workspace parentID works on (the session's, or
+// the parent's own fork) for its new child childID.
+func (v *VFS) ForkForNode(ctx context.Context, sessionID, parentID, childID string) (ForkInfo, error) {
+	origin, err := v.WorkspaceOfNode(ctx, sessionID, parentID)
+	if err != nil {
+		return ForkInfo{}, err
+	}
+	return v.Fork(ctx, origin, childID)
+}
