@@ -26,7 +26,8 @@ const (
 )
 
 // sessionRow is agent_session as stored, plus the computed columns of
-// sessionSelect.
+// sessionSelect. sessionSelect leaves out the hidden rows that key workspace
+// forks (fs_fork, migration 0012): they are not sessions.
 type sessionRow struct {
 	ID         string
 	UserID     string
