@@ -269,9 +269,10 @@ func (fs *FS) copyUpBeforeInsert(ctx context.Context, tx *txn, ino, coff int64) 
 		if ino >= l.below {
 			return nil // no level has it: the chunk was not there at any fork point
 		}
-		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO fs_data(session_id, ino, offset, size, data)
+		res, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, offset, size, data)
 			SELECT f.ws, d.ino, d.offset, d.size, d.data FROM fs_data d JOIN fs_fork f ON f.parent_ws=?
 			WHERE d.session_id=? AND d.ino=? AND d.offset=? AND d.ino < f.base_next_ino
+			  AND NOT EXISTS (SELECT 1 FROM fs_data o WHERE o.session_id=f.ws AND o.ino=d.ino AND o.offset=d.offset)
 			  AND (EXISTS (SELECT 1 FROM fs_inode i WHERE i.session_id=f.ws AND i.ino=d.ino)
 			       OR EXISTS (SELECT 1 FROM fs_fork g WHERE g.parent_ws=f.ws))`, fs.sid, l.ws, ino, coff)
 		if err != nil {

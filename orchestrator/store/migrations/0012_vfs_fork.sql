@@ -25,13 +25,16 @@ CREATE INDEX fs_fork_origin_idx ON fs_fork(origin_ws);
 
 -- Copy-up: before a chunk changes or goes, every direct fork that still reads
 -- it through this workspace gets the old row (a fork that has deleted the
--- inode needs it only if forks of its own may read through it).
+-- inode needs it only if forks of its own may read through it). NOT EXISTS,
+-- not INSERT OR IGNORE: the conflict policy of the statement that fires a
+-- trigger (an upsert's) overrides the trigger's own.
 CREATE TRIGGER fs_data_cow_update BEFORE UPDATE ON fs_data
 WHEN EXISTS (SELECT 1 FROM fs_fork WHERE parent_ws = OLD.session_id)
 BEGIN
-  INSERT OR IGNORE INTO fs_data(session_id, ino, offset, size, data)
+  INSERT INTO fs_data(session_id, ino, offset, size, data)
   SELECT f.ws, OLD.ino, OLD.offset, OLD.size, OLD.data FROM fs_fork f
   WHERE f.parent_ws = OLD.session_id AND OLD.ino < f.base_next_ino
+    AND NOT EXISTS (SELECT 1 FROM fs_data d WHERE d.session_id = f.ws AND d.ino = OLD.ino AND d.offset = OLD.offset)
     AND (EXISTS (SELECT 1 FROM fs_inode i WHERE i.session_id = f.ws AND i.ino = OLD.ino)
          OR EXISTS (SELECT 1 FROM fs_fork g WHERE g.parent_ws = f.ws));
 END;
@@ -39,9 +42,10 @@ END;
 CREATE TRIGGER fs_data_cow_delete BEFORE DELETE ON fs_data
 WHEN EXISTS (SELECT 1 FROM fs_fork WHERE parent_ws = OLD.session_id)
 BEGIN
-  INSERT OR IGNORE INTO fs_data(session_id, ino, offset, size, data)
+  INSERT INTO fs_data(session_id, ino, offset, size, data)
   SELECT f.ws, OLD.ino, OLD.offset, OLD.size, OLD.data FROM fs_fork f
   WHERE f.parent_ws = OLD.session_id AND OLD.ino < f.base_next_ino
+    AND NOT EXISTS (SELECT 1 FROM fs_data d WHERE d.session_id = f.ws AND d.ino = OLD.ino AND d.offset = OLD.offset)
     AND (EXISTS (SELECT 1 FROM fs_inode i WHERE i.session_id = f.ws AND i.ino = OLD.ino)
          OR EXISTS (SELECT 1 FROM fs_fork g WHERE g.parent_ws = f.ws));
 END;
