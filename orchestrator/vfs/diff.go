@@ -24,7 +24,14 @@ type FileChange struct {
 	NewSize int64  `json:"new_size"`
 	Binary  bool   `json:"binary,omitempty"` // a file not shown as text (or too large)
 	Diff    string `json:"diff,omitempty"`   // unified text diff of a file (DiffOptions.Text)
+	// TextOmitted: a text file whose diff was left out because the diffs
+	// before it in the answer reached MaxDiffText.
+	TextOmitted bool `json:"text_omitted,omitempty"`
 }
+
+// MaxDiffText bounds the text diffs of one Diff (the files after the limit
+// are listed without theirs).
+const MaxDiffText = 4 << 20
 
 // ForkDiff is a fork's changes since its fork point, sorted by path.
 type ForkDiff struct {
@@ -225,9 +232,14 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 	if err != nil {
 		return ForkDiff{}, err
 	}
+	textLeft := MaxDiffText
 	for i := range chs {
 		c := &chs[i]
 		if c.Kind != "file" {
+			continue
+		}
+		if opt.Text && textLeft <= 0 {
+			c.TextOmitted = true
 			continue
 		}
 		var old, new []byte
@@ -258,6 +270,7 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 		}
 		if opt.Text {
 			c.Diff = UnifiedDiff(c.Path, old, new)
+			textLeft -= len(c.Diff)
 		}
 	}
 	if chs == nil {

@@ -45,6 +45,8 @@ export interface ForkChange {
 	binary?: boolean;
 	/** diff is the unified text diff of a text file. */
 	diff?: string;
+	/** text_omitted: a text file listed without its diff (the answer's diffs reached their limit). */
+	text_omitted?: boolean;
 }
 
 /** ForkInfo describes a forked agent's workspace. */
