@@ -195,7 +195,7 @@ func handSchemas() map[string]any {
 	fileChange := obj([]string{"path", "op", "kind", "old_size", "new_size"}, map[string]any{
 		"path": tStr, "op": changeOp, "kind": map[string]any{"enum": []any{"file", "dir", "symlink"}},
 		"old_size": tInt, "new_size": tInt, "binary": tBool,
-		"diff": map[string]any{"type": "string", "description": "unified diff of a text file"},
+		"diff":         map[string]any{"type": "string", "description": "unified diff of a text file"},
 		"text_omitted": map[string]any{"type": "boolean", "description": "a text file listed without its diff: the answer's diffs reached 4 MiB"},
 	})
 	return map[string]any{
