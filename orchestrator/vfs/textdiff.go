@@ -34,70 +34,116 @@ type editOp struct {
 	line string
 }
 
-// lineEdits returns an edit script turning a into b with the fewest
-// insertions and deletions (the greedy forward algorithm on the edit graph,
-// keeping the frontier of every step to trace the path back).
+// maxEditSteps bounds the search for a shortest edit script (its memory is
+// quadratic in the steps); beyond it the differing middle of the two files
+// is shown as removed, then added.
+const maxEditSteps = 1000
+
+// lineEdits returns an edit script turning a into b: the common head and
+// tail kept, and for the middle the fewest insertions and deletions (the
+// greedy forward search on the edit graph, keeping the frontier of every
+// step to trace the path back) when that takes at most maxEditSteps.
 func lineEdits(a, b []string) []editOp {
+	var ops []editOp
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		ops = append(ops, editOp{' ', a[pre]})
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	ops = append(ops, middleEdits(a[pre:len(a)-suf], b[pre:len(b)-suf])...)
+	for _, l := range a[len(a)-suf:] {
+		ops = append(ops, editOp{' ', l})
+	}
+	return ops
+}
+
+func middleEdits(a, b []string) []editOp {
 	n, m := len(a), len(b)
-	max := n + m
-	off := max + 1
-	v := make([]int, 2*max+3)
+	replace := func() []editOp {
+		ops := make([]editOp, 0, n+m)
+		for _, l := range a {
+			ops = append(ops, editOp{'-', l})
+		}
+		for _, l := range b {
+			ops = append(ops, editOp{'+', l})
+		}
+		return ops
+	}
+	if n == 0 || m == 0 {
+		return replace()
+	}
+	// trace[d][k+d] is the furthest x on diagonal k after d steps
 	var trace [][]int
+	get := func(d, k int) int {
+		if k < -d || k > d {
+			return -1
+		}
+		return trace[d][k+d]
+	}
 	found := false
-	for d := 0; d <= max && !found; d++ {
+	for d := 0; !found; d++ {
+		if d > maxEditSteps {
+			return replace()
+		}
+		v := make([]int, 2*d+1)
 		for k := -d; k <= d; k += 2 {
 			var x int
-			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
-				x = v[off+k+1]
-			} else {
-				x = v[off+k-1] + 1
+			switch {
+			case d == 0:
+				x = 0
+			case k == -d || (k != d && get(d-1, k-1) < get(d-1, k+1)):
+				x = get(d-1, k+1) // down: an insertion
+			default:
+				x = get(d-1, k-1) + 1 // right: a deletion
 			}
 			y := x - k
 			for x < n && y < m && a[x] == b[y] {
 				x, y = x+1, y+1
 			}
-			v[off+k] = x
+			v[k+d] = x
 			if x >= n && y >= m {
 				found = true
-				break
 			}
 		}
-		trace = append(trace, append([]int(nil), v...))
+		trace = append(trace, v)
 	}
 	// walk back from (n, m)
-	var ops []editOp
+	var rev []editOp
 	x, y := n, m
 	for d := len(trace) - 1; d > 0; d-- {
-		pv := trace[d-1]
 		k := x - y
 		var pk int
-		if k == -d || (k != d && pv[off+k-1] < pv[off+k+1]) {
+		if k == -d || (k != d && get(d-1, k-1) < get(d-1, k+1)) {
 			pk = k + 1
 		} else {
 			pk = k - 1
 		}
-		px := pv[off+pk]
+		px := get(d-1, pk)
 		py := px - pk
 		for x > px && y > py {
 			x, y = x-1, y-1
-			ops = append(ops, editOp{' ', a[x]})
+			rev = append(rev, editOp{' ', a[x]})
 		}
 		if x == px {
 			y--
-			ops = append(ops, editOp{'+', b[y]})
+			rev = append(rev, editOp{'+', b[y]})
 		} else {
 			x--
-			ops = append(ops, editOp{'-', a[x]})
+			rev = append(rev, editOp{'-', a[x]})
 		}
 	}
 	for x > 0 && y > 0 {
 		x, y = x-1, y-1
-		ops = append(ops, editOp{' ', a[x]})
+		rev = append(rev, editOp{' ', a[x]})
 	}
-	for i, j := 0, len(ops)-1; i < j; i, j = i+1, j-1 {
-		ops[i], ops[j] = ops[j], ops[i]
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
 	}
-	return ops
+	return rev
 }
 
 // UnifiedDiff returns a unified diff of old and new (labelled a/path and
