@@ -88,6 +88,9 @@
 // and its frozen base: its own rows and the chunks copied up for it are freed,
 // the parent's rows stay.
 //
+// A fork's changes give no file events (no "file" records in the session
+// log, which are the session's workspace): they are its diff.
+//
 // Diff compares the fork with its frozen base by path: added, deleted,
 // changed (another inode, type, mode, symlink target or content; content is
 // compared by data_gen first and by sha256 only when that differs), with a

@@ -386,3 +386,23 @@ func TestExportFork(t *testing.T) {
 	wantContent(t, in, "/mine", []byte("mine"))
 	checkAll(t, f.v, sid)
 }
+
+// A fork's writes give no file events (the session's file records are its
+// own workspace's); the parent's still do.
+func TestForkGivesNoFileEvents(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rec.take()
+	mustWrite(t, f.v.Session(fk.ID), "/in-fork", []byte("x"))
+	if evs := f.rec.take(); len(evs) != 0 {
+		t.Fatalf("fork write gave events %v", evs)
+	}
+	mustWrite(t, f.fs, "/in-parent", []byte("x"))
+	if evs := f.rec.take(); len(evs) != 1 || evs[0] != "created /in-parent" {
+		t.Fatalf("parent write gave %v", evs)
+	}
+}
