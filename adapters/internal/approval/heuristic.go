@@ -1,11 +1,15 @@
-package main
+// Package approval is what the adapters share about asking a person for
+// permission: the heuristic that says which shell commands need it, and a
+// client of the agent API's approvals that survives orchestrator restarts.
+package approval
 
 import (
 	"path"
 	"strings"
 )
 
-// Approval heuristic of the bash and git tools (docs/agents.md): a command
+// The heuristic of the native agents' bash and git tools and of the CLI
+// adapters' shell commands (docs/agents.md): a command
 // needs a person's approval when it may reach outside the workspace or the
 // network. It is a heuristic over the command's words, not a sandbox (the
 // container is that): it catches the plain cases a careful engineer would
@@ -39,8 +43,8 @@ var installs = map[string][]string{
 	"go": {"get", "install"}, "cargo": {"install", "add"}, "gem": {"install"}, "brew": {"install"}, "apk": {"add"},
 }
 
-// approvalReason says why command needs approval ("" : it does not).
-func approvalReason(command string) string {
+// Reason says why command needs a person's approval ("" : it does not).
+func Reason(command string) string {
 	words := shellWords(command)
 	for i, w := range words {
 		if strings.Contains(w, "://") {
@@ -89,7 +93,7 @@ func approvalReason(command string) string {
 				}
 			}
 		}
-		if p := pathIn(w); p != "" && !allowedPath(p) {
+		if p := pathIn(w); p != "" && !AllowedPath(p) {
 			return "it names " + cutWord(p) + ", outside /workspace and /tmp"
 		}
 	}
@@ -112,7 +116,9 @@ func pathIn(w string) string {
 	return ""
 }
 
-func allowedPath(p string) bool {
+// AllowedPath reports whether p is a place an agent may write without
+// asking: under /workspace or /tmp (or a program directory).
+func AllowedPath(p string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false // ~, $HOME
 	}
