@@ -93,7 +93,7 @@ func Reason(command string) string {
 				}
 			}
 		}
-		if p := pathIn(w); p != "" && !AllowedPath(p) {
+		if p := pathIn(w); p != "" && !allowedPath(p) {
 			return "it names " + cutWord(p) + ", outside /workspace and /tmp"
 		}
 	}
@@ -116,9 +116,22 @@ func pathIn(w string) string {
 	return ""
 }
 
-// AllowedPath reports whether p is a place an agent may write without
-// asking: under /workspace or /tmp (or a program directory).
-func AllowedPath(p string) bool {
+// WritablePath reports whether an agent may write p without asking: an
+// absolute path under /workspace or /tmp.
+func WritablePath(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	clean := path.Clean(p)
+	for _, a := range []string{"/workspace", "/tmp"} {
+		if clean == a || strings.HasPrefix(clean, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func allowedPath(p string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false // ~, $HOME
 	}
