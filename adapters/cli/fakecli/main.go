@@ -23,6 +23,13 @@
 //	               commit or the edit the transcript reports)
 //	#! sleep MS    wait MS milliseconds
 //	#! exit N MSG  write MSG to stderr and exit with code N
+//	#! ask JSON    write JSON (Claude's can_use_tool control_request, a
+//	               Codex approval request) and wait for its answer on stdin
+//	               (a control_response with its request_id, a JSON-RPC
+//	               response with its id); the answer is appended to
+//	               answers.jsonl in the state directory; an interrupt while
+//	               Claude waits withdraws it (control_cancel_request), the
+//	               answer recorded as {"cancelled":true}
 package main
 
 import (
@@ -196,6 +203,8 @@ func (f *fake) directive(l string) (hang bool, exit int) {
 	case "sleep":
 		ms, _ := strconv.Atoi(arg)
 		time.Sleep(time.Duration(ms) * time.Millisecond)
+	case "ask":
+		f.ask(arg)
 	case "exit":
 		n, msg, _ := strings.Cut(arg, " ")
 		code, _ := strconv.Atoi(n)
@@ -334,6 +343,58 @@ func (f *fake) waitInterrupt(typ string) bool {
 			return true
 		}
 		f.queue = append(f.queue, m)
+	}
+}
+
+// ask writes a permission request and waits for its answer.
+func (f *fake) ask(line string) {
+	var req struct {
+		RequestID string          `json:"request_id"`
+		ID        json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(line), &req); err != nil {
+		fmt.Fprintf(os.Stderr, "fake: #! ask: %v\n", err)
+		return
+	}
+	f.emit(line)
+	for {
+		m, ok := <-f.in
+		if !ok {
+			return
+		}
+		var answer any
+		switch {
+		case m["type"] == "control_response":
+			r, _ := m["response"].(map[string]any)
+			if r["request_id"] == req.RequestID {
+				answer = r["response"]
+			}
+		case m["type"] == "control_request" && req.RequestID != "":
+			// An interrupt while the prompt waits: Claude withdraws it.
+			if r, _ := m["request"].(map[string]any); r["subtype"] == "interrupt" {
+				f.emit(`{"type":"control_cancel_request","request_id":` + strconv.Quote(req.RequestID) + `}`)
+				f.emit(`{"type":"control_response","response":{"subtype":"success","request_id":` + strconv.Quote(fmt.Sprint(m["request_id"])) + `,"response":{}}}`)
+				answer = map[string]any{"cancelled": true}
+			}
+		case len(req.ID) > 0 && m["method"] == nil && m["id"] != nil:
+			if id, _ := json.Marshal(m["id"]); string(id) == string(req.ID) {
+				answer = m["result"]
+				if answer == nil {
+					answer = map[string]any{"error": m["error"]}
+				}
+			}
+		}
+		if answer == nil {
+			f.queue = append(f.queue, m)
+			continue
+		}
+		b, _ := json.Marshal(answer)
+		fh, err := os.OpenFile(filepath.Join(filepath.Dir(f.inputs), "answers.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fh.Write(append(b, '\n'))
+			fh.Close()
+		}
+		return
 	}
 }
 
