@@ -252,3 +252,89 @@ func TestClaudePermissionWithoutAnAPIIsRefused(t *testing.T) {
 	}
 	a.finish()
 }
+
+func TestCodexApprovalRequests(t *testing.T) {
+	for _, tt := range []struct {
+		name, transcript, answer, want string
+	}{
+		{name: "approved", transcript: "approval-accept", answer: "approved", want: "accept"},
+		{name: "denied", transcript: "approval-decline", answer: "denied", want: "decline"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inbox := newFakeInbox(t)
+			n := newNode(t, "codex")
+			a := n.start(tt.transcript, "Please do the task in README.md.", "FILEPATH_API_URL="+inbox.srv.URL)
+			posts := inbox.waitPost(t)
+			// The command and the patch inside the workspace were accepted
+			// without asking; the command reaching the network waits.
+			got := n.answers()
+			if len(got) != 2 || got[0]["decision"] != "accept" || got[1]["decision"] != "accept" {
+				t.Fatalf("answers before the inbox answered: %v, want two accepts", got)
+			}
+			if len(posts) != 1 {
+				t.Fatalf("%d approval requests, want 1: %v", len(posts), posts)
+			}
+			p := posts[0]
+			if p["action"] != "bash: curl -s https://example.com" || p["kind"] != "bash" || p["request_id"] != "codex-call_3_0" {
+				t.Errorf("approval request %v: want the command unwrapped from bash -lc, kind bash, codex's item id", p)
+			}
+			if d, _ := p["detail"].(string); !strings.Contains(d, "fetch the page") || !strings.Contains(d, "curl reaches the network") {
+				t.Errorf("detail %q: want codex's reason and why it asks", d)
+			}
+			inbox.answer(tt.answer)
+			a.waitFor("idle", isIdle)
+			got = n.answers()
+			if len(got) != 3 || got[2]["decision"] != tt.want {
+				t.Fatalf("answers %v, want the third %q", got, tt.want)
+			}
+			a.finish()
+		})
+	}
+}
+
+// Codex is told to ask (approval_policy "untrusted") and given filepath's
+// MCP server with the node's token from its environment.
+func TestCodexConfigAsksAndNamesTheMCPServer(t *testing.T) {
+	n := newNode(t, "codex")
+	a := n.start("plain", "hi", "FILEPATH_API_URL=http://127.0.0.1:9/")
+	a.waitFor("idle", isIdle)
+	a.finish()
+	b, err := os.ReadFile(filepath.Join(n.state, "codex", "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`approval_policy = "untrusted"`, "[mcp_servers.filepath]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env_var = \"FILEPATH_API_KEY\"\ntool_timeout_sec = 660\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("config.toml lacks %q:\n%s", want, b)
+		}
+	}
+}
+
+// Each CLI is given filepath's MCP server, in its own format, with the
+// node's token; the fake CLI checks it as the CLI reads it and records it.
+func TestEachCLIIsGivenFilepathsMCPServer(t *testing.T) {
+	for _, agent := range []string{"claude-code", "amp", "cursor"} {
+		t.Run(agent, func(t *testing.T) {
+			n := newNode(t, agent)
+			a := n.start("plain", "hi", "FILEPATH_API_URL=http://127.0.0.1:9")
+			a.waitFor("idle", isIdle)
+			a.finish()
+			b, err := os.ReadFile(filepath.Join(n.state, "fake", "mcp.jsonl"))
+			if err != nil {
+				t.Fatalf("the CLI was given no MCP server: %v", err)
+			}
+			var servers map[string]struct {
+				URL     string            `json:"url"`
+				Headers map[string]string `json:"headers"`
+			}
+			first, _, _ := strings.Cut(string(b), "\n")
+			if err := json.Unmarshal([]byte(first), &servers); err != nil {
+				t.Fatal(err)
+			}
+			s := servers["filepath"]
+			if s.URL != "http://127.0.0.1:9/mcp" || s.Headers["Authorization"] != "Bearer fp_test" {
+				t.Errorf("servers %s: want filepath at $FILEPATH_API_URL/mcp with the node's token", b)
+			}
+		})
+	}
+}
