@@ -292,8 +292,9 @@ func TestCodexApprovalRequests(t *testing.T) {
 	}
 }
 
-// Codex is told to ask (approval_policy "untrusted") and given filepath's
-// MCP server with the node's token from its environment.
+// Codex is told to ask (approval_policy "on-request" and "prompt" rules for
+// the heuristic's command words) and given filepath's MCP server with the
+// node's token from its environment.
 func TestCodexConfigAsksAndNamesTheMCPServer(t *testing.T) {
 	n := newNode(t, "codex")
 	a := n.start("plain", "hi", "FILEPATH_API_URL=http://127.0.0.1:9/")
@@ -303,7 +304,17 @@ func TestCodexConfigAsksAndNamesTheMCPServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`approval_policy = "untrusted"`, "[mcp_servers.filepath]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env_var = \"FILEPATH_API_KEY\"\ntool_timeout_sec = 660\n"} {
+	rules, err := os.ReadFile(filepath.Join(n.state, "codex", "rules", "filepath.rules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`prefix_rule(pattern = ["curl"], decision = "prompt"`, `prefix_rule(pattern = ["git", "push"], decision = "prompt"`,
+		`prefix_rule(pattern = ["npm", "install"], decision = "prompt"`} {
+		if !strings.Contains(string(rules), want) {
+			t.Errorf("filepath.rules lacks %q:\n%s", want, rules)
+		}
+	}
+	for _, want := range []string{`approval_policy = "on-request"`, "[mcp_servers.filepath]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env_var = \"FILEPATH_API_KEY\"\ntool_timeout_sec = 660\n"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("config.toml lacks %q:\n%s", want, b)
 		}

@@ -2,6 +2,7 @@ package codex
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"sort"
 	"strings"
@@ -9,19 +10,25 @@ import (
 	"github.com/filepath-dev/filepath/adapters/internal/approval"
 )
 
-// Codex's approval requests. With approval_policy "untrusted" the
-// app-server asks its client before a command it does not know to be
-// read-only (item/commandExecution/requestApproval {itemId, command, cwd,
-// reason}) and before a patch it does not trust
-// (item/fileChange/requestApproval {itemId, reason, grantRoot}; the paths
-// are in the fileChange item started before); v1 servers send
-// execCommandApproval and applyPatchApproval. The answer is {"decision":
-// "accept"|"decline"} ("approved"|"denied" in v1).
+// Codex's approval requests. Codex 0.169 has no sandbox here (the container
+// is the sandbox: danger-full-access) and refuses approval_policy
+// "untrusted"; with "on-request" it asks its client before a command its
+// execpolicy rules mark "prompt". The adapter writes those rules
+// (CODEX_HOME/rules/filepath.rules, Rules) from the approval heuristic's
+// command words: network tools, git's remote subcommands, package installs.
+// It cannot see URLs or paths outside /workspace in other commands (rules
+// match an argv's prefix), so those run without asking.
 //
-// The adapter accepts at once what needs nobody (a command the approval
-// heuristic lets through, a patch of files in /workspace or /tmp) and asks
-// the rest through the agent API's approvals inbox, with Codex's item id as
-// the request id. A declined command is not run and Codex's model is told.
+// A request is item/commandExecution/requestApproval {itemId, command,
+// cwd, reason} or item/fileChange/requestApproval {itemId, reason,
+// grantRoot} (the paths are in the fileChange item started before); v1
+// servers send execCommandApproval and applyPatchApproval. The answer is
+// {"decision": "accept"|"decline"} ("approved"|"denied" in v1).
+//
+// The adapter accepts at once what needs nobody (a command the heuristic
+// lets through, a patch of files in /workspace or /tmp) and asks the rest
+// through the agent API's approvals inbox, with Codex's item id as the
+// request id. A declined command is not run and Codex's model is told.
 
 // reply is a decided approval request.
 type reply struct {
@@ -158,4 +165,21 @@ func cut(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// Rules are Codex's execpolicy rules the adapter writes: a "prompt" rule for
+// each command prefix the approval heuristic asks about.
+func Rules() string {
+	var b strings.Builder
+	b.WriteString("# Written by filepath-cli-adapter on every start; edits are lost.\n")
+	b.WriteString("# Codex asks before these commands; the adapter asks the approvals inbox.\n")
+	prefixes, why := approval.CommandPrefixes()
+	for i, p := range prefixes {
+		words := make([]string, len(p))
+		for j, w := range p {
+			words[j] = tomlString(w) // a Starlark string literal too
+		}
+		fmt.Fprintf(&b, "prefix_rule(pattern = [%s], decision = \"prompt\", justification = %s)\n", strings.Join(words, ", "), tomlString(why[i]))
+	}
+	return b.String()
 }

@@ -62,7 +62,7 @@ func (d *Driver) Config() string {
 		fmt.Fprintf(&b, "model = %s\n", tomlString(model))
 	}
 	b.WriteString(`model_provider = "filepath"
-approval_policy = "untrusted"
+approval_policy = "on-request"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 
@@ -122,6 +122,12 @@ func (d *Driver) spec() (run.ChildSpec, error) {
 	}
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(d.Config()), 0o600); err != nil {
 		return run.ChildSpec{}, fmt.Errorf("write codex config: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, "rules"), 0o700); err != nil {
+		return run.ChildSpec{}, fmt.Errorf("codex rules: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "rules", "filepath.rules"), []byte(Rules()), 0o600); err != nil {
+		return run.ChildSpec{}, fmt.Errorf("write codex rules: %w", err)
 	}
 	set := map[string]string{"CODEX_HOME": home, "FILEPATH_API_KEY": d.cfg.APIKey}
 	return run.ChildSpec{Name: "codex", Path: d.bin, Args: append([]string{"app-server"}, d.cfg.Args...),
@@ -310,7 +316,7 @@ func (c *conn) interrupt() {
 }
 
 func (c *conn) threadParams() map[string]any {
-	return map[string]any{"cwd": c.d.cfg.Workspace, "approvalPolicy": "untrusted", "sandbox": "danger-full-access"}
+	return map[string]any{"cwd": c.d.cfg.Workspace, "approvalPolicy": "on-request", "sandbox": "danger-full-access"}
 }
 
 func (c *conn) line(l []byte) {

@@ -5,6 +5,7 @@ package approval
 
 import (
 	"path"
+	"sort"
 	"strings"
 )
 
@@ -41,6 +42,38 @@ var installs = map[string][]string{
 	"pip": {"install"}, "pip3": {"install"}, "pipx": {"install"}, "uv": {"add", "pip"},
 	"npm": {"install", "i", "ci", "add"}, "yarn": {"add", "install"}, "pnpm": {"add", "install", "i"},
 	"go": {"get", "install"}, "cargo": {"install", "add"}, "gem": {"install"}, "brew": {"install"}, "apk": {"add"},
+}
+
+// CommandPrefixes are the command words the heuristic asks about whatever
+// follows them, with why: the network tools, git's remote subcommands and
+// the package managers' installs. A CLI that matches commands by prefix
+// (Codex's execpolicy rules) asks about these; it cannot see URLs or paths.
+func CommandPrefixes() (prefixes [][]string, why []string) {
+	add := func(p []string, w string) {
+		prefixes = append(prefixes, p)
+		why = append(why, w)
+	}
+	for _, t := range sortedKeys(networkTools) {
+		add([]string{t}, t+" reaches the network")
+	}
+	for _, g := range append(sortedKeys(gitRemote), "remote", "submodule") {
+		add([]string{"git", g}, "git "+g+" talks to a remote repository")
+	}
+	for _, pm := range sortedKeys(installs) {
+		for _, sub := range installs[pm] {
+			add([]string{pm, sub}, pm+" "+sub+" installs packages from the network")
+		}
+	}
+	return prefixes, why
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Reason says why command needs a person's approval ("" : it does not).
