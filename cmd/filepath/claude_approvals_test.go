@@ -201,3 +201,72 @@ func TestClaudeCodeApprovals(t *testing.T) {
 	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
 	srv.stop(t)
 }
+
+// TestClaudeCodeCallsFilepathsTools: the adapter gives the real Claude Code
+// filepath's MCP server ($FILEPATH_API_URL/mcp with the node's token), so
+// the model's call of mcp__filepath__memory_store stores a memory the user
+// then finds, with no permission prompt for filepath's own tools.
+func TestClaudeCodeCallsFilepathsTools(t *testing.T) {
+	buildClaudeImage(t)
+	up := fakellm.New()
+	defer up.Close()
+	up.Fallback(func(r fakellm.Request) fakellm.Turn {
+		var req struct {
+			Messages []anthropicMsg `json:"messages"`
+			Tools    []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		if err := r.JSON(&req); err != nil || len(req.Messages) == 0 {
+			return fakellm.Turn{Text: "ok"}
+		}
+		task := false
+		for _, m := range req.Messages {
+			for _, b := range blocksOf(m.Content) {
+				task = task || (m.Role == "user" && strings.Contains(b.Text, "REMEMBER THE BUILD"))
+			}
+		}
+		if !task {
+			return fakellm.Turn{Text: "ok", Usage: fakellm.Usage{Input: 10, Output: 1}}
+		}
+		for _, b := range blocksOf(req.Messages[len(req.Messages)-1].Content) {
+			if b.Type == "tool_result" {
+				return fakellm.Turn{Text: "stored: " + textOfContent(b.Content), Usage: fakellm.Usage{Input: 300, Output: 10}}
+			}
+		}
+		return fakellm.Turn{Usage: fakellm.Usage{Input: 200, Output: 20}, ToolCalls: []fakellm.ToolCall{{
+			ID: "toolu_mem", Name: "mcp__filepath__memory_store",
+			Arguments: `{"key":"build","text":"run make build before the tests"}`}}}
+	})
+	t.Setenv("FILEPATH_ANTHROPIC_API_KEY", "sk-ant-test")
+	t.Setenv("FILEPATH_ANTHROPIC_BASE_URL", up.URL)
+	data := t.TempDir()
+	var srv *server
+	srv = collabServer(t, up, data)
+	c := newClient(t, data, &srv)
+	var sess struct{ ID string }
+	if c.do("POST", "/api/v1/sessions", map[string]any{"name": "claude mcp"}, &sess) != 201 {
+		t.Fatal("create session")
+	}
+	removeSessionContainers(t, sess.ID)
+	var n nodeJSON
+	if code := c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"name": "mem", "agent_type": "custom",
+		"image": claudeImage, "model": "anthropic/claude-sonnet-4-5", "task": "REMEMBER THE BUILD step"}, &n); code != 201 {
+		t.Fatalf("create the node: %d", code)
+	}
+	recs := c.waitRecords("claude's report of the tool call", sess.ID, n.ID, func(r []rec) bool { return hasRecord(r, "event", "stored:") })
+	if hasRecord(recs, "system", `"type":"approval"`) {
+		t.Error("a call of filepath's own tool asked for approval")
+	}
+	if !hasRecord(recs, "event", "stored:", "run make build before the tests") {
+		t.Errorf("the tool's result is not the stored memory: %v", recs)
+	}
+	var mems struct {
+		Data []struct{ Key, Text string }
+	}
+	if c.do("GET", "/api/v1/memories", nil, &mems) != 200 || len(mems.Data) != 1 || mems.Data[0].Key != "build" || mems.Data[0].Text != "run make build before the tests" {
+		t.Fatalf("memories: %+v", mems)
+	}
+	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
+	srv.stop(t)
+}
