@@ -14,42 +14,55 @@ import (
 	"github.com/filepath-dev/filepath/internal/testenv"
 )
 
-// claudeImage is filepath/agent-claude-code (the real claude 2.1.x) with
-// this tree's adapter (adapters/cli) in it, run as a custom agent: the
-// shared tag may hold an older adapter.
+// cliImages are the CLI images (the real claude 2.1.x, codex 0.169) with
+// this tree's adapter (adapters/cli) in them, run as custom agents: the
+// shared tags may hold an older adapter.
+var cliImages = map[string]string{
+	"claude-code": "filepath/test-claude-approvals:e2e",
+	"codex":       "filepath/test-codex-approvals:e2e",
+}
+
 const claudeImage = "filepath/test-claude-approvals:e2e"
 
-var buildClaudeOnce sync.Once
+var (
+	buildCLIMu   sync.Mutex
+	buildCLIDone = map[string]error{}
+)
 
-func buildClaudeImage(t *testing.T) {
+func buildCLIImage(t *testing.T, agent string) string {
 	t.Helper()
-	testenv.RequireImage(t, "filepath/agent-claude-code:latest")
-	var err error
-	buildClaudeOnce.Do(func() {
-		dir := t.TempDir()
-		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "filepath-cli-adapter"), "../../adapters/cli")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, e := build.CombinedOutput(); e != nil {
-			err = fmt.Errorf("build the CLI adapter: %v\n%s", e, out)
-			return
-		}
-		// A custom agent (the only kind whose image a node may name) gets
-		// FILEPATH_AGENT_TYPE=custom: the flag says which CLI this is.
-		df := "FROM filepath/agent-claude-code:latest\nCOPY filepath-cli-adapter /usr/local/bin/filepath-cli-adapter\n" +
-			`ENTRYPOINT ["/usr/local/bin/filepath-cli-adapter", "--agent", "claude-code"]` + "\n"
-		if e := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); e != nil {
-			err = e
-			return
-		}
-		cmd := exec.Command("docker", "build", "-q", "--force-rm", "-t", claudeImage, dir)
-		cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-		if out, e := cmd.CombinedOutput(); e != nil {
-			err = fmt.Errorf("docker build %s: %v\n%s", claudeImage, e, out)
-		}
-	})
+	testenv.RequireImage(t, "filepath/agent-"+agent+":latest")
+	buildCLIMu.Lock()
+	defer buildCLIMu.Unlock()
+	err, done := buildCLIDone[agent]
+	if !done {
+		err = func() error {
+			dir := t.TempDir()
+			build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "filepath-cli-adapter"), "../../adapters/cli")
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, e := build.CombinedOutput(); e != nil {
+				return fmt.Errorf("build the CLI adapter: %v\n%s", e, out)
+			}
+			// A custom agent (the only kind whose image a node may name)
+			// gets FILEPATH_AGENT_TYPE=custom: the flag says which CLI.
+			df := "FROM filepath/agent-" + agent + ":latest\nCOPY filepath-cli-adapter /usr/local/bin/filepath-cli-adapter\n" +
+				`ENTRYPOINT ["/usr/local/bin/filepath-cli-adapter", "--agent", "` + agent + `"]` + "\n"
+			if e := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); e != nil {
+				return e
+			}
+			cmd := exec.Command("docker", "build", "-q", "--force-rm", "-t", cliImages[agent], dir)
+			cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+			if out, e := cmd.CombinedOutput(); e != nil {
+				return fmt.Errorf("docker build %s: %v\n%s", cliImages[agent], e, out)
+			}
+			return nil
+		}()
+		buildCLIDone[agent] = err
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cliImages[agent]
 }
 
 // anthropicMsg is a Messages API message as the fake upstream receives it.
@@ -123,7 +136,7 @@ func claudeUpstream(r fakellm.Request) fakellm.Turn {
 // while the orchestrator is killed is still pending after it starts again,
 // and approving it then lets the command run.
 func TestClaudeCodeApprovals(t *testing.T) {
-	buildClaudeImage(t)
+	buildCLIImage(t, "claude-code")
 	up := fakellm.New()
 	defer up.Close()
 	up.Fallback(claudeUpstream)
@@ -207,7 +220,7 @@ func TestClaudeCodeApprovals(t *testing.T) {
 // the model's call of mcp__filepath__memory_store stores a memory the user
 // then finds, with no permission prompt for filepath's own tools.
 func TestClaudeCodeCallsFilepathsTools(t *testing.T) {
-	buildClaudeImage(t)
+	buildCLIImage(t, "claude-code")
 	up := fakellm.New()
 	defer up.Close()
 	up.Fallback(func(r fakellm.Request) fakellm.Turn {
