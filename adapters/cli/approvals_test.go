@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/adapters/cli/run"
+	"github.com/filepath-dev/filepath/adapters/cli/streamjson"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -347,5 +351,52 @@ func TestEachCLIIsGivenFilepathsMCPServer(t *testing.T) {
 				t.Errorf("servers %s: want filepath at $FILEPATH_API_URL/mcp with the node's token", b)
 			}
 		})
+	}
+}
+
+// An interrupt while a permission prompt waits: Claude withdraws the prompt
+// (control_cancel_request, as claude 2.1.330 does) and the adapter stops
+// polling for its answer.
+func TestClaudeWithdrawnPromptStopsPolling(t *testing.T) {
+	inbox := newFakeInbox(t)
+	n := newNode(t, "claude-code")
+	tr, _ := filepath.Abs(filepath.Join("testdata", "claude", "permission-allow", "stream.jsonl"))
+	env := append(gitEnv(), "FILEPATH_FAKE_TRANSCRIPT="+tr, "FILEPATH_FAKE_CLI=claude",
+		"FILEPATH_FAKE_STATE="+filepath.Join(n.state, "fake"), "FILEPATH_API_URL="+inbox.srv.URL, "FILEPATH_API_KEY=fp_test")
+	cfg, err := parseConfig([]string{"--agent", "claude-code", "--bin", fakeBin, "--workspace", n.ws, "--state", n.state}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := run.OpenState(n.state, "claude-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := streamjson.NewClaude(cfg, state)
+	cmds := make(chan run.Command, 8)
+	done := make(chan error, 1)
+	go func() { done <- drv.Run(context.Background(), cmds, func(protocol.Event) {}) }()
+	cmds <- run.Command{Op: run.Send, Text: "go"}
+	inbox.waitPost(t)
+	cmds <- run.Command{Op: run.Interrupt}
+	waitUntil(t, "the prompt withdrawn", func() bool {
+		a := n.answers()
+		return len(a) == 2 && a[1]["cancelled"] == true
+	})
+	time.Sleep(400 * time.Millisecond) // a long poll under way ends (300 ms)
+	inbox.mu.Lock()
+	before := inbox.gets
+	inbox.mu.Unlock()
+	time.Sleep(time.Second)
+	inbox.mu.Lock()
+	after := inbox.gets
+	inbox.mu.Unlock()
+	if after != before {
+		t.Errorf("the adapter still polls a withdrawn prompt (%d polls in 1 s)", after-before)
+	}
+	cmds <- run.Command{Op: run.Finish}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the driver did not end")
 	}
 }
