@@ -496,8 +496,10 @@ func (e *shelleyEnv) fixATest(t *testing.T) {
 		t.Errorf("the node's model %q, want the catalog default anthropic/claude-sonnet-4", node.Model)
 	}
 
-	if got := transcript(recs); strings.Join(got, "\n") != strings.Join(fixEvents, "\n") {
-		t.Fatalf("events:\n%s\n\nwant:\n%s\n\nrecords:\n%s", strings.Join(got, "\n"), strings.Join(fixEvents, "\n"), dumpRecords(recs))
+	// The clone before the agent starts, then the agent's events.
+	want := append([]string{"command start git clone " + repo + " /workspace", "command done git clone " + repo + " /workspace exit 0"}, fixEvents...)
+	if got := transcript(recs); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\n\nwant:\n%s\n\nrecords:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), dumpRecords(recs))
 	}
 	for _, r := range recs {
 		if r.Kind == "error" {
@@ -595,12 +597,28 @@ func noProviderKey(t *testing.T, id string) {
 	}
 	canary := "canary-" + strings.ReplaceAll(providerKey, "sk-or-", "")
 	dockerOut(t, "", "exec", id, "sh", "-c", "echo "+canary+" > /tmp/fp-canary")
-	// The patterns come on stdin: on a command line they would be in the
-	// grep's own /proc/PID/cmdline (and /proc, /sys and /dev are not files).
-	found := dockerOut(t, providerKey+"\n"+canary+"\n", "exec", "-i", id, "sh", "-c",
-		`exec grep -rlsF -f /dev/stdin $(ls -A / | grep -vxE 'proc|sys|dev' | sed 's|^|/|') /dev/shm`)
-	if strings.TrimSpace(found) != "/tmp/fp-canary" {
-		t.Fatalf("files holding the provider key or the canary, want only the canary /tmp/fp-canary:\n%s", found)
+	// The container's files as it sees them (its image, /tmp, /workspace),
+	// read from the host through its root, by root with every capability:
+	// inside, root without capabilities cannot read everything.
+	pid := strings.TrimSpace(dockerOut(t, "", "inspect", "--format", "{{.State.Pid}}", id))
+	root := "/proc/" + pid + "/root"
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-rlF", "-e", providerKey, "-e", canary}
+	for _, d := range entries {
+		if n := d.Name(); n != "proc" && n != "sys" && n != "dev" {
+			args = append(args, root+"/"+n)
+		}
+	}
+	grep := exec.Command("grep", append(args, root+"/dev/shm")...)
+	var stderr strings.Builder
+	grep.Stderr = &stderr
+	out, err := grep.Output()
+	found := strings.TrimSpace(strings.ReplaceAll(string(out), root, ""))
+	if err != nil || stderr.Len() > 0 || found != "/tmp/fp-canary" {
+		t.Fatalf("files of the container holding the provider key or the canary, want only the canary /tmp/fp-canary (grep: %v):\n%s\n%s", err, found, stderr.String())
 	}
 }
 
