@@ -633,8 +633,9 @@ func containerRunning(t *testing.T, id string) bool {
 }
 
 // stopMidTurn: a stop while the upstream holds its stream open ends the
-// agent within a second or two; the chat has the stop and the agent's
-// last status, and no error.
+// agent promptly (its container is gone within 5 s, under a second on an
+// idle machine); the chat has the stop and the agent's last status, and no
+// error.
 func (e *shelleyEnv) stopMidTurn(t *testing.T) {
 	e.agents.add("STOP:", func([]chatMsg) fakellm.Turn {
 		return fakellm.Turn{Text: "never sent", Hang: true}
@@ -655,7 +656,7 @@ func (e *shelleyEnv) stopMidTurn(t *testing.T) {
 		t.Fatalf("signal stop: %d", code)
 	}
 	for containerRunning(t, id) {
-		if time.Since(start) > 3*time.Second {
+		if time.Since(start) > 5*time.Second {
 			t.Fatalf("the container still runs %s after signal stop", time.Since(start))
 		}
 		time.Sleep(20 * time.Millisecond)
