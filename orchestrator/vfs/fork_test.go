@@ -406,3 +406,47 @@ func TestForkGivesNoFileEvents(t *testing.T) {
 		t.Fatalf("parent write gave %v", evs)
 	}
 }
+
+// Deleting a subtree of forked nodes (children first, as the store does)
+// leaves no workspace behind, hidden or not.
+func TestNestedForkNodesDeleted(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	mustWrite(t, f.fs, "/a", []byte("a"))
+	for i, n := range []string{"root", "kid", "grandkid"} {
+		parent := any(nil)
+		if i > 0 {
+			parent = []string{"root", "kid"}[i-1]
+		}
+		if _, err := f.db.Exec(`INSERT INTO agent_node(id, session_id, parent_id, name, agent_type, model, created_at, updated_at) VALUES(?, ?, ?, 'n', 't', 'm', 1, 1)`, n, f.sid, parent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kid, err := f.v.ForkForNode(ctx, f.sid, "root", "kid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, f.v.Session(kid.ID), "/a", []byte("kid"))
+	gk, err := f.v.ForkForNode(ctx, f.sid, "kid", "grandkid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gk.Origin != kid.ID {
+		t.Fatalf("the grandchild forked %s, want the child's fork %s", gk.Origin, kid.ID)
+	}
+	wantContent(t, f.v.Session(gk.ID), "/a", []byte("kid"))
+	for _, n := range []string{"grandkid", "kid"} {
+		if _, err := f.db.Exec(`DELETE FROM agent_node WHERE id=?`, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sessions, forks int
+	if err := f.db.QueryRow(`SELECT (SELECT COUNT(*) FROM agent_session), (SELECT COUNT(*) FROM fs_fork)`).Scan(&sessions, &forks); err != nil {
+		t.Fatal(err)
+	}
+	if sessions != 1 || forks != 0 {
+		t.Fatalf("%d sessions and %d fork rows left, want 1 and 0", sessions, forks)
+	}
+	wantContent(t, f.fs, "/a", []byte("a"))
+	f.check(t)
+}
