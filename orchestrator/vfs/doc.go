@@ -47,6 +47,7 @@
 // notices for the session's other mounts, so their kernels may cache long.
 //
 // Every change is one transaction that commits before the call returns, so
-// Fsync is a no-op. Directory nlink is the dentry count (1), as agentfs defines
+// Fsync is a no-op. The link count is fs_inode.nlink, kept by triggers on
+// fs_dentry (migration 0010). Directory nlink is the dentry count (1), as agentfs defines
 // it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.
 package vfs

@@ -283,8 +283,9 @@ func (a Attr) IsRegular() bool { return a.Mode&ModeType == ModeRegular }
 // IsSymlink reports whether the inode is a symbolic link.
 func (a Attr) IsSymlink() bool { return a.Mode&ModeType == ModeSymlink }
 
-const attrCols = `i.ino, i.mode, i.uid, i.gid, i.size, i.atime, i.atime_ns, i.mtime, i.mtime_ns, i.ctime, i.ctime_ns, i.created_ns, i.is_readonly,
-	(SELECT COUNT(*) FROM fs_dentry d2 WHERE d2.session_id=i.session_id AND d2.ino=i.ino)`
+// attrCols are the columns scanAttr reads. The link count is a column kept
+// by triggers on fs_dentry (migration 0010), not a count per lookup.
+const attrCols = `i.ino, i.mode, i.uid, i.gid, i.size, i.atime, i.atime_ns, i.mtime, i.mtime_ns, i.ctime, i.ctime_ns, i.created_ns, i.is_readonly, i.nlink`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -487,7 +488,10 @@ func (fs *FS) checkFileSize(size int64, p string) error {
 // open; an open inode is recorded as an orphan instead.
 func (fs *FS) removeInodeIfUnlinked(ctx context.Context, tx *txn, ino int64) error {
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_dentry WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT nlink FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&n); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		return fmt.Errorf("count links: %w", err)
 	}
 	if n > 0 {
