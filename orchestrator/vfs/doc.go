@@ -46,8 +46,11 @@
 // (WithOrigin): the workspace Fanout turns that into FUSE invalidation
 // notices for the session's other mounts, so their kernels may cache long.
 //
-// Every change is one transaction that commits before the call returns, so
-// Fsync is a no-op. The link count is fs_inode.nlink, kept by triggers on
+// Every change is one savepoint in a batch of changes that commits a few
+// milliseconds later (group commit, batch.go); a change without an origin
+// (the REST API) commits before its call returns, and Fsync commits the
+// batch with a full sync. Reads see the open batch (they commit it first
+// when it changed what they read). The link count is fs_inode.nlink, kept by triggers on
 // fs_dentry (migration 0010). Directory nlink is the dentry count (1), as agentfs defines
 // it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.
 package vfs
