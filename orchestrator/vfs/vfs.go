@@ -62,7 +62,7 @@ type Config struct {
 	BatchDelay time.Duration
 	BatchOps   int
 	Logger     *slog.Logger
-	Now    func() time.Time
+	Now        func() time.Time
 }
 
 // VFS is the session filesystem over one SQLite database.

@@ -129,9 +129,9 @@ func (f *Fanout) remove(sessionID string, m *MountPoint) {
 // which may hold locks a FUSE request of this mount waits for); the
 // mount's own goroutine sends the notices.
 type invalQueue struct {
-	mu     sync.Mutex
-	items  []invalItem
-	wake   chan struct{}
+	mu    sync.Mutex
+	items []invalItem
+	wake  chan struct{}
 	// pushes counts changes pushed from elsewhere; it is incremented
 	// before the change is queued.
 	pushes atomic.Uint64
@@ -144,7 +144,7 @@ type invalQueue struct {
 // kernel did not see (self), or a notice to send again.
 type invalItem struct {
 	ch    vfs.Change
-	self  bool // the mount's own attribute cache knows: no generation bump
+	self  bool   // the mount's own attribute cache knows: no generation bump
 	retry int    // earlier attempts of a notice that failed with ENOENT
 	done  func() // called once the item is handled
 }

@@ -134,7 +134,6 @@ type MountPoint struct {
 	rmu     sync.Mutex
 	replied map[int64]time.Time
 
-
 	// holds: the nodes the VFS counts as open for this mount (node.hold),
 	// released when the kernel forgets them or the server stops.
 	hmu   sync.Mutex
