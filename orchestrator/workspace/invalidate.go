@@ -249,6 +249,10 @@ func (m *MountPoint) applyInvalidations(batch []invalItem) {
 			if p, ok := m.nodeID(e.Parent); ok {
 				entries[entry{p, e.Name}] = struct{}{}
 			}
+			// A changed entry changes its directory's listing, which
+			// the kernel may cache (FOPEN_CACHE_DIR): drop it with the
+			// directory's pages.
+			data[e.Parent] = max(data[e.Parent], it.retry)
 		}
 		for _, ino := range it.ch.Data {
 			data[ino] = max(data[ino], it.retry)
@@ -260,6 +264,7 @@ func (m *MountPoint) applyInvalidations(batch []invalItem) {
 	for e := range entries {
 		m.notified(m.notify.EntryNotify(e.parent, e.name))
 	}
+
 	for ino, r := range data {
 		m.inodeNotice(ino, true, r)
 	}

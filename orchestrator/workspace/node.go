@@ -45,7 +45,6 @@ var (
 	_ fs.NodeSymlinker   = (*node)(nil)
 	_ fs.NodeReadlinker  = (*node)(nil)
 	_ fs.NodeLinker      = (*node)(nil)
-	_ fs.NodeReaddirer   = (*node)(nil)
 	_ fs.NodeOpener      = (*node)(nil)
 	_ fs.NodeReader      = (*node)(nil)
 	_ fs.NodeWriter      = (*node)(nil)
@@ -345,22 +344,6 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	n.staleChild(name)
 	np.staleChild(newName) // a replaced file's nlink dropped
 	return errno(err)
-}
-
-func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	ctx = n.ctx(ctx)
-	list, err := n.m.fs.ReadDir(ctx, n.ino)
-	if err != nil {
-		return nil, errno(err)
-	}
-	out := make([]fuse.DirEntry, 0, len(list)+2)
-	out = append(out,
-		fuse.DirEntry{Name: ".", Ino: uint64(n.ino), Mode: syscall.S_IFDIR},
-		fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR})
-	for _, e := range list {
-		out = append(out, fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Mode & syscall.S_IFMT})
-	}
-	return fs.NewListDirStream(out), 0
 }
 
 // Open answers ENOSYS: the kernel then opens files without asking this

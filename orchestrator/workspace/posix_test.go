@@ -704,10 +704,16 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
-// countingFS counts the VFS reads of file content.
+// countingFS counts the VFS reads of file content and the lookups.
 type countingFS struct {
 	*vfs.FS
-	reads atomic.Int64
+	reads   atomic.Int64
+	lookups atomic.Int64
+}
+
+func (c *countingFS) Lookup(ctx context.Context, parent int64, name string) (Attr, error) {
+	c.lookups.Add(1)
+	return c.FS.Lookup(ctx, parent, name)
 }
 
 func (c *countingFS) ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, error) {

@@ -178,11 +178,10 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 			MaxWrite:      opts.MaxWrite,
 			MaxBackground: 64,
 			DisableXAttrs: true,
-			// Plain READDIR: one VFS query per directory. READDIRPLUS
-			// would cost a VFS lookup per entry up front, also for
-			// listings (os.ReadDir, ls, find) that only need names and
-			// types.
-			DisableReadDirPlus: true,
+			// READDIRPLUS, answered from one VFS query per directory
+			// (dirHandle): the kernel learns every entry's attributes
+			// with the listing, so the lstat of each that follows (ls
+			// -l, git status, find) needs no LOOKUP.
 			// With a Fanout every change made elsewhere drops the
 			// pages it affects, and OPEN keeps the page cache only
 			// when the file is unchanged: the kernel need not drop a
@@ -330,8 +329,10 @@ func (m *MountPoint) close() error {
 		return nil
 	case <-time.After(time.Second):
 	}
-	// Still served: something (a container's bind) holds the connection.
-	if err := m.Abort(); err != nil {
+	// Still served: something (a container's bind) holds the connection,
+	// or the server is still ending (releasing its holds). An abort of a
+	// connection that has ended already finds no control file.
+	if err := m.Abort(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("unmount %s: detached, but %w", m.dir, err)
 	}
 	select {
