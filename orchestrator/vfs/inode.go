@@ -809,17 +809,28 @@ func (fs *FS) ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, 
 }
 
 // WriteAt writes p at off into regular file ino, extending it (a gap is zero
-// filled). The write commits before WriteAt returns.
+// filled), as one change (see batch.go).
 func (fs *FS) WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int, error) {
-	cs, err := fs.init(ctx)
+	_, err := fs.WriteAtAttr(ctx, ino, p, off)
 	if err != nil {
 		return 0, err
 	}
+	return len(p), nil
+}
+
+// WriteAtAttr is WriteAt that returns the file's attributes after the
+// write (the FUSE mount answers the kernel's next GETATTR with them).
+func (fs *FS) WriteAtAttr(ctx context.Context, ino int64, p []byte, off int64) (Attr, error) {
+	var out Attr
+	cs, err := fs.init(ctx)
+	if err != nil {
+		return Attr{}, err
+	}
 	if off < 0 {
-		return 0, errorf(syscall.EINVAL, "", "negative offset")
+		return Attr{}, errorf(syscall.EINVAL, "", "negative offset")
 	}
 	if err := fs.checkInodeAccess(ctx, "write", ino, "", true); err != nil {
-		return 0, err
+		return Attr{}, err
 	}
 	var ev event
 	err = fs.v.tx(ctx, func(tx *txn) error {
@@ -843,13 +854,17 @@ func (fs *FS) WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int,
 			return err
 		}
 		ev = event{op: OpModified, ino: ino, size: newSize}
-		return fs.resolveEvent(ctx, tx, &ev)
+		if err := fs.resolveEvent(ctx, tx, &ev); err != nil {
+			return err
+		}
+		out, err = fs.getAttr(ctx, tx, ino)
+		return err
 	})
 	if err != nil {
-		return 0, err
+		return Attr{}, err
 	}
 	fs.notify(ev)
-	return len(p), nil
+	return out, nil
 }
 
 // writeData writes p at off into regular file ino of size bytes in tx:

@@ -162,6 +162,18 @@ func (n *node) OnForget() {
 	}
 }
 
+// creator returns the FS that creates inodes for the calling user: a view
+// that gives them the caller's uid and gid when the FS has one (as
+// *vfs.FS has), so that no change of owner follows (see own).
+func (n *node) creator(ctx context.Context) FS {
+	o, ok := n.m.fs.(interface{ WithOwner(uid, gid uint32) *vfs.FS })
+	c, cok := fuse.FromContext(ctx)
+	if !ok || !cok {
+		return n.m.fs
+	}
+	return o.WithOwner(c.Uid, c.Gid)
+}
+
 // own gives a new inode to the calling user when the VFS created it for
 // someone else (the VFS does not know the caller).
 func (n *node) own(ctx context.Context, a *Attr) error {
@@ -246,9 +258,9 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	ctx = n.ctx(ctx)
 	gen := n.m.gen.Load()
-	defer n.stale()
-	a, err := n.m.fs.Create(ctx, n.ino, name, syscall.S_IFREG|mode&07777, flags&syscall.O_EXCL != 0)
+	a, err := n.creator(ctx).Create(ctx, n.ino, name, syscall.S_IFREG|mode&07777, flags&syscall.O_EXCL != 0)
 	if err != nil {
+		n.stale()
 		return nil, nil, 0, errno(err)
 	}
 	if a.Readonly && writes(flags) {
@@ -263,34 +275,59 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 			return nil, nil, 0, errno(err)
 		}
 	}
+	n.madeChild(&a)
 	return n.child(ctx, &a, out, gen), &handle{}, 0, 0
+}
+
+// madeChild applies to directory n's cached attributes the creation of
+// the entry a through this mount: the VFS moved the directory's mtime and
+// ctime to the new inode's creation time and changed nothing else, so the
+// GETATTR the kernel sends next (it drops the directory's attributes at a
+// create) is answered without the VFS. For an inode that is not new (O_CREAT
+// of an existing file; changed since it was made, as by own) the
+// attributes are read again.
+func (n *node) madeChild(a *Attr) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.fresh() || !a.Mtime.Equal(a.Created) || !a.Ctime.Equal(a.Created) {
+		n.seenAt = time.Time{}
+		return
+	}
+	if a.Created.After(n.attr.Mtime) {
+		n.attr.Mtime = a.Created
+	}
+	if a.Created.After(n.attr.Ctime) {
+		n.attr.Ctime = a.Created
+	}
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx = n.ctx(ctx)
 	gen := n.m.gen.Load()
-	defer n.stale()
-	a, err := n.m.fs.Mkdir(ctx, n.ino, name, syscall.S_IFDIR|mode&07777)
+	a, err := n.creator(ctx).Mkdir(ctx, n.ino, name, syscall.S_IFDIR|mode&07777)
 	if err == nil {
 		err = n.own(ctx, &a)
 	}
 	if err != nil {
+		n.stale()
 		return nil, errno(err)
 	}
+	n.madeChild(&a)
 	return n.child(ctx, &a, out, gen), 0
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx = n.ctx(ctx)
 	gen := n.m.gen.Load()
-	defer n.stale()
-	a, err := n.m.fs.Symlink(ctx, n.ino, name, target)
+	a, err := n.creator(ctx).Symlink(ctx, n.ino, name, target)
 	if err == nil {
 		err = n.own(ctx, &a)
 	}
 	if err != nil {
+		n.stale()
 		return nil, errno(err)
 	}
+	n.madeChild(&a)
 	return n.child(ctx, &a, out, gen), 0
 }
 
@@ -381,12 +418,28 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 	ctx = n.ctx(ctx)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if wa, ok := n.m.fs.(attrWriter); ok {
+		gen := n.m.gen.Load()
+		a, err := wa.WriteAtAttr(ctx, n.ino, data, off)
+		if err != nil {
+			n.seenAt = time.Time{}
+			return 0, errno(err)
+		}
+		n.remember(&a, gen) // the kernel asks for them next
+		return uint32(len(data)), 0
+	}
 	c, err := n.m.fs.WriteAt(ctx, n.ino, data, off)
 	n.seenAt = time.Time{}
 	if err != nil {
 		return 0, errno(err)
 	}
 	return uint32(c), 0
+}
+
+// attrWriter is implemented by an FS (as *vfs.FS does) whose write returns
+// the file's new attributes.
+type attrWriter interface {
+	WriteAtAttr(ctx context.Context, ino int64, p []byte, off int64) (Attr, error)
 }
 
 // Flush answers ENOSYS: the kernel then sends no FLUSH at close
