@@ -26,10 +26,14 @@ import (
 // lookups of the next, new, names; every other read settles for any
 // change.
 
-// Defaults for Config.BatchDelay and Config.BatchOps.
+// Defaults for Config.BatchDelay and Config.BatchOps; batchBytes is how
+// much file data a batch holds before it commits (a large write gains
+// nothing from sharing a commit, and an open transaction with many MiB
+// spills SQLite's page cache).
 const (
-	DefaultBatchDelay = 2 * time.Millisecond
-	DefaultBatchOps   = 1000
+	DefaultBatchDelay       = 2 * time.Millisecond
+	DefaultBatchOps         = 1000
+	batchBytes        int64 = 1 << 20
 )
 
 // batch is the open group commit. mu is held while a change runs in it and
@@ -40,7 +44,8 @@ type batch struct {
 	conn    *sql.Conn // the write connection, held while tx is open
 	tx      *sql.Tx
 	ops     int
-	full    bool // an Fsync waits: commit with synchronous=FULL
+	bytes   int64 // file data written in the batch
+	full    bool  // an Fsync waits: commit with synchronous=FULL
 	gen     uint64
 	timer   *time.Timer
 	touched map[string]*touched // by session: what the open batch changed
@@ -114,6 +119,7 @@ func (v *VFS) batched(ctx context.Context, f func(*txn) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	b.ops++
+	b.bytes += t.written
 	b.note(t)
 	if b.touched[t.sid] != nil {
 		b.open.Store(true)
@@ -122,7 +128,7 @@ func (v *VFS) batched(ctx context.Context, f func(*txn) error) error {
 		f()
 	}
 	var err error
-	if originOf(ctx) == nil || b.ops >= v.cfg.BatchOps {
+	if originOf(ctx) == nil || b.ops >= v.cfg.BatchOps || b.bytes >= batchBytes {
 		err = v.commitLocked(ctx)
 	}
 	b.mu.Unlock()
@@ -212,7 +218,7 @@ func (v *VFS) endLocked() {
 		b.timer = nil
 	}
 	b.conn.Close()
-	b.conn, b.tx, b.ops, b.full = nil, nil, 0, false
+	b.conn, b.tx, b.ops, b.bytes, b.full = nil, nil, 0, 0, false
 	clear(b.touched)
 	b.open.Store(false)
 	b.gen++
