@@ -32,6 +32,13 @@ func TestCatalog(t *testing.T) {
 	if v := ProviderKeyEnv(ProviderOpenRouter); v != "FILEPATH_OPENROUTER_API_KEY" {
 		t.Errorf("ProviderKeyEnv = %s", v)
 	}
+	// shelley and pi reach OpenRouter: their default is an OpenRouter id
+	// (vendor/model), one the model list (GET /api/v1/models) offers.
+	for _, typ := range []string{"shelley", "pi"} {
+		if a, _ := AgentByType(typ); a.DefaultModel != "anthropic/claude-sonnet-4" {
+			t.Errorf("%s default model %q, want the OpenRouter id anthropic/claude-sonnet-4", typ, a.DefaultModel)
+		}
+	}
 	if a, ok := AgentByType("codex"); !ok || a.DefaultModel != "o3" {
 		t.Errorf("codex = %+v, %v", a, ok)
 	}
