@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,9 +27,6 @@ type node struct {
 	attr    Attr      // the attributes the VFS last returned
 	seenAt  time.Time // when; zero once a change through this mount made attr stale
 	seenGen uint64    // the mount's invalidation count before they were read
-	// held: the VFS counts this node as open (FS.Open), from when the
-	// kernel first learns of it until it forgets it (OnForget).
-	held atomic.Bool
 }
 
 var (
@@ -139,24 +135,24 @@ func (n *node) child(ctx context.Context, a *Attr, out *fuse.EntryOut, gen uint6
 	return ch
 }
 
-// hold makes the VFS count n as open while the kernel knows it: the
-// kernel opens and closes files without telling the mount (no_open,
+// hold makes the VFS count n's inode as open while the kernel knows it:
+// the kernel opens and closes files without telling the mount (no_open,
 // no_flush), so an inode unlinked while the kernel may still use it is kept
-// (an orphan) until the kernel forgets it, not until a RELEASE.
+// (an orphan) until the kernel forgets it, not until a RELEASE. Holds are
+// per inode number: go-fuse may drop the node a lookup made for an inode
+// it already has, and calls OnForget only for the node it kept.
 func (n *node) hold() {
-	if n.m.fs != nil && !n.held.Swap(true) {
+	if n.m.fs != nil && n.m.hold(n.ino) {
 		n.m.fs.Open(n.ino)
-		n.m.track(n, true)
 	}
 }
 
 // OnForget ends the hold: the kernel no longer refers to the inode, so an
 // unlinked one can go.
 func (n *node) OnForget() {
-	if !n.held.Swap(false) {
+	if !n.m.unhold(n.ino) {
 		return
 	}
-	n.m.track(n, false)
 	if err := n.m.fs.Release(vfs.WithOrigin(context.Background(), n.m), n.ino); err != nil {
 		n.m.opts.Logger.Warn("workspace: forget", "dir", n.m.dir, "ino", n.ino, "err", err)
 	}

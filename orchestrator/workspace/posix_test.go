@@ -98,10 +98,24 @@ func TestPOSIX(t *testing.T) {
 			a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 			mustWrite(t, a, "new")
 			mustWrite(t, b, "old")
+			var old syscall.Stat_t
+			if err := syscall.Stat(b, &old); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Rename(a, b); err != nil {
 				t.Fatal(err)
 			}
 			wantContent(t, b, "new")
+			// The replaced inode goes once the kernel forgets it (nothing
+			// has it open): no orphan is left behind, holding its bytes.
+			checkFor(t, 5*time.Second, "the replaced inode removed", func() error {
+				var n int
+				e.st.SQL().QueryRow(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND ino=?`, e.sid, old.Ino).Scan(&n)
+				if n != 0 {
+					return fmt.Errorf("inode %d still stored", old.Ino)
+				}
+				return nil
+			})
 			wantErrno(t, statErr(a), syscall.ENOENT)
 			if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 				t.Fatal(err)

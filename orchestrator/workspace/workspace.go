@@ -134,10 +134,10 @@ type MountPoint struct {
 	rmu     sync.Mutex
 	replied map[int64]time.Time
 
-	// holds: the nodes the VFS counts as open for this mount (node.hold),
+	// holds: the inodes the VFS counts as open for this mount (node.hold),
 	// released when the kernel forgets them or the server stops.
 	hmu   sync.Mutex
-	holds map[*node]struct{}
+	holds map[int64]struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -163,7 +163,7 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 	if _, err := fsys.GetAttr(ctx, opts.Root); err != nil {
 		return nil, fmt.Errorf("mount %s: root inode %d: %w", dir, opts.Root, err)
 	}
-	m := &MountPoint{dir: dir, fs: fsys, opts: opts, done: make(chan struct{}), replied: map[int64]time.Time{}, holds: map[*node]struct{}{}}
+	m := &MountPoint{dir: dir, fs: fsys, opts: opts, done: make(chan struct{}), replied: map[int64]time.Time{}, holds: map[int64]struct{}{}}
 	m.inval.wake = make(chan struct{}, 1)
 	root := &node{m: m, ino: opts.Root}
 	entry, attr, neg := opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout
@@ -281,28 +281,43 @@ func mountFUSE(dir string, maxWrite int) (int, error) {
 	return fd, nil
 }
 
-// track adds n to the held nodes (on) or removes it.
-func (m *MountPoint) track(n *node, on bool) {
+// hold records a hold of ino; it reports whether ino was not held yet.
+func (m *MountPoint) hold(ino int64) bool {
 	m.hmu.Lock()
 	defer m.hmu.Unlock()
-	if on {
-		m.holds[n] = struct{}{}
-	} else {
-		delete(m.holds, n)
+	if _, ok := m.holds[ino]; ok {
+		return false
 	}
+	m.holds[ino] = struct{}{}
+	return true
+}
+
+// unhold ends the hold of ino; it reports whether ino was held.
+func (m *MountPoint) unhold(ino int64) bool {
+	m.hmu.Lock()
+	defer m.hmu.Unlock()
+	if _, ok := m.holds[ino]; !ok {
+		return false
+	}
+	delete(m.holds, ino)
+	return true
 }
 
 // releaseHolds ends the holds left when the server stops: its kernel
 // refers to nothing any more.
 func (m *MountPoint) releaseHolds() {
 	m.hmu.Lock()
-	ns := make([]*node, 0, len(m.holds))
-	for n := range m.holds {
-		ns = append(ns, n)
+	inos := make([]int64, 0, len(m.holds))
+	for ino := range m.holds {
+		inos = append(inos, ino)
 	}
+	clear(m.holds)
 	m.hmu.Unlock()
-	for _, n := range ns {
-		n.OnForget()
+	ctx := vfs.WithOrigin(context.Background(), m)
+	for _, ino := range inos {
+		if err := m.fs.Release(ctx, ino); err != nil {
+			m.opts.Logger.Warn("workspace: release at unmount", "dir", m.dir, "ino", ino, "err", err)
+		}
 	}
 }
 
