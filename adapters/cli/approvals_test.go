@@ -32,6 +32,8 @@ type fakeInbox struct {
 	posts  []map[string]any // every POST, also those that failed
 	gets   int
 	status string // "" while pending
+	// withdrawn counts the DELETEs of the request (a prompt Claude cancelled).
+	withdrawn int
 	// down makes the next requests fail as an orchestrator that is
 	// restarting does: the connection dropped, then 503s.
 	down int
@@ -94,6 +96,12 @@ func (f *fakeInbox) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	case r.Method == http.MethodDelete && r.URL.Path == "/api/v1/approvals/ap1":
+		f.mu.Lock()
+		f.withdrawn++
+		f.status = "denied"
+		f.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"id": "ap1", "status": "denied", "answered_by": "agent"})
 	default:
 		f.t.Errorf("unexpected %s %s", r.Method, r.URL)
 		http.NotFound(w, r)
@@ -356,7 +364,7 @@ func TestEachCLIIsGivenFilepathsMCPServer(t *testing.T) {
 
 // An interrupt while a permission prompt waits: Claude withdraws the prompt
 // (control_cancel_request, as claude 2.1.330 does) and the adapter stops
-// polling for its answer.
+// polling for its answer and withdraws it from the inbox.
 func TestClaudeWithdrawnPromptStopsPolling(t *testing.T) {
 	inbox := newFakeInbox(t)
 	n := newNode(t, "claude-code")
@@ -392,6 +400,13 @@ func TestClaudeWithdrawnPromptStopsPolling(t *testing.T) {
 	inbox.mu.Unlock()
 	if after != before {
 		t.Errorf("the adapter still polls a withdrawn prompt (%d polls in 1 s)", after-before)
+	}
+	// ...and the inbox no longer asks a person about it.
+	inbox.mu.Lock()
+	withdrawn := inbox.withdrawn
+	inbox.mu.Unlock()
+	if withdrawn != 1 {
+		t.Errorf("the withdrawn prompt was withdrawn from the inbox %d times, want 1", withdrawn)
 	}
 	cmds <- run.Command{Op: run.Finish}
 	select {

@@ -750,6 +750,11 @@ func (r *Runner) revokeTokens(ctx context.Context, nodeID string) error {
 	if _, err := r.st.DeleteNodeAPIKeys(ctx, nodeID); err != nil {
 		return fmt.Errorf("revoke the node's token: %w", err)
 	}
+	// Nobody is left to receive an answer to the requests it was waiting
+	// on: withdraw them, so the inbox does not ask a person about them.
+	if _, err := r.st.WithdrawNodeApprovals(ctx, nodeID); err != nil {
+		return fmt.Errorf("withdraw the node's pending approvals: %w", err)
+	}
 	return nil
 }
 

@@ -30,8 +30,10 @@ type chainLevel struct {
 }
 
 // metaTables are the per-workspace metadata tables a fork copies (fs_data is
-// shared, fs_orphan and the logs are not copied).
-var metaTables = []string{"fs_inode", "fs_dentry", "fs_symlink"}
+// shared, fs_orphan and the logs are not copied). Names go first: the
+// triggers of migration 0010 count an inode's names into fs_inode.nlink as
+// they are inserted, which must not add to the copied counts.
+var metaTables = []string{"fs_dentry", "fs_inode", "fs_symlink"}
 
 // copyCols returns the columns of table to copy into a fork: all but
 // session_id and an AUTOINCREMENT id, read from the schema once so that
@@ -292,7 +294,9 @@ func (v *VFS) forget(ids ...string) {
 
 // chain returns the workspaces fork fs reads data through, nearest first
 // (nil for a workspace that is not a fork). A chain never changes while its
-// workspace exists, so it is read once.
+// workspace exists, so it is read once; q need not settle the open batch:
+// Fork commits before it returns the new workspace's id (its caller has no
+// origin), so no one looks up a chain that is not committed.
 func (fs *FS) chain(ctx context.Context, q querier) ([]chainLevel, error) {
 	if c, ok := fs.v.chains.Load(fs.sid); ok {
 		return c.([]chainLevel), nil

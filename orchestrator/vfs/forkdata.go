@@ -60,9 +60,12 @@ func (fs *FS) readChunksChain(ctx context.Context, q querier, ch []chainLevel, i
 }
 
 // readAtFork is ReadAt for a fork: the inode and its chunks in one read
-// transaction.
+// transaction, after settling for the inode only (like ReadAt): a committed
+// snapshot shows every workspace of the chain as of one moment, so what it
+// reads through the chain is the fork's view then.
 func (fs *FS) readAtFork(ctx context.Context, cs int, ino int64, p []byte, off int64) (int, error) {
-	tx, err := fs.v.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	fs.settleIno(ctx, ino)
+	tx, err := fs.v.rq.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return 0, fmt.Errorf("read inode %d: %w", ino, err)
 	}

@@ -388,7 +388,7 @@ func (s *longRun) permission(c controlLine) {
 	s.d.log.Info("claude asks permission", "tool", c.Request.ToolName, "request", c.RequestID)
 	go func() {
 		defer cancel()
-		b := decide(ctx, s.d.API, s.d.cfg.Workspace, c)
+		b := decide(ctx, s.d.log, s.d.API, s.d.cfg.Workspace, c)
 		if b == nil {
 			return
 		}

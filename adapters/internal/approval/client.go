@@ -83,6 +83,25 @@ func (c *Client) Ask(ctx context.Context, req Request) (Answer, error) {
 	return a, nil
 }
 
+// Withdraw tells the inbox that a pending request is no longer asked (the
+// CLI cancelled its prompt): DELETE /api/v1/approvals/{id}, tried until ctx
+// ends. A request answered meanwhile (409) or unknown (404) is no error:
+// either way nobody will be asked.
+func (c *Client) Withdraw(ctx context.Context, id string) error {
+	if c == nil || c.URL == "" || id == "" {
+		return nil
+	}
+	var a Answer
+	err := c.retry(ctx, func() error {
+		return c.do(ctx, http.MethodDelete, "/api/v1/approvals/"+url.PathEscape(id), nil, &a)
+	})
+	var ae *APIError
+	if errors.As(err, &ae) && (ae.Status == http.StatusConflict || ae.Status == http.StatusNotFound) {
+		return nil
+	}
+	return err
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	var r io.Reader
 	if body != nil {
