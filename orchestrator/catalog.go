@@ -43,8 +43,8 @@ func Catalog() []Agent {
 	return []Agent{
 		{Type: "shelley", Name: "Shelley", Description: "Full-stack engineering agent. filepath-native reference implementation.", Icon: "shell", DefaultModel: "claude-sonnet-4", Image: AgentImage("shelley"), Provider: ProviderOpenRouter},
 		{Type: "pi", Name: "Pi", Description: "Research and analysis. Deep dives into docs, APIs, codebases.", Icon: "search", DefaultModel: "claude-sonnet-4", Image: AgentImage("pi"), Provider: ProviderOpenRouter},
-		{Type: "claude-code", Name: "Claude Code", Description: "Anthropic's agentic coding tool. Complex multi-file changes.", Icon: "bot", DefaultModel: "claude-sonnet-4", Image: AgentImage("claude-code"), Provider: ProviderAnthropic},
-		{Type: "codex", Name: "Codex", Description: "OpenAI's coding agent. Strong at Python, scripting, data.", Icon: "scroll", DefaultModel: "o3", Image: AgentImage("codex"), Provider: ProviderOpenAI},
+		{Type: "claude-code", Name: "Claude Code", Description: "Anthropic's agentic coding tool. Complex multi-file changes.", Icon: "bot", DefaultModel: "claude-sonnet-4-5", Image: AgentImage("claude-code"), Provider: ProviderAnthropic},
+		{Type: "codex", Name: "Codex", Description: "OpenAI's coding agent. Strong at Python, scripting, data.", Icon: "scroll", DefaultModel: "gpt-5.5", Image: AgentImage("codex"), Provider: ProviderOpenAI},
 		{Type: "cursor", Name: "Cursor", Description: "Cursor's agent mode via CLI. IDE-grade code intelligence.", Icon: "mouse-pointer", DefaultModel: "claude-sonnet-4", Image: AgentImage("cursor")},
 		{Type: "amp", Name: "Amp", Description: "Sourcegraph's agent. Large codebase navigation, cross-repo changes.", Icon: "zap", DefaultModel: "claude-sonnet-4", Image: AgentImage("amp")},
 		{Type: AgentCustom, Name: "Custom", Description: "Bring your own agent. Dockerfile that speaks the filepath protocol.", Icon: "box", DefaultModel: "claude-sonnet-4"},

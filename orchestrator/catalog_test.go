@@ -32,8 +32,13 @@ func TestCatalog(t *testing.T) {
 	if v := ProviderKeyEnv(ProviderOpenRouter); v != "FILEPATH_OPENROUTER_API_KEY" {
 		t.Errorf("ProviderKeyEnv = %s", v)
 	}
-	if a, ok := AgentByType("codex"); !ok || a.DefaultModel != "o3" {
-		t.Errorf("codex = %+v, %v", a, ok)
+	// The CLIs' defaults are models the pinned CLIs know (Codex 0.169 runs
+	// an unknown model without its apply_patch tool); the end-to-end tests
+	// in cmd/filepath run each with its catalog default.
+	for typ, model := range map[string]string{"claude-code": "claude-sonnet-4-5", "codex": "gpt-5.5"} {
+		if a, ok := AgentByType(typ); !ok || a.DefaultModel != model {
+			t.Errorf("%s = %+v, %v; want default model %s", typ, a, ok, model)
+		}
 	}
 	if _, ok := AgentByType("hal"); ok {
 		t.Error("unknown type found")
