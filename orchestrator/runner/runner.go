@@ -51,6 +51,12 @@ const LabelInstance = "filepath.instance"
 // AgentCustom is the agent type whose image the user brings.
 const AgentCustom = "custom"
 
+// StateVolume names a node's state volume (containers.Spec.StateVolume):
+// every container of the node mounts it at the FILEPATH_STATE_DIR of its
+// image, so an agent that keeps its session there (the CLI agents) resumes
+// its conversation after a restart; it goes when the node is deleted.
+func StateVolume(nodeID string) string { return "filepath-state-" + nodeID }
+
 // Workspaces gives each node a host directory to bind-mount at /workspace.
 // workspace.Manager (the FUSE view of the session VFS) satisfies it; without
 // one the runner uses plain directories under <DataDir>/nodes/<node-id>.
@@ -523,6 +529,9 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 		if err := r.ws.Unmount(n.ID); err != nil {
 			errs = append(errs, err)
 		}
+		if err := r.rt.RemoveVolume(ctx, StateVolume(n.ID)); err != nil {
+			errs = append(errs, err)
+		}
 		if err := r.logs.Remove(n.ID); err != nil {
 			errs = append(errs, err)
 		}
@@ -646,6 +655,7 @@ func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node,
 			EnvAPIURL: r.apiURL(),
 		},
 		Labels:               map[string]string{LabelInstance: r.instance},
+		StateVolume:          StateVolume(node.ID),
 		WorkspaceDir:         dir,
 		WorkspacePropagation: r.cfg.WorkspacePropagation,
 		Network:              r.cfg.Network,
