@@ -89,7 +89,7 @@ type Spec struct {
 	// The process runtime makes it a directory and sets FILEPATH_STATE_DIR.
 	StateVolume string
 	Labels      map[string]string // extra labels; the filepath.* ones are always set
-	Limits               Limits            // zero fields take DefaultLimits
+	Limits      Limits            // zero fields take DefaultLimits
 	// Network is the docker network mode; "" takes the runtime's default
 	// ("bridge": agents call LLM APIs). "none" cuts the container off.
 	Network        string
