@@ -251,7 +251,7 @@ func TestCodexEndToEnd(t *testing.T) {
 			b, _ := json.Marshal(map[string]any{"cmd": cmd})
 			return fakellm.ToolCall{ID: "call_" + fmt.Sprint(len(cmd)), Name: "exec_command", Arguments: string(b)}
 		},
-		writeTool: "apply_patch",
+		writeTool: "add file", // the adapter names a fileChange by its kind
 	})
 }
 
@@ -320,11 +320,39 @@ func idleAfter(seq int64) func([]cliRec) bool {
 	}
 }
 
-// emitted collects every event line the CLI adapters emitted in these
-// tests, for TestValidateAcceptsWhatTheAdaptersEmitted.
-var emitted struct {
-	sync.Mutex
-	lines [][]byte
+// validateAll runs `filepath validate` over event lines and wants every
+// one valid.
+func validateAll(t *testing.T, what string, lines []string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, strings.Join(lines, "\n")+"\n", "validate")
+	if want := fmt.Sprintf("%d valid, 0 invalid\n", len(lines)); code != 0 || !strings.HasSuffix(stdout, want) {
+		t.Errorf("filepath validate on %s: exit %d\n%s%s", what, code, stdout, stderr)
+	}
+}
+
+// TestValidateAcceptsTheCLIAdaptersGoldenFAP: what the CLI adapter's
+// parsers make of every transcript of the four CLIs (their golden FAP,
+// checked against the parsers by adapters/cli's tests) passes `filepath
+// validate`; the end-to-end tests above validate what the adapter emitted
+// around it (status, commit, done) for Claude Code and Codex.
+func TestValidateAcceptsTheCLIAdaptersGoldenFAP(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "adapters", "cli", "testdata", "*", "*", "want.jsonl"))
+	if err != nil || len(files) < 30 {
+		t.Fatalf("golden files: %d, %v", len(files), err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, l)
+			}
+		}
+		validateAll(t, f, lines)
+	}
 }
 
 func testCLIEndToEnd(t *testing.T, s cliScript) {
@@ -351,6 +379,7 @@ func testCLIEndToEnd(t *testing.T, s cliScript) {
 	}
 	removeSessionContainers(t, sess.ID)
 	var node nodeJSON
+	t.Cleanup(func() { exec.Command("docker", "volume", "rm", "-f", "filepath-state-"+node.ID).Run() })
 	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"agent_type": s.agent, "task": taskPrompt}, &node) != 201 {
 		t.Fatal("create the node")
 	}
@@ -487,13 +516,14 @@ func testCLIEndToEnd(t *testing.T, s cliScript) {
 		t.Error("the fake reported no tokens")
 	}
 
-	emitted.Lock()
+	// Everything the adapter emitted passes `filepath validate`.
+	var lines []string
 	for _, r := range c.cliRecords(sid, nid) {
 		if r.Kind == "event" {
-			emitted.lines = append(emitted.lines, r.Data)
+			lines = append(lines, string(r.Data))
 		}
 	}
-	emitted.Unlock()
+	validateAll(t, s.agent+"'s events", lines)
 	c.do("DELETE", "/api/v1/sessions/"+sid, nil, nil)
 	srv.stop(t)
 }
