@@ -40,6 +40,15 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("%s = %+v, %v; want default model %s", typ, a, ok, model)
 		}
 	}
+	keys := map[string]string{"amp": "AMP_API_KEY", "cursor": "CURSOR_API_KEY"}
+	for _, a := range got {
+		if a.VendorKey != keys[a.Type] {
+			t.Errorf("%s vendor key %q, want %q", a.Type, a.VendorKey, keys[a.Type])
+		}
+	}
+	if v := VendorKeys(); len(v) != 2 || v[0] != "CURSOR_API_KEY" || v[1] != "AMP_API_KEY" {
+		t.Errorf("VendorKeys = %q", v)
+	}
 	if _, ok := AgentByType("hal"); ok {
 		t.Error("unknown type found")
 	}

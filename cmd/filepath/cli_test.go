@@ -571,3 +571,25 @@ func waitNodeExited(t *testing.T, c *client, sid, nid string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestSecretsKey: serve makes its secrets key once (0600, beside the
+// database), reads the same one on later starts, and refuses a damaged one
+// with an error naming the file.
+func TestSecretsKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secrets.key")
+	k1, err := loadSecretsKey(path)
+	if err != nil || len(k1) != 32 {
+		t.Fatalf("first start: %x, %v", k1, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the key file: %v, %v", fi.Mode(), err)
+	}
+	k2, err := loadSecretsKey(path)
+	if err != nil || string(k1) != string(k2) {
+		t.Fatalf("second start read another key (%v)", err)
+	}
+	os.WriteFile(path, []byte("not hex\n"), 0o600)
+	if _, err := loadSecretsKey(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("a damaged key: %v", err)
+	}
+}
