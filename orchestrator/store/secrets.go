@@ -62,14 +62,14 @@ func validSecret(name, value string) error {
 // SetSessionSecret stores value as the secret name of userID's session,
 // sealed with the secrets key, replacing an earlier value.
 func (s *Store) SetSessionSecret(ctx context.Context, userID, sessionID, name, value string) (SecretInfo, error) {
+	if _, err := s.GetSession(ctx, userID, sessionID); err != nil {
+		return SecretInfo{}, err
+	}
 	if err := validSecret(name, value); err != nil {
 		return SecretInfo{}, err
 	}
 	aead, err := s.secretAEAD()
 	if err != nil {
-		return SecretInfo{}, err
-	}
-	if _, err := s.GetSession(ctx, userID, sessionID); err != nil {
 		return SecretInfo{}, err
 	}
 	nonce := make([]byte, aead.NonceSize())
