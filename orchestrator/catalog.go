@@ -4,10 +4,12 @@ import "strings"
 
 // Agent describes one agent type of the catalog (northstar.md "Agent catalog").
 type Agent struct {
-	Type         string `json:"type"`
-	Name         string `json:"name"`
-	Description  string `json:"description"`
-	Icon         string `json:"icon"` // lucide icon name
+	Type        string `json:"type"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Icon        string `json:"icon"` // lucide icon name
+	// DefaultModel is a model id of the agent's provider: an OpenRouter id
+	// (vendor/model) for the agents that use OpenRouter (shelley, pi).
 	DefaultModel string `json:"default_model"`
 	// Image is the local image the agent runs in; "" for custom, whose
 	// node names its own image.
@@ -46,8 +48,8 @@ func AgentImage(agentType string) string { return "filepath/agent-" + agentType 
 // call; callers may modify it.
 func Catalog() []Agent {
 	return []Agent{
-		{Type: "shelley", Name: "Shelley", Description: "Full-stack engineering agent. filepath-native reference implementation.", Icon: "shell", DefaultModel: "claude-sonnet-4", Image: AgentImage("shelley"), Provider: ProviderOpenRouter},
-		{Type: "pi", Name: "Pi", Description: "Research and analysis. Deep dives into docs, APIs, codebases.", Icon: "search", DefaultModel: "claude-sonnet-4", Image: AgentImage("pi"), Provider: ProviderOpenRouter},
+		{Type: "shelley", Name: "Shelley", Description: "Full-stack engineering agent. filepath-native reference implementation.", Icon: "shell", DefaultModel: "anthropic/claude-sonnet-4", Image: AgentImage("shelley"), Provider: ProviderOpenRouter},
+		{Type: "pi", Name: "Pi", Description: "Research and analysis. Deep dives into docs, APIs, codebases.", Icon: "search", DefaultModel: "anthropic/claude-sonnet-4", Image: AgentImage("pi"), Provider: ProviderOpenRouter},
 		{Type: "claude-code", Name: "Claude Code", Description: "Anthropic's agentic coding tool. Complex multi-file changes.", Icon: "bot", DefaultModel: "claude-sonnet-4-5", Image: AgentImage("claude-code"), Provider: ProviderAnthropic},
 		{Type: "codex", Name: "Codex", Description: "OpenAI's coding agent. Strong at Python, scripting, data.", Icon: "scroll", DefaultModel: "gpt-5.5", Image: AgentImage("codex"), Provider: ProviderOpenAI},
 		{Type: "cursor", Name: "Cursor", Description: "Cursor's agent mode via CLI. IDE-grade code intelligence.", Icon: "mouse-pointer", DefaultModel: "claude-sonnet-4", Image: AgentImage("cursor"), VendorKey: "CURSOR_API_KEY"},

@@ -49,6 +49,13 @@ func TestCatalog(t *testing.T) {
 	if v := VendorKeys(); len(v) != 2 || v[0] != "CURSOR_API_KEY" || v[1] != "AMP_API_KEY" {
 		t.Errorf("VendorKeys = %q", v)
 	}
+	// shelley and pi reach OpenRouter: their default is an OpenRouter id
+	// (vendor/model), one the model list (GET /api/v1/models) offers.
+	for _, typ := range []string{"shelley", "pi"} {
+		if a, _ := AgentByType(typ); a.DefaultModel != "anthropic/claude-sonnet-4" {
+			t.Errorf("%s default model %q, want the OpenRouter id anthropic/claude-sonnet-4", typ, a.DefaultModel)
+		}
+	}
 	if _, ok := AgentByType("hal"); ok {
 		t.Error("unknown type found")
 	}

@@ -158,6 +158,7 @@ const (
 const (
 	AnsweredByTimeout = "timeout" // nobody answered in time: denied
 	AnsweredByPolicy  = "policy"  // the node's approvals policy answered
+	AnsweredByAgent   = "agent"   // the agent withdrew its request: denied
 )
 
 // Approval is an agent's request for permission to do something (run a

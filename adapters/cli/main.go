@@ -17,7 +17,9 @@
 //
 // From the container contract: FILEPATH_TASK (the first message, given once
 // per node), FILEPATH_MODEL, FILEPATH_API_URL and FILEPATH_API_KEY (the
-// gateway and the node's token, for Claude Code and Codex).
+// gateway and the node's token, for Claude Code and Codex; filepath's agent
+// tools as an MCP server for every CLI; the approvals inbox that answers
+// Claude Code's permission prompts and Codex's approval requests).
 package main
 
 import (

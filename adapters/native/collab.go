@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	approvals "github.com/filepath-dev/filepath/adapters/internal/approval"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -340,11 +341,11 @@ func (t *toolbox) memories(ctx context.Context, name, query string) string {
 
 // gate decides whether a command may run: "" runs it, anything else is
 // the refusal the model reads (also shown as a failed command). A command
-// the heuristic (approvalReason) flags runs when the node's bash policy is
+// the heuristic (approvals.Reason) flags runs when the node's bash policy is
 // allow, is refused when it is deny, and otherwise (ask, the default)
 // waits for a person's answer through the agent API.
 func (t *toolbox) gate(ctx context.Context, display, command string) string {
-	reason := approvalReason(command)
+	reason := approvals.Reason(command)
 	if reason == "" {
 		return ""
 	}

@@ -292,6 +292,13 @@ func TestShelleyCoordinatesChildren(t *testing.T) {
 // record of node arrives and returns its id.
 func streamApproval(t *testing.T, c *client, sid, nid string) string {
 	t.Helper()
+	return streamApprovalOf(t, c, sid, nid, "bash: echo https://example.com")
+}
+
+// streamApprovalOf waits on the session's WebSocket for a pending approval
+// of node nid whose action starts with action, and returns its id.
+func streamApprovalOf(t *testing.T, c *client, sid, nid, action string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	url := strings.Replace(c.base(), "http://", "ws://", 1) + "/api/v1/sessions/" + sid + "/stream?after=0"
@@ -316,7 +323,7 @@ func streamApproval(t *testing.T, c *client, sid, nid string) string {
 		}
 		if json.Unmarshal(b, &r) == nil && r.Kind == "system" && r.NodeID == nid && r.Data.Type == "approval" &&
 			r.Data.Approval != nil && r.Data.Approval.Status == "pending" {
-			if !strings.HasPrefix(r.Data.Approval.Action, "bash: echo https://example.com") {
+			if !strings.HasPrefix(r.Data.Approval.Action, action) {
 				t.Fatalf("approval action %q", r.Data.Approval.Action)
 			}
 			return r.Data.Approval.ID

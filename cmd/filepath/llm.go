@@ -18,6 +18,9 @@ import (
 type llmConfig struct {
 	Gateway gateway.Config // without its Store
 	Budget  store.Budget   // a new session's budget (nil fields: unlimited)
+	// ModelsTTL is how long the live model list is served before it is
+	// fetched again (gateway.DefaultModelsTTL).
+	ModelsTTL time.Duration
 }
 
 // llmFlags are the serve flags of llmConfig, each also a FILEPATH_* variable.
@@ -25,6 +28,7 @@ type llmFlags struct {
 	keys, bases            map[string]*string
 	budgetTokens, budgetUS *string
 	maxBody, timeout       *string
+	modelsTTL              *string
 }
 
 func addLLMFlags(fs *flag.FlagSet) *llmFlags {
@@ -42,6 +46,7 @@ func addLLMFlags(fs *flag.FlagSet) *llmFlags {
 	f.budgetUS = fs.String("session-budget-usd", env("FILEPATH_SESSION_BUDGET_USD", ""), "a new session's LLM budget in US dollars; empty: unlimited (env FILEPATH_SESSION_BUDGET_USD)")
 	f.maxBody = fs.String("gateway-max-body", env("FILEPATH_GATEWAY_MAX_BODY", "32MiB"), "largest LLM request body an agent may send (env FILEPATH_GATEWAY_MAX_BODY)")
 	f.timeout = fs.String("gateway-timeout", env("FILEPATH_GATEWAY_TIMEOUT", gateway.DefaultTimeout.String()), "longest wait for an LLM upstream to start answering, and longest silence within an answer (env FILEPATH_GATEWAY_TIMEOUT)")
+	f.modelsTTL = fs.String("models-ttl", env("FILEPATH_MODELS_TTL", gateway.DefaultModelsTTL.String()), "how long the model list fetched from OpenRouter is served before it is fetched again (env FILEPATH_MODELS_TTL)")
 	return f
 }
 
@@ -79,6 +84,9 @@ func (f *llmFlags) config() (llmConfig, error) {
 		return c, fmt.Errorf("serve: --gateway-timeout %q: want a duration like 10m", *f.timeout)
 	}
 	c.Gateway.Timeout = d
+	if c.ModelsTTL, err = time.ParseDuration(strings.TrimSpace(*f.modelsTTL)); err != nil || c.ModelsTTL <= 0 {
+		return c, fmt.Errorf("serve: --models-ttl %q: want a duration like 1h", *f.modelsTTL)
+	}
 	return c, c.Gateway.Validate()
 }
 
@@ -91,7 +99,7 @@ func newGateway(c llmConfig, st *store.Store, log *slog.Logger) (*gateway.Gatewa
 	if err != nil {
 		return nil, nil, err
 	}
-	models, err := gateway.NewModels(gateway.ModelsConfig{OpenRouter: c.Gateway.OpenRouter, Logger: log})
+	models, err := gateway.NewModels(gateway.ModelsConfig{OpenRouter: c.Gateway.OpenRouter, TTL: c.ModelsTTL, Logger: log})
 	if err != nil {
 		gw.Close()
 		return nil, nil, err

@@ -12,7 +12,7 @@ import (
 func TestParseServeLLM(t *testing.T) {
 	vars := []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_OPENROUTER_BASE_URL", "FILEPATH_ANTHROPIC_API_KEY",
 		"FILEPATH_ANTHROPIC_BASE_URL", "FILEPATH_OPENAI_API_KEY", "FILEPATH_OPENAI_BASE_URL", "FILEPATH_SESSION_BUDGET_TOKENS",
-		"FILEPATH_SESSION_BUDGET_USD", "FILEPATH_GATEWAY_MAX_BODY", "FILEPATH_GATEWAY_TIMEOUT"}
+		"FILEPATH_SESSION_BUDGET_USD", "FILEPATH_GATEWAY_MAX_BODY", "FILEPATH_GATEWAY_TIMEOUT", "FILEPATH_MODELS_TTL"}
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -24,7 +24,7 @@ func TestParseServeLLM(t *testing.T) {
 			g := c.Gateway
 			if g.OpenRouter.BaseURL != gateway.DefaultOpenRouterBaseURL || g.Anthropic.BaseURL != gateway.DefaultAnthropicBaseURL ||
 				g.OpenAI.BaseURL != gateway.DefaultOpenAIBaseURL || g.OpenRouter.APIKey != "" || g.MaxBody != 32<<20 ||
-				g.Timeout != 10*time.Minute || c.Budget.Tokens != nil || c.Budget.USD != nil {
+				g.Timeout != 10*time.Minute || c.Budget.Tokens != nil || c.Budget.USD != nil || c.ModelsTTL != time.Hour {
 				t.Fatalf("%+v", c)
 			}
 		}},
@@ -36,6 +36,12 @@ func TestParseServeLLM(t *testing.T) {
 					t.Fatalf("%+v", c)
 				}
 			}},
+		{name: "models ttl", env: map[string]string{"FILEPATH_MODELS_TTL": "90s"}, check: func(t *testing.T, c llmConfig) {
+			if c.ModelsTTL != 90*time.Second {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad models ttl", args: []string{"--models-ttl", "0s"}, wantErr: "--models-ttl"},
 		{name: "flags win", env: map[string]string{"FILEPATH_OPENAI_API_KEY": "env"}, args: []string{"--openai-api-key", "flag", "--gateway-max-body", "1MiB"},
 			check: func(t *testing.T, c llmConfig) {
 				if c.Gateway.OpenAI.APIKey != "flag" || c.Gateway.MaxBody != 1<<20 {

@@ -139,6 +139,7 @@ type rec struct {
 	Seq  int64           `json:"seq"`
 	Kind string          `json:"kind"`
 	Data json.RawMessage `json:"data"`
+	Ref  int64           `json:"ref"` // a commit's tool or command record
 }
 
 func (c *client) records(sid, nid string) []rec {

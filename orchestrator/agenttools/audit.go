@@ -123,3 +123,9 @@ func (s *Server) approval(ctx context.Context, c orchestrator.Caller, id string,
 		func() (store.Approval, error) { return s.Approval(ctx, c, id, wait) },
 		func(a store.Approval) any { return map[string]string{"status": a.Status, "answered_by": a.AnsweredBy} })
 }
+
+func (s *Server) approvalWithdraw(ctx context.Context, c orchestrator.Caller, id string) (store.Approval, error) {
+	return audit(s, ctx, c, "withdraw_approval", map[string]string{"id": id},
+		func() (store.Approval, error) { return s.WithdrawApproval(ctx, c, id) },
+		func(a store.Approval) any { return map[string]string{"status": a.Status, "answered_by": a.AnsweredBy} })
+}

@@ -423,6 +423,16 @@ func (s *Server) RequestApproval(ctx context.Context, c orchestrator.Caller, in 
 	return a, created, err
 }
 
+// WithdrawApproval withdraws one of the caller's pending requests (denied,
+// answered by "agent").
+func (s *Server) WithdrawApproval(ctx context.Context, c orchestrator.Caller, id string) (store.Approval, error) {
+	a, err := s.st.WithdrawApproval(ctx, c.SessionID, c.NodeID, id)
+	if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
+		return store.Approval{}, orchestrator.Errorf(orchestrator.ENotFound, "approval %q not found", id)
+	}
+	return a, err
+}
+
 // Approval returns one of the caller's approvals; with wait > 0 it waits
 // (at most MaxPoll) while the request is pending.
 func (s *Server) Approval(ctx context.Context, c orchestrator.Caller, id string, wait time.Duration) (store.Approval, error) {

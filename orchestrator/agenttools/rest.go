@@ -125,12 +125,16 @@ func (s *Server) REST() http.Handler {
 		v, err := s.approval(r.Context(), c, r.PathValue("id"), d)
 		return http.StatusOK, v, err
 	})
+	handle("DELETE /api/v1/approvals/{id}", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
+		v, err := s.approvalWithdraw(r.Context(), c, r.PathValue("id"))
+		return http.StatusOK, v, err
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r) // sets the path values
 			return
 		}
-		for _, m := range []string{http.MethodGet, http.MethodPost} {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 			probe := r.Clone(r.Context())
 			probe.Method = m
 			if _, p := mux.Handler(probe); p != "" && m != r.Method {

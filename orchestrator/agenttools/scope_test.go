@@ -134,6 +134,9 @@ func TestTokenScope(t *testing.T) {
 		{name: "read the parent's approval", rest: func(who string) answer {
 			return f.call(who, "GET", "/api/v1/approvals/"+approvalID, nil)
 		}, want: map[string]int{"parent": 200, "child": 404, "sibling": 404, "other": 404, "bobs": 404, "ended": 401, "user": 403}},
+		{name: "withdraw the parent's approval", rest: func(who string) answer {
+			return f.call(who, "DELETE", "/api/v1/approvals/"+approvalID, nil)
+		}, want: map[string]int{"parent": 409, "child": 404, "sibling": 404, "other": 404, "bobs": 404, "ended": 401, "user": 403}},
 	}
 	sessions := map[string]*mcp.ClientSession{}
 	for _, who := range tokens {

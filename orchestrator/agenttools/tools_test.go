@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
@@ -224,6 +225,22 @@ func TestApprovalLongPoll(t *testing.T) {
 	}
 	if r := <-res; r.err != "" || r.out["status"] != "denied" {
 		t.Fatalf("MCP request_approval: %v %q", r.out, r.err)
+	}
+
+	// The agent withdraws a request it no longer asks: a poll waiting on it
+	// ends denied by "agent"; the user can no longer approve it.
+	gone := f.call("child", "POST", "/api/v1/approvals", map[string]any{"action": "bash: npm install", "kind": "bash"})
+	goneID := gone.body["id"].(string)
+	go func() { got <- f.call("child", "GET", "/api/v1/approvals/"+goneID+"?wait=90s", nil) }()
+	waitUntil(t, "the poll to wait", func() bool { return f.clock.armed(90 * time.Second) })
+	if w := f.call("child", "DELETE", "/api/v1/approvals/"+goneID, nil); w.status != 200 || w.body["status"] != "denied" || w.body["answered_by"] != "agent" {
+		t.Fatalf("withdraw: %d %s", w.status, w.raw)
+	}
+	if p := <-got; p.status != 200 || p.body["status"] != "denied" || p.body["answered_by"] != "agent" {
+		t.Fatalf("the poll of a withdrawn request: %d %s", p.status, p.raw)
+	}
+	if _, err := f.st.AnswerApproval(f.ctx, f.alice.ID, f.sid, goneID, store.Decision{Approve: true}, "alice"); orchestrator.ErrorCode(err) != orchestrator.EConflict {
+		t.Fatalf("approving a withdrawn request: %v", err)
 	}
 
 	// Nobody answers: denied at the deadline (one minute here).

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
@@ -165,5 +166,31 @@ func TestSessionBudgetAPI(t *testing.T) {
 		if r.status < 400 || r.status >= 500 || code != "invalid" || (tt.field != "" && field != tt.field) {
 			t.Errorf("%s: %d %s", tt.body, r.status, r.body)
 		}
+	}
+}
+
+// TestOpenRouterAgentsDefaultToListedModels: the catalog default of an agent
+// that reaches OpenRouter (shelley, pi) is one of the model list's ids, a
+// model that takes tools, so that the spawn dialog shows it selected and the
+// id sent upstream is one OpenRouter knows.
+func TestOpenRouterAgentsDefaultToListedModels(t *testing.T) {
+	listed := map[string]bool{}
+	for _, p := range api.BundledModels("").Providers {
+		for _, m := range p.Models {
+			listed[m.ID] = m.Tools
+		}
+	}
+	n := 0
+	for _, a := range orchestrator.Catalog() {
+		if a.Provider != orchestrator.ProviderOpenRouter {
+			continue
+		}
+		n++
+		if tools, ok := listed[a.DefaultModel]; !ok || !tools {
+			t.Errorf("%s defaults to %q: listed %v, takes tools %v", a.Type, a.DefaultModel, ok, tools)
+		}
+	}
+	if n < 2 {
+		t.Fatalf("%d catalog agents use OpenRouter, want shelley and pi", n)
 	}
 }

@@ -289,6 +289,28 @@ func (s *Store) AnswerApproval(ctx context.Context, userID, sessionID, id string
 	return out, err
 }
 
+// WithdrawApproval ends a pending request of nodeID that its agent no
+// longer asks (the CLI cancelled its prompt, the agent is stopping): it is
+// denied, answered by "agent", with its record, so nobody approves a
+// question that is gone. Another node's request is not found; an answered
+// one is a conflict naming the answer.
+func (s *Store) WithdrawApproval(ctx context.Context, sessionID, nodeID, id string) (Approval, error) {
+	var out Approval
+	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+		var owner []string
+		if err := tx.DB().Raw(`SELECT node_id FROM approvals WHERE id = ? AND session_id = ?`, id, sessionID).Scan(&owner).Error; err != nil {
+			return fmt.Errorf("read approval: %w", err)
+		}
+		if len(owner) == 0 || owner[0] != nodeID {
+			return notFound("approval", id)
+		}
+		var err error
+		out, err = answer(tx, sessionID, id, Decision{}, protocol.AnsweredByAgent)
+		return err
+	})
+	return out, err
+}
+
 // answer answers one pending approval inside tx.
 func answer(tx *Tx, sessionID, id string, d Decision, by string) (Approval, error) {
 	g := tx.DB()
@@ -316,6 +338,8 @@ func answer(tx *Tx, sessionID, id string, d Decision, by string) (Approval, erro
 	switch {
 	case by == protocol.AnsweredByTimeout:
 		text = fmt.Sprintf("denied: nobody answered within %s", a.ExpiresAt.Sub(a.CreatedAt).Round(time.Second))
+	case by == protocol.AnsweredByAgent:
+		text = "withdrawn: the agent no longer asks"
 	case a.Always:
 		text = fmt.Sprintf("approved by %s, and %s is always allowed for %s from now on", by, a.Kind, a.NodeName)
 	default:

@@ -208,6 +208,26 @@ func TestApprovals(t *testing.T) {
 		t.Fatalf("the later request: %+v", got)
 	}
 
+	// The agent withdraws its own pending request (denied, by "agent", with
+	// its record); another node cannot, and an answered one conflicts.
+	if _, err := e.s.WithdrawApproval(ctx, s.ID, n.ID, later.ID); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+		t.Fatalf("another node withdraws: %v", err)
+	}
+	w, err := e.s.WithdrawApproval(ctx, s.ID, root.ID, later.ID)
+	if err != nil || w.Status != store.ApprovalDenied || w.AnsweredBy != protocol.AnsweredByAgent || w.AnsweredAt == nil {
+		t.Fatalf("withdraw: %+v %v", w, err)
+	}
+	sys = systemApprovals(t, e, s.ID, root.ID)
+	if last := sys[len(sys)-1]; last.Approval.ID != later.ID || last.Approval.AnsweredBy != protocol.AnsweredByAgent || !strings.Contains(last.Text, "withdrawn") {
+		t.Fatalf("withdraw record: %+v", last)
+	}
+	if _, err := e.s.WithdrawApproval(ctx, s.ID, root.ID, later.ID); orchestrator.ErrorCode(err) != orchestrator.EConflict {
+		t.Fatalf("withdrawn twice: %v", err)
+	}
+	if _, err := e.s.AnswerApproval(ctx, u.ID, s.ID, later.ID, store.Decision{Approve: true}, "alice"); orchestrator.ErrorCode(err) != orchestrator.EConflict {
+		t.Fatalf("approving a withdrawn request: %v", err)
+	}
+
 	for _, tt := range []struct {
 		in    store.NewApproval
 		field string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/adapters/cli/run"
+	"github.com/filepath-dev/filepath/adapters/internal/approval"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -22,19 +23,19 @@ import (
 // Codex reads its configuration from CODEX_HOME/config.toml, which the
 // driver writes on every start (CODEX_HOME is in the state directory): the
 // gateway as the only model provider (Responses API, the node's token from
-// FILEPATH_API_KEY), approvals off and no sandbox of its own (the container
-// is the sandbox; Codex's needs namespaces a hardened container does not
-// grant), and nothing else on the network: no update check, no analytics,
-// no OpenTelemetry export, no plugin sync.
+// FILEPATH_API_KEY), filepath's agent tools as an MCP server, approval
+// policy "untrusted" (Codex asks before any command it does not know to be
+// read-only, and the adapter answers: approvals.go) and no sandbox of its
+// own (the container is the sandbox; Codex's needs namespaces a hardened
+// container does not grant), and nothing else on the network: no update
+// check, no analytics, no OpenTelemetry export, no plugin sync.
 type Driver struct {
 	cfg   run.Config
 	state *run.State
 	log   *slog.Logger
 	bin   string
-	// Approve answers the server's approval requests. The default declines
-	// them (with approvals off they do not come); a later approvals inbox
-	// routes them to the user.
-	Approve func(method string, params json.RawMessage) any
+	// API asks a person for what Codex asks approval for.
+	API *approval.Client
 }
 
 var _ run.Driver = (*Driver)(nil)
@@ -45,17 +46,7 @@ func New(cfg run.Config, state *run.State) *Driver {
 	if bin == "" {
 		bin = "codex"
 	}
-	return &Driver{cfg: cfg, state: state, log: cfg.Log, bin: bin, Approve: decline}
-}
-
-func decline(method string, _ json.RawMessage) any {
-	switch method {
-	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
-		return map[string]any{"decision": "decline"}
-	case "execCommandApproval", "applyPatchApproval":
-		return map[string]any{"decision": "denied"}
-	}
-	return nil
+	return &Driver{cfg: cfg, state: state, log: cfg.Log, bin: bin, API: run.ApprovalClient(cfg)}
 }
 
 // Home is CODEX_HOME in the state directory.
@@ -71,7 +62,7 @@ func (d *Driver) Config() string {
 		fmt.Fprintf(&b, "model = %s\n", tomlString(model))
 	}
 	b.WriteString(`model_provider = "filepath"
-approval_policy = "never"
+approval_policy = "on-request"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 
@@ -91,6 +82,14 @@ name = "filepath gateway"
 	b.WriteString(`env_key = "FILEPATH_API_KEY"
 wire_api = "responses"
 `)
+	if u := d.cfg.MCPURL(); u != "" {
+		// filepath's agent tools; wait_for_children and request_approval
+		// may wait 10 minutes.
+		fmt.Fprintf(&b, "\n[mcp_servers.%s]\nurl = %s\n", run.MCPServerName, tomlString(u))
+		b.WriteString(`bearer_token_env_var = "FILEPATH_API_KEY"
+tool_timeout_sec = 660
+`)
+	}
 	return b.String()
 }
 
@@ -124,6 +123,12 @@ func (d *Driver) spec() (run.ChildSpec, error) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(d.Config()), 0o600); err != nil {
 		return run.ChildSpec{}, fmt.Errorf("write codex config: %w", err)
 	}
+	if err := os.MkdirAll(filepath.Join(home, "rules"), 0o700); err != nil {
+		return run.ChildSpec{}, fmt.Errorf("codex rules: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "rules", "filepath.rules"), []byte(Rules()), 0o600); err != nil {
+		return run.ChildSpec{}, fmt.Errorf("write codex rules: %w", err)
+	}
 	set := map[string]string{"CODEX_HOME": home, "FILEPATH_API_KEY": d.cfg.APIKey}
 	return run.ChildSpec{Name: "codex", Path: d.bin, Args: append([]string{"app-server"}, d.cfg.Args...),
 		Env: run.Env(d.cfg.Env, set, nil), Dir: d.cfg.Workspace, Stderr: d.cfg.Stderr, Log: d.cfg.Log}, nil
@@ -144,9 +149,12 @@ type conn struct {
 	next    int
 	pending map[int]pending
 
-	thread    string   // "" until thread/start or thread/resume answers
-	starting  bool     // a turn/start is in flight
-	queue     []string // messages waiting for the thread or a turn
+	thread    string              // "" until thread/start or thread/resume answers
+	starting  bool                // a turn/start is in flight
+	queue     []string            // messages waiting for the thread or a turn
+	changes   map[string][]string // the paths of fileChange items, by item id
+	answers   chan reply          // approval requests decided
+	askCtx    context.Context
 	stopping  bool
 	finishing bool
 	closed    bool
@@ -163,7 +171,10 @@ func (d *Driver) Run(ctx context.Context, cmds <-chan run.Command, emit func(pro
 		return err
 	}
 	defer child.Close()
-	c := &conn{d: d, child: child, parser: NewParser(d.cfg.Workspace), emit: emit, pending: map[int]pending{}}
+	askCtx, askClose := context.WithCancel(ctx)
+	defer askClose()
+	c := &conn{d: d, child: child, parser: NewParser(d.cfg.Workspace), emit: emit, pending: map[int]pending{},
+		changes: map[string][]string{}, answers: make(chan reply), askCtx: askCtx}
 	c.call("initialize", map[string]any{
 		"clientInfo":   map[string]any{"name": "filepath", "title": "filepath", "version": "1"},
 		"capabilities": map[string]any{"experimentalApi": false},
@@ -212,6 +223,8 @@ func (d *Driver) Run(ctx context.Context, cmds <-chan run.Command, emit func(pro
 				continue
 			}
 			c.line(l)
+		case r := <-c.answers:
+			c.write(map[string]any{"id": r.id, "result": r.result})
 		case <-stopWait:
 			stopWait = nil
 			closeInput()
@@ -303,7 +316,7 @@ func (c *conn) interrupt() {
 }
 
 func (c *conn) threadParams() map[string]any {
-	return map[string]any{"cwd": c.d.cfg.Workspace, "approvalPolicy": "never", "sandbox": "danger-full-access"}
+	return map[string]any{"cwd": c.d.cfg.Workspace, "approvalPolicy": "on-request", "sandbox": "danger-full-access"}
 }
 
 func (c *conn) line(l []byte) {
@@ -332,6 +345,9 @@ func (c *conn) line(l []byte) {
 	for _, ev := range evs {
 		c.emit(ev)
 	}
+	if m.Method == "item/started" {
+		c.noteChanges(m.Params)
+	}
 	switch m.Method {
 	case "turn/started":
 		c.starting = false
@@ -346,12 +362,30 @@ func (c *conn) line(l []byte) {
 }
 
 func (c *conn) serverRequest(id int, method string, params json.RawMessage) {
-	if res := c.d.Approve(method, params); res != nil {
-		c.d.log.Info("declined a codex request", "method", method)
-		c.write(map[string]any{"id": id, "result": res})
+	ask, ok := c.classify(method, params)
+	if !ok {
+		c.write(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": "filepath does not handle " + method}})
 		return
 	}
-	c.write(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": "filepath does not handle " + method}})
+	if ask.Request.Action == "" {
+		c.write(map[string]any{"id": id, "result": decision(method, true)})
+		return
+	}
+	c.d.log.Info("codex asks approval", "method", method, "action", ask.Request.Action)
+	go func() {
+		a, err := c.d.API.Ask(c.askCtx, ask.Request)
+		if c.askCtx.Err() != nil {
+			return
+		}
+		ok := err == nil && a.Status == "approved"
+		if !ok {
+			c.d.log.Info("codex's request was not approved", "why", approval.Refusal(ask.Reason, a, err))
+		}
+		select {
+		case c.answers <- reply{id: id, result: decision(method, ok)}:
+		case <-c.askCtx.Done():
+		}
+	}()
 }
 
 func (c *conn) response(id int, result json.RawMessage, rpcErr *struct {

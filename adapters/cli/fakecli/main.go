@@ -23,6 +23,13 @@
 //	               commit or the edit the transcript reports)
 //	#! sleep MS    wait MS milliseconds
 //	#! exit N MSG  write MSG to stderr and exit with code N
+//	#! ask JSON    write JSON (Claude's can_use_tool control_request, a
+//	               Codex approval request) and wait for its answer on stdin
+//	               (a control_response with its request_id, a JSON-RPC
+//	               response with its id); the answer is appended to
+//	               answers.jsonl in the state directory; an interrupt while
+//	               Claude waits withdraws it (control_cancel_request), the
+//	               answer recorded as {"cancelled":true}
 package main
 
 import (
@@ -67,6 +74,10 @@ func (f *fake) main(stdin io.Reader) int {
 	}
 	f.turns = split(string(b), f.mode)
 	f.state = f.stateFile()
+	f.record("args.jsonl", f.args)
+	if err := f.checkMCP(); err != nil {
+		return f.fail(2, "fake %s: %v", f.mode, err)
+	}
 	switch f.mode {
 	case "claude":
 		return f.claude(stdin)
@@ -196,6 +207,8 @@ func (f *fake) directive(l string) (hang bool, exit int) {
 	case "sleep":
 		ms, _ := strconv.Atoi(arg)
 		time.Sleep(time.Duration(ms) * time.Millisecond)
+	case "ask":
+		f.ask(arg)
 	case "exit":
 		n, msg, _ := strings.Cut(arg, " ")
 		code, _ := strconv.Atoi(n)
@@ -290,6 +303,9 @@ func (f *fake) claude(stdin io.Reader) int {
 	if err := f.need("-p", "--verbose", "--input-format", "--output-format", "stream-json"); err != nil {
 		return f.fail(2, "%v", err)
 	}
+	if f.flag("--permission-prompt-tool") != "stdio" || slices.Contains(f.args, "--dangerously-skip-permissions") {
+		return f.fail(2, "fake claude: want --permission-prompt-tool stdio (permission prompts to the adapter), got %q", f.args)
+	}
 	if id := f.flag("--resume"); id != "" && id != f.session() {
 		f.emit(`{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,"session_id":` + strconv.Quote(id) + `}`)
 		return f.fail(1, "No conversation found with session ID: %s", id)
@@ -334,6 +350,120 @@ func (f *fake) waitInterrupt(typ string) bool {
 			return true
 		}
 		f.queue = append(f.queue, m)
+	}
+}
+
+// record appends v as a JSON line to the file name in the state directory.
+func (f *fake) record(name string, v any) {
+	b, _ := json.Marshal(v)
+	fh, err := os.OpenFile(filepath.Join(filepath.Dir(f.inputs), name), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fake: %v\n", err)
+		return
+	}
+	defer fh.Close()
+	fh.Write(append(b, '\n'))
+}
+
+// checkMCP checks the MCP servers the CLI was given, as the CLI would
+// read them: Claude Code's --mcp-config (a file of {"mcpServers": ...}),
+// Amp's --mcp-config (JSON of the servers by name), Cursor's
+// $HOME/.cursor/mcp.json (which needs --approve-mcps to be used
+// headless). Each remote server needs a url; Claude's a type too.
+func (f *fake) checkMCP() error {
+	var doc map[string]map[string]struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	var raw []byte
+	switch f.mode {
+	case "claude":
+		if p := f.flag("--mcp-config"); p != "" {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return fmt.Errorf("--mcp-config: %v", err)
+			}
+			raw = b
+		}
+	case "amp":
+		if j := f.flag("--mcp-config"); j != "" {
+			raw = []byte(`{"mcpServers":` + j + `}`)
+		}
+	case "cursor-agent", "cursor", "agent":
+		b, err := os.ReadFile(filepath.Join(os.Getenv("HOME"), ".cursor", "mcp.json"))
+		if err != nil {
+			return nil
+		}
+		if !slices.Contains(f.args, "--approve-mcps") {
+			return fmt.Errorf("~/.cursor/mcp.json without --approve-mcps: its servers wait for an approval nobody gives")
+		}
+		raw = b
+	}
+	if raw == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("MCP config: %v", err)
+	}
+	for name, s := range doc["mcpServers"] {
+		if s.URL == "" || (f.mode == "claude" && s.Type != "http") {
+			return fmt.Errorf("MCP server %s: want a url (and type http for claude): %s", name, raw)
+		}
+	}
+	f.record("mcp.jsonl", doc["mcpServers"])
+	return nil
+}
+
+// ask writes a permission request and waits for its answer.
+func (f *fake) ask(line string) {
+	var req struct {
+		RequestID string          `json:"request_id"`
+		ID        json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(line), &req); err != nil {
+		fmt.Fprintf(os.Stderr, "fake: #! ask: %v\n", err)
+		return
+	}
+	f.emit(line)
+	for {
+		m, ok := <-f.in
+		if !ok {
+			return
+		}
+		var answer any
+		switch {
+		case m["type"] == "control_response":
+			r, _ := m["response"].(map[string]any)
+			if r["request_id"] == req.RequestID {
+				answer = r["response"]
+			}
+		case m["type"] == "control_request" && req.RequestID != "":
+			// An interrupt while the prompt waits: Claude withdraws it.
+			if r, _ := m["request"].(map[string]any); r["subtype"] == "interrupt" {
+				f.emit(`{"type":"control_cancel_request","request_id":` + strconv.Quote(req.RequestID) + `}`)
+				f.emit(`{"type":"control_response","response":{"subtype":"success","request_id":` + strconv.Quote(fmt.Sprint(m["request_id"])) + `,"response":{}}}`)
+				answer = map[string]any{"cancelled": true}
+			}
+		case len(req.ID) > 0 && m["method"] == nil && m["id"] != nil:
+			if id, _ := json.Marshal(m["id"]); string(id) == string(req.ID) {
+				answer = m["result"]
+				if answer == nil {
+					answer = map[string]any{"error": m["error"]}
+				}
+			}
+		}
+		if answer == nil {
+			f.queue = append(f.queue, m)
+			continue
+		}
+		b, _ := json.Marshal(answer)
+		fh, err := os.OpenFile(filepath.Join(filepath.Dir(f.inputs), "answers.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fh.Write(append(b, '\n'))
+			fh.Close()
+		}
+		return
 	}
 }
 

@@ -13,7 +13,10 @@ import (
 )
 
 // PerMessage runs Cursor's agent, which takes one prompt per process:
-// `cursor-agent -p --output-format stream-json --force [--resume ID] PROMPT`.
+// `cursor-agent -p --output-format stream-json --force [--approve-mcps]
+// [--resume ID] PROMPT`, filepath's agent tools in $HOME/.cursor/mcp.json
+// (HOME is in the state directory). --force runs every command: Cursor's
+// print mode has no way to ask the adapter for permission.
 // Messages that arrive during a run wait and go together into the next one;
 // the chat id of the first run is resumed by every later run and after a
 // restart. Cursor talks to Cursor's service with the user's CURSOR_API_KEY
@@ -37,6 +40,12 @@ func NewCursor(cfg run.Config, state *run.State) *PerMessage {
 
 func (d *PerMessage) spec(prompt string) run.ChildSpec {
 	args := []string{"-p", "--output-format", "stream-json", "--force"}
+	home := filepath.Join(d.cfg.StateDir, "home")
+	if p, err := run.WriteMCPConfig(d.cfg, filepath.Join(home, ".cursor", "mcp.json"), run.CursorMCPConfig); err != nil {
+		d.cfg.Log.Warn("cursor-agent gets no filepath MCP server", "err", err)
+	} else if p != "" {
+		args = append(args, "--approve-mcps") // headless: nobody to approve the server
+	}
 	if m := d.cfg.Model; m != "" {
 		args = append(args, "--model", m)
 	}
@@ -44,7 +53,7 @@ func (d *PerMessage) spec(prompt string) run.ChildSpec {
 		args = append(args, "--resume", id)
 	}
 	args = append(append(args, d.cfg.Args...), prompt)
-	set := map[string]string{"HOME": filepath.Join(d.cfg.StateDir, "home")}
+	set := map[string]string{"HOME": home}
 	return run.ChildSpec{Name: "cursor-agent", Path: d.bin, Args: args,
 		Env: run.Env(d.cfg.Env, set, nil), Dir: d.cfg.Workspace, Stderr: d.cfg.Stderr, Log: d.cfg.Log}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/adapters/cli/run"
+	"github.com/filepath-dev/filepath/adapters/internal/approval"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -26,6 +27,9 @@ type cli struct {
 	// interrupt is the stdin line that ends the current turn, nil when the
 	// CLI has none (then an interrupt restarts it on the same session).
 	interrupt func(n int) []byte
+	// permissions: the CLI asks for permission with can_use_tool control
+	// requests (Claude Code's --permission-prompt-tool stdio).
+	permissions bool
 }
 
 // Long runs a CLI that reads messages on stdin for as long as it runs and
@@ -36,25 +40,34 @@ type Long struct {
 	cfg   run.Config
 	state *run.State
 	log   *slog.Logger
+	// API asks a person for the permissions the CLI asks for.
+	API *approval.Client
 }
 
 var _ run.Driver = (*Long)(nil)
 
 // NewClaude returns the driver of Claude Code: `claude -p --input-format
-// stream-json --output-format stream-json --verbose`, permission prompts off
-// (--dangerously-skip-permissions with IS_SANDBOX=1, since the container is
-// the sandbox), its LLM traffic sent to the gateway's Anthropic endpoint
-// with the node's token, its state (CLAUDE_CONFIG_DIR) in the state
-// directory, and nothing else sent anywhere.
+// stream-json --output-format stream-json --verbose --permission-prompt-tool
+// stdio` (its permission prompts come to the adapter, which answers them or
+// asks the approvals inbox: permission.go), filepath's agent tools as an MCP
+// server (--mcp-config, written to the state directory), its LLM traffic
+// sent to the gateway's Anthropic endpoint with the node's token, its state
+// (CLAUDE_CONFIG_DIR) in the state directory, and nothing else sent
+// anywhere.
 func NewClaude(cfg run.Config, state *run.State) *Long {
 	bin := cfg.Bin
 	if bin == "" {
 		bin = "claude"
 	}
-	c := cli{name: "claude", dialect: Claude}
+	c := cli{name: "claude", dialect: Claude, permissions: true}
 	c.spec = func(resume string) run.ChildSpec {
 		args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-			"--dangerously-skip-permissions"}
+			"--permission-prompt-tool", "stdio"}
+		if p, err := run.WriteMCPConfig(cfg, filepath.Join(cfg.StateDir, "claude-mcp.json"), run.ClaudeMCPConfig); err != nil {
+			cfg.Log.Warn("claude gets no filepath MCP server", "err", err)
+		} else if p != "" {
+			args = append(args, "--mcp-config", p)
+		}
 		if m := strings.TrimPrefix(cfg.Model, "anthropic/"); m != "" {
 			args = append(args, "--model", m)
 		}
@@ -69,9 +82,9 @@ func NewClaude(cfg run.Config, state *run.State) *Long {
 			"DISABLE_TELEMETRY":                        "1",
 			"DISABLE_ERROR_REPORTING":                  "1",
 			"DISABLE_AUTOUPDATER":                      "1",
-			"IS_SANDBOX":                               "1",
 		}
-		defaults := map[string]string{}
+		// wait_for_children and request_approval wait up to 10 minutes.
+		defaults := map[string]string{"MCP_TOOL_TIMEOUT": run.MCPToolTimeoutMS}
 		if cfg.APIURL != "" {
 			defaults["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(cfg.APIURL, "/") + "/anthropic"
 		}
@@ -88,11 +101,13 @@ func NewClaude(cfg run.Config, state *run.State) *Long {
 	c.interrupt = func(n int) []byte {
 		return fmt.Appendf(nil, `{"type":"control_request","request_id":"fp-%d","request":{"subtype":"interrupt"}}`, n)
 	}
-	return &Long{cli: c, cfg: cfg, state: state, log: cfg.Log}
+	return &Long{cli: c, cfg: cfg, state: state, log: cfg.Log, API: run.ApprovalClient(cfg)}
 }
 
 // NewAmp returns the driver of Amp: `amp [threads continue ID] --execute
-// --stream-json --stream-json-input --dangerously-allow-all`. Amp talks to
+// --stream-json --stream-json-input --dangerously-allow-all --mcp-config
+// JSON` (filepath's agent tools). Amp's permission prompts stay off: its
+// stream-json mode has no way to ask the adapter. Amp talks to
 // Amp's own service with the user's AMP_API_KEY (from the environment; the
 // gateway does not meter it). Amp has no interrupt on stdin: an interrupt
 // restarts it on the same thread.
@@ -108,6 +123,13 @@ func NewAmp(cfg run.Config, state *run.State) *Long {
 			args = append(args, "threads", "continue", resume)
 		}
 		args = append(args, "--execute", "--stream-json", "--stream-json-input", "--dangerously-allow-all")
+		// Amp takes the servers as JSON on the command line (its manual's
+		// form); the token is in the container's environment anyway.
+		if cfg.MCPURL() != "" {
+			if b, err := run.AmpMCPConfig(cfg); err == nil {
+				args = append(args, "--mcp-config", string(b))
+			}
+		}
 		set := map[string]string{"HOME": filepath.Join(cfg.StateDir, "home")}
 		return run.ChildSpec{Name: "amp", Path: bin, Args: append(args, cfg.Args...),
 			Env: run.Env(cfg.Env, set, nil), Dir: cfg.Workspace, Stderr: cfg.Stderr, Log: cfg.Log}
@@ -162,6 +184,13 @@ type longRun struct {
 	held         []protocol.Event // events of a resumed session before it answered
 	resumeFailed bool             // exited at once on a resumed session
 	restart      bool             // ended for an interrupt; start again on the same session
+
+	// Permission requests being decided, by control request id, and
+	// their answers for the CLI.
+	asking   map[string]context.CancelFunc
+	answers  chan answer
+	askCtx   context.Context
+	askClose context.CancelFunc
 }
 
 func (s *longRun) send(line []byte) {
@@ -185,6 +214,9 @@ func (s *longRun) run(ctx context.Context, replay []string) error {
 	}
 	defer child.Close()
 	s.child, s.parser = child, NewParser(s.d.cli.dialect, s.d.cfg.Workspace)
+	s.asking, s.answers = map[string]context.CancelFunc{}, make(chan answer)
+	s.askCtx, s.askClose = context.WithCancel(ctx)
+	defer s.askClose()
 	for _, t := range replay {
 		s.message(t)
 	}
@@ -239,6 +271,9 @@ func (s *longRun) run(ctx context.Context, replay []string) error {
 			if s.stopping && !s.busy && !s.closed {
 				killWait = s.closeInput()
 			}
+		case a := <-s.answers:
+			delete(s.asking, a.id)
+			s.send(a.line)
 		case <-stopWait:
 			stopWait = nil
 			killWait = s.closeInput()
@@ -289,6 +324,12 @@ func (s *longRun) drain(lines <-chan []byte) {
 }
 
 func (s *longRun) line(l []byte) {
+	if s.d.cli.permissions {
+		if c, ok := parseControl(l); ok {
+			s.permission(c)
+			return
+		}
+	}
 	evs, note := s.parser.Parse(l)
 	if note != "" {
 		s.d.log.Debug(note, "cli", s.d.cli.name)
@@ -330,4 +371,36 @@ func (s *longRun) end(reason string) {
 	for _, ev := range s.parser.End(reason) {
 		s.emit(ev)
 	}
+}
+
+// permission starts deciding a can_use_tool request (its answer comes back
+// through s.answers), or withdraws one the CLI cancelled.
+func (s *longRun) permission(c controlLine) {
+	if c.Type == "control_cancel_request" {
+		if cancel, ok := s.asking[c.RequestID]; ok {
+			cancel()
+			delete(s.asking, c.RequestID)
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(s.askCtx)
+	s.asking[c.RequestID] = cancel
+	s.d.log.Info("claude asks permission", "tool", c.Request.ToolName, "request", c.RequestID)
+	go func() {
+		defer cancel()
+		b := decide(ctx, s.d.log, s.d.API, s.d.cfg.Workspace, c)
+		if b == nil {
+			return
+		}
+		select {
+		case s.answers <- answer{c.RequestID, b}:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// answer is a decided permission request.
+type answer struct {
+	id   string
+	line []byte
 }

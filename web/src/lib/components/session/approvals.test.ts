@@ -32,8 +32,12 @@ describe('approvals in the chat', () => {
 		await fireEvent.click(screen.getByRole('button', { name: 'Always allow' }));
 		expect(onanswer).toHaveBeenLastCalledWith('a1', 'always');
 		unmount();
-		render(ApprovalBlock, { a: { ...base, status: 'denied', answered_by: 'timeout' } });
+		const timedOut = render(ApprovalBlock, { a: { ...base, status: 'denied', answered_by: 'timeout' } });
 		expect(screen.getByTestId('approval-answer').textContent).toContain('denied by nobody answered in time');
+		expect(screen.queryByRole('button', { name: 'Approve' })).toBeNull();
+		timedOut.unmount();
+		render(ApprovalBlock, { a: { ...base, status: 'denied', answered_by: 'agent' } });
+		expect(screen.getByTestId('approval-answer').textContent).toContain('withdrawn by the agent');
 		expect(screen.queryByRole('button', { name: 'Approve' })).toBeNull();
 	});
 });

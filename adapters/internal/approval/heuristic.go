@@ -1,11 +1,16 @@
-package main
+// Package approval is what the adapters share about asking a person for
+// permission: the heuristic that says which shell commands need it, and a
+// client of the agent API's approvals that survives orchestrator restarts.
+package approval
 
 import (
 	"path"
+	"sort"
 	"strings"
 )
 
-// Approval heuristic of the bash and git tools (docs/agents.md): a command
+// The heuristic of the native agents' bash and git tools and of the CLI
+// adapters' shell commands (docs/agents.md): a command
 // needs a person's approval when it may reach outside the workspace or the
 // network. It is a heuristic over the command's words, not a sandbox (the
 // container is that): it catches the plain cases a careful engineer would
@@ -39,8 +44,40 @@ var installs = map[string][]string{
 	"go": {"get", "install"}, "cargo": {"install", "add"}, "gem": {"install"}, "brew": {"install"}, "apk": {"add"},
 }
 
-// approvalReason says why command needs approval ("" : it does not).
-func approvalReason(command string) string {
+// CommandPrefixes are the command words the heuristic asks about whatever
+// follows them, with why: the network tools, git's remote subcommands and
+// the package managers' installs. A CLI that matches commands by prefix
+// (Codex's execpolicy rules) asks about these; it cannot see URLs or paths.
+func CommandPrefixes() (prefixes [][]string, why []string) {
+	add := func(p []string, w string) {
+		prefixes = append(prefixes, p)
+		why = append(why, w)
+	}
+	for _, t := range sortedKeys(networkTools) {
+		add([]string{t}, t+" reaches the network")
+	}
+	for _, g := range append(sortedKeys(gitRemote), "remote", "submodule") {
+		add([]string{"git", g}, "git "+g+" talks to a remote repository")
+	}
+	for _, pm := range sortedKeys(installs) {
+		for _, sub := range installs[pm] {
+			add([]string{pm, sub}, pm+" "+sub+" installs packages from the network")
+		}
+	}
+	return prefixes, why
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Reason says why command needs a person's approval ("" : it does not).
+func Reason(command string) string {
 	words := shellWords(command)
 	for i, w := range words {
 		if strings.Contains(w, "://") {
@@ -110,6 +147,21 @@ func pathIn(w string) string {
 		return w
 	}
 	return ""
+}
+
+// WritablePath reports whether an agent may write p without asking: an
+// absolute path under /workspace or /tmp.
+func WritablePath(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	clean := path.Clean(p)
+	for _, a := range []string{"/workspace", "/tmp"} {
+		if clean == a || strings.HasPrefix(clean, a+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func allowedPath(p string) bool {
