@@ -239,6 +239,9 @@ func (s *Server) createNode(c echo.Context) error {
 	default:
 		return orchestrator.FieldErrorf("workspace", "field \"workspace\" must be shared or fork, not %q", req.Workspace)
 	}
+	if err := s.needVendorKey(c, c.Param("id"), *req.AgentType); err != nil {
+		return err
+	}
 	in := store.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
 	ctx := c.Request().Context()
 	n, err := s.store.CreateNode(ctx, user(c).ID, c.Param("id"), in)

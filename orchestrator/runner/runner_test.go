@@ -58,7 +58,7 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, dir: t.TempDir(), pub: &published{}}
 	var err error
-	e.st, err = store.Open(ctx, store.Config{Path: filepath.Join(e.dir, "filepath.db"), Publisher: e.pub})
+	e.st, err = store.Open(ctx, store.Config{Path: filepath.Join(e.dir, "filepath.db"), Publisher: e.pub, SecretsKey: testSecretsKey})
 	if err != nil {
 		t.Fatal(err)
 	}
