@@ -440,6 +440,13 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: start the session first", nodeID)
 	}
 	rec, err := rel.Deliver(ctx, in)
+	if errors.Is(err, relay.ErrStopping) {
+		// The agent is on its way out (a stop, a handoff): the message
+		// goes to the node's next container instead of being lost.
+		if rel, err = r.nextRelay(ctx, sessionID, nodeID, rel); err == nil {
+			rec, err = rel.Deliver(ctx, in)
+		}
+	}
 	switch {
 	case err == nil:
 		// rec is the record as stored (the relay's Log returns it).
@@ -452,6 +459,59 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 		return store.Record{}, orchestrator.Errorf(orchestrator.EInvalid, "%v", err)
 	default:
 		return store.Record{}, err
+	}
+}
+
+// nextRelay waits for old, the relay of a stopping agent, to end, and
+// returns the relay of the node's next container: the continuation after a
+// handoff, or a fresh start (as a message to a stopped node makes).
+func (r *Runner) nextRelay(ctx context.Context, sessionID, nodeID string, old *relay.Relay) (*relay.Relay, error) {
+	bound := r.cfg.StopGrace + r.cfg.KillGrace + 30*time.Second
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-old.Done():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, orchestrator.Errorf(orchestrator.EUnavailable, "node %s is stopping and did not end within %s; retry later", nodeID, bound)
+	}
+	// The old relay leaves the map just after it ends, and a continuation
+	// starts right after that: give them a moment before starting anew.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if err := r.waitStarting(ctx, nodeID); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		cur, starting := r.relays[nodeID], r.starting[nodeID] != nil
+		r.mu.Unlock()
+		switch {
+		case starting:
+			continue
+		case cur != nil && cur != old:
+			return cur, nil
+		case cur == nil && time.Now().After(deadline):
+			sess, err := r.st.SessionByID(ctx, sessionID)
+			if err != nil {
+				return nil, err
+			}
+			if err := r.StartNode(ctx, sess.UserID, sessionID, nodeID); err != nil {
+				return nil, err
+			}
+			if err := r.waitStarting(ctx, nodeID); err != nil {
+				return nil, err
+			}
+			if cur := r.relayOf(nodeID); cur != nil && cur != old {
+				return cur, nil
+			}
+			return nil, orchestrator.Errorf(orchestrator.EConflict, "node %s stopped and did not start again", nodeID)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
