@@ -57,7 +57,9 @@ func (fs *FS) writeChunks(ctx context.Context, tx *txn, ino int64, cs int, oldSi
 	}
 	c64 := int64(cs)
 	var zeros []byte
-	for k := start / c64; k*c64 < newSize; k++ {
+	// Only the chunks from start (the write, or the old end when it leaves
+	// a hole) to the write's end change; those after it stay as they are.
+	for k := start / c64; k*c64 < max(end, start+1) && k*c64 < newSize; k++ {
 		coff := k * c64
 		clen := min(c64, newSize-coff)
 		var buf []byte

@@ -450,3 +450,33 @@ func TestNestedForkNodesDeleted(t *testing.T) {
 	wantContent(t, f.fs, "/a", []byte("a"))
 	f.check(t)
 }
+
+// A small write into a large file touches only the chunks it covers: the
+// chunks after it are not rewritten, so a fork has only the changed chunk
+// copied up (before, every chunk from the write to the end of the file was
+// read, rewritten and copied up into the fork).
+func TestSmallWriteTouchesOnlyItsChunks(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	big := pattern(3, 100*4096+100)
+	mustWrite(t, p, "/big", big)
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, p, "/big", []byte("head"), 10)
+	if u := wsUsage(t, f.db, fk.ID, fk.Base); u.rows != 1 || u.bytes != 4096 {
+		t.Fatalf("a 4-byte write at offset 10 copied %d chunks (%d bytes) up into the fork; want 1 (4096)", u.rows, u.bytes)
+	}
+	want := append([]byte(nil), big...)
+	copy(want[10:], "head")
+	wantContent(t, p, "/big", want)
+	wantContent(t, f.v.Session(fk.ID), "/big", big)
+	// A write past the end still fills the hole with zeros.
+	writeAt(t, p, "/big", []byte("tail"), int64(len(big))+5000)
+	want = append(want, make([]byte, 5000)...)
+	want = append(want, "tail"...)
+	wantContent(t, p, "/big", want)
+	f.check(t)
+}
