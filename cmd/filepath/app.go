@@ -110,18 +110,19 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	go func() { defer close(a.sweepDone); sweepExpired(sweepCtx, a.st, time.Hour, log) }()
 
 	a.srv, err = api.New(api.Config{
-		Addr:           cfg.Addr,
-		Store:          a.st,
-		Hub:            a.hub,
-		Runner:         a.run,
-		Logger:         log,
-		Stdout:         stdout,
-		AllowedOrigins: cfg.AllowedOrigins,
-		TrustedProxies: cfg.TrustedProxies,
-		SessionTTL:     cfg.SessionTTL,
-		MaxBody:        cfg.MaxBody,
-		Files:          a.fsys,
-		Models:         models,
+		Addr:            cfg.Addr,
+		Store:           a.st,
+		Hub:             a.hub,
+		Runner:          a.run,
+		Logger:          log,
+		Stdout:          stdout,
+		AllowedOrigins:  cfg.AllowedOrigins,
+		TrustedProxies:  cfg.TrustedProxies,
+		SessionTTL:      cfg.SessionTTL,
+		MaxBody:         cfg.MaxBody,
+		Files:           a.fsys,
+		Models:          models,
+		GitAllowPrivate: cfg.GitAllowPrivate,
 	})
 	if err != nil {
 		return a, err
@@ -145,9 +146,10 @@ var _ api.Runner = (*runner.Runner)(nil)
 func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	st, fsys, log := a.st, a.fsys, a.log
 	rcfg := runner.Config{Store: st, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
-		ProviderKeys: func(p string) bool { return cfg.ProviderKeys[p] != "" },
-		CheckTimeout: cfg.CheckTimeout,
-		Memories:     memories{st}}
+		ProviderKeys:    func(p string) bool { return cfg.ProviderKeys[p] != "" },
+		CheckTimeout:    cfg.CheckTimeout,
+		GitAllowPrivate: cfg.GitAllowPrivate,
+		Memories:        memories{st}}
 	acfg := agentapi.Config{Auth: st, Logger: log}
 	switch cfg.Runtime {
 	case "process":
