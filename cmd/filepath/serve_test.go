@@ -247,7 +247,7 @@ func TestServeEndToEnd(t *testing.T) {
 		{name: "user bad sub", args: []string{"user", "rm", "bob"}, code: 2},
 		{name: "apikey for bob", args: []string{"apikey", "create", "--user", "bob", "--data", data}, code: 0, out: "fp_"},
 		{name: "apikey unknown user", args: []string{"apikey", "create", "--user", "nobody", "--data", data}, code: 1},
-		{name: "apikey bad sub", args: []string{"apikey", "list"}, code: 2},
+		{name: "apikey bad sub", args: []string{"apikey", "frobnicate"}, code: 2},
 		{name: "serve bad flag", args: []string{"serve", "--runtime", "vm"}, code: 2},
 	}
 	for _, tt := range tests {
