@@ -266,6 +266,7 @@ func (a *app) Run(ctx context.Context) error { return a.srv.Run(ctx) }
 //  4. the workspaces: the mounts of nodes that do not run are unmounted;
 //     those under running containers stop serving, left dead for the next
 //     start to replace (their invalidators and retry timers end with them);
+//     with none left, the bind mount of DATA/mnt goes too;
 //  5. the container runtime (the Docker client's connections; the process
 //     runtime's agents, which die with the orchestrator anyway);
 //  6. the coalescer, which appends the file changes it still holds;
@@ -308,6 +309,9 @@ func (a *app) Close() error {
 				a.fsys.SetInvalidator(nil)
 			}
 			errs = append(errs, a.ws.Shutdown(func(id string) bool { return running[id] }))
+			// DATA/mnt stays mounted only under a running container's
+			// workspace; otherwise nothing is left mounted.
+			errs = append(errs, a.ws.Release())
 		}
 		if a.rt != nil {
 			errs = append(errs, a.rt.Close())
