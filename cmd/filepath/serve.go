@@ -209,7 +209,13 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	if cfg.CheckTimeout > cfg.CheckTimeoutMax {
 		return cfg, fmt.Errorf("serve: %s %s is longer than %s %s", where("check-timeout"), cfg.CheckTimeout, where("check-timeout-max"), cfg.CheckTimeoutMax)
 	}
-	if cfg.LLM, err = llm.config(); err != nil {
+	whereVar := func(flag, variable string) string {
+		if _, ok := os.LookupEnv(variable); ok && !set[flag] {
+			return variable
+		}
+		return "--" + flag
+	}
+	if cfg.LLM, err = llm.config(whereVar); err != nil {
 		return cfg, err
 	}
 	cfg.ProviderKeys = map[string]string{}
