@@ -103,6 +103,10 @@ var nodeKeyDenied = map[string]bool{
 	"POST " + apiPrefix + "/sessions/:id/start": true,
 	"POST " + apiPrefix + "/sessions/:id/stop":  true,
 	"POST " + apiPrefix + "/sessions/:id/nodes": true,
+	// Vendor keys are the user's: an agent neither lists nor sets them.
+	"GET " + apiPrefix + "/sessions/:id/secrets":          true,
+	"PUT " + apiPrefix + "/sessions/:id/secrets/:name":    true,
+	"DELETE " + apiPrefix + "/sessions/:id/secrets/:name": true,
 	// The audit log names paths outside a node's allowed_paths.
 	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
 	// The approvals inbox is the user's: an agent never answers, nor reads
