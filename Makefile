@@ -20,8 +20,13 @@ build: web binary ## build the UI and the binary (bin/filepath, UI embedded)
 binary:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/filepath
 
-web: ## build the Svelte UI into web/build
+web: web/node_modules/.package-lock.json ## build the Svelte UI into web/build (installs its npm packages when missing)
 	cd web && npm run build
+
+# The UI's npm packages, installed (npm ci) when missing or older than the
+# lock file; npm ci rewrites node_modules/.package-lock.json.
+web/node_modules/.package-lock.json: web/package-lock.json web/package.json
+	cd web && npm ci
 
 images: ## build the agent images locally (no registry needed)
 	images/build.sh
@@ -31,21 +36,21 @@ test: deps lint gen-check web-test images build go-test e2e ## everything CI run
 go-test: ## Go unit + integration tests (real SQLite, Docker, FUSE), with the race detector
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-web-test: ## component tests (vitest)
+web-test: web/node_modules/.package-lock.json ## component tests (vitest)
 	cd web && npm test
 
-e2e: ## end-to-end: the real binary, a real agent container, headless Chromium
+e2e: web/node_modules/.package-lock.json ## end-to-end: the real binary, a real agent container, headless Chromium
 	cd web && npm run e2e
 
 lint: ## gofmt, go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-gen: ## regenerate the JSON Schema and the UI's TypeScript protocol types
+gen: web/node_modules/.package-lock.json ## regenerate the JSON Schema and the UI's TypeScript protocol types
 	$(GO) generate ./protocol/...
 	cd web && npm run gen
 
-gen-check: ## fail when generated files are stale
+gen-check: web/node_modules/.package-lock.json ## fail when generated files are stale
 	$(GO) test -count=1 -run 'TestCommittedSchemasAreCurrent' ./protocol/internal/schemagen/
 	cd web && npm run gen:check
 

@@ -240,6 +240,9 @@ func (f *fields) parse(line []byte) error {
 	if !utf8.Valid(line) {
 		return lineError("not valid UTF-8 (first bad byte at column %d)", badUTF8(line)+1)
 	}
+	if bytes.HasPrefix(line, []byte("\xEF\xBB\xBF")) {
+		return lineError("starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); write JSON without one (an editor's \"UTF-8 with BOM\" adds it)")
+	}
 	if !json.Valid(line) {
 		return notJSON(line)
 	}

@@ -6,19 +6,34 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
 const apikeyUsage = `usage:
-  filepath apikey create [--data DIR] [--user NAME]   print a new API key (send it as Authorization: Bearer KEY)
+  filepath apikey create [--data DIR] [--user NAME] [--name LABEL]   print a new API key (send it as Authorization: Bearer KEY)
+  filepath apikey list [--data DIR] [--user NAME] [--nodes]          list keys: id, prefix, user, name, created, last used
+  filepath apikey revoke [--data DIR] ID                              delete a key; it stops working at once
 `
 
-// runAPIKey is `filepath apikey create`: it prints the new key alone on
-// stdout, so that scripts can capture it.
+// runAPIKey is `filepath apikey create|list|revoke`. create prints the new
+// key alone on stdout, so that scripts can capture it.
 func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "create" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, apikeyUsage)
+		return 2
+	}
+	switch args[0] {
+	case "create":
+	case "list":
+		return runAPIKeyList(ctx, args[1:], stdout, stderr)
+	case "revoke":
+		return runAPIKeyRevoke(ctx, args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "apikey: unknown command %q\n%s", args[0], apikeyUsage)
 		return 2
 	}
 	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
@@ -76,4 +91,122 @@ func keyUser(ctx context.Context, st *store.Store, name string) (store.User, err
 		}
 	}
 	return store.User{}, errors.New("no administrator yet: start `filepath serve` once, or pass --user NAME")
+}
+
+// runAPIKeyList is `filepath apikey list`: every user's keys (or one
+// user's), newest first, as a table. Agents' node keys, made and deleted
+// with their containers, show only with --nodes.
+func runAPIKeyList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("apikey list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", env("FILEPATH_DATA", "./data"), "data directory (env FILEPATH_DATA)")
+	userName := fs.String("user", "", "list only this user's keys")
+	nodes := fs.Bool("nodes", false, "also list the keys of running agents (one per container)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "apikey list: unexpected argument %q\n%s", fs.Arg(0), apikeyUsage)
+		return 2
+	}
+	st, err := openStore(ctx, *data)
+	if err != nil {
+		fmt.Fprintf(stderr, "apikey list: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	var users []store.User
+	if *userName != "" {
+		u, err := st.UserByName(ctx, *userName)
+		if err != nil {
+			fmt.Fprintf(stderr, "apikey list: user %q: %v\n", *userName, err)
+			return 1
+		}
+		users = []store.User{u}
+	} else if users, err = st.ListUsers(ctx); err != nil {
+		fmt.Fprintf(stderr, "apikey list: %v\n", err)
+		return 1
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPREFIX\tUSER\tNAME\tCREATED\tLAST USED")
+	for _, u := range users {
+		keys, err := st.ListAPIKeys(ctx, u.ID)
+		if err != nil {
+			fmt.Fprintf(stderr, "apikey list: %v\n", err)
+			return 1
+		}
+		for _, k := range keys {
+			if k.NodeID != "" && !*nodes {
+				continue
+			}
+			used := "never"
+			if k.LastUsedAt != nil {
+				used = k.LastUsedAt.UTC().Format(time.RFC3339)
+			}
+			name := k.Name
+			if name == "" {
+				name = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, u.Name, name, k.CreatedAt.UTC().Format(time.RFC3339), used)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintf(stderr, "apikey list: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// runAPIKeyRevoke is `filepath apikey revoke ID`: it deletes the key, so
+// the next request with it is refused (401); the server needs no restart.
+func runAPIKeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("apikey revoke", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", env("FILEPATH_DATA", "./data"), "data directory (env FILEPATH_DATA)")
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if len(rest) != 1 {
+		fmt.Fprintf(stderr, "apikey revoke: want one key ID (see `filepath apikey list`)\n%s", apikeyUsage)
+		return 2
+	}
+	id := strings.TrimSpace(rest[0])
+	st, err := openStore(ctx, *data)
+	if err != nil {
+		fmt.Fprintf(stderr, "apikey revoke: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	users, err := st.ListUsers(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "apikey revoke: %v\n", err)
+		return 1
+	}
+	for _, u := range users {
+		keys, err := st.ListAPIKeys(ctx, u.ID)
+		if err != nil {
+			fmt.Fprintf(stderr, "apikey revoke: %v\n", err)
+			return 1
+		}
+		for _, k := range keys {
+			if k.ID != id {
+				continue
+			}
+			if err := st.DeleteAPIKey(ctx, u.ID, k.ID); err != nil {
+				fmt.Fprintf(stderr, "apikey revoke: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stdout, "revoked key %s (%s…) of %s\n", k.ID, k.Prefix, u.Name)
+			return 0
+		}
+	}
+	fmt.Fprintf(stderr, "apikey revoke: no key with ID %q (the ID is the first column of `filepath apikey list`, not the key itself)\n", id)
+	return 1
 }

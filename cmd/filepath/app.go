@@ -118,18 +118,19 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	go func() { defer close(a.sweepDone); sweepExpired(sweepCtx, a.st, time.Hour, log) }()
 
 	a.srv, err = api.New(api.Config{
-		Addr:           cfg.Addr,
-		Store:          a.st,
-		Hub:            a.hub,
-		Runner:         a.run,
-		Logger:         log,
-		Stdout:         stdout,
-		AllowedOrigins: cfg.AllowedOrigins,
-		TrustedProxies: cfg.TrustedProxies,
-		SessionTTL:     cfg.SessionTTL,
-		MaxBody:        cfg.MaxBody,
-		Files:          a.fsys,
-		Models:         models,
+		Addr:            cfg.Addr,
+		Store:           a.st,
+		Hub:             a.hub,
+		Runner:          a.run,
+		Logger:          log,
+		Stdout:          stdout,
+		AllowedOrigins:  cfg.AllowedOrigins,
+		TrustedProxies:  cfg.TrustedProxies,
+		SessionTTL:      cfg.SessionTTL,
+		MaxBody:         cfg.MaxBody,
+		Files:           a.fsys,
+		Models:          models,
+		GitAllowPrivate: cfg.GitAllowPrivate,
 	})
 	if err != nil {
 		return a, err
@@ -153,9 +154,10 @@ var _ api.Runner = (*runner.Runner)(nil)
 func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	st, fsys, log := a.st, a.fsys, a.log
 	rcfg := runner.Config{Store: st, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
-		ProviderKeys: func(p string) bool { return cfg.ProviderKeys[p] != "" },
-		CheckTimeout: cfg.CheckTimeout,
-		Memories:     memories{st}}
+		ProviderKeys:    func(p string) bool { return cfg.ProviderKeys[p] != "" },
+		CheckTimeout:    cfg.CheckTimeout,
+		GitAllowPrivate: cfg.GitAllowPrivate,
+		Memories:        memories{st}}
 	acfg := agentapi.Config{Auth: st, Logger: log}
 	switch cfg.Runtime {
 	case "process":
@@ -286,6 +288,7 @@ func (a *app) Run(ctx context.Context) error { return a.srv.Run(ctx) }
 //  4. the workspaces: the mounts of nodes that do not run are unmounted;
 //     those under running containers stop serving, left dead for the next
 //     start to replace (their invalidators and retry timers end with them);
+//     with none left, the bind mount of DATA/mnt goes too;
 //  5. the container runtime (the Docker client's connections; the process
 //     runtime's agents, which die with the orchestrator anyway);
 //  6. the coalescer, which appends the file changes it still holds;
@@ -328,6 +331,9 @@ func (a *app) Close() error {
 				a.fsys.SetInvalidator(nil)
 			}
 			errs = append(errs, a.ws.Shutdown(func(id string) bool { return running[id] }))
+			// DATA/mnt stays mounted only under a running container's
+			// workspace; otherwise nothing is left mounted.
+			errs = append(errs, a.ws.Release())
 		}
 		if a.rt != nil {
 			errs = append(errs, a.rt.Close())

@@ -50,8 +50,9 @@ func addLLMFlags(fs *flag.FlagSet) *llmFlags {
 	return f
 }
 
-// config validates the flags.
-func (f *llmFlags) config() (llmConfig, error) {
+// config validates the flags. where(flag, variable) names the source of a
+// value in an error: the variable when it was set and the flag was not.
+func (f *llmFlags) config(where func(flag, variable string) string) (llmConfig, error) {
 	var c llmConfig
 	ups := map[string]*gateway.Upstream{gateway.OpenRouter: &c.Gateway.OpenRouter, gateway.Anthropic: &c.Gateway.Anthropic, gateway.OpenAI: &c.Gateway.OpenAI}
 	for name, up := range ups {
@@ -63,29 +64,29 @@ func (f *llmFlags) config() (llmConfig, error) {
 	if s := strings.TrimSpace(*f.budgetTokens); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			return c, fmt.Errorf("serve: --session-budget-tokens %q: want a number of tokens, or empty for unlimited", s)
+			return c, fmt.Errorf("serve: %s %q: want a number of tokens, or empty for unlimited", where("session-budget-tokens", "FILEPATH_SESSION_BUDGET_TOKENS"), s)
 		}
 		c.Budget.Tokens = &n
 	}
 	if s := strings.TrimSpace(*f.budgetUS); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-			return c, fmt.Errorf("serve: --session-budget-usd %q: want a number of dollars, or empty for unlimited", s)
+			return c, fmt.Errorf("serve: %s %q: want a number of dollars, or empty for unlimited", where("session-budget-usd", "FILEPATH_SESSION_BUDGET_USD"), s)
 		}
 		c.Budget.USD = &v
 	}
 	n, err := parseSize(*f.maxBody)
 	if err != nil || n < 1 {
-		return c, fmt.Errorf("serve: --gateway-max-body %q: want a size like 32MiB", *f.maxBody)
+		return c, fmt.Errorf("serve: %s %q: want a size like 32MiB", where("gateway-max-body", "FILEPATH_GATEWAY_MAX_BODY"), *f.maxBody)
 	}
 	c.Gateway.MaxBody = n
 	d, err := time.ParseDuration(strings.TrimSpace(*f.timeout))
 	if err != nil || d <= 0 {
-		return c, fmt.Errorf("serve: --gateway-timeout %q: want a duration like 10m", *f.timeout)
+		return c, fmt.Errorf("serve: %s %q: want a duration like 10m", where("gateway-timeout", "FILEPATH_GATEWAY_TIMEOUT"), *f.timeout)
 	}
 	c.Gateway.Timeout = d
 	if c.ModelsTTL, err = time.ParseDuration(strings.TrimSpace(*f.modelsTTL)); err != nil || c.ModelsTTL <= 0 {
-		return c, fmt.Errorf("serve: --models-ttl %q: want a duration like 1h", *f.modelsTTL)
+		return c, fmt.Errorf("serve: %s %q: want a duration like 1h", where("models-ttl", "FILEPATH_MODELS_TTL"), *f.modelsTTL)
 	}
 	return c, c.Gateway.Validate()
 }

@@ -51,7 +51,13 @@ func TestParseServeLLM(t *testing.T) {
 		{name: "bad base URL", env: map[string]string{"FILEPATH_OPENAI_BASE_URL": "api.openai.com/v1"}, wantErr: "FILEPATH_OPENAI_BASE_URL"},
 		{name: "base URL scheme", args: []string{"--openrouter-base-url", "ftp://x"}, wantErr: "--openrouter-base-url"},
 		{name: "bad token budget", args: []string{"--session-budget-tokens", "-5"}, wantErr: "--session-budget-tokens"},
-		{name: "bad usd budget", env: map[string]string{"FILEPATH_SESSION_BUDGET_USD": "ten"}, wantErr: "--session-budget-usd"},
+		// A bad value from a variable names the variable, from a flag the flag.
+		{name: "bad usd budget", env: map[string]string{"FILEPATH_SESSION_BUDGET_USD": "ten"}, wantErr: `FILEPATH_SESSION_BUDGET_USD "ten"`},
+		{name: "bad token budget in env", env: map[string]string{"FILEPATH_SESSION_BUDGET_TOKENS": "-1"}, wantErr: `FILEPATH_SESSION_BUDGET_TOKENS "-1"`},
+		{name: "bad timeout in env", env: map[string]string{"FILEPATH_GATEWAY_TIMEOUT": "soon"}, wantErr: `FILEPATH_GATEWAY_TIMEOUT "soon"`},
+		{name: "bad max body in env", env: map[string]string{"FILEPATH_GATEWAY_MAX_BODY": "huge"}, wantErr: `FILEPATH_GATEWAY_MAX_BODY "huge"`},
+		{name: "bad models ttl in env", env: map[string]string{"FILEPATH_MODELS_TTL": "0s"}, wantErr: `FILEPATH_MODELS_TTL "0s"`},
+		{name: "flag over bad env budget", env: map[string]string{"FILEPATH_SESSION_BUDGET_TOKENS": "-1"}, args: []string{"--session-budget-tokens", "-2"}, wantErr: `--session-budget-tokens "-2"`},
 		{name: "bad timeout", args: []string{"--gateway-timeout", "0s"}, wantErr: "--gateway-timeout"},
 		{name: "bad max body", args: []string{"--gateway-max-body", "huge"}, wantErr: "--gateway-max-body"},
 	}

@@ -34,6 +34,8 @@ commands:
   user add NAME | user login NAME               create a user / print a fresh login URL
   user logout NAME                              end every browser session of a user
   apikey create [--user NAME]                   print a new API key
+  apikey list [--user NAME]                     list API keys (id, prefix, user, created, last used)
+  apikey revoke ID                              revoke an API key at once
   healthcheck [--addr A]                        exit 0 when the server on A answers /healthz ok
   version                                       print the version
   help                                          print this help

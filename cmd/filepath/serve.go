@@ -56,6 +56,9 @@ type serveConfig struct {
 	// prefer the variable: a flag shows a key in ps).
 	ProviderKeys map[string]string
 	LLM          llmConfig
+	// GitAllowPrivate lets sessions clone from hosts that are or resolve
+	// to loopback, private or link-local addresses.
+	GitAllowPrivate bool
 }
 
 // env returns the FILEPATH_* variable name or def when it is unset.
@@ -76,6 +79,7 @@ var serveEnv = map[string]string{
 	"network": "FILEPATH_NETWORK", "trusted-proxies": "FILEPATH_TRUSTED_PROXIES", "session-ttl": "FILEPATH_SESSION_TTL",
 	"approval-timeout": "FILEPATH_APPROVAL_TIMEOUT",
 	"check-timeout":    "FILEPATH_CHECK_TIMEOUT", "check-timeout-max": "FILEPATH_CHECK_TIMEOUT_MAX",
+	"git-allow-private": "FILEPATH_GIT_ALLOW_PRIVATE",
 }
 
 // parseServe reads flags, then FILEPATH_* env vars for what the flags left
@@ -106,6 +110,12 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	agentCmd := str("agent-cmd", "", "with --runtime process: the command every agent runs, e.g. 'bin/testagent'")
 	network := str("network", "bridge", "Docker network mode of agent containers: bridge, none, or a network name")
 	approvalTimeout := str("approval-timeout", "10m", "how long an agent's request for approval waits for an answer before it is denied, e.g. 10m or 1h")
+	gitPrivateEnv := strings.TrimSpace(os.Getenv(serveEnv["git-allow-private"]))
+	gitPrivateDef, gitPrivateErr := false, error(nil)
+	if gitPrivateEnv != "" {
+		gitPrivateDef, gitPrivateErr = strconv.ParseBool(gitPrivateEnv)
+	}
+	gitPrivate := fs.Bool("git-allow-private", gitPrivateDef, "let sessions clone git repositories from hosts that are or resolve to loopback, private or link-local addresses (the server's own network); off: such URLs are refused (env "+serveEnv["git-allow-private"]+"=1)")
 	llm := addLLMFlags(fs)
 	checkTimeout := str("check-timeout", "5m", "time limit of a health check whose session sets none")
 	checkTimeoutMax := str("check-timeout-max", "30m", "the longest time limit a session may set on a health check")
@@ -125,7 +135,10 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		return "--" + name
 	}
 	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime,
-		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network}
+		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network, GitAllowPrivate: *gitPrivate}
+	if gitPrivateErr != nil && !set["git-allow-private"] {
+		return cfg, fmt.Errorf("serve: %s %q: want 1, true, 0 or false", serveEnv["git-allow-private"], gitPrivateEnv)
+	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return cfg, fmt.Errorf("serve: %s %q: want debug, info, warn or error", where("log-level"), *level)
 	}
@@ -196,7 +209,13 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	if cfg.CheckTimeout > cfg.CheckTimeoutMax {
 		return cfg, fmt.Errorf("serve: %s %s is longer than %s %s", where("check-timeout"), cfg.CheckTimeout, where("check-timeout-max"), cfg.CheckTimeoutMax)
 	}
-	if cfg.LLM, err = llm.config(); err != nil {
+	whereVar := func(flag, variable string) string {
+		if _, ok := os.LookupEnv(variable); ok && !set[flag] {
+			return variable
+		}
+		return "--" + flag
+	}
+	if cfg.LLM, err = llm.config(whereVar); err != nil {
 		return cfg, err
 	}
 	cfg.ProviderKeys = map[string]string{}

@@ -107,6 +107,22 @@ func TestParseServe(t *testing.T) {
 		{name: "overflowing size in env", env: map[string]string{"FILEPATH_SESSION_QUOTA": "99999999999GiB"}, wantErr: `FILEPATH_SESSION_QUOTA`},
 		{name: "bad level in env", env: map[string]string{"FILEPATH_LOG_LEVEL": "loud"}, wantErr: `FILEPATH_LOG_LEVEL "loud"`},
 		{name: "bad int flag", args: []string{"--mailbox", "x"}, wantErr: `--mailbox "x"`},
+		{name: "git private hosts off by default", check: func(t *testing.T, c serveConfig) {
+			if c.GitAllowPrivate {
+				t.Fatal("private git hosts allowed by default")
+			}
+		}},
+		{name: "git private hosts from env", env: map[string]string{"FILEPATH_GIT_ALLOW_PRIVATE": "1"}, check: func(t *testing.T, c serveConfig) {
+			if !c.GitAllowPrivate {
+				t.Fatal("FILEPATH_GIT_ALLOW_PRIVATE=1 ignored")
+			}
+		}},
+		{name: "git private hosts flag", args: []string{"--git-allow-private"}, check: func(t *testing.T, c serveConfig) {
+			if !c.GitAllowPrivate {
+				t.Fatal("--git-allow-private ignored")
+			}
+		}},
+		{name: "bad git private env", env: map[string]string{"FILEPATH_GIT_ALLOW_PRIVATE": "sure"}, wantErr: `FILEPATH_GIT_ALLOW_PRIVATE "sure"`},
 		// A flag wins over the variable: the variable's value is not used.
 		{name: "flag over bad env", env: map[string]string{"FILEPATH_MAILBOX": "lots"}, args: []string{"--mailbox", "5"}, check: func(t *testing.T, c serveConfig) {
 			if c.Mailbox != 5 {
@@ -118,7 +134,7 @@ func TestParseServe(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
 				"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_CHECK_TIMEOUT", "FILEPATH_CHECK_TIMEOUT_MAX",
-				"FILEPATH_APPROVAL_TIMEOUT",
+				"FILEPATH_APPROVAL_TIMEOUT", "FILEPATH_GIT_ALLOW_PRIVATE",
 				"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
 				t.Setenv(k, tt.env[k])
 				if _, ok := tt.env[k]; !ok {
@@ -231,7 +247,7 @@ func TestServeEndToEnd(t *testing.T) {
 		{name: "user bad sub", args: []string{"user", "rm", "bob"}, code: 2},
 		{name: "apikey for bob", args: []string{"apikey", "create", "--user", "bob", "--data", data}, code: 0, out: "fp_"},
 		{name: "apikey unknown user", args: []string{"apikey", "create", "--user", "nobody", "--data", data}, code: 1},
-		{name: "apikey bad sub", args: []string{"apikey", "list"}, code: 2},
+		{name: "apikey bad sub", args: []string{"apikey", "frobnicate"}, code: 2},
 		{name: "serve bad flag", args: []string{"serve", "--runtime", "vm"}, code: 2},
 	}
 	for _, tt := range tests {

@@ -65,7 +65,7 @@ func TestShelleyThroughGateway(t *testing.T) {
 	data := t.TempDir()
 	t.Cleanup(func() { unmountUnder(filepath.Join(data, "mnt")) })
 	var srv *server
-	srv = startServer(t, data, "--network", "none", "--gateway-timeout", gatewayTimeout.String(), "--models-ttl", "2s")
+	srv = startServer(t, data, "--network", "none", "--git-allow-private", "--gateway-timeout", gatewayTimeout.String(), "--models-ttl", "2s")
 	e := &shelleyEnv{c: newClient(t, data, &srv), up: up, agents: agents, data: data}
 
 	t.Run("agents", func(t *testing.T) {

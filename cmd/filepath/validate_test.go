@@ -47,6 +47,14 @@ func TestValidate(t *testing.T) {
 			stdout: "2: field \"state\" must be one of idle|thinking|running|done|error, got \"sleeping\"\n1 valid, 1 invalid\n",
 		},
 		{
+			// A file saved as "UTF-8 with BOM": the error names the BOM, not "invalid character 'ï'".
+			name:   "byte order mark",
+			args:   []string{"validate"},
+			stdin:  "\xEF\xBB\xBF" + ndjsonLines(`{"type":"text","content":"hi"}`, `{"type":"done"}`),
+			code:   1,
+			stdout: "1: starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); write JSON without one (an editor's \"UTF-8 with BOM\" adds it)\n1 valid, 1 invalid\n",
+		},
+		{
 			name:   "all valid",
 			args:   []string{"validate", "-"},
 			stdin:  ndjsonLines(`{"type":"text","content":"hi"}`, `{"type":"done"}`),

@@ -13,14 +13,17 @@
 #   /workers      a workers event: the children spawned so far (the UI's pills)
 #   /done         finish: a done event, then exit
 #
-# jq builds every event, so quoting is always right. Anything for humans
-# (debugging, errors) goes to stderr, which filepath keeps as the node's log.
+# jq builds every event, so quoting is always right. Text of any size (a
+# message, a command's output) reaches jq on stdin or in a file, never as
+# an argument: the kernel refuses an argument over 128 KiB ("Argument list
+# too long"). Anything for humans (debugging, errors) goes to stderr, which
+# filepath keeps as the node's log.
 set -u
 
 children=""   # the names /spawn asked for, one per line
 
 emit() { jq -nc "$@"; }                                       # one event per line
-say() { emit --arg c "$1" '{type: "text", content: $c}'; }
+say() { printf '%s' "$1" | jq -Rsc '{type: "text", content: .}'; }   # the text on stdin
 status() { emit --arg s "$1" '{type: "status", state: $s}'; }
 field() { printf '%s\n' "$1" | jq -r "$2 // empty"; }         # read a field of an input line
 
@@ -32,19 +35,18 @@ handle() {
 		;;
 	/tool)
 		emit '{type: "tool", name: "list", path: "/workspace", status: "start"}'
-		out=$(ls -1A /workspace 2>&1)
-		emit --arg o "$out" '{type: "tool", name: "list", path: "/workspace", status: "done", output: $o}'
+		ls -1A /workspace 2>&1 | jq -Rsc '{type: "tool", name: "list", path: "/workspace", status: "done", output: sub("\n+$"; "")}'
 		;;
 	"/cmd "*)
 		cmd=${1#/cmd }
 		emit --arg c "$cmd" '{type: "command", cmd: $c, status: "start"}'
-		errfile=$(mktemp)
-		out=$(cd /workspace && sh -c "$cmd" 2>"$errfile")
+		outfile=$(mktemp) errfile=$(mktemp)
+		(cd /workspace && sh -c "$cmd") >"$outfile" 2>"$errfile"
 		code=$?
-		err=$(cat "$errfile")
-		rm -f "$errfile"
-		emit --arg c "$cmd" --arg o "$out" --arg e "$err" --argjson x "$code" \
-			'{type: "command", cmd: $c, status: (if $x == 0 then "done" else "error" end), exit: $x, stdout: $o, stderr: $e}'
+		emit --arg c "$cmd" --rawfile o "$outfile" --rawfile e "$errfile" --argjson x "$code" \
+			'{type: "command", cmd: $c, status: (if $x == 0 then "done" else "error" end), exit: $x,
+			  stdout: ($o | sub("\n+$"; "")), stderr: ($e | sub("\n+$"; ""))}'
+		rm -f "$outfile" "$errfile"
 		;;
 	/commit)
 		cd /workspace || return

@@ -59,7 +59,8 @@ func TestCompose(t *testing.T) {
 	t.Cleanup(func() { unmountUnder(t, data) })
 	run(t, ctx, "", nil, "mount", "--make-rshared", data)
 
-	env := append(os.Environ(), "FILEPATH_IMAGE="+image, "FILEPATH_DATA_DIR="+data, "FILEPATH_PORT="+freePort(t))
+	env := append(os.Environ(), "FILEPATH_IMAGE="+image, "FILEPATH_DATA_DIR="+data, "FILEPATH_PORT="+freePort(t),
+		"FILEPATH_GIT_ALLOW_PRIVATE=1") // the repository is served on the container's loopback
 	project := "fpcompose" + id
 	compose := func(ctx context.Context, args ...string) (string, error) {
 		return output(ctx, root, env, "docker-compose", append([]string{"-p", project, "-f", filepath.Join(root, "compose.yaml")}, args...)...)

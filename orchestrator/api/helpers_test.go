@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -116,6 +118,10 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 		Files:  files,
 		Stdout: out,
 		Logger: logger,
+		// Tests send no DNS queries: names resolve to nothing (a session's
+		// git host that does not resolve is accepted at creation); an
+		// address is checked as it is.
+		Resolver: noDNS{},
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
@@ -262,4 +268,11 @@ func appendEvents(t testing.TB, st *store.Store, sid, nid string, n int) {
 
 func storeNewNode(parent string) store.NewNode {
 	return store.NewNode{AgentType: "pi", ParentID: &parent}
+}
+
+// noDNS resolves no name.
+type noDNS struct{}
+
+func (noDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "no DNS in tests", Name: host, IsNotFound: true}
 }

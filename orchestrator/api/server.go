@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
@@ -102,6 +103,11 @@ type Config struct {
 	// Files is the session filesystem served under /sessions/:id/fs (nil:
 	// no file routes).
 	Files *vfs.VFS
+	// GitAllowPrivate accepts a session's git URL whose host is or
+	// resolves to a loopback, private or link-local address
+	// (--git-allow-private); Resolver looks hosts up (nil: the system's).
+	GitAllowPrivate bool
+	Resolver        gitnet.Resolver
 }
 
 func (c *Config) setDefaults() error {

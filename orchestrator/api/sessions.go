@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -61,6 +63,20 @@ func (s *Server) createSession(c echo.Context) error {
 		return orchestrator.FieldErrorf("name", "field \"name\" is required")
 	}
 	in := store.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL, Checks: req.Checks}
+	if u := req.GitRepoURL; u != nil && strings.TrimSpace(*u) != "" && !s.cfg.GitAllowPrivate {
+		// A host only the server's network reaches is refused (the clone
+		// checks it again), after the URL's form.
+		valid, err := store.ValidateGitURL(*u)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
+		err = gitnet.Check(ctx, s.cfg.Resolver, valid, false)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 	sess, err := s.store.CreateSession(c.Request().Context(), user(c).ID, in)
 	if err != nil {
 		return err

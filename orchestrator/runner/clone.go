@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -44,6 +46,24 @@ func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.N
 	url := *sess.GitRepoURL
 	shown := "git clone " + url + " /workspace"
 	r.appendCommand(ctx, node, protocol.CommandEvent{Cmd: shown, Status: protocol.StepStart})
+	// Where the URL points is checked again now, not only when the session
+	// was made (its DNS answer may have changed), and the clone is pinned
+	// to the address checked.
+	var addrs []netip.Addr
+	target, err := gitnet.Parse(url)
+	if err == nil && !r.cfg.GitAllowPrivate {
+		addrs, err = gitnet.Resolve(ctx, r.cfg.Resolver, target, false)
+	}
+	if err != nil {
+		msg := err.Error()
+		r.appendCommand(ctx, node, protocol.CommandEvent{Cmd: shown, Status: protocol.StepError, Stderr: &msg})
+		return false, err
+	}
+	home, err := os.MkdirTemp("", "filepath-git-home-")
+	if err != nil {
+		return false, fmt.Errorf("git clone: %w", err)
+	}
+	defer os.RemoveAll(home)
 
 	timeout := r.cfg.CloneTimeout
 	if timeout <= 0 {
@@ -51,12 +71,15 @@ func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.N
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// "--" ends the options: the URL was validated by the store, and git
-	// must never read it as a flag. No prompts: a private repository fails
-	// at once instead of waiting for a password nobody can type.
-	cmd := exec.CommandContext(cctx, "git", "-c", "protocol.file.allow=never", "clone", "--progress", "--", url, ".")
+	// git runs with none of the host's credentials (no SSH agent or keys,
+	// no credential helper, no config), network protocols only, and no
+	// prompts: a private repository fails at once instead of waiting for a
+	// password nobody can type. "--" ends the options: the URL was
+	// validated by the store, and git must never read it as a flag.
+	gc := gitnet.CloneCommand(url, target, addrs, home)
+	cmd := exec.CommandContext(cctx, "git", gc.Args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false")
+	cmd.Env = gc.Env
 	var out tailBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()

@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,8 +73,11 @@ func commandEvents(t *testing.T, recs []store.Record) []protocol.CommandEvent {
 	return out
 }
 
+// allowPrivate lets the runner clone from the loopback fixtures.
+func allowPrivate(c *Config) { c.GitAllowPrivate = true }
+
 func TestCloneBeforeAgentStarts(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, allowPrivate)
 	url := gitFixture(t)
 	s, n := e.sessionWithRepo(url)
 	if err := e.r.StartSession(e.ctx, e.uid, s.ID); err != nil {
@@ -101,7 +107,7 @@ func TestCloneBeforeAgentStarts(t *testing.T) {
 }
 
 func TestCloneFailureIsAClearNodeError(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, allowPrivate)
 	dead := httptest.NewServer(http.NotFoundHandler())
 	url := dead.URL + "/missing.git"
 	s, n := e.sessionWithRepo(url)
@@ -124,5 +130,93 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 	}
 	if !sawError {
 		t.Fatalf("no error record naming the clone:\n%s", dump(recs))
+	}
+}
+
+// A session cannot have the server clone from its own loopback (or any
+// private address) unless the server allows it: the check runs at clone
+// time, whatever the host resolved to when the session was made.
+func TestCloneRefusesPrivateHosts(t *testing.T) {
+	fixture := gitFixture(t) // http://127.0.0.1:PORT/repo.git
+	rebound := resolverFunc(func(string) []netip.Addr { return []netip.Addr{netip.MustParseAddr("127.0.0.1")} })
+	for _, tt := range []struct{ name, url string }{
+		{"loopback address", fixture},
+		{"a name resolving to loopback now", strings.Replace(fixture, "127.0.0.1", "rebound.test", 1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, func(c *Config) { c.Resolver = rebound })
+			s, n := e.sessionWithRepo(tt.url)
+			err := e.r.StartSession(e.ctx, e.uid, s.ID)
+			if err == nil || !strings.Contains(err.Error(), "--git-allow-private") || !strings.Contains(err.Error(), "loopback") {
+				t.Fatalf("start: %v, want a refusal naming the flag", err)
+			}
+			host := "127.0.0.1"
+			if strings.Contains(tt.url, "rebound.test") {
+				host = "rebound.test"
+			}
+			if !strings.Contains(err.Error(), host) {
+				t.Fatalf("the refusal does not name the host %s: %v", host, err)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(e.dir, "nodes", n.ID)); len(entries) != 0 {
+				t.Fatalf("the workspace has %d entries after a refused clone", len(entries))
+			}
+			if got := e.node(n.ID); got.Status != store.NodeError || e.r.Running(n.ID) {
+				t.Fatalf("node after a refused clone: %s running %v", got.Status, e.r.Running(n.ID))
+			}
+			cmds := commandEvents(t, e.records(n.ID))
+			if len(cmds) != 2 || cmds[1].Status != protocol.StepError || cmds[1].Stderr == nil || !strings.Contains(*cmds[1].Stderr, "--git-allow-private") {
+				t.Fatalf("the chat does not show the refusal: %+v", cmds)
+			}
+		})
+	}
+}
+
+type resolverFunc func(host string) []netip.Addr
+
+func (f resolverFunc) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return f(host), nil
+}
+
+// git runs without the host's configuration: a credential helper in the
+// server user's ~/.gitconfig does not log a session into a repository.
+func TestCloneDoesNotUseTheHostsCredentials(t *testing.T) {
+	fixture := gitFixture(t)
+	// The same repository behind basic auth (user u, password secret).
+	base := strings.TrimSuffix(fixture, "/repo.git")
+	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "u" || p != "secret" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		resp, err := http.Get(base + r.URL.Path)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(guarded.Close)
+	home := t.TempDir()
+	helper := "[credential]\n\thelper = \"!f() { echo username=u; echo password=secret; }; f\"\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(helper), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	// The host's git does use the helper.
+	if out, err := exec.Command("git", "ls-remote", guarded.URL+"/repo.git").CombinedOutput(); err != nil {
+		t.Fatalf("the host's git with its credential helper: %v\n%s", err, out)
+	}
+
+	e := newEnv(t, allowPrivate)
+	s, n := e.sessionWithRepo(guarded.URL + "/repo.git")
+	err := e.r.StartSession(e.ctx, e.uid, s.ID)
+	if err == nil || !strings.Contains(err.Error(), "git clone") {
+		t.Fatalf("start: %v, want the clone to fail without credentials", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "nodes", n.ID, "README.md")); err == nil {
+		t.Fatal("the repository was cloned with the host's credentials")
 	}
 }

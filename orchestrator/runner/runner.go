@@ -22,6 +22,7 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
@@ -96,6 +97,11 @@ type Config struct {
 	// CloneTimeout bounds cloning the session's repository into the
 	// workspace before its first agent starts (DefaultCloneTimeout).
 	CloneTimeout time.Duration
+	// GitAllowPrivate lets a session clone from a host that is or resolves
+	// to a loopback, private or link-local address (--git-allow-private);
+	// Resolver looks hosts up for that check (nil: the system's).
+	GitAllowPrivate bool
+	Resolver        gitnet.Resolver
 
 	// Relay settings (zero: the relay's defaults).
 	MaxLine    int

@@ -107,6 +107,10 @@ func validateSessionName(name string) (string, error) {
 	return name, nil
 }
 
+// ValidateGitURL returns the git URL a session would store, or the error
+// CreateSession would return for it.
+func ValidateGitURL(raw string) (string, error) { return validateGitURL(raw) }
+
 // validateGitURL accepts https, http, ssh and git URLs and scp-like
 // user@host:path. It refuses local paths and file:// (they would read the
 // orchestrator's disk) and anything git could take for an option.

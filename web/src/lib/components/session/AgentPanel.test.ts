@@ -141,12 +141,18 @@ describe('AgentPanel', () => {
 		{ name: 'idle (waiting for input, container alive)', status: 'idle', stop: true },
 		{ name: 'thinking', status: 'thinking', stop: true },
 		{ name: 'running', status: 'running', stop: true },
-		{ name: 'done', status: 'done', stop: false },
-		{ name: 'error', status: 'error', stop: false }
+		{ name: 'done, no container', status: 'done', stop: false },
+		{ name: 'error, no container', status: 'error', stop: false },
+		{ name: 'done, container exited', status: 'done', extra: { container_id: 'c', exit_code: 0 }, stop: false },
+		{ name: 'error, container exited', status: 'error', extra: { container_id: 'c', exit_code: 1 }, stop: false },
+		// Shelley stays up after `done`; a budget refusal leaves the agent `error` with its container up.
+		{ name: 'done, container still running', status: 'done', extra: { container_id: 'c' }, stop: true },
+		{ name: 'error, container still running', status: 'error', extra: { container_id: 'c' }, stop: true }
 	] as const;
 	for (const c of stopCases)
 		it(`offers Stop for ${c.name}: ${c.stop}`, () => {
-			render(AgentPanel, { node: node('n', null, 'n', c.status), records: [], onsend: vi.fn(), onstop: vi.fn() });
+			const extra = 'extra' in c ? c.extra : {};
+			render(AgentPanel, { node: node('n', null, 'n', c.status, extra), records: [], onsend: vi.fn(), onstop: vi.fn() });
 			expect(screen.queryByRole('button', { name: /Stop/ }) !== null).toBe(c.stop);
 		});
 
@@ -189,7 +195,10 @@ describe('AgentPanel', () => {
 		{ name: 'running with a container', n: node('n', null, 'n', 'running', { container_id: 'c' }), pause: true },
 		{ name: 'idle with a container', n: node('n', null, 'n', 'idle', { container_id: 'c' }), pause: true },
 		{ name: 'no container', n: node('n', null, 'n', 'idle'), pause: false },
-		{ name: 'done', n: node('n', null, 'n', 'done', { container_id: 'c' }), pause: false }
+		{ name: 'done, container exited', n: node('n', null, 'n', 'done', { container_id: 'c', exit_code: 0 }), pause: false },
+		{ name: 'running, container exited', n: node('n', null, 'n', 'running', { container_id: 'c', exit_code: 0 }), pause: false },
+		{ name: 'done, container still running', n: node('n', null, 'n', 'done', { container_id: 'c' }), pause: true },
+		{ name: 'error, container still running', n: node('n', null, 'n', 'error', { container_id: 'c' }), pause: true }
 	];
 	for (const c of pauseCases)
 		it(`offers Pause for ${c.name}: ${c.pause}`, () => {
