@@ -347,6 +347,12 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 		if name == "" {
 			name = uniqueName(t)
 		}
+		if parentKey != "" {
+			// No node reaches more of the workspace than its parent.
+			if config, err = inheritAllowedPaths(json.RawMessage(t.byID[parentKey].Config), config, fmt.Sprintf("node %q", name)); err != nil {
+				return err
+			}
+		}
 		now := ms(tx.Now())
 		r := nodeRow{
 			ID: newID(), SessionID: sessionID, Name: name, AgentType: agent.Type, Model: model,
@@ -665,6 +671,18 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 			}
 			if t.isDescendant(newParent, nodeID) {
 				return orchestrator.FieldErrorf("parent_id", "moving node %q under %q would create a cycle", nodeID, newParent)
+			}
+			if newParent != oldParent {
+				// No node reaches more of the workspace than its parent:
+				// each moved node must already keep within the new parent's
+				// allowed_paths (set its config first).
+				pc := json.RawMessage(t.byID[newParent].Config)
+				for _, id := range t.subtree(nodeID) {
+					m := t.byID[id]
+					if err := keepsWithin(pc, json.RawMessage(m.Config), fmt.Sprintf("node %q", m.Name)); err != nil {
+						return orchestrator.FieldErrorf("parent_id", "cannot move node %q under %q: %s", r.Name, t.byID[newParent].Name, orchestrator.ErrorMessage(err))
+					}
+				}
 			}
 		}
 		before := map[string]int{}
