@@ -80,6 +80,8 @@ var nodeKeyOpenRoutes = map[string]bool{
 var nodeKeyDeniedRoutes = map[string]bool{
 	"DELETE /api/v1/sessions/:id": true, "PATCH /api/v1/sessions/:id": true, "POST /api/v1/sessions/:id/start": true,
 	"POST /api/v1/sessions/:id/stop": true, "POST /api/v1/sessions/:id/nodes": true,
+	// Its own node: deleting or moving it is the user's (the path's :node is the key's node).
+	"DELETE /api/v1/sessions/:id/nodes/:node": true, "POST /api/v1/sessions/:id/nodes/:node/move": true,
 	"GET /api/v1/sessions/:id/fs/_/audit": true,
 	"GET /api/v1/sessions/:id/approvals":  true, "POST /api/v1/sessions/:id/approvals/:approval": true,
 }
