@@ -82,8 +82,10 @@ var nodeKeyDeniedRoutes = map[string]bool{
 	"POST /api/v1/sessions/:id/stop": true, "POST /api/v1/sessions/:id/nodes": true,
 	// Its own node: deleting or moving it is the user's (the path's :node is the key's node).
 	"DELETE /api/v1/sessions/:id/nodes/:node": true, "POST /api/v1/sessions/:id/nodes/:node/move": true,
-	"GET /api/v1/sessions/:id/fs/_/audit": true,
-	"GET /api/v1/sessions/:id/approvals":  true, "POST /api/v1/sessions/:id/approvals/:approval": true,
+	// Messages here are from the user; an agent's go through the agent API.
+	"POST /api/v1/sessions/:id/nodes/:node/messages": true,
+	"GET /api/v1/sessions/:id/fs/_/audit":            true,
+	"GET /api/v1/sessions/:id/approvals":             true, "POST /api/v1/sessions/:id/approvals/:approval": true,
 }
 
 // apiRouteKeys returns "METHOD path" of every registered /api route.

@@ -362,6 +362,12 @@ type messageReq struct {
 }
 
 func (s *Server) postMessage(c echo.Context) error {
+	if p := principal(c); p.NodeID != "" {
+		// A message here is recorded as from the user: an agent's never is.
+		// Agents message their children and report to their parent through
+		// the agent API, which records who sent it.
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s: a message sent here is from the user; an agent messages its descendants or its parent with POST $FILEPATH_API_URL/api/v1/nodes/{node}/messages", p.NodeID)
+	}
 	var req messageReq
 	if err := decodeJSON(c, &req); err != nil {
 		return err
