@@ -119,3 +119,37 @@ func keepsWithin(parent, config json.RawMessage, name string) error {
 	_, err := inheritAllowedPaths(parent, config, name)
 	return err
 }
+
+// Limits on config.allowed_paths.
+const (
+	MaxAllowedPaths   = 64   // paths
+	MaxAllowedPathLen = 4096 // bytes each, as a workspace path
+)
+
+// validAllowedPaths checks config.allowed_paths: absent, null, or a list of
+// at most MaxAllowedPaths absolute, clean paths ("/src", not "src",
+// "/src/", "/src/../x" or "/a//b").
+func validAllowedPaths(config json.RawMessage) error {
+	paths, set, err := configAllowedPaths(config)
+	if err != nil || !set {
+		return err
+	}
+	if len(paths) > MaxAllowedPaths {
+		return orchestrator.FieldErrorf("config.allowed_paths", "config.allowed_paths has %d paths; at most %d", len(paths), MaxAllowedPaths)
+	}
+	for _, p := range paths {
+		switch {
+		case len(p) > MaxAllowedPathLen:
+			return orchestrator.FieldErrorf("config.allowed_paths", "config.allowed_paths: a path is longer than %d bytes", MaxAllowedPathLen)
+		case !strings.HasPrefix(p, "/"):
+			return orchestrator.FieldErrorf("config.allowed_paths", "config.allowed_paths: %q must be an absolute path in the workspace, like \"/src\"", p)
+		case strings.ContainsFunc(p, func(r rune) bool { return r == 0 || r < 0x20 || r == 0x7f }):
+			return orchestrator.FieldErrorf("config.allowed_paths", "config.allowed_paths: %q contains a control character", p)
+		case p == "/.." || strings.HasPrefix(p, "/../") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/.."):
+			return orchestrator.FieldErrorf("config.allowed_paths", "config.allowed_paths: %q contains '..'", p)
+		case path.Clean(p) != p:
+			return orchestrator.FieldErrorf("config.allowed_paths", "config.allowed_paths: %q is not a clean path; write %q", p, path.Clean(p))
+		}
+	}
+	return nil
+}

@@ -242,6 +242,9 @@ func validConfig(c json.RawMessage) (json.RawMessage, error) {
 	if _, err := ApprovalPolicies(buf.Bytes()); err != nil {
 		return nil, err
 	}
+	if err := validAllowedPaths(buf.Bytes()); err != nil {
+		return nil, err
+	}
 	return buf.Bytes(), nil
 }
 
