@@ -361,3 +361,28 @@ func TestSpawnInheritsAllowedPaths(t *testing.T) {
 		t.Fatalf("grandchild: %d %s", g.status, g.raw)
 	}
 }
+
+// TestSpawnNameClash: an agent's children have distinct names. Spawning a
+// second child of a name is a 409 naming the clash (the spawn event stays
+// logged, with an error record); a grandchild of the same name does not
+// make the child ambiguous: the caller's own child wins.
+func TestSpawnNameClash(t *testing.T) {
+	f := newFixture(t)
+	first := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"})
+	if first.status != 201 {
+		t.Fatalf("spawn: %d %s", first.status, first.raw)
+	}
+	again := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"})
+	if again.status != 409 || !strings.Contains(again.errMessage(), `"w1"`) {
+		t.Fatalf("second child named w1: %d %s, want 409 naming it", again.status, again.raw)
+	}
+	// "child" (the fixture's) spawns its own "w1": parent's "w1" still
+	// names its own child.
+	if a := f.call("child", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"}); a.status != 201 {
+		t.Fatalf("a grandchild named w1: %d %s", a.status, a.raw)
+	}
+	a := f.call("parent", "POST", "/api/v1/nodes/w1/messages", map[string]any{"content": "hello"})
+	if a.status != 202 || a.body["to"] != first.body["id"] {
+		t.Fatalf("message to w1: %d %s, want it to reach %v", a.status, a.raw, first.body["id"])
+	}
+}

@@ -105,3 +105,55 @@ func TestChildInheritsAllowedPaths(t *testing.T) {
 		t.Fatalf("moving a node within lead's paths under it: %v", err)
 	}
 }
+
+// TestSiblingNamesUnique: names are unique among a node's children, so a
+// child can be named by name: creating, renaming or moving a node onto a
+// sibling's name is a 409 naming the clash, and nothing changes; the same
+// name under another parent is fine.
+func TestSiblingNamesUnique(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	a := e.node(t, u.ID, s.ID, &root, "a")
+	b := e.node(t, u.ID, s.ID, &root, "b")
+	aw := e.node(t, u.ID, s.ID, &a, "worker") // the same name under two parents
+	e.node(t, u.ID, s.ID, &b, "worker")
+	before := dump(t, e.s)
+
+	_, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: " a ", AgentType: "pi", ParentID: &root.ID})
+	wantCode(t, err, orchestrator.EConflict, "name")
+	if !strings.Contains(orchestrator.ErrorMessage(err), `"a"`) || !strings.Contains(orchestrator.ErrorMessage(err), a.ID) {
+		t.Fatalf("create clash message: %v", err)
+	}
+	_, err = e.s.UpdateNode(ctx, u.ID, s.ID, b.ID, store.NodePatch{Name: ptr("a")})
+	wantCode(t, err, orchestrator.EConflict, "name")
+	_, err = e.s.MoveNode(ctx, u.ID, s.ID, aw.ID, &b.ID, 0)
+	wantCode(t, err, orchestrator.EConflict, "parent_id")
+	if !strings.Contains(orchestrator.ErrorMessage(err), `"worker"`) {
+		t.Fatalf("move clash message: %v", err)
+	}
+	if after := dump(t, e.s); after != before {
+		t.Fatalf("a refused change changed the store:\n%s\nwant\n%s", after, before)
+	}
+	// Renaming a node to its own name, moving within its parent, and
+	// automatic names all work.
+	if _, err := e.s.UpdateNode(ctx, u.ID, s.ID, a.ID, store.NodePatch{Name: ptr("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.MoveNode(ctx, u.ID, s.ID, b.ID, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 30; i++ {
+		n, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &a.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[n.Name] {
+			t.Fatalf("automatic name %q given twice under one parent", n.Name)
+		}
+		seen[n.Name] = true
+	}
+}
