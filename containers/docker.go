@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 )
 
@@ -47,7 +49,7 @@ type DockerConfig struct {
 //
 // Containers are hardened by default: all capabilities dropped,
 // no-new-privileges, memory/CPU/pids limits (DefaultLimits), no Docker
-// socket or other mounts besides /workspace, docker-init as PID 1, stdin
+// socket or other mounts besides /workspace and the state volume, docker-init as PID 1, stdin
 // open without a TTY (OpenStdin, not StdinOnce), and a json-file log
 // bounded by LogMaxSize x LogMaxFiles. The relay follows that log (with
 // timestamps) instead of attaching stdout, so output printed while the
@@ -115,7 +117,8 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 	if spec.Image == "" {
 		return "", fieldErrorf("image", "image is required")
 	}
-	if _, err := d.cli.ImageInspect(ctx, spec.Image); err != nil {
+	img, err := d.cli.ImageInspect(ctx, spec.Image)
+	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return "", &Error{Code: CodeUnavailable, Field: "image",
 				Message: fmt.Sprintf("image %q is not on this machine: build it with docker build (make images builds the test and tutorial agents), or spawn a custom agent with an image you have", spec.Image)}
@@ -170,6 +173,18 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 		}
 		host.Mounts = []mount.Mount{m}
 		cfg.WorkingDir = "/workspace"
+	}
+	if spec.StateVolume != "" {
+		var imageEnv []string
+		if img.Config != nil {
+			imageEnv = img.Config.Env
+		}
+		if dir := stateDir(spec.Env, imageEnv); dir != "" {
+			if err := d.createVolume(ctx, spec); err != nil {
+				return "", err
+			}
+			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: spec.StateVolume, Target: dir})
+		}
 	}
 	resp, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, spec.Name)
 	if err != nil {
@@ -298,6 +313,45 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 	return d.wrap("remove", id, err)
 }
 
+// createVolume makes the spec's state volume, labeled like its containers,
+// unless it exists.
+func (d *Docker) createVolume(ctx context.Context, spec Spec) error {
+	if _, err := d.cli.VolumeInspect(ctx, spec.StateVolume); err == nil {
+		return nil
+	}
+	_, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{Name: spec.StateVolume, Labels: d.labels(spec)})
+	if err != nil {
+		return d.wrap("create the state volume of", spec.NodeID, err)
+	}
+	return nil
+}
+
+// RemoveVolume implements Runtime.
+func (d *Docker) RemoveVolume(ctx context.Context, name string) error {
+	err := d.cli.VolumeRemove(ctx, name, true)
+	if err != nil && cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove volume %s: %w", name, err)
+	}
+	return nil
+}
+
+// stateDir is where the state volume goes: FILEPATH_STATE_DIR of the spec's
+// environment, else of the image's; "" for none.
+func stateDir(env map[string]string, imageEnv []string) string {
+	if dir, ok := env[EnvStateDir]; ok {
+		return dir
+	}
+	for _, kv := range imageEnv {
+		if v, ok := strings.CutPrefix(kv, EnvStateDir+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // List implements Runtime. It inspects each container for exit code and times.
 func (d *Docker) List(ctx context.Context, want map[string]string) ([]Info, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
@@ -381,8 +435,15 @@ func validateSpec(spec Spec) error {
 	if spec.NodeID == "" {
 		return fieldErrorf("node_id", "node id is required")
 	}
+	if spec.StateVolume != "" && !volumeNameRE.MatchString(spec.StateVolume) {
+		return fieldErrorf("state_volume", "state volume name %q: want letters, digits, '_', '.' or '-', starting with a letter or digit", spec.StateVolume)
+	}
 	return nil
 }
+
+// volumeNameRE is what Docker accepts as a volume name (and what is safe as
+// a directory name).
+var volumeNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
 
 // labels returns the spec's labels plus the filepath.* ones.
 func labels(spec Spec) map[string]string {

@@ -32,7 +32,8 @@ type ProcessConfig struct {
 // access as the orchestrator's user.
 //
 // The working directory is Spec.WorkspaceDir; the environment is PATH and
-// HOME of the orchestrator plus Spec.Env. Stdout and stderr are written to a
+// HOME of the orchestrator plus Spec.Env (and FILEPATH_STATE_DIR, the
+// directory <Dir>/volumes/<name> of a Spec.StateVolume). Stdout and stderr are written to a
 // timestamped log file in the same framing Docker uses, so Logs (with Since
 // and Follow) behaves as for Docker. Stop signals the process group; Pause
 // and Unpause send SIGSTOP and SIGCONT to it. Processes end with the
@@ -190,7 +191,19 @@ func (p *Process) Start(ctx context.Context, id string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = pr.spec.WorkspaceDir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	cmd.Env = append(cmd.Env, envList(pr.spec.Env)...)
+	env := pr.spec.Env
+	if pr.spec.StateVolume != "" {
+		dir := p.volumeDir(pr.spec.StateVolume)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("start %s: state volume: %w", id, err)
+		}
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[EnvStateDir] = dir
+	}
+	cmd.Env = append(cmd.Env, envList(env)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -419,6 +432,22 @@ func (p *Process) Remove(ctx context.Context, id string) error {
 	p.mu.Unlock()
 	pr.log.close()
 	os.Remove(pr.log.path)
+	return nil
+}
+
+// volumeDir is the directory of a state volume: <Dir>/volumes/<name>.
+func (p *Process) volumeDir(name string) string {
+	return filepath.Join(p.cfg.Dir, "volumes", name)
+}
+
+// RemoveVolume implements Runtime.
+func (p *Process) RemoveVolume(ctx context.Context, name string) error {
+	if !volumeNameRE.MatchString(name) {
+		return fieldErrorf("state_volume", "state volume name %q is not valid", name)
+	}
+	if err := os.RemoveAll(p.volumeDir(name)); err != nil {
+		return fmt.Errorf("remove volume %s: %w", name, err)
+	}
 	return nil
 }
 

@@ -19,6 +19,10 @@ const (
 	LabelInstance = "filepath.instance"
 )
 
+// EnvStateDir names the directory of an agent's state volume
+// (Spec.StateVolume), in an image's environment or a Spec's.
+const EnvStateDir = "FILEPATH_STATE_DIR"
+
 // Runtime runs agent processes. Both implementations behave the same for
 // every method; the package tests run one table against both.
 type Runtime interface {
@@ -47,6 +51,10 @@ type Runtime interface {
 	// Remove deletes the container, killing it if it runs. Removing a
 	// container that does not exist is not an error.
 	Remove(ctx context.Context, id string) error
+	// RemoveVolume deletes a state volume (Spec.StateVolume) and what it
+	// holds; removing one that does not exist is not an error. No container
+	// using it may exist.
+	RemoveVolume(ctx context.Context, name string) error
 	// List returns the managed containers whose labels include every
 	// key=value of labels (nil: all managed containers), running or not.
 	List(ctx context.Context, labels map[string]string) ([]Info, error)
@@ -73,8 +81,15 @@ type Spec struct {
 	// WorkspaceDir show up in a running container; Docker then requires the
 	// host mount holding WorkspaceDir to be shared or slave.
 	WorkspacePropagation string
-	Labels               map[string]string // extra labels; the filepath.* ones are always set
-	Limits               Limits            // zero fields take DefaultLimits
+	// StateVolume, when set, names the node's state volume: it outlives
+	// the container (a later container of the node mounts it again) until
+	// RemoveVolume. It is mounted at the directory FILEPATH_STATE_DIR names
+	// (Env, else the image's environment), where an agent keeps what it
+	// needs to resume (a CLI's sessions); an image without it gets none.
+	// The process runtime makes it a directory and sets FILEPATH_STATE_DIR.
+	StateVolume string
+	Labels      map[string]string // extra labels; the filepath.* ones are always set
+	Limits      Limits            // zero fields take DefaultLimits
 	// Network is the docker network mode; "" takes the runtime's default
 	// ("bridge": agents call LLM APIs). "none" cuts the container off.
 	Network        string

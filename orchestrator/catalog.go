@@ -18,6 +18,11 @@ type Agent struct {
 	// (Provider*): the orchestrator needs that provider's key to start it.
 	// "" for agents that bring their own vendor key (amp, cursor) and custom.
 	Provider string `json:"provider"`
+	// VendorKey is the variable of the vendor key an agent that does not
+	// go through the gateway needs (AMP_API_KEY, CURSOR_API_KEY): a secret
+	// of the session, given to its container only; its usage is not
+	// metered by filepath. "" for the others.
+	VendorKey string `json:"vendor_key,omitempty"`
 }
 
 // The LLM providers the gateway speaks (GATEWAY.md).
@@ -45,10 +50,10 @@ func Catalog() []Agent {
 	return []Agent{
 		{Type: "shelley", Name: "Shelley", Description: "Full-stack engineering agent. filepath-native reference implementation.", Icon: "shell", DefaultModel: "anthropic/claude-sonnet-4", Image: AgentImage("shelley"), Provider: ProviderOpenRouter},
 		{Type: "pi", Name: "Pi", Description: "Research and analysis. Deep dives into docs, APIs, codebases.", Icon: "search", DefaultModel: "anthropic/claude-sonnet-4", Image: AgentImage("pi"), Provider: ProviderOpenRouter},
-		{Type: "claude-code", Name: "Claude Code", Description: "Anthropic's agentic coding tool. Complex multi-file changes.", Icon: "bot", DefaultModel: "claude-sonnet-4", Image: AgentImage("claude-code"), Provider: ProviderAnthropic},
-		{Type: "codex", Name: "Codex", Description: "OpenAI's coding agent. Strong at Python, scripting, data.", Icon: "scroll", DefaultModel: "o3", Image: AgentImage("codex"), Provider: ProviderOpenAI},
-		{Type: "cursor", Name: "Cursor", Description: "Cursor's agent mode via CLI. IDE-grade code intelligence.", Icon: "mouse-pointer", DefaultModel: "claude-sonnet-4", Image: AgentImage("cursor")},
-		{Type: "amp", Name: "Amp", Description: "Sourcegraph's agent. Large codebase navigation, cross-repo changes.", Icon: "zap", DefaultModel: "claude-sonnet-4", Image: AgentImage("amp")},
+		{Type: "claude-code", Name: "Claude Code", Description: "Anthropic's agentic coding tool. Complex multi-file changes.", Icon: "bot", DefaultModel: "claude-sonnet-4-5", Image: AgentImage("claude-code"), Provider: ProviderAnthropic},
+		{Type: "codex", Name: "Codex", Description: "OpenAI's coding agent. Strong at Python, scripting, data.", Icon: "scroll", DefaultModel: "gpt-5.5", Image: AgentImage("codex"), Provider: ProviderOpenAI},
+		{Type: "cursor", Name: "Cursor", Description: "Cursor's agent mode via CLI. IDE-grade code intelligence.", Icon: "mouse-pointer", DefaultModel: "claude-sonnet-4", Image: AgentImage("cursor"), VendorKey: "CURSOR_API_KEY"},
+		{Type: "amp", Name: "Amp", Description: "Sourcegraph's agent. Large codebase navigation, cross-repo changes.", Icon: "zap", DefaultModel: "claude-sonnet-4", Image: AgentImage("amp"), VendorKey: "AMP_API_KEY"},
 		{Type: AgentCustom, Name: "Custom", Description: "Bring your own agent. Dockerfile that speaks the filepath protocol.", Icon: "box", DefaultModel: "claude-sonnet-4"},
 	}
 }
@@ -61,4 +66,16 @@ func AgentByType(agentType string) (Agent, bool) {
 		}
 	}
 	return Agent{}, false
+}
+
+// VendorKeys returns the variables of every vendor key the catalog's agents
+// need (Agent.VendorKey): the names a session secret may have.
+func VendorKeys() []string {
+	var out []string
+	for _, a := range Catalog() {
+		if a.VendorKey != "" {
+			out = append(out, a.VendorKey)
+		}
+	}
+	return out
 }

@@ -32,15 +32,29 @@ func TestCatalog(t *testing.T) {
 	if v := ProviderKeyEnv(ProviderOpenRouter); v != "FILEPATH_OPENROUTER_API_KEY" {
 		t.Errorf("ProviderKeyEnv = %s", v)
 	}
+	// The CLIs' defaults are models the pinned CLIs know (Codex 0.169 runs
+	// an unknown model without its apply_patch tool); the end-to-end tests
+	// in cmd/filepath run each with its catalog default.
+	for typ, model := range map[string]string{"claude-code": "claude-sonnet-4-5", "codex": "gpt-5.5"} {
+		if a, ok := AgentByType(typ); !ok || a.DefaultModel != model {
+			t.Errorf("%s = %+v, %v; want default model %s", typ, a, ok, model)
+		}
+	}
+	keys := map[string]string{"amp": "AMP_API_KEY", "cursor": "CURSOR_API_KEY"}
+	for _, a := range got {
+		if a.VendorKey != keys[a.Type] {
+			t.Errorf("%s vendor key %q, want %q", a.Type, a.VendorKey, keys[a.Type])
+		}
+	}
+	if v := VendorKeys(); len(v) != 2 || v[0] != "CURSOR_API_KEY" || v[1] != "AMP_API_KEY" {
+		t.Errorf("VendorKeys = %q", v)
+	}
 	// shelley and pi reach OpenRouter: their default is an OpenRouter id
 	// (vendor/model), one the model list (GET /api/v1/models) offers.
 	for _, typ := range []string{"shelley", "pi"} {
 		if a, _ := AgentByType(typ); a.DefaultModel != "anthropic/claude-sonnet-4" {
 			t.Errorf("%s default model %q, want the OpenRouter id anthropic/claude-sonnet-4", typ, a.DefaultModel)
 		}
-	}
-	if a, ok := AgentByType("codex"); !ok || a.DefaultModel != "o3" {
-		t.Errorf("codex = %+v, %v", a, ok)
 	}
 	if _, ok := AgentByType("hal"); ok {
 		t.Error("unknown type found")

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,8 +77,12 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		}
 	}()
 	a.hub = hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
+	secretsKey, err := loadSecretsKey(filepath.Join(data, "secrets.key"))
+	if err != nil {
+		return a, err
+	}
 	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub, MaxNodes: cfg.MaxAgents,
-		MaxCheckTimeout: cfg.CheckTimeoutMax, DefaultBudget: cfg.LLM.Budget}); err != nil {
+		MaxCheckTimeout: cfg.CheckTimeoutMax, DefaultBudget: cfg.LLM.Budget, SecretsKey: secretsKey}); err != nil {
 		return a, err
 	}
 	// The LLM gateway, served to agents on the agent-facing listener, and
@@ -326,4 +334,42 @@ func (a *app) Close() error {
 		a.closeErr = errors.Join(errs...)
 	})
 	return a.closeErr
+}
+
+// loadSecretsKey reads the key sealing the sessions' secrets (vendor keys)
+// from path, making a random one (mode 0600) on the first start. The key
+// lives beside the database, not in it: a copy of filepath.db alone opens
+// no secret.
+func loadSecretsKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		key := make([]byte, store.SecretsKeySize)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		enc := []byte(hex.EncodeToString(key) + "\n")
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) { // another start made it meanwhile
+			return loadSecretsKey(path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create the secrets key: %w", err)
+		}
+		if _, err := f.Write(enc); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("write the secrets key %s: %w", path, err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("write the secrets key %s: %w", path, err)
+		}
+		return key, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the secrets key: %w", err)
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) != store.SecretsKeySize {
+		return nil, fmt.Errorf("the secrets key %s is damaged: want %d hex-encoded bytes (remove it to make a new one; the secrets stored with the old one must then be set again)", path, store.SecretsKeySize)
+	}
+	return key, nil
 }

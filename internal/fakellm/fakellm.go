@@ -24,10 +24,29 @@ import (
 )
 
 // ToolCall is one tool call the model makes.
+//
+// A Name starting with CustomPrefix is a Responses custom tool call (a
+// custom_tool_call item whose input is Arguments as plain text, as Codex's
+// apply_patch takes it); in the other formats it is a function call of the
+// name without the prefix.
 type ToolCall struct {
 	ID        string `json:"id,omitempty"` // "" → call_<n>
 	Name      string `json:"name"`
-	Arguments string `json:"arguments,omitempty"` // a JSON object
+	Arguments string `json:"arguments,omitempty"` // a JSON object (custom: any text)
+}
+
+// CustomPrefix marks a ToolCall as a Responses custom tool call.
+const CustomPrefix = "custom:"
+
+// custom reports whether c is a custom tool call, and its name.
+func (c ToolCall) custom() (string, bool) {
+	return strings.CutPrefix(c.Name, CustomPrefix)
+}
+
+// name is the tool's name without CustomPrefix.
+func (c ToolCall) name() string {
+	n, _ := c.custom()
+	return n
 }
 
 // Usage is what the upstream reports for one answer.
@@ -331,7 +350,7 @@ func (a answer) body() []byte {
 			finish = "tool_calls"
 			var calls []any
 			for i, c := range a.turn.ToolCalls {
-				calls = append(calls, map[string]any{"id": a.callID(i), "type": "function", "function": map[string]any{"name": c.Name, "arguments": a.args(i)}})
+				calls = append(calls, map[string]any{"id": a.callID(i), "type": "function", "function": map[string]any{"name": c.name(), "arguments": a.args(i)}})
 			}
 			msg["tool_calls"] = calls
 		}
@@ -348,7 +367,7 @@ func (a answer) body() []byte {
 		stop := "end_turn"
 		for i, c := range a.turn.ToolCalls {
 			stop = "tool_use"
-			content = append(content, map[string]any{"type": "tool_use", "id": a.toolUseID(i), "name": c.Name, "input": json.RawMessage(a.args(i))})
+			content = append(content, map[string]any{"type": "tool_use", "id": a.toolUseID(i), "name": c.name(), "input": json.RawMessage(a.args(i))})
 		}
 		if content == nil {
 			content = []any{}
@@ -423,9 +442,16 @@ func (a answer) messageItem(status, text string) map[string]any {
 	return map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", a.n), "status": status, "role": "assistant", "content": content}
 }
 
+// functionItem is the Responses item of tool call i: a function_call, or a
+// custom_tool_call whose input is args.
 func (a answer) functionItem(i int, status, args string) map[string]any {
+	c := a.turn.ToolCalls[i]
+	if name, ok := c.custom(); ok {
+		return map[string]any{"type": "custom_tool_call", "id": fmt.Sprintf("ctc_%d_%d", a.n, i), "call_id": a.callID(i),
+			"name": name, "input": args, "status": status}
+	}
 	return map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d_%d", a.n, i), "call_id": a.callID(i),
-		"name": a.turn.ToolCalls[i].Name, "arguments": args, "status": status}
+		"name": c.Name, "arguments": args, "status": status}
 }
 
 func (a answer) responseObject(status string) map[string]any {
@@ -521,7 +547,7 @@ func (a answer) streamChat(e *sse, hang func()) {
 		args := a.args(i)
 		half := len(args) / 2
 		first := map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": a.callID(i), "type": "function",
-			"function": map[string]any{"name": c.Name, "arguments": args[:half]}}}}
+			"function": map[string]any{"name": c.name(), "arguments": args[:half]}}}}
 		if !e.event("", chunk(first, nil)) {
 			return
 		}
@@ -585,7 +611,7 @@ func (a answer) streamAnthropic(e *sse, hang func()) {
 	for i, c := range a.turn.ToolCalls {
 		stop = "tool_use"
 		if !e.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx,
-			"content_block": map[string]any{"type": "tool_use", "id": a.toolUseID(i), "name": c.Name, "input": map[string]any{}}}) {
+			"content_block": map[string]any{"type": "tool_use", "id": a.toolUseID(i), "name": c.name(), "input": map[string]any{}}}) {
 			return
 		}
 		args := a.args(i)
@@ -653,12 +679,15 @@ func (a answer) streamResponses(e *sse, hang func()) {
 		}
 		out++
 	}
-	for i := range a.turn.ToolCalls {
+	for i, c := range a.turn.ToolCalls {
 		args := a.args(i)
-		itemID := fmt.Sprintf("fc_%d_%d", a.n, i)
+		itemID, kind, field := fmt.Sprintf("fc_%d_%d", a.n, i), "function_call_arguments", "arguments"
+		if _, ok := c.custom(); ok {
+			itemID, kind, field = fmt.Sprintf("ctc_%d_%d", a.n, i), "custom_tool_call_input", "input"
+		}
 		if !ev("response.output_item.added", map[string]any{"output_index": out, "item": a.functionItem(i, "in_progress", "")}) ||
-			!ev("response.function_call_arguments.delta", map[string]any{"item_id": itemID, "output_index": out, "delta": args}) ||
-			!ev("response.function_call_arguments.done", map[string]any{"item_id": itemID, "output_index": out, "arguments": args}) ||
+			!ev("response."+kind+".delta", map[string]any{"item_id": itemID, "output_index": out, "delta": args}) ||
+			!ev("response."+kind+".done", map[string]any{"item_id": itemID, "output_index": out, field: args}) ||
 			!ev("response.output_item.done", map[string]any{"output_index": out, "item": a.functionItem(i, "completed", args)}) {
 			return
 		}

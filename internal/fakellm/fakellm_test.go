@@ -189,3 +189,50 @@ func TestLastUserText(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesCustomToolCall: a "custom:" tool call is the custom_tool_call
+// item Codex's apply_patch expects (input as text, streamed as
+// custom_tool_call_input events), and a function call in chat completions.
+func TestResponsesCustomToolCall(t *testing.T) {
+	s := New()
+	defer s.Close()
+	patch := "*** Begin Patch\n*** Add File: a.txt\n+a\n*** End Patch\n"
+	turn := Turn{ToolCalls: []ToolCall{{ID: "call_p", Name: CustomPrefix + "apply_patch", Arguments: patch}}}
+	s.Script(turn, turn, turn)
+	evs := events(t, post(t, s.URL+"/v1/responses", `{"model":"gpt","stream":true}`))
+	var names []string
+	var done map[string]any
+	for _, e := range evs {
+		names = append(names, e[0])
+		if e[0] == "response.output_item.done" {
+			var v struct{ Item map[string]any }
+			json.Unmarshal([]byte(e[1]), &v)
+			done = v.Item
+		}
+	}
+	if got := strings.Join(names, " "); !strings.Contains(got, "response.custom_tool_call_input.delta response.custom_tool_call_input.done response.output_item.done") ||
+		strings.Contains(got, "function_call") {
+		t.Errorf("events %s", got)
+	}
+	if done["type"] != "custom_tool_call" || done["name"] != "apply_patch" || done["input"] != patch || done["call_id"] != "call_p" {
+		t.Errorf("item %v", done)
+	}
+	var body struct{ Output []map[string]any }
+	if err := json.NewDecoder(post(t, s.URL+"/v1/responses", `{"model":"gpt"}`).Body).Decode(&body); err != nil || len(body.Output) != 1 ||
+		body.Output[0]["type"] != "custom_tool_call" || body.Output[0]["input"] != patch {
+		t.Errorf("non-streamed output %v, %v", body.Output, err)
+	}
+	var chat struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+		}
+	}
+	if err := json.NewDecoder(post(t, s.URL+"/v1/chat/completions", `{"model":"c"}`).Body).Decode(&chat); err != nil || len(chat.Choices) != 1 ||
+		len(chat.Choices[0].Message.ToolCalls) != 1 || chat.Choices[0].Message.ToolCalls[0].Function.Name != "apply_patch" {
+		t.Errorf("chat %+v, %v", chat, err)
+	}
+}

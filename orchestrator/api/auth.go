@@ -107,6 +107,10 @@ var nodeKeyDenied = map[string]bool{
 	// subtree and history with it) nor moves it.
 	"DELETE " + apiPrefix + "/sessions/:id/nodes/:node":    true,
 	"POST " + apiPrefix + "/sessions/:id/nodes/:node/move": true,
+	// Vendor keys are the user's: an agent neither lists nor sets them.
+	"GET " + apiPrefix + "/sessions/:id/secrets":          true,
+	"PUT " + apiPrefix + "/sessions/:id/secrets/:name":    true,
+	"DELETE " + apiPrefix + "/sessions/:id/secrets/:name": true,
 	// The audit log names paths outside a node's allowed_paths.
 	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
 	// The approvals inbox is the user's: an agent never answers, nor reads

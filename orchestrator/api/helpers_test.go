@@ -63,6 +63,7 @@ type envOpts struct {
 	publisher func(h *hub.Hub[store.Record]) store.Publisher
 	now       func() time.Time // the store's clock
 	files     vfs.Config       // the session filesystem's limits
+	secrets   []byte           // the store's secrets key
 }
 
 // fakeClock is a settable clock for the store.
@@ -92,7 +93,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 		pub = o.publisher(h)
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub, Now: o.now})
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub, Now: o.now, SecretsKey: o.secrets})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

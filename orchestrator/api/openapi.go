@@ -214,6 +214,7 @@ func handSchemas() map[string]any {
 		"User":      obj([]string{"id", "name"}, map[string]any{"id": tStr, "name": tStr, "session_id": tStr, "node_id": tStr}),
 		"AgentList": arrayOf(obj(nil, map[string]any{
 			"type": tStr, "name": tStr, "description": tStr, "icon": tStr, "default_model": tStr, "image": tStr, "provider": tStr,
+			"vendor_key": map[string]any{"type": "string", "description": "the session secret this agent needs (its usage is not metered by filepath)"},
 		})),
 		"ModelList": obj([]string{"providers", "offline"}, map[string]any{
 			"providers": arrayOf(obj(nil, map[string]any{
@@ -223,6 +224,9 @@ func handSchemas() map[string]any {
 			})),
 			"offline": tBool, "note": tStr, "fetched_at": map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
 		}),
+		"Secret":      obj([]string{"name", "created_at", "updated_at"}, map[string]any{"name": tStr, "created_at": tTime, "updated_at": tTime}),
+		"SecretList":  obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Secret"))}),
+		"SecretValue": obj([]string{"value"}, map[string]any{"value": map[string]any{"type": "string", "description": "the key; write-only: never answered"}}),
 		"SessionList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Session"))}),
 		"NewSession":  obj([]string{"name"}, map[string]any{"name": tStr, "git_repo_url": tStrNull, "checks": arrayOf(ref("Check"))}),
 		"SessionPatch": obj(nil, map[string]any{"checks": map[string]any{"type": []any{"array", "null"}, "items": ref("Check"),

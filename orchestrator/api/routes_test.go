@@ -70,6 +70,9 @@ var ownerCalls = map[string]ownerCall{
 	"POST /api/v1/sessions/:id/approvals/:approval": {body: `{"decision":"approve"}`, status: 404}, // no such approval (TestApprovalsInbox answers real ones)
 	"GET /api/v1/sessions/:id/nodes/:node/audit":    {status: 200},
 	"GET /api/v1/memories":                          {status: 200},
+	"GET /api/v1/sessions/:id/secrets":              {status: 200},
+	"PUT /api/v1/sessions/:id/secrets/:name":        {body: `{"value":"k"}`, status: 422}, // ":name" is no vendor key (TestSessionSecrets sets real ones)
+	"DELETE /api/v1/sessions/:id/secrets/:name":     {status: 404},
 	"DELETE /api/v1/memories/:memory":               {status: 404}, // no such memory (TestMemoriesAPI deletes real ones)
 }
 
@@ -86,6 +89,7 @@ var nodeKeyDeniedRoutes = map[string]bool{
 	"POST /api/v1/sessions/:id/nodes/:node/messages": true,
 	"GET /api/v1/sessions/:id/fs/_/audit":            true,
 	"GET /api/v1/sessions/:id/approvals":             true, "POST /api/v1/sessions/:id/approvals/:approval": true,
+	"GET /api/v1/sessions/:id/secrets": true, "PUT /api/v1/sessions/:id/secrets/:name": true, "DELETE /api/v1/sessions/:id/secrets/:name": true,
 }
 
 // apiRouteKeys returns "METHOD path" of every registered /api route.

@@ -221,6 +221,9 @@ func (s *Server) createNode(c echo.Context) error {
 	if err := objectField("config", req.Config); err != nil {
 		return err
 	}
+	if err := s.needVendorKey(c, c.Param("id"), *req.AgentType); err != nil {
+		return err
+	}
 	in := store.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
 	ctx := c.Request().Context()
 	n, err := s.store.CreateNode(ctx, user(c).ID, c.Param("id"), in)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -50,6 +51,12 @@ const LabelInstance = "filepath.instance"
 
 // AgentCustom is the agent type whose image the user brings.
 const AgentCustom = "custom"
+
+// StateVolume names a node's state volume (containers.Spec.StateVolume):
+// every container of the node mounts it at the FILEPATH_STATE_DIR of its
+// image, so an agent that keeps its session there (the CLI agents) resumes
+// its conversation after a restart; it goes when the node is deleted.
+func StateVolume(nodeID string) string { return "filepath-state-" + nodeID }
 
 // Workspaces gives each node a host directory to bind-mount at /workspace.
 // workspace.Manager (the FUSE view of the session VFS) satisfies it; without
@@ -523,6 +530,9 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 		if err := r.ws.Unmount(n.ID); err != nil {
 			errs = append(errs, err)
 		}
+		if err := r.rt.RemoveVolume(ctx, StateVolume(n.ID)); err != nil {
+			errs = append(errs, err)
+		}
 		if err := r.logs.Remove(n.ID); err != nil {
 			errs = append(errs, err)
 		}
@@ -570,6 +580,10 @@ func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node,
 		image = agent.Image
 	}
 	if err := r.checkProviderKey(node); err != nil {
+		return err
+	}
+	vendorEnv, err := r.vendorKey(ctx, node)
+	if err != nil {
 		return err
 	}
 	p.sess, p.node, p.image = sess, node, image
@@ -636,16 +650,19 @@ func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node,
 			return fmt.Errorf("remove the previous container: %w", err)
 		}
 	}
+	env := map[string]string{
+		EnvTask: p.task, EnvAPIKey: key, EnvAgentID: node.ID, EnvSessionID: sess.ID,
+		EnvModel: node.Model, EnvAgentType: node.AgentType, EnvParentID: parent,
+		EnvAPIURL: r.apiURL(),
+	}
+	maps.Copy(env, vendorEnv)
 	id, err := r.rt.Create(ctx, containers.Spec{
-		SessionID: sess.ID,
-		NodeID:    node.ID,
-		Image:     image,
-		Env: map[string]string{
-			EnvTask: p.task, EnvAPIKey: key, EnvAgentID: node.ID, EnvSessionID: sess.ID,
-			EnvModel: node.Model, EnvAgentType: node.AgentType, EnvParentID: parent,
-			EnvAPIURL: r.apiURL(),
-		},
+		SessionID:            sess.ID,
+		NodeID:               node.ID,
+		Image:                image,
+		Env:                  env,
 		Labels:               map[string]string{LabelInstance: r.instance},
+		StateVolume:          StateVolume(node.ID),
 		WorkspaceDir:         dir,
 		WorkspacePropagation: r.cfg.WorkspacePropagation,
 		Network:              r.cfg.Network,
@@ -740,6 +757,11 @@ func (r *Runner) revokeTokens(ctx context.Context, nodeID string) error {
 	if _, err := r.st.DeleteNodeAPIKeys(ctx, nodeID); err != nil {
 		return fmt.Errorf("revoke the node's token: %w", err)
 	}
+	// Nobody is left to receive an answer to the requests it was waiting
+	// on: withdraw them, so the inbox does not ask a person about them.
+	if _, err := r.st.WithdrawNodeApprovals(ctx, nodeID); err != nil {
+		return fmt.Errorf("withdraw the node's pending approvals: %w", err)
+	}
 	return nil
 }
 
@@ -774,6 +796,25 @@ func (r *Runner) checkProviderKey(node store.Node) error {
 	return orchestrator.Errorf(orchestrator.EUnavailable,
 		"the %s agent reaches its model through %s, and this orchestrator has no %s key: set %s where filepath serve runs and restart it",
 		node.AgentType, agent.Provider, agent.Provider, orchestrator.ProviderKeyEnv(agent.Provider))
+}
+
+// vendorKey is the environment giving a catalog agent that runs on its
+// vendor's service (Agent.VendorKey) its key, a secret of the session; an
+// error naming the key when the session has none.
+func (r *Runner) vendorKey(ctx context.Context, node store.Node) (map[string]string, error) {
+	agent, ok := orchestrator.AgentByType(node.AgentType)
+	if node.AgentType == AgentCustom || !ok || agent.VendorKey == "" {
+		return nil, nil
+	}
+	v, err := r.st.OpenSessionSecret(ctx, node.SessionID, agent.VendorKey)
+	if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
+		return nil, orchestrator.FieldErrorf("agent_type", "the %s agent runs on %s's own service and needs %s: set it on the session (PUT /api/v1/sessions/%s/secrets/%s, or in the spawn dialog) and send the node a message",
+			agent.Type, agent.Name, agent.VendorKey, node.SessionID, agent.VendorKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{agent.VendorKey: v}, nil
 }
 
 // attach starts the relay of a node whose container exists, after opening

@@ -58,7 +58,7 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, dir: t.TempDir(), pub: &published{}}
 	var err error
-	e.st, err = store.Open(ctx, store.Config{Path: filepath.Join(e.dir, "filepath.db"), Publisher: e.pub})
+	e.st, err = store.Open(ctx, store.Config{Path: filepath.Join(e.dir, "filepath.db"), Publisher: e.pub, SecretsKey: testSecretsKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,12 +675,21 @@ func TestTokenDiesWithContainer(t *testing.T) {
 	if !works(key1) {
 		t.Fatal("the running container's token is refused")
 	}
+	// A request for approval the agent still waits on when it exits is
+	// withdrawn with its token: nobody is left to receive the answer.
+	asked, _, err := e.st.RequestApproval(e.ctx, e.sid, root.ID, store.NewApproval{Action: "bash: git push", Kind: "bash", Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(root.ID, store.NodeDone)
 	if works(key1) {
 		t.Fatal("the token works after its container exited")
+	}
+	if a, err := e.st.GetApproval(e.ctx, e.sid, asked.ID); err != nil || a.Status != store.ApprovalDenied || a.AnsweredBy != protocol.AnsweredByAgent {
+		t.Fatalf("the exited agent's pending approval: %+v %v", a, err)
 	}
 	if err := e.r.StartNode(e.ctx, e.uid, e.sid, root.ID); err != nil {
 		t.Fatal(err)

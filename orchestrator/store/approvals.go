@@ -311,6 +311,32 @@ func (s *Store) WithdrawApproval(ctx context.Context, sessionID, nodeID, id stri
 	return out, err
 }
 
+// WithdrawNodeApprovals withdraws every pending request of nodeID (its
+// container is gone: nobody is left to receive the answer) and returns how
+// many it withdrew.
+func (s *Store) WithdrawNodeApprovals(ctx context.Context, nodeID string) (int, error) {
+	var pending []struct {
+		ID        string
+		SessionID string
+	}
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT id, session_id FROM approvals WHERE node_id = ? AND status = 'pending' ORDER BY created_at`,
+		nodeID).Scan(&pending).Error; err != nil {
+		return 0, fmt.Errorf("read pending approvals: %w", err)
+	}
+	n := 0
+	for _, a := range pending {
+		if _, err := s.WithdrawApproval(ctx, a.SessionID, nodeID, a.ID); err != nil {
+			switch orchestrator.ErrorCode(err) {
+			case orchestrator.EConflict, orchestrator.ENotFound: // answered or deleted meanwhile
+				continue
+			}
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
 // answer answers one pending approval inside tx.
 func answer(tx *Tx, sessionID, id string, d Decision, by string) (Approval, error) {
 	g := tx.DB()

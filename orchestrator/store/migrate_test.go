@@ -188,3 +188,75 @@ func TestOpenPragmas(t *testing.T) {
 		})
 	}
 }
+
+// 0010 backfills fs_inode.nlink from the names an older binary wrote, and
+// its triggers keep it as names are added, renamed over and removed.
+func TestMigrationNlinkBackfill(t *testing.T) {
+	ctx := context.Background()
+	all, err := store.EmbeddedMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := -1
+	for i, m := range all {
+		if m.Version == 10 {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		t.Fatal("migration 0010 not embedded")
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := store.Open(ctx, store.Config{Path: path, Migrations: all[:cut]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO users (id, name, is_admin, created_at) VALUES ('u-1', 'alice', 1, 1)`,
+		`INSERT INTO agent_session (id, user_id, name, status, created_at, updated_at) VALUES ('s-1', 'u-1', 'kept', 'stopped', 1, 2)`,
+		`INSERT INTO fs_meta (session_id, next_ino, used_bytes, chunk_size) VALUES ('s-1', 5, 0, 65536)`,
+		`INSERT INTO fs_inode (session_id, ino, mode, atime, mtime, ctime) VALUES ('s-1', 1, 16877, 1, 1, 1), ('s-1', 2, 33188, 1, 1, 1), ('s-1', 3, 16877, 1, 1, 1), ('s-1', 4, 33188, 1, 1, 1)`,
+		`INSERT INTO fs_dentry (session_id, name, parent_ino, ino) VALUES ('s-1', 'a', 1, 2), ('s-1', 'd', 1, 3), ('s-1', 'b', 3, 2)`,
+		`INSERT INTO fs_orphan (session_id, ino) VALUES ('s-1', 4)`,
+	} {
+		if _, err := old.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	old.Close()
+	st, err := store.Open(ctx, store.Config{Path: path, Migrations: all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	nlinks := func() map[int64]int {
+		rows, err := st.SQL().QueryContext(ctx, `SELECT ino, nlink FROM fs_inode WHERE session_id='s-1' ORDER BY ino`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[int64]int{}
+		for rows.Next() {
+			var ino int64
+			var n int
+			rows.Scan(&ino, &n)
+			out[ino] = n
+		}
+		return out
+	}
+	if got := nlinks(); got[1] != 0 || got[2] != 2 || got[3] != 1 || got[4] != 0 {
+		t.Fatalf("backfilled nlink %v, want root 0, file 2, dir 1, orphan 0", got)
+	}
+	for _, q := range []string{
+		`INSERT INTO fs_dentry (session_id, name, parent_ino, ino) VALUES ('s-1', 'c', 3, 4)`, // 4 linked again
+		`UPDATE fs_dentry SET ino=4 WHERE session_id='s-1' AND name='a'`,                      // a now names 4
+		`DELETE FROM fs_dentry WHERE session_id='s-1' AND name='b'`,                           // 2 loses its last name
+	} {
+		if _, err := st.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if got := nlinks(); got[2] != 0 || got[4] != 2 || got[3] != 1 {
+		t.Fatalf("nlink after changes %v, want 2:0 3:1 4:2", got)
+	}
+}

@@ -43,7 +43,7 @@ func TestCreateNode(t *testing.T) {
 	if !regexp.MustCompile(`^[a-z]+-[0-9]+$`).MatchString(root.Name) {
 		t.Errorf("generated name %q, want adjective-number", root.Name)
 	}
-	if root.Model != "o3" || root.Image != "filepath/agent-codex:latest" || root.Status != store.NodeIdle ||
+	if root.Model != "gpt-5.5" || root.Image != "filepath/agent-codex:latest" || root.Status != store.NodeIdle ||
 		root.ParentID != nil || string(root.Config) != "{}" || root.Total != 1 || root.Done != 0 {
 		t.Errorf("root = %+v", root)
 	}

@@ -72,6 +72,9 @@ type Config struct {
 	// DefaultBudget is the LLM budget a new session starts with (nil
 	// fields: unlimited); its owner changes it with SetSessionBudget.
 	DefaultBudget Budget
+	// SecretsKey (SecretsKeySize bytes) seals the sessions' secrets (vendor
+	// keys); nil: secrets cannot be stored or read.
+	SecretsKey []byte
 }
 
 // DefaultMaxNodes is the default bound on the agents of one session.

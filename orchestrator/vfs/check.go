@@ -76,6 +76,9 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 	if n := count(`SELECT COUNT(*) FROM fs_meta m WHERE m.session_id=? AND m.next_ino <= (SELECT MAX(ino) FROM fs_inode i WHERE i.session_id=m.session_id)`, sid); n > 0 {
 		bad("next_ino is not above every inode number")
 	}
+	if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND i.nlink != (SELECT COUNT(*) FROM fs_dentry d WHERE d.session_id=i.session_id AND d.ino=i.ino)`, sid); n > 0 {
+		bad("nlink: %d inodes whose link count differs from their names", n)
+	}
 	// every directory reaches the root (no cycles, no detached subtrees);
 	// CROSS JOIN keeps reach the outer loop, so that each step is an index
 	// search (a scan of the session's names per step is quadratic)

@@ -43,6 +43,7 @@ func (fs *FS) readChunks(ctx context.Context, q querier, ino int64, cs int, p []
 // writeChunks writes p at off into a file of oldSize bytes, zero-filling any
 // gap, and returns the new size. Only chunks overlapping [min(off,oldSize), off+len(p)) are rewritten.
 func (fs *FS) writeChunks(ctx context.Context, tx *txn, ino int64, cs int, oldSize int64, p []byte, off int64) (int64, error) {
+	tx.written += int64(len(p))
 	end := off + int64(len(p))
 	newSize := max(oldSize, end)
 	start := min(off, oldSize)

@@ -15,9 +15,11 @@
 //     recomputed lazily after inode-level writes).
 //   - fs_meta per session: next inode number (never reused), bytes used (the
 //     quota counts the size of every regular-file inode once) and the chunk size.
-//   - fs_orphan: an inode whose last dentry was removed while the mount had it
-//     open (FS.Open without the matching FS.Release) is kept, listed here,
-//     until the last Release; VFS.PurgeOrphans removes leftovers at start.
+//   - fs_orphan: an inode whose last dentry was removed while a mount's
+//     kernel knew it (FS.Open without the matching FS.Release: the mount
+//     holds an inode from the kernel's first lookup of it to its FORGET)
+//     is kept, listed here, until the last Release; VFS.PurgeOrphans
+//     removes leftovers at start.
 //     This is the one exception to consistency rule 8.
 //   - fs_audit: insert-only security audit (tool_calls columns).
 //
@@ -29,8 +31,8 @@
 // Inode numbers are taken from fs_meta.next_ino in blocks of 64 (one
 // update per 64 new inodes); numbers reserved but unused when the process
 // ends are a gap, never reused. ReserveIno hands one out ahead of time for
-// CreateFile, which creates a file with its first data in one transaction
-// (the FUSE mount's lazy create). A per-session cache of the directory tree
+// CreateFile, which creates a file with its first data in one transaction.
+// A per-session cache of the directory tree
 // as parent links (paths.go), cleared by every rename and import, gives
 // event paths and path lengths without walking to the root.
 //
@@ -46,7 +48,11 @@
 // (WithOrigin): the workspace Fanout turns that into FUSE invalidation
 // notices for the session's other mounts, so their kernels may cache long.
 //
-// Every change is one transaction that commits before the call returns, so
-// Fsync is a no-op. Directory nlink is the dentry count (1), as agentfs defines
+// Every change is one savepoint in a batch of changes that commits a few
+// milliseconds later (group commit, batch.go); a change without an origin
+// (the REST API) commits before its call returns, and Fsync commits the
+// batch with a full sync. Reads see the open batch (they commit it first
+// when it changed what they read). The link count is fs_inode.nlink, kept by triggers on
+// fs_dentry (migration 0010). Directory nlink is the dentry count (1), as agentfs defines
 // it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.
 package vfs

@@ -77,7 +77,8 @@ func (fs *FS) GetAttr(ctx context.Context, ino int64) (Attr, error) {
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
-	return fs.getAttr(ctx, fs.v.r, ino)
+	fs.settleIno(ctx, ino)
+	return fs.getAttr(ctx, fs.v.rq, ino)
 }
 
 // Lookup returns the attributes of the entry name in directory parent.
@@ -88,7 +89,12 @@ func (fs *FS) Lookup(ctx context.Context, parent int64, name string) (Attr, erro
 	if err := fs.checkInodeAccess(ctx, "lookup", parent, name, false); err != nil {
 		return Attr{}, err
 	}
-	return fs.lookup(ctx, fs.v.r, parent, name)
+	fs.settleEntry(ctx, parent, name)
+	a, err := fs.lookup(ctx, fs.v.rq, parent, name)
+	if err == nil && fs.settleIno(ctx, a.Ino) {
+		a, err = fs.lookup(ctx, fs.v.rq, parent, name)
+	}
+	return a, err
 }
 
 // ReadDir lists directory ino ordered by name, without "." and "..".
@@ -96,14 +102,15 @@ func (fs *FS) ReadDir(ctx context.Context, ino int64) ([]DirEntry, error) {
 	if _, err := fs.init(ctx); err != nil {
 		return nil, err
 	}
-	a, err := fs.getAttr(ctx, fs.v.r, ino)
+	fs.settleIno(ctx, ino) // a change of an entry touches its directory
+	a, err := fs.getAttr(ctx, fs.v.rq, ino)
 	if err != nil {
 		return nil, err
 	}
 	if !a.IsDir() {
 		return nil, errorf(syscall.ENOTDIR, "", "inode %d is not a directory", ino)
 	}
-	rows, err := fs.v.r.QueryContext(ctx, `SELECT d.name, d.ino, i.mode FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
+	rows, err := fs.v.rq.QueryContext(ctx, `SELECT d.name, d.ino, i.mode FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
 		WHERE d.session_id=? AND d.parent_ino=? ORDER BY d.name`, fs.sid, ino)
 	if err != nil {
 		return nil, fmt.Errorf("read directory %d: %w", ino, err)
@@ -132,6 +139,50 @@ func (fs *FS) ReadDir(ctx context.Context, ino int64) ([]DirEntry, error) {
 			}
 		}
 		out = kept
+	}
+	return out, nil
+}
+
+// DirEntryAttr is one entry of a directory listing with its inode's
+// attributes (ReadDirPlus).
+type DirEntryAttr struct {
+	Name string
+	Attr Attr
+}
+
+// ReadDirPlus lists directory ino ordered by name with each entry's
+// attributes, in one query: what a FUSE READDIRPLUS answers, without a
+// lookup per entry. It sees every change made before it (it commits an
+// open batch of the session first).
+func (fs *FS) ReadDirPlus(ctx context.Context, ino int64) ([]DirEntryAttr, error) {
+	if _, err := fs.init(ctx); err != nil {
+		return nil, err
+	}
+	// a listing shows its entries' attributes: settle for any change
+	fs.v.settle(ctx, fs.sid, nil)
+	a, err := fs.getAttr(ctx, fs.v.rq, ino)
+	if err != nil {
+		return nil, err
+	}
+	if !a.IsDir() {
+		return nil, errorf(syscall.ENOTDIR, "", "inode %d is not a directory", ino)
+	}
+	kids, err := fs.children(ctx, fs.v.rq, ino)
+	if err != nil {
+		return nil, err
+	}
+	var dir string
+	if fs.allowed != nil {
+		if dir, err = fs.pathOf(ctx, fs.v.r, ino); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]DirEntryAttr, 0, len(kids))
+	for _, c := range kids {
+		if fs.allowed != nil && !fs.allowedPath(joinPath(dir, c.name), false) {
+			continue
+		}
+		out = append(out, DirEntryAttr{Name: c.name, Attr: c.attr})
 	}
 	return out, nil
 }
@@ -354,7 +405,8 @@ func (fs *FS) Readlink(ctx context.Context, ino int64) (string, error) {
 	if _, err := fs.init(ctx); err != nil {
 		return "", err
 	}
-	return fs.readlink(ctx, fs.v.r, ino)
+	fs.settleIno(ctx, ino)
+	return fs.readlink(ctx, fs.v.rq, ino)
 }
 
 func (fs *FS) readlink(ctx context.Context, q querier, ino int64) (string, error) {
@@ -709,7 +761,8 @@ func (fs *FS) ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, 
 	// One query (one snapshot) for the inode's type and size and the
 	// chunks overlapping [off, off+len(p)).
 	first := off / int64(cs) * int64(cs)
-	rows, err := fs.v.r.QueryContext(ctx, `SELECT i.mode, i.size, d.offset, d.data FROM fs_inode i
+	fs.settleIno(ctx, ino)
+	rows, err := fs.v.rq.QueryContext(ctx, `SELECT i.mode, i.size, d.offset, d.data FROM fs_inode i
 		LEFT JOIN fs_data d ON d.session_id=i.session_id AND d.ino=i.ino AND d.offset>=? AND d.offset<?
 		WHERE i.session_id=? AND i.ino=? ORDER BY d.offset`, first, off+int64(len(p)), fs.sid, ino)
 	if err != nil {
@@ -756,17 +809,28 @@ func (fs *FS) ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, 
 }
 
 // WriteAt writes p at off into regular file ino, extending it (a gap is zero
-// filled). The write commits before WriteAt returns.
+// filled), as one change (see batch.go).
 func (fs *FS) WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int, error) {
-	cs, err := fs.init(ctx)
+	_, err := fs.WriteAtAttr(ctx, ino, p, off)
 	if err != nil {
 		return 0, err
 	}
+	return len(p), nil
+}
+
+// WriteAtAttr is WriteAt that returns the file's attributes after the
+// write (the FUSE mount answers the kernel's next GETATTR with them).
+func (fs *FS) WriteAtAttr(ctx context.Context, ino int64, p []byte, off int64) (Attr, error) {
+	var out Attr
+	cs, err := fs.init(ctx)
+	if err != nil {
+		return Attr{}, err
+	}
 	if off < 0 {
-		return 0, errorf(syscall.EINVAL, "", "negative offset")
+		return Attr{}, errorf(syscall.EINVAL, "", "negative offset")
 	}
 	if err := fs.checkInodeAccess(ctx, "write", ino, "", true); err != nil {
-		return 0, err
+		return Attr{}, err
 	}
 	var ev event
 	err = fs.v.tx(ctx, func(tx *txn) error {
@@ -790,13 +854,17 @@ func (fs *FS) WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int,
 			return err
 		}
 		ev = event{op: OpModified, ino: ino, size: newSize}
-		return fs.resolveEvent(ctx, tx, &ev)
+		if err := fs.resolveEvent(ctx, tx, &ev); err != nil {
+			return err
+		}
+		out, err = fs.getAttr(ctx, tx, ino)
+		return err
 	})
 	if err != nil {
-		return 0, err
+		return Attr{}, err
 	}
 	fs.notify(ev)
-	return len(p), nil
+	return out, nil
 }
 
 // writeData writes p at off into regular file ino of size bytes in tx:
@@ -921,8 +989,9 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 	return Attr{Ino: ino, Mode: mode, Nlink: 1, UID: uid, GID: gid, Size: size, Atime: t, Mtime: t, Ctime: t, Created: t}, dirMtime, nil
 }
 
-// Fsync is a no-op: every change commits before its call returns.
-func (fs *FS) Fsync(ctx context.Context, ino int64) error { return nil }
+// Fsync commits the open batch, which holds every change made before it
+// (also of ino), with a full sync.
+func (fs *FS) Fsync(ctx context.Context, ino int64) error { return fs.v.Sync(ctx, true) }
 
 // Statfs reports the quota as the filesystem size.
 func (fs *FS) Statfs(ctx context.Context) (Statfs, error) {

@@ -95,6 +95,9 @@ type txn struct {
 	// sid and changes: what the transaction changed, for the Invalidator
 	sid     string
 	changes Change
+	// written counts the bytes of file data written (group commit: a
+	// batch with much data commits early)
+	written int64
 }
 
 // onCommit runs f once the transaction has committed (never after a rollback).

@@ -56,16 +56,23 @@ type Config struct {
 	// ReadDB, when set, serves reads that need no transaction (the store's
 	// read-only pool); writes and transactions use the db given to New.
 	ReadDB *sql.DB
-	Logger *slog.Logger
-	Now    func() time.Time
+	// BatchDelay is how long a batch of changes stays open for more
+	// before it commits (group commit, batch.go); negative: every change
+	// commits alone. BatchOps is how many changes a batch holds at most.
+	BatchDelay time.Duration
+	BatchOps   int
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // VFS is the session filesystem over one SQLite database.
 type VFS struct {
-	db  *sql.DB // writer; the store keeps one connection, so never use it inside a tx
-	r   *reader // read pool (the writer when Config.ReadDB is nil)
+	db  *sql.DB        // writer; the store keeps one connection, so never use it inside a tx
+	r   settlingReader // read pool (the writer when Config.ReadDB is nil), after settling
+	rq  *reader        // the same without settling: for reads that settled for what they read
 	wc  *stmtCache
 	cfg Config
+	b   batch // group commit
 
 	inval atomic.Pointer[Invalidator]
 
@@ -103,6 +110,12 @@ func New(db *sql.DB, cfg Config) *VFS {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.BatchDelay == 0 {
+		cfg.BatchDelay = DefaultBatchDelay
+	}
+	if cfg.BatchOps <= 0 {
+		cfg.BatchOps = DefaultBatchOps
+	}
 	rdb := cfg.ReadDB
 	if rdb == nil {
 		rdb = db
@@ -112,7 +125,9 @@ func New(db *sql.DB, cfg Config) *VFS {
 	if rdb != db {
 		rc = newStmtCache(rdb, true)
 	}
-	return &VFS{db: db, r: &reader{db: rdb, c: rc}, wc: wc, cfg: cfg, sessions: map[string]*sessionState{}}
+	v := &VFS{db: db, rq: &reader{db: rdb, c: rc}, wc: wc, cfg: cfg, sessions: map[string]*sessionState{}}
+	v.r = settlingReader{reader: v.rq, v: v}
+	return v
 }
 
 // Config returns the effective configuration.
@@ -218,8 +233,12 @@ func initSession(ctx context.Context, tx *txn, sid string, chunk int, now time.T
 	return nil
 }
 
-// tx runs f in one immediate transaction.
+// tx runs f as one change: in the open batch (group commit, batch.go), or
+// in a transaction of its own when Config.BatchDelay is negative.
 func (v *VFS) tx(ctx context.Context, f func(*txn) error) error {
+	if v.cfg.BatchDelay >= 0 {
+		return v.batched(ctx, f)
+	}
 	sqlTx, err := v.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -242,8 +261,12 @@ func (v *VFS) tx(ctx context.Context, f func(*txn) error) error {
 	return nil
 }
 
-// Close releases the prepared statements; the databases stay open.
+// Close commits the open batch and releases the prepared statements; the
+// databases stay open.
 func (v *VFS) Close() {
+	if err := v.Sync(context.Background(), false); err != nil {
+		v.cfg.Logger.Error("vfs: close", "err", err)
+	}
 	v.wc.close()
 	v.r.c.close()
 }
@@ -283,8 +306,9 @@ func (a Attr) IsRegular() bool { return a.Mode&ModeType == ModeRegular }
 // IsSymlink reports whether the inode is a symbolic link.
 func (a Attr) IsSymlink() bool { return a.Mode&ModeType == ModeSymlink }
 
-const attrCols = `i.ino, i.mode, i.uid, i.gid, i.size, i.atime, i.atime_ns, i.mtime, i.mtime_ns, i.ctime, i.ctime_ns, i.created_ns, i.is_readonly,
-	(SELECT COUNT(*) FROM fs_dentry d2 WHERE d2.session_id=i.session_id AND d2.ino=i.ino)`
+// attrCols are the columns scanAttr reads. The link count is a column kept
+// by triggers on fs_dentry (migration 0010), not a count per lookup.
+const attrCols = `i.ino, i.mode, i.uid, i.gid, i.size, i.atime, i.atime_ns, i.mtime, i.mtime_ns, i.ctime, i.ctime_ns, i.created_ns, i.is_readonly, i.nlink`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -487,7 +511,10 @@ func (fs *FS) checkFileSize(size int64, p string) error {
 // open; an open inode is recorded as an orphan instead.
 func (fs *FS) removeInodeIfUnlinked(ctx context.Context, tx *txn, ino int64) error {
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_dentry WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT nlink FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&n); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		return fmt.Errorf("count links: %w", err)
 	}
 	if n > 0 {

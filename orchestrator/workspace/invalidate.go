@@ -129,12 +129,11 @@ func (f *Fanout) remove(sessionID string, m *MountPoint) {
 // which may hold locks a FUSE request of this mount waits for); the
 // mount's own goroutine sends the notices.
 type invalQueue struct {
-	mu     sync.Mutex
-	items  []invalItem
-	stores int // cacheStore items queued
-	wake   chan struct{}
+	mu    sync.Mutex
+	items []invalItem
+	wake  chan struct{}
 	// pushes counts changes pushed from elsewhere; it is incremented
-	// before the change is queued (see cacheStore).
+	// before the change is queued.
 	pushes atomic.Uint64
 	// lagging: an API change timed out waiting for this queue (see
 	// Fanout.Invalidate); cleared when the queue has been handled.
@@ -142,35 +141,15 @@ type invalQueue struct {
 }
 
 // invalItem is a change made elsewhere, a change this mount made that its
-// kernel did not see (self), a notice to send again, or a cacheStore.
+// kernel did not see (self), or a notice to send again.
 type invalItem struct {
 	ch    vfs.Change
-	self  bool // the mount's own attribute cache knows: no generation bump
-	store *cacheStore
+	self  bool   // the mount's own attribute cache knows: no generation bump
 	retry int    // earlier attempts of a notice that failed with ENOENT
 	done  func() // called once the item is handled
 }
 
-// cacheStore is the content of a file this mount has just created, to put in
-// the kernel's page cache so that reading it back needs no READ (nor, since
-// a cached read does not invalidate atime, a GETATTR at the next stat).
-// It is skipped when any change from elsewhere was pushed since pushes was
-// read, before the file reached the VFS (that change may be to this file,
-// and its notice may have been handled already), or when the file was
-// written or resized through this mount since (its pages may be newer
-// than data); a write that races with the store drops the pages again.
-type cacheStore struct {
-	n      *node
-	data   []byte
-	pushes uint64
-	wgen   uint64 // n.wgen when data was the whole file
-}
-
 const (
-	// maxStore bounds the content put in the page cache per new file;
-	// maxStores the stores queued at once (more are skipped).
-	maxStore  = 256 << 10
-	maxStores = 256
 	// retryAfter and maxRetries: an inode notice that fails with ENOENT
 	// for an inode this mount has just handed to the kernel (its reply may
 	// not be installed yet) is sent again after retryAfter, 2×, 4×.
@@ -193,19 +172,6 @@ func (q *invalQueue) push(it invalItem) {
 	q.signal()
 }
 
-// pushStore queues s unless too many stores wait already.
-func (q *invalQueue) pushStore(s *cacheStore) {
-	q.mu.Lock()
-	if q.stores >= maxStores {
-		q.mu.Unlock()
-		return
-	}
-	q.stores++
-	q.items = append(q.items, invalItem{store: s})
-	q.mu.Unlock()
-	q.signal()
-}
-
 func (q *invalQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:
@@ -217,7 +183,7 @@ func (q *invalQueue) take() []invalItem {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := q.items
-	q.items, q.stores = nil, 0
+	q.items = nil
 	return b
 }
 
@@ -243,43 +209,14 @@ func (m *MountPoint) invalidator(stop <-chan struct{}) {
 	}
 }
 
-// handle sends the notices of a batch: the changes first, then the stores,
-// then it reports the batch done (a notice retried later is not waited for).
+// handle sends the notices of a batch, then reports the batch done (a
+// notice retried later is not waited for).
 func (m *MountPoint) handle(batch []invalItem) {
-	var changes []invalItem
-	for _, it := range batch {
-		if it.store == nil {
-			changes = append(changes, it)
-		}
-	}
-	m.applyInvalidations(changes)
-	for _, it := range batch {
-		if s, held := it.store, m.heldStores.Load(); s != nil && held != nil {
-			*held <- s
-		} else if s != nil {
-			m.applyStore(s)
-		}
-	}
+	m.applyInvalidations(batch)
 	for _, it := range batch {
 		if it.done != nil {
 			it.done()
 		}
-	}
-}
-
-func (m *MountPoint) applyStore(s *cacheStore) {
-	if m.inval.pushes.Load() != s.pushes || s.n.wgen.Load() != s.wgen {
-		return
-	}
-	id, ok := m.nodeID(s.n.ino)
-	if !ok {
-		return
-	}
-	m.notified(m.notify.InodeNotifyStoreCache(id, 0, s.data))
-	if s.n.wgen.Load() != s.wgen {
-		// A write or truncate through this mount raced with the store:
-		// the kernel may hold the older bytes now. Drop them.
-		m.notified(m.notify.InodeNotify(id, 0, 0))
 	}
 }
 
@@ -312,6 +249,10 @@ func (m *MountPoint) applyInvalidations(batch []invalItem) {
 			if p, ok := m.nodeID(e.Parent); ok {
 				entries[entry{p, e.Name}] = struct{}{}
 			}
+			// A changed entry changes its directory's listing, which
+			// the kernel may cache (FOPEN_CACHE_DIR): drop it with the
+			// directory's pages.
+			data[e.Parent] = max(data[e.Parent], it.retry)
 		}
 		for _, ino := range it.ch.Data {
 			data[ino] = max(data[ino], it.retry)
@@ -323,6 +264,7 @@ func (m *MountPoint) applyInvalidations(batch []invalItem) {
 	for e := range entries {
 		m.notified(m.notify.EntryNotify(e.parent, e.name))
 	}
+
 	for ino, r := range data {
 		m.inodeNotice(ino, true, r)
 	}

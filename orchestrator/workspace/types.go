@@ -7,5 +7,7 @@ type (
 	Attr       = vfs.Attr
 	AttrChange = vfs.AttrChange
 	DirEntry   = vfs.DirEntry
-	Statfs     = vfs.Statfs
+	// DirEntryAttr is a listed entry with its attributes.
+	DirEntryAttr = vfs.DirEntryAttr
+	Statfs       = vfs.Statfs
 )

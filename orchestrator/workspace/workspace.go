@@ -39,33 +39,24 @@ type FS interface {
 	WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int, error)
 	Fsync(ctx context.Context, ino int64) error
 	Statfs(ctx context.Context) (Statfs, error)
-	// Open and Release bracket every open file handle so that an inode
-	// unlinked while open survives until its last Release.
+	// Open and Release bracket the time the kernel knows an inode (from
+	// its first lookup or create to its FORGET), so that an inode unlinked
+	// while a program may still have it open survives until then.
 	Open(ino int64)
 	Release(ctx context.Context, ino int64) error
 }
 
-// fileCreator is implemented by an FS (as *vfs.FS does) that can create a
-// file with its first data in one transaction. The mount then creates a new
-// file (O_CREAT without O_EXCL) lazily: CREATE reserves an inode number and
-// the VFS learns of the file at its first flush, with the buffered data.
-type fileCreator interface {
-	CheckCreate(ctx context.Context, parent int64, name string) error
-	ReserveIno(ctx context.Context) (int64, error)
-	CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64, created time.Time) (Attr, time.Time, error)
-}
-
-// Defaults for Options. The kernel cache timeouts are 30 s for a mount with
-// a Fanout, which pushes every change made elsewhere to it, and 1 s
-// (UnsharedTimeout) for one without, which learns of such changes only when
-// its cache entries expire.
+// Defaults for Options. The kernel cache timeouts are an hour for a mount
+// with a Fanout, which pushes every change made elsewhere to it as a notice
+// (so the timeout only bounds how long an entry the kernel keeps unused
+// stays), and 1 s (UnsharedTimeout) for one without, which learns of such
+// changes only when its cache entries expire.
 const (
-	DefaultEntryTimeout    = 30 * time.Second
-	DefaultAttrTimeout     = 30 * time.Second
-	DefaultNegativeTimeout = 30 * time.Second
+	DefaultEntryTimeout    = time.Hour
+	DefaultAttrTimeout     = time.Hour
+	DefaultNegativeTimeout = time.Hour
 	UnsharedTimeout        = time.Second
 	DefaultMaxWrite        = 1 << 20
-	DefaultWriteBuffer     = 1 << 20
 )
 
 // Options tune a mount. Zero values take the defaults.
@@ -79,17 +70,11 @@ type Options struct {
 	EntryTimeout    time.Duration
 	AttrTimeout     time.Duration
 	NegativeTimeout time.Duration
-	// MaxWrite is the largest READ/WRITE request the kernel sends.
+	// MaxWrite is the largest READ/WRITE request the kernel sends. Every
+	// WRITE goes to the VFS as it comes (the kernel tells the mount of no
+	// open or close: no_open, no_flush); the VFS groups them into batched
+	// commits (vfs.Config.BatchDelay).
 	MaxWrite int
-	// WriteBuffer is how many contiguous bytes an open file collects before
-	// writing them to the VFS; negative disables buffering (and lazy
-	// creates). Buffered data is written on flush (close), fsync, release
-	// and before any read, stat or truncate of the file. A new file
-	// (O_CREAT without O_EXCL) reaches the VFS with its first buffered
-	// data, in one transaction: until then other mounts and the REST API
-	// do not see it, and a conflicting name created there meanwhile makes
-	// its close fail with EEXIST.
-	WriteBuffer int
 	// Writeback enables the kernel's writeback cache. Faster for small
 	// writes, but the kernel then trusts its own file sizes and mtimes,
 	// so changes from other mounts or the REST API to a cached file are
@@ -124,12 +109,6 @@ func (o Options) withDefaults() Options {
 	if o.MaxWrite <= 0 {
 		o.MaxWrite = DefaultMaxWrite
 	}
-	if o.WriteBuffer == 0 {
-		o.WriteBuffer = DefaultWriteBuffer
-	}
-	if o.WriteBuffer < 0 {
-		o.WriteBuffer = 0
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -155,10 +134,10 @@ type MountPoint struct {
 	rmu     sync.Mutex
 	replied map[int64]time.Time
 
-	// Test hooks, nil in use: heldStores receives the page-cache stores
-	// instead of the kernel; beforeWrite runs at the start of each WRITE.
-	heldStores  atomic.Pointer[chan *cacheStore]
-	beforeWrite atomic.Pointer[func()]
+	// holds: the inodes the VFS counts as open for this mount (node.hold),
+	// released when the kernel forgets them or the server stops.
+	hmu   sync.Mutex
+	holds map[int64]struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -184,7 +163,7 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 	if _, err := fsys.GetAttr(ctx, opts.Root); err != nil {
 		return nil, fmt.Errorf("mount %s: root inode %d: %w", dir, opts.Root, err)
 	}
-	m := &MountPoint{dir: dir, fs: fsys, opts: opts, done: make(chan struct{}), replied: map[int64]time.Time{}}
+	m := &MountPoint{dir: dir, fs: fsys, opts: opts, done: make(chan struct{}), replied: map[int64]time.Time{}, holds: map[int64]struct{}{}}
 	m.inval.wake = make(chan struct{}, 1)
 	root := &node{m: m, ino: opts.Root}
 	entry, attr, neg := opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout
@@ -199,11 +178,10 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 			MaxWrite:      opts.MaxWrite,
 			MaxBackground: 64,
 			DisableXAttrs: true,
-			// Plain READDIR: one VFS query per directory. READDIRPLUS
-			// would cost a VFS lookup per entry up front, also for
-			// listings (os.ReadDir, ls, find) that only need names and
-			// types.
-			DisableReadDirPlus: true,
+			// READDIRPLUS, answered from one VFS query per directory
+			// (dirHandle): the kernel learns every entry's attributes
+			// with the listing, so the lstat of each that follows (ls
+			// -l, git status, find) needs no LOOKUP.
 			// With a Fanout every change made elsewhere drops the
 			// pages it affects, and OPEN keeps the page cache only
 			// when the file is unchanged: the kernel need not drop a
@@ -248,6 +226,7 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 	go func() {
 		defer close(m.done)
 		server.Serve()
+		m.releaseHolds()
 		if opts.Fanout != nil {
 			opts.Fanout.remove(sid, m)
 		}
@@ -302,6 +281,46 @@ func mountFUSE(dir string, maxWrite int) (int, error) {
 	return fd, nil
 }
 
+// hold records a hold of ino; it reports whether ino was not held yet.
+func (m *MountPoint) hold(ino int64) bool {
+	m.hmu.Lock()
+	defer m.hmu.Unlock()
+	if _, ok := m.holds[ino]; ok {
+		return false
+	}
+	m.holds[ino] = struct{}{}
+	return true
+}
+
+// unhold ends the hold of ino; it reports whether ino was held.
+func (m *MountPoint) unhold(ino int64) bool {
+	m.hmu.Lock()
+	defer m.hmu.Unlock()
+	if _, ok := m.holds[ino]; !ok {
+		return false
+	}
+	delete(m.holds, ino)
+	return true
+}
+
+// releaseHolds ends the holds left when the server stops: its kernel
+// refers to nothing any more.
+func (m *MountPoint) releaseHolds() {
+	m.hmu.Lock()
+	inos := make([]int64, 0, len(m.holds))
+	for ino := range m.holds {
+		inos = append(inos, ino)
+	}
+	clear(m.holds)
+	m.hmu.Unlock()
+	ctx := vfs.WithOrigin(context.Background(), m)
+	for _, ino := range inos {
+		if err := m.fs.Release(ctx, ino); err != nil {
+			m.opts.Logger.Warn("workspace: release at unmount", "dir", m.dir, "ino", ino, "err", err)
+		}
+	}
+}
+
 // Dir returns the mount point.
 func (m *MountPoint) Dir() string { return m.dir }
 
@@ -325,8 +344,10 @@ func (m *MountPoint) close() error {
 		return nil
 	case <-time.After(time.Second):
 	}
-	// Still served: something (a container's bind) holds the connection.
-	if err := m.Abort(); err != nil {
+	// Still served: something (a container's bind) holds the connection,
+	// or the server is still ending (releasing its holds). An abort of a
+	// connection that has ended already finds no control file.
+	if err := m.Abort(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("unmount %s: detached, but %w", m.dir, err)
 	}
 	select {

@@ -352,6 +352,30 @@ test('session flow against the real binary, a real agent container and headless 
 		await poll(async () => (await header().textContent()) === 'helper-a', { timeout: T, what: 'the pill to select helper-a' });
 	});
 
+	await step('amp: the spawn dialog asks for AMP_API_KEY, keeps it with the session (never answered), and the header says usage is not metered', async () => {
+		const key = 'sgamp_e2e-key-never-shown';
+		await treeRow('lead').locator('button.select').click();
+		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'lead selected' });
+		await page.locator('aside.tree').getByRole('button', { name: 'spawn' }).click();
+		const dlg = page.getByRole('dialog', { name: 'Spawn agent' });
+		await dlg.locator('#spawn-name').fill('ampy');
+		await dlg.getByRole('group', { name: 'Agent type' }).getByRole('button', { name: 'amp', exact: true }).click();
+		assert.match(await dlg.getByTestId('unmetered').textContent(), /usage not metered by filepath/);
+		const spawnBtn = dlg.getByRole('button', { name: 'Spawn', exact: true });
+		assert.equal(await spawnBtn.isDisabled(), true, 'Spawn waits for the key');
+		await dlg.getByLabel('AMP_API_KEY').fill(key);
+		await spawnBtn.click();
+		await dlg.waitFor({ state: 'detached', timeout: T });
+		await poll(async () => (await header().textContent()) === 'ampy', { timeout: T, what: 'ampy in the header' });
+		assert.equal((await page.getByTestId('tokens').textContent()).trim(), 'usage not metered by filepath');
+		const secrets = await api(a.context, server.base, 'GET', `/sessions/${sessionId}/secrets`);
+		assert.deepEqual(secrets.data.map((x) => x.name), ['AMP_API_KEY']);
+		assert.ok(!JSON.stringify(secrets).includes(key), 'the list never holds the key');
+		const tree = await api(a.context, server.base, 'GET', `/sessions/${sessionId}/tree`);
+		assert.ok(tree.data.some((n) => n.name === 'ampy' && n.agent_type === 'amp'));
+		assert.ok(!JSON.stringify(tree).includes(key), 'the tree never holds the key');
+	});
+
 	await step('narrow viewport: the tree is a drawer; selecting a node closes it', async () => {
 		await page.setViewportSize({ width: 390, height: 844 });
 		const tree = page.locator('aside.tree');

@@ -8,7 +8,7 @@ import type {
 	AgentInfo,
 	AgentNode,
 	LogRecord,
-	ModelProvider,
+	ModelList,
 	NewSessionBody,
 	Session,
 	SpawnRequest
@@ -116,13 +116,18 @@ const n = (id: string, node: string) => `${s(id)}/nodes/${enc(node)}`;
 export const api = {
 	me: () => request<{ id: string; name: string }>('/me'),
 	agents: () => request<AgentInfo[]>('/agents'),
-	models: () => request<{ providers: ModelProvider[] }>('/models'),
+	models: () => request<ModelList>('/models'),
 
 	sessions: async () => (await request<{ data: Session[] }>('/sessions')).data ?? [],
 	session: (id: string) => request<Session>(s(id)),
 	createSession: (body: NewSessionBody) => request<Session>('/sessions', { method: 'POST', body }),
 	deleteSession: (id: string) => request<void>(s(id), { method: 'DELETE' }),
 	logout: () => request<void>('/logout', { method: 'POST' }),
+	/** The names of the session's secrets (vendor keys); values are never answered. */
+	secrets: async (id: string) =>
+		((await request<{ data: { name: string }[] }>(`${s(id)}/secrets`)).data ?? []).map((x) => x.name),
+	setSecret: (id: string, name: string, value: string) =>
+		request<{ name: string }>(`${s(id)}/secrets/${enc(name)}`, { method: 'PUT', body: { value } }),
 	startSession: (id: string) => request<Session>(`${s(id)}/start`, { method: 'POST' }),
 	stopSession: (id: string) => request<Session>(`${s(id)}/stop`, { method: 'POST' }),
 

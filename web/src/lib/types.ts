@@ -14,6 +14,11 @@ export interface AgentInfo {
 	icon: string;
 	default_model: string;
 	image: string;
+	/** The LLM provider it reaches through the gateway ("" for amp, cursor and custom). */
+	provider?: string;
+	/** The session secret it needs (AMP_API_KEY, CURSOR_API_KEY): it runs on its vendor's
+	 * service, and its usage is not metered by filepath. */
+	vendor_key?: string;
 }
 
 export interface ModelInfo {
@@ -23,6 +28,14 @@ export interface ModelInfo {
 export interface ModelProvider {
 	name: string;
 	models: ModelInfo[];
+}
+
+/** GET /models: offline when the list is the bundled one (note says why). */
+export interface ModelList {
+	providers: ModelProvider[];
+	offline?: boolean;
+	note?: string;
+	fetched_at?: string | null;
 }
 
 export interface SpawnRequest {

@@ -19,6 +19,12 @@ describe('AgentPanel', () => {
 		expect(screen.getByTestId('tokens').textContent).toBe('48k tokens');
 	});
 
+	it('an agent on its vendor\'s service says its usage is not metered', () => {
+		const amp = node('m', null, 'ampy', 'running', { agent_type: 'amp', model: 'claude-sonnet-4', tokens: 0 });
+		render(AgentPanel, { node: amp, records: [], onsend: vi.fn(), unmetered: true });
+		expect(screen.getByTestId('tokens').textContent!.trim()).toBe('usage not metered by filepath');
+	});
+
 	it('a parent\'s header adds up its subtree; a continued agent shows its generation', async () => {
 		const { rerender } = render(AgentPanel, { node: a, records: [], onsend: vi.fn(), rollup: { tokens: 60_000, done: 2, total: 3, children: 2 } });
 		expect(screen.getByTestId('subtree').textContent).toBe('· subtree 60k tokens · 2/3 done');

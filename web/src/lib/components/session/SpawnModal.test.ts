@@ -1,4 +1,4 @@
-import { fireEvent, render, screen } from '@testing-library/svelte';
+import { cleanup, fireEvent, render, screen } from '@testing-library/svelte';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import SpawnModal, { AGENT_KEY, IMAGE_KEY, MODEL_KEY } from './SpawnModal.svelte';
 import { ApiError } from '$lib/api';
@@ -153,5 +153,102 @@ describe('SpawnModal', () => {
 		await screen.findByRole('button', { name: 'codex' });
 		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
 		await vi.waitFor(() => expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ model: 'openai/gpt-5' })));
+	});
+
+	describe('vendor keys and every agent', () => {
+		const catalog: AgentInfo[] = [
+			...agents.slice(0, 3),
+			{ type: 'cursor', name: 'Cursor', description: 'cursor agent', icon: '', default_model: 'claude-sonnet-4', image: '', vendor_key: 'CURSOR_API_KEY' },
+			{ type: 'amp', name: 'Amp', description: 'amp agent', icon: '', default_model: 'claude-sonnet-4', image: '', vendor_key: 'AMP_API_KEY' },
+			agents[3]
+		];
+
+		it('every agent pill picks its agent and spawns it', async () => {
+			for (const a of catalog) {
+				cleanup();
+				const { props } = setup({
+					loadAgents: vi.fn().mockResolvedValue(catalog),
+					loadSecrets: vi.fn().mockResolvedValue(['AMP_API_KEY', 'CURSOR_API_KEY'])
+				});
+				const pill = await screen.findByRole('button', { name: a.type });
+				await fireEvent.click(pill);
+				expect(pill.getAttribute('aria-pressed')).toBe('true');
+				await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+				await vi.waitFor(() => expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ agent_type: a.type })));
+				await vi.waitFor(() => expect(screen.queryByRole('dialog')).toBeNull());
+			}
+		});
+
+		it('asks for the vendor key an agent needs, sets it before the spawn, and says usage is not metered', async () => {
+			const order: string[] = [];
+			const onsecret = vi.fn(async (name: string) => order.push('secret ' + name));
+			const { props } = setup({
+				loadAgents: vi.fn().mockResolvedValue(catalog),
+				loadSecrets: vi.fn().mockResolvedValue([]),
+				onsecret,
+				onspawn: vi.fn(async (req: { agent_type: string }) => order.push('spawn ' + req.agent_type))
+			});
+			await fireEvent.click(await screen.findByRole('button', { name: 'amp' }));
+			expect(screen.getByTestId('unmetered').textContent).toContain('usage not metered by filepath');
+			const key = screen.getByLabelText('AMP_API_KEY') as HTMLInputElement;
+			expect(key.type).toBe('password');
+			const spawn = screen.getByRole('button', { name: 'Spawn' }) as HTMLButtonElement;
+			expect(spawn.disabled).toBe(true);
+			await fireEvent.input(key, { target: { value: ' sgamp_key ' } });
+			expect(spawn.disabled).toBe(false);
+			await fireEvent.click(spawn);
+			await vi.waitFor(() => expect(order).toEqual(['secret AMP_API_KEY', 'spawn amp']));
+			expect(onsecret).toHaveBeenCalledWith('AMP_API_KEY', 'sgamp_key');
+			expect(props.onspawn).toHaveBeenCalledWith(expect.not.objectContaining({ AMP_API_KEY: expect.anything() }));
+			expect(JSON.stringify((props.onspawn as ReturnType<typeof vi.fn>).mock.calls)).not.toContain('sgamp_key');
+		});
+
+		it('does not ask again when the session holds the key', async () => {
+			const onsecret = vi.fn();
+			const { props } = setup({
+				loadAgents: vi.fn().mockResolvedValue(catalog),
+				loadSecrets: vi.fn().mockResolvedValue(['CURSOR_API_KEY']),
+				onsecret
+			});
+			await fireEvent.click(await screen.findByRole('button', { name: 'cursor' }));
+			await vi.waitFor(() => expect(screen.getByText('This session has your CURSOR_API_KEY.')).toBeTruthy());
+			expect(screen.queryByLabelText('CURSOR_API_KEY')).toBeNull();
+			expect(screen.getByTestId('unmetered').textContent).toContain('Cursor runs on its own service');
+			await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+			await vi.waitFor(() => expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ agent_type: 'cursor' })));
+			expect(onsecret).not.toHaveBeenCalled();
+		});
+
+		it('keeps the modal open and does not spawn when the key cannot be set', async () => {
+			const { props } = setup({
+				loadAgents: vi.fn().mockResolvedValue(catalog),
+				onsecret: vi.fn().mockRejectedValue(new ApiError(503, 'unavailable', 'this server has no secrets key'))
+			});
+			await fireEvent.click(await screen.findByRole('button', { name: 'amp' }));
+			await fireEvent.input(screen.getByLabelText('AMP_API_KEY'), { target: { value: 'k' } });
+			await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+			expect((await screen.findByRole('alert')).textContent).toContain('no secrets key');
+			expect(props.onspawn).not.toHaveBeenCalled();
+			expect(screen.getByRole('dialog')).toBeTruthy();
+		});
+
+		it('metered agents say nothing about vendor keys', async () => {
+			setup({ loadAgents: vi.fn().mockResolvedValue(catalog) });
+			await fireEvent.click(await screen.findByRole('button', { name: 'claude-code' }));
+			expect(screen.queryByTestId('unmetered')).toBeNull();
+		});
+	});
+
+	it('says when the model list is offline (the bundled one)', async () => {
+		setup({ loadModels: vi.fn().mockResolvedValue({ providers, offline: true, note: 'OpenRouter unreachable: the bundled list' }) });
+		expect((await screen.findByTestId('models-offline')).textContent).toContain('OpenRouter unreachable: the bundled list');
+		await fireEvent.click(screen.getByLabelText('Model'));
+		expect(screen.getByRole('group', { name: 'openai' })).toBeTruthy();
+	});
+
+	it('shows no offline note for the live list', async () => {
+		setup();
+		await screen.findByRole('button', { name: 'codex' });
+		expect(screen.queryByTestId('models-offline')).toBeNull();
 	});
 });

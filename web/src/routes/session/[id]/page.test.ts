@@ -29,6 +29,8 @@ const fake = {
 	agents: vi.fn(),
 	models: vi.fn(),
 	createNode: vi.fn(),
+	secrets: vi.fn(),
+	setSecret: vi.fn(),
 	sendMessage: vi.fn(),
 	logs: vi.fn()
 };
@@ -44,6 +46,7 @@ describe('session page', () => {
 		fake.tree.mockResolvedValue(nodes);
 		fake.agents.mockResolvedValue([{ type: 'pi', name: 'pi', description: '', icon: '', default_model: 'm1', image: '' }]);
 		fake.models.mockResolvedValue({ providers: [{ name: 'p', models: [{ id: 'm1', name: 'M1' }] }] });
+		fake.secrets.mockResolvedValue([]);
 	});
 
 	it('opens the spawn modal from ?spawn=1, selects the root, streams from after=0, and tree selection drives the panel', async () => {
