@@ -77,13 +77,18 @@ func DecodeEvent(line []byte) (Event, error) {
 	case TypeCommit:
 		ev = CommitEvent{Type: typ, Hash: d.str(f.hash, "hash"), Message: d.str(f.message, "message")}
 	case TypeSpawn:
-		ev = SpawnEvent{
+		sp := SpawnEvent{
 			Type:  typ,
 			Name:  d.str(f.name, "name"),
 			Agent: d.str(f.agent, "agent"),
 			Model: d.str(f.model, "model"),
 			Task:  d.optStr(f.task, "task"),
 		}
+		if f.workspace != nil {
+			w := d.enum(f.workspace, "workspace", WorkspaceModes())
+			sp.Workspace = &w
+		}
+		ev = sp
 	case TypeWorkers:
 		ev = WorkersEvent{Type: typ, Workers: d.workers(f.workers)}
 	case TypeStatus:
@@ -154,7 +159,7 @@ func unknownType(typ string, known []string, list string, other []string, otherH
 type fields struct {
 	typ, content, name, path, status, output, cmd, exit, stdout, stderr,
 	hash, message, agent, model, task, workers, state, contextPct, summary,
-	from, action, fromNode []byte
+	from, action, fromNode, workspace []byte
 	// miscased holds keys that match a known name only when case is
 	// ignored ("Content"), to explain a missing field.
 	miscased []string
@@ -206,6 +211,8 @@ func (f *fields) set(key []byte, v []byte) {
 		f.action = v
 	case "from_node":
 		f.fromNode = v
+	case "workspace":
+		f.workspace = v
 	default:
 		if knownFold(key) {
 			f.miscased = append(f.miscased, string(key))
@@ -214,7 +221,7 @@ func (f *fields) set(key []byte, v []byte) {
 }
 
 var knownNames = []string{"type", "content", "name", "path", "status", "output", "cmd", "exit", "stdout", "stderr",
-	"hash", "message", "agent", "model", "task", "workers", "state", "context_pct", "summary", "from", "action", "from_node"}
+	"hash", "message", "agent", "model", "task", "workers", "state", "context_pct", "summary", "from", "action", "from_node", "workspace"}
 
 func knownFold(key []byte) bool {
 	if len(key) > len("context_pct") {

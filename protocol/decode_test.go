@@ -246,3 +246,21 @@ func BenchmarkUnmarshalBaseline(b *testing.B) {
 		})
 	}
 }
+
+func TestDecodeSpawnWorkspace(t *testing.T) {
+	ev, err := DecodeEvent([]byte(`{"type":"spawn","name":"n","agent":"a","model":"m","workspace":"fork"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := ev.(SpawnEvent); sp.Workspace == nil || *sp.Workspace != WorkspaceFork {
+		t.Fatalf("workspace: %+v", sp)
+	}
+	ev, err = DecodeEvent([]byte(`{"type":"spawn","name":"n","agent":"a","model":"m"}`))
+	if err != nil || ev.(SpawnEvent).Workspace != nil {
+		t.Fatalf("absent workspace: %+v %v", ev, err)
+	}
+	_, err = DecodeEvent([]byte(`{"type":"spawn","name":"n","agent":"a","model":"m","workspace":"copy"}`))
+	if err == nil || !strings.Contains(err.Error(), `field "workspace" must be one of shared|fork, got "copy"`) {
+		t.Fatalf("bad workspace: %v", err)
+	}
+}

@@ -13,7 +13,7 @@
 //	ToolEvent{Type, Name, Path *string, Status start|done|error, Output *string}
 //	CommandEvent{Type, Cmd, Status start|done|error, Exit *float64, Stdout, Stderr *string}
 //	CommitEvent{Type, Hash, Message}
-//	SpawnEvent{Type, Name, Agent, Model, Task *string}
+//	SpawnEvent{Type, Name, Agent, Model, Task *string, Workspace *string (shared|fork)}
 //	WorkersEvent{Type, Workers []Worker{Name, Status idle|thinking|running|done|error}}
 //	StatusEvent{Type, State idle|thinking|running|done|error, ContextPct *float64 in [0,1]}
 //	HandoffEvent{Type, Summary}

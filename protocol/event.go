@@ -100,7 +100,20 @@ type SpawnEvent struct {
 	Agent string  `json:"agent"`
 	Model string  `json:"model"`
 	Task  *string `json:"task,omitempty"`
+	// Workspace is what the child's /workspace is: "shared" (the default,
+	// the parent's workspace) or "fork" (a copy-on-write copy of the
+	// parent's, which the parent can diff and merge).
+	Workspace *string `json:"workspace,omitempty" jsonschema:"enum=shared,enum=fork"`
 }
+
+// Spawn workspace modes (SpawnEvent.Workspace).
+const (
+	WorkspaceShared = "shared"
+	WorkspaceFork   = "fork"
+)
+
+// WorkspaceModes lists the values of SpawnEvent.Workspace.
+func WorkspaceModes() []string { return []string{WorkspaceShared, WorkspaceFork} }
 
 // WorkersEvent reports the agent's workers and their states.
 type WorkersEvent struct {

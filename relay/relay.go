@@ -56,6 +56,10 @@ var (
 	ErrExited = errors.New("agent is not running")
 	// ErrClosed: the relay has ended.
 	ErrClosed = errors.New("relay closed")
+	// ErrStopping: the agent was told to stop (or hands off) and is ending;
+	// a message written now would reach an agent on its way out and be
+	// lost. Nothing was appended: deliver it to the node's next container.
+	ErrStopping = errors.New("agent is stopping")
 )
 
 // Record is one session log record a relay appends. The Log sets Seq.
@@ -698,6 +702,10 @@ func (r *Relay) callExited(ctx context.Context, ex Exit) {
 func (r *Relay) handle(ctx context.Context, req request) {
 	if r.exit != nil {
 		req.reply <- result{err: ErrExited}
+		return
+	}
+	if _, isMsg := req.in.(protocol.MessageInput); isMsg && r.cur.Stopping {
+		req.reply <- result{err: ErrStopping}
 		return
 	}
 	if len(r.writes) == cap(r.writes) { // only this goroutine sends: the send below cannot block

@@ -17,6 +17,9 @@ export default defineConfig({
 	test: {
 		environment: 'jsdom',
 		include: ['src/**/*.test.ts'],
-		setupFiles: ['./src/test-setup.ts']
+		setupFiles: ['./src/test-setup.ts'],
+		// Page tests render whole routes in jsdom: ~1.5 s alone, over the
+		// default 5 s on a loaded 2-core CI machine.
+		testTimeout: 20_000
 	}
 });

@@ -193,7 +193,12 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 				if err != nil {
 					return nil, err
 				}
-				return fsys.Session(n.SessionID).ForNode(nodeID, allowed)
+				// a node spawned with workspace "fork" works on its fork
+				ws, err := fsys.WorkspaceOfNode(ctx, n.SessionID, nodeID)
+				if err != nil {
+					return nil, err
+				}
+				return fsys.Session(ws).ForNode(nodeID, allowed)
 			},
 		})
 		if err != nil {
@@ -205,6 +210,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		fsys.SetInvalidator(ws.Fanout())
 		rcfg.Workspaces = ws
 		rcfg.WorkspacePropagation = workspace.Propagation
+		rcfg.Forks = forks{fsys}
 	}
 	run, err := runner.New(rcfg)
 	if err != nil {
@@ -254,6 +260,14 @@ func (m memories) Relevant(ctx context.Context, userID, repoURL, query string, l
 }
 
 var _ runner.Memories = memories{}
+
+// forks makes the runner's forked workspaces in the session VFS.
+type forks struct{ v *vfs.VFS }
+
+func (f forks) ForkForNode(ctx context.Context, sessionID, parentID, childID string) error {
+	_, err := f.v.ForkForNode(ctx, sessionID, parentID, childID)
+	return err
+}
 
 // The lifecycle runner is the agent tools' Runner.
 var _ agenttools.Runner = (*runner.Runner)(nil)

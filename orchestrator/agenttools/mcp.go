@@ -127,10 +127,11 @@ type (
 		Content string `json:"content" jsonschema:"the message"`
 	}
 	spawnArgs struct {
-		Name  string `json:"name" jsonschema:"a short name for the child"`
-		Agent string `json:"agent,omitempty" jsonschema:"the child's agent type: shelley, pi, claude-code, codex, amp, cursor or custom (default: your own)"`
-		Model string `json:"model,omitempty" jsonschema:"the child's model (default: the agent type's)"`
-		Task  string `json:"task" jsonschema:"what the child is to do, self-contained: it does not see your conversation"`
+		Name      string `json:"name" jsonschema:"a short name for the child"`
+		Agent     string `json:"agent,omitempty" jsonschema:"the child's agent type: shelley, pi, claude-code, codex, amp, cursor or custom (default: your own)"`
+		Model     string `json:"model,omitempty" jsonschema:"the child's model (default: the agent type's)"`
+		Task      string `json:"task" jsonschema:"what the child is to do, self-contained: it does not see your conversation"`
+		Workspace string `json:"workspace,omitempty" jsonschema:"shared (default): the child works on your /workspace; fork: on a copy-on-write copy of it, whose changes reach you only by a merge"`
 	}
 	waitArgs struct {
 		TimeoutSeconds int `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most, in seconds (default 300, at most 600)"`
@@ -180,7 +181,7 @@ func (s *Server) addTools(srv *mcp.Server) {
 		func(ctx context.Context, c orchestrator.Caller, in sendArgs) (any, error) {
 			return s.sendMessage(ctx, c, in.To, in.Content)
 		})
-	tool(s, srv, "spawn", "Start a child agent in its own container on the same /workspace with a task. Returns its id at once; it works in parallel.",
+	tool(s, srv, "spawn", "Start a child agent in its own container on the same /workspace (or, with workspace fork, a copy of it) with a task. Returns its id at once; it works in parallel.",
 		func(ctx context.Context, c orchestrator.Caller, in spawnArgs) (any, error) {
 			return s.spawn(ctx, c, SpawnRequest(in))
 		})

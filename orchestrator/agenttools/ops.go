@@ -81,6 +81,8 @@ type SpawnRequest struct {
 	Agent string `json:"agent"`
 	Model string `json:"model"`
 	Task  string `json:"task"`
+	// Workspace: "shared" (default) or "fork" (protocol.SpawnEvent.Workspace).
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // ApprovalRequest is request_approval's input.
@@ -330,6 +332,9 @@ func (s *Server) Spawn(ctx context.Context, c orchestrator.Caller, in SpawnReque
 	ev := protocol.SpawnEvent{Type: protocol.TypeSpawn, Name: strings.TrimSpace(in.Name), Agent: strings.TrimSpace(in.Agent), Model: strings.TrimSpace(in.Model)}
 	if in.Task != "" {
 		ev.Task = &in.Task
+	}
+	if w := strings.TrimSpace(in.Workspace); w != "" {
+		ev.Workspace = &w
 	}
 	data, err := json.Marshal(ev)
 	if err != nil {

@@ -119,6 +119,12 @@ var nodeKeyDenied = map[string]bool{
 	"POST " + apiPrefix + "/sessions/:id/approvals/:approval": true,
 }
 
+// nodeKeyParent are routes on another node that a node key may call when
+// it is that node's parent; the handler checks the parenthood.
+var nodeKeyParent = map[string]bool{
+	"POST " + apiPrefix + "/sessions/:id/nodes/:node/merge": true,
+}
+
 // nodeKeyAllowed enforces a node key's scope (DESIGN invariant 9): its own
 // session's routes but those of nodeKeyDenied, reads (GET) of its own node
 // and its descendants, and changes of its own node only. Other sessions are
@@ -139,7 +145,7 @@ func (s *Server) nodeKeyAllowed(c echo.Context, p store.Principal) error {
 		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot %s", p.NodeID, route)
 	}
 	nid := c.Param("node")
-	if nid == "" || nid == p.NodeID {
+	if nid == "" || nid == p.NodeID || nodeKeyParent[route] {
 		return nil
 	}
 	if c.Request().Method != http.MethodGet {

@@ -188,6 +188,16 @@ func handSchemas() map[string]any {
 		"id": tInt, "name": tStr, "parameters": tObj, "result": tObj, "error": tStr,
 		"started_at": tTime, "completed_at": tTime, "duration_ms": tInt,
 	})
+	changeOp := map[string]any{"enum": []any{"added", "changed", "deleted"}}
+	forkInfo := obj([]string{"id", "base", "origin", "session_id", "created_at"}, map[string]any{
+		"id": tStr, "base": tStr, "origin": tStr, "session_id": tStr, "node_id": tStr, "created_at": tTime,
+	})
+	fileChange := obj([]string{"path", "op", "kind", "old_size", "new_size"}, map[string]any{
+		"path": tStr, "op": changeOp, "kind": map[string]any{"enum": []any{"file", "dir", "symlink"}},
+		"old_size": tInt, "new_size": tInt, "binary": tBool,
+		"diff":         map[string]any{"type": "string", "description": "unified diff of a text file"},
+		"text_omitted": map[string]any{"type": "boolean", "description": "a text file listed without its diff: the answer's diffs reached 4 MiB"},
+	})
 	return map[string]any{
 		"FileInfo":    obj(fileInfo, fileProps(false)),
 		"FileContent": obj(fileInfo, fileProps(true)),
@@ -235,6 +245,12 @@ func handSchemas() map[string]any {
 		"NodeList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Node"))}),
 		"NewNode": obj([]string{"agent_type"}, map[string]any{
 			"name": tStr, "agent_type": tStr, "model": tStr, "parent_id": tStrNull, "image": tStr, "task": tStr, "config": tObj,
+			"workspace": map[string]any{"enum": []any{"shared", "fork"}, "description": "fork: the child works on a copy-on-write fork of its parent's workspace (needs parent_id)"},
+		}),
+		"ForkDiff": obj([]string{"fork", "changes"}, map[string]any{"fork": forkInfo, "changes": arrayOf(fileChange)}),
+		"MergeResult": obj([]string{"fork", "applied", "conflicts"}, map[string]any{
+			"fork": forkInfo, "applied": arrayOf(fileChange),
+			"conflicts": arrayOf(obj([]string{"path", "fork", "parent"}, map[string]any{"path": tStr, "fork": changeOp, "parent": changeOp})),
 		}),
 		"NodePatch":  obj(nil, map[string]any{"name": tStr, "status": tStr, "config": tObj}),
 		"NodeMove":   obj([]string{"sort_order"}, map[string]any{"parent_id": tStrNull, "sort_order": tInt}),

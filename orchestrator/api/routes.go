@@ -56,6 +56,7 @@ func (s *Server) routeList() []route {
 	rs := append(apiRoutes(), collabRoutes()...)
 	if s.cfg.Files != nil {
 		rs = append(rs, fileRoutes()...)
+		rs = append(rs, forkRoutes()...)
 	}
 	return rs
 }

@@ -69,6 +69,8 @@ var ownerCalls = map[string]ownerCall{
 	"GET /api/v1/sessions/:id/approvals":            {status: 200},
 	"POST /api/v1/sessions/:id/approvals/:approval": {body: `{"decision":"approve"}`, status: 404}, // no such approval (TestApprovalsInbox answers real ones)
 	"GET /api/v1/sessions/:id/nodes/:node/audit":    {status: 200},
+	"GET /api/v1/sessions/:id/nodes/:node/diff":     {status: 404}, // not a forked node (TestForkDiffMergeAPI has one)
+	"POST /api/v1/sessions/:id/nodes/:node/merge":   {status: 404},
 	"GET /api/v1/memories":                          {status: 200},
 	"GET /api/v1/sessions/:id/secrets":              {status: 200},
 	"PUT /api/v1/sessions/:id/secrets/:name":        {body: `{"value":"k"}`, status: 422}, // ":name" is no vendor key (TestSessionSecrets sets real ones)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -209,6 +210,9 @@ type newNodeReq struct {
 	Image     string          `json:"image"`
 	Task      string          `json:"task"`
 	Config    json.RawMessage `json:"config"`
+	// Workspace: "shared" (default) or "fork": a child works on a
+	// copy-on-write fork of its parent's workspace (protocol.SpawnEvent).
+	Workspace string `json:"workspace"`
 }
 
 func (s *Server) createNode(c echo.Context) error {
@@ -222,6 +226,20 @@ func (s *Server) createNode(c echo.Context) error {
 	if err := objectField("config", req.Config); err != nil {
 		return err
 	}
+	fork := false
+	switch req.Workspace {
+	case "", protocol.WorkspaceShared:
+	case protocol.WorkspaceFork:
+		if req.ParentID == nil {
+			return orchestrator.FieldErrorf("workspace", "workspace \"fork\" needs a parent_id: the root works on the session's workspace")
+		}
+		if s.cfg.Files == nil {
+			return orchestrator.FieldErrorf("workspace", "this server has no session filesystem to fork")
+		}
+		fork = true
+	default:
+		return orchestrator.FieldErrorf("workspace", "field \"workspace\" must be shared or fork, not %q", req.Workspace)
+	}
 	if err := s.needVendorKey(c, c.Param("id"), *req.AgentType); err != nil {
 		return err
 	}
@@ -230,6 +248,15 @@ func (s *Server) createNode(c echo.Context) error {
 	n, err := s.store.CreateNode(ctx, user(c).ID, c.Param("id"), in)
 	if err != nil {
 		return err
+	}
+	if fork {
+		if _, err := s.cfg.Files.ForkForNode(ctx, n.SessionID, *req.ParentID, n.ID); err != nil {
+			// no node without the workspace it was asked for
+			if _, derr := s.store.DeleteNode(context.WithoutCancel(ctx), user(c).ID, n.SessionID, n.ID); derr != nil {
+				s.log.Warn("delete a node whose workspace fork failed", "node", n.ID, "err", derr)
+			}
+			return err
+		}
 	}
 	if s.cfg.Runner != nil {
 		// The node exists whatever happens next: a start that fails marks it

@@ -128,6 +128,16 @@ type Config struct {
 	// (nil: none); MemoryLimit bounds them (DefaultMemoryLimit).
 	Memories    Memories
 	MemoryLimit int
+	// Forks makes a child's forked workspace (spawn with workspace
+	// "fork"); nil: such a spawn is refused.
+	Forks Forks
+}
+
+// Forks makes copy-on-write forks of workspaces for nodes; vfs.VFS
+// satisfies it through cmd/filepath.
+type Forks interface {
+	// ForkForNode forks the workspace parentID works on for its new child.
+	ForkForNode(ctx context.Context, sessionID, parentID, childID string) error
 }
 
 // Runner implements the API's lifecycle interface and relay.Effects.
@@ -430,6 +440,13 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: start the session first", nodeID)
 	}
 	rec, err := rel.Deliver(ctx, in)
+	if errors.Is(err, relay.ErrStopping) {
+		// The agent is on its way out (a stop, a handoff): the message
+		// goes to the node's next container instead of being lost.
+		if rel, err = r.nextRelay(ctx, sessionID, nodeID, rel); err == nil {
+			rec, err = rel.Deliver(ctx, in)
+		}
+	}
 	switch {
 	case err == nil:
 		// rec is the record as stored (the relay's Log returns it).
@@ -442,6 +459,59 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 		return store.Record{}, orchestrator.Errorf(orchestrator.EInvalid, "%v", err)
 	default:
 		return store.Record{}, err
+	}
+}
+
+// nextRelay waits for old, the relay of a stopping agent, to end, and
+// returns the relay of the node's next container: the continuation after a
+// handoff, or a fresh start (as a message to a stopped node makes).
+func (r *Runner) nextRelay(ctx context.Context, sessionID, nodeID string, old *relay.Relay) (*relay.Relay, error) {
+	bound := r.cfg.StopGrace + r.cfg.KillGrace + 30*time.Second
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-old.Done():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, orchestrator.Errorf(orchestrator.EUnavailable, "node %s is stopping and did not end within %s; retry later", nodeID, bound)
+	}
+	// The old relay leaves the map just after it ends, and a continuation
+	// starts right after that: give them a moment before starting anew.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if err := r.waitStarting(ctx, nodeID); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		cur, starting := r.relays[nodeID], r.starting[nodeID] != nil
+		r.mu.Unlock()
+		switch {
+		case starting:
+			continue
+		case cur != nil && cur != old:
+			return cur, nil
+		case cur == nil && time.Now().After(deadline):
+			sess, err := r.st.SessionByID(ctx, sessionID)
+			if err != nil {
+				return nil, err
+			}
+			if err := r.StartNode(ctx, sess.UserID, sessionID, nodeID); err != nil {
+				return nil, err
+			}
+			if err := r.waitStarting(ctx, nodeID); err != nil {
+				return nil, err
+			}
+			if cur := r.relayOf(nodeID); cur != nil && cur != old {
+				return cur, nil
+			}
+			return nil, orchestrator.Errorf(orchestrator.EConflict, "node %s stopped and did not start again", nodeID)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
@@ -957,6 +1027,10 @@ func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev 
 	if ev.Task != nil {
 		in.Task = *ev.Task
 	}
+	fork := ev.Workspace != nil && *ev.Workspace == protocol.WorkspaceFork
+	if fork && r.cfg.Forks == nil {
+		return store.Node{}, orchestrator.FieldErrorf("workspace", "this orchestrator cannot fork workspaces (it runs without the session filesystem); spawn with workspace \"shared\"")
+	}
 	// A child of a custom agent runs its parent's image unless the spawn
 	// names another catalog agent; a name the catalog does not know (a BYO
 	// agent's own name for its workers) is the parent's image too.
@@ -968,6 +1042,15 @@ func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev 
 	child, err := r.st.CreateNode(ctx, sess.UserID, sess.ID, in)
 	if err != nil {
 		return store.Node{}, err
+	}
+	if fork {
+		if err := r.cfg.Forks.ForkForNode(ctx, sess.ID, pnode.ID, child.ID); err != nil {
+			// no child without the workspace it was promised
+			if _, derr := r.st.DeleteNode(context.WithoutCancel(ctx), sess.UserID, sess.ID, child.ID); derr != nil {
+				r.log.Warn("delete a child whose workspace fork failed", "node", child.ID, "err", derr)
+			}
+			return store.Node{}, fmt.Errorf("fork the workspace: %w", err)
+		}
 	}
 	return child, r.startNode(ctx, sess, child)
 }

@@ -815,3 +815,31 @@ func TestDeleteSessionWhileSpawning(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestMessageWhileStopping: a message sent after a stop, while the agent is
+// still on its way out, is not written to that agent (which would drop it):
+// it waits for the container to end and starts the node again with it, as a
+// message to a stopped node does.
+func TestMessageWhileStopping(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.StopGrace = 500 * time.Millisecond; c.KillGrace = 500 * time.Millisecond })
+	root := e.startRoot("ignore-stop; echo ready")
+	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop}); err != nil {
+		t.Fatal(err)
+	}
+	// The agent ignores the stop and would still read its stdin: written to
+	// it, the message would be echoed before the kill, by the old agent.
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("after the stop")); err != nil {
+		t.Fatalf("a message while the agent stops: %v", err)
+	}
+	e.waitFor("the message answered", func() bool { return hasText(e.records(root.ID), "after the stop") })
+	var order []string
+	for _, t := range texts(e.records(root.ID)) {
+		if t == ResumeMessage || t == "after the stop" {
+			order = append(order, t)
+		}
+	}
+	if len(order) != 2 || order[0] != ResumeMessage {
+		t.Fatalf("texts %q: the message must reach the restarted agent, after its resume message", order)
+	}
+}

@@ -26,7 +26,8 @@ const (
 )
 
 // sessionRow is agent_session as stored, plus the computed columns of
-// sessionSelect.
+// sessionSelect. sessionSelect leaves out the hidden rows that key workspace
+// forks (fs_fork, migration 0012): they are not sessions.
 type sessionRow struct {
 	ID         string
 	UserID     string
@@ -51,7 +52,8 @@ const sessionSelect = `SELECT s.id, s.user_id, s.name, s.git_repo_url, s.status,
 	s.started_at, s.created_at, s.updated_at, s.checks, s.budget_tokens, s.budget_usd, s.tokens_used, s.cost_usd,
 	(SELECT COUNT(*) FROM agent_node n WHERE n.session_id = s.id) AS node_count,
 	(SELECT l.created_at FROM session_log l WHERE l.session_id = s.id ORDER BY l.seq DESC LIMIT 1) AS last_log_at
-	FROM agent_session s`
+	FROM agent_session s
+	WHERE NOT EXISTS (SELECT 1 FROM fs_fork f WHERE f.ws = s.id)`
 
 func (r sessionRow) session() Session {
 	s := Session{
@@ -76,7 +78,7 @@ func (r sessionRow) session() Session {
 // getSession reads one session; userID "" skips the owner check (internal
 // callers). Another user's session is not_found.
 func getSession(g *gorm.DB, userID, id string) (Session, error) {
-	q := sessionSelect + ` WHERE s.id = ?`
+	q := sessionSelect + ` AND s.id = ?`
 	args := []any{id}
 	if userID != "" {
 		q += ` AND s.user_id = ?`
@@ -295,7 +297,7 @@ func (s *Store) SetSessionChecks(ctx context.Context, userID, id string, checks 
 // ListSessions returns userID's sessions, newest first.
 func (s *Store) ListSessions(ctx context.Context, userID string) ([]Session, error) {
 	var rows []sessionRow
-	if err := s.rdb.WithContext(ctx).Raw(sessionSelect+` WHERE s.user_id = ? ORDER BY s.created_at DESC, s.id`,
+	if err := s.rdb.WithContext(ctx).Raw(sessionSelect+` AND s.user_id = ? ORDER BY s.created_at DESC, s.id`,
 		requireUser(userID)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -310,7 +312,7 @@ func (s *Store) ListSessions(ctx context.Context, userID string) ([]Session, err
 // (for reconciling at start-up).
 func (s *Store) SessionsByStatus(ctx context.Context, statuses ...string) ([]Session, error) {
 	var rows []sessionRow
-	if err := s.rdb.WithContext(ctx).Raw(sessionSelect+` WHERE s.status IN ? ORDER BY s.created_at, s.id`,
+	if err := s.rdb.WithContext(ctx).Raw(sessionSelect+` AND s.status IN ? ORDER BY s.created_at, s.id`,
 		statuses).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list sessions by status: %w", err)
 	}

@@ -40,18 +40,28 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 	if n := count(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND (mode & 61440) NOT IN (16384, 32768, 40960)`, sid); n > 0 {
 		bad("rules 5/6: %d inodes with an unknown type", n)
 	}
-	// 7. regular file size = sum of chunk sizes; chunk layout; only regular files have data
-	if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND i.size != COALESCE((SELECT SUM(size) FROM fs_data d WHERE d.session_id=i.session_id AND d.ino=i.ino), 0) AND i.mode & 61440 = 32768`, sid); n > 0 {
+	// 7. regular file size = sum of chunk sizes; chunk layout; only regular
+	// files have data. A fork shares its chunks (doc.go, "Forks"): its rule
+	// is that every chunk a file needs is found through its chain.
+	ch, err := v.Session(sid).chain(ctx, v.r)
+	if err != nil {
+		bad("fork chain: %v", err)
+	}
+	if len(ch) > 0 {
+		if err := v.checkForkData(ctx, sid, ch); err != nil {
+			bad("rule 7: %v", err)
+		}
+	} else if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND i.size != COALESCE((SELECT SUM(size) FROM fs_data d WHERE d.session_id=i.session_id AND d.ino=i.ino), 0) AND i.mode & 61440 = 32768`, sid); n > 0 {
 		bad("rule 7: %d files whose size differs from their chunks", n)
 	}
 	if n := count(`SELECT COUNT(*) FROM fs_data d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino WHERE d.session_id=? AND i.mode & 61440 != 32768`, sid); n > 0 {
 		bad("rule 7: %d data chunks belong to a directory or symlink", n)
 	}
-	if n := count(`SELECT COUNT(*) FROM fs_data d WHERE d.session_id=? AND NOT EXISTS (SELECT 1 FROM fs_inode i WHERE i.session_id=d.session_id AND i.ino=d.ino)`, sid); n > 0 {
+	if n := count(`SELECT COUNT(*) FROM fs_data d WHERE d.session_id=? AND NOT EXISTS (SELECT 1 FROM fs_inode i WHERE i.session_id=d.session_id AND i.ino=d.ino)`, sid); len(ch) == 0 && n > 0 {
 		bad("rule 7: %d data chunks of missing inodes", n)
 	}
 	if n := count(`SELECT COUNT(*) FROM fs_data d JOIN fs_meta m ON m.session_id=d.session_id JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
-		WHERE d.session_id=? AND (d.size != length(d.data) OR d.offset % m.chunk_size != 0 OR d.size != MIN(m.chunk_size, i.size - d.offset) OR d.size <= 0)`, sid); n > 0 {
+		WHERE d.session_id=? AND (d.size != length(d.data) OR d.offset % m.chunk_size != 0 OR d.size != MIN(m.chunk_size, i.size - d.offset) OR d.size <= 0)`, sid); len(ch) == 0 && n > 0 {
 		bad("chunks: %d chunks break the fixed-size layout", n)
 	}
 	// 8. every inode but the root has a dentry (or is an open orphan)

@@ -17,6 +17,11 @@ func (fs *FS) readChunks(ctx context.Context, q querier, ino int64, cs int, p []
 	if len(p) == 0 {
 		return nil
 	}
+	if ch, err := fs.chain(ctx, q); err != nil {
+		return err
+	} else if len(ch) > 0 {
+		return fs.readChunksChain(ctx, q, ch, ino, cs, p, off)
+	}
 	first := off / int64(cs) * int64(cs)
 	end := off + int64(len(p))
 	rows, err := q.QueryContext(ctx, `SELECT offset, data FROM fs_data WHERE session_id=? AND ino=? AND offset>=? AND offset<? ORDER BY offset`, fs.sid, ino, first, end)
@@ -78,6 +83,9 @@ func (fs *FS) writeChunks(ctx context.Context, tx *txn, ino int64, cs int, oldSi
 			if lo < hi {
 				copy(buf[lo-coff:hi-coff], p[lo-off:hi-off])
 			}
+		}
+		if err := fs.copyUpBeforeInsert(ctx, tx, ino, coff); err != nil {
+			return 0, err
 		}
 		if _, err := tx.ExecContext(ctx, upsertChunk, fs.sid, ino, coff, clen, buf); err != nil {
 			return 0, fmt.Errorf("write data of inode %d at %d: %w", ino, coff, err)

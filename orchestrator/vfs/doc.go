@@ -55,4 +55,55 @@
 // when it changed what they read). The link count is fs_inode.nlink, kept by triggers on
 // fs_dentry (migration 0010). Directory nlink is the dentry count (1), as agentfs defines
 // it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.
+//
+// # Forks (fork.go, forkdata.go, diff.go, merge.go; migration 0012)
+//
+// A fork is a copy-on-write copy of a workspace. Every workspace, a fork
+// too, is keyed by an agent_session id (the fs_* foreign keys), so a fork
+// lives under a hidden agent_session row listed in fs_fork; the store's
+// session queries leave those rows out and they go when their session, their
+// node (agent_node delete trigger) or VFS.DeleteFork removes them.
+//
+// Forking workspace P makes two workspaces in one transaction: B, the frozen
+// fork point (never written), and C, the fork, which the child works on. Each
+// gets a copy of P's metadata (fs_meta, fs_inode, fs_dentry, fs_symlink; the
+// columns are read from the schema, so columns added later are copied too)
+// and no file data. fs_fork records for each its parent workspace (B's is P,
+// C's is B) and base_next_ino, P's next inode number at the fork: an inode
+// below it came from the parent. Fork cost is therefore O(files) rows and
+// independent of the bytes stored (docs/benchmarks.md has the number; it does
+// not meet the 5 ms goal for 10,000 files, see there).
+//
+// Data is shared at chunk level. A read of chunk (ino, off) in a fork takes
+// the fork's own row if there is one, else walks up the parent chain while
+// ino is below each level's base_next_ino. A fork's own rows appear when it
+// writes (a partial write reads the inherited chunk first: chunk-level
+// copy-up) and when a parent changes or deletes a chunk a fork still reads
+// through it: the triggers fs_data_cow_update and fs_data_cow_delete copy the
+// old row, before it changes, into every direct fork that has no row of its
+// own at that offset and still has the inode (or has forks of its own, which
+// may). A workspace with no forks pays one indexed probe of fs_fork per chunk
+// write and nothing else. So a fork's rows may be longer than its file (a
+// truncate of an inherited chunk does not copy it) or missing: every read of
+// a fork is clipped to the inode's size and goes through the chain
+// (readChunks, ReadAt, hashes, copy, grep, export, Check).
+//
+// Fork of a fork works the same way (its parent is the fork); chains only
+// grow by forking. Deleting a fork deletes its workspaces, then those of
+// every fork made from it (deepest first, so no copy-up is wasted on them)
+// and its frozen base: its own rows and the chunks copied up for it are freed,
+// the parent's rows stay.
+//
+// A fork's changes give no file events (no "file" records in the session
+// log, which are the session's workspace): they are its diff.
+//
+// Diff compares the fork with its frozen base by path: added, deleted,
+// changed (another inode, type, mode, symlink target or content; content is
+// compared by data_gen first and by sha256 only when that differs), with a
+// unified text diff for changed text files. Merge applies the fork's changes
+// to the workspace it was forked from in one transaction, except conflicts:
+// paths (or their ancestors) that the parent changed too since the fork point
+// with a different result. Conflicts are listed and left as they are in the
+// parent; merging again is idempotent (a change already in the parent is
+// neither a conflict nor reapplied).
 package vfs

@@ -52,6 +52,9 @@ func (fs *FS) notify(ev event) {
 	if fs.v.cfg.Notifier == nil || ev.op == "" || ev.path == "" {
 		return
 	}
+	if fork, err := fs.isFork(context.Background(), fs.v.rq); fork || err != nil {
+		return // a fork's changes are its diff, not the session's file records
+	}
 	fs.v.cfg.Notifier.FileChanged(fs.sid, ev.op, ev.path, ev.size)
 }
 

@@ -152,7 +152,18 @@ func (v *VFS) Export(ctx context.Context, sessionID, dst string) error {
 		{"tool calls", `SELECT name, parameters, result, error, started_at, completed_at, duration_ms FROM tool_calls WHERE session_id=? ORDER BY id`,
 			`INSERT INTO tool_calls(name, parameters, result, error, started_at, completed_at, duration_ms) VALUES(?,?,?,?,?,?,?)`, 7},
 	}
+	fork, err := fs.isFork(ctx, src)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
 	for _, s := range steps {
+		if fork && s.what == "data" {
+			// a fork's chunks are read through its chain (forkdata.go)
+			if err := fs.exportForkData(ctx, src, tx); err != nil {
+				return fmt.Errorf("export %s: %w", s.what, err)
+			}
+			continue
+		}
 		if err := copyRows(ctx, src, tx, s.query, sid, s.insert, nil, s.n); err != nil {
 			return fmt.Errorf("export %s: %w", s.what, err)
 		}

@@ -758,6 +758,11 @@ func (fs *FS) ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, 
 	if off < 0 {
 		return 0, errorf(syscall.EINVAL, "", "negative offset")
 	}
+	if fork, err := fs.isFork(ctx, fs.v.rq); err != nil {
+		return 0, err
+	} else if fork {
+		return fs.readAtFork(ctx, cs, ino, p, off)
+	}
 	// One query (one snapshot) for the inode's type and size and the
 	// chunks overlapping [off, off+len(p)).
 	first := off / int64(cs) * int64(cs)

@@ -104,6 +104,11 @@ func (fs *FS) hashOf(ctx context.Context, ino int64) (string, error) {
 }
 
 func (fs *FS) computeHash(ctx context.Context, q querier, ino int64) (string, error) {
+	if fork, err := fs.isFork(ctx, q); err != nil {
+		return "", err
+	} else if fork {
+		return fs.computeHashFork(ctx, q, ino)
+	}
 	h := sha256.New()
 	rows, err := q.QueryContext(ctx, `SELECT data FROM fs_data WHERE session_id=? AND ino=? ORDER BY offset`, fs.sid, ino)
 	if err != nil {
@@ -662,7 +667,13 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name 
 		if err := fs.addUsage(ctx, tx, a.Size); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, offset, size, data) SELECT session_id, ?, offset, size, data FROM fs_data WHERE session_id=? AND ino=?`,
+		if fork, err := fs.isFork(ctx, tx); err != nil {
+			return err
+		} else if fork {
+			if err := fs.copyDataFork(ctx, tx, a.Ino, na.Ino, a.Size); err != nil {
+				return fmt.Errorf("copy data to %s: %w", name, err)
+			}
+		} else if _, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, offset, size, data) SELECT session_id, ?, offset, size, data FROM fs_data WHERE session_id=? AND ino=?`,
 			na.Ino, fs.sid, a.Ino); err != nil {
 			return fmt.Errorf("copy data to %s: %w", name, err)
 		}

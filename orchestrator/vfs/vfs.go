@@ -78,6 +78,9 @@ type VFS struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
+
+	chains   sync.Map // workspace id -> []chainLevel (fork.go)
+	forkCols sync.Map // table -> columns a fork copies (fork.go)
 }
 
 // sessionState is the in-memory state of one session: its chunk size once

@@ -149,7 +149,7 @@ func sh(t *testing.T, script string) *Child {
 func readAll(t *testing.T, c *Child) []string {
 	t.Helper()
 	var out []string
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(60 * time.Second) // 64 MiB through tr under -race on a loaded CI machine takes a while
 	for {
 		select {
 		case l, ok := <-c.Lines():

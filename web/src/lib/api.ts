@@ -7,7 +7,9 @@ import type {
 	StoredMemory,
 	AgentInfo,
 	AgentNode,
+	ForkDiff,
 	LogRecord,
+	MergeResult,
 	ModelList,
 	NewSessionBody,
 	Session,
@@ -145,6 +147,8 @@ export const api = {
 	deleteNode: (id: string, node: string) => request<void>(n(id, node), { method: 'DELETE' }),
 	moveNode: (id: string, node: string, body: { parent_id: string; sort_order: number }) =>
 		request<AgentNode>(`${n(id, node)}/move`, { method: 'POST', body }),
+	diff: (id: string, node: string) => request<ForkDiff>(`${n(id, node)}/diff`),
+	merge: (id: string, node: string) => request<MergeResult>(`${n(id, node)}/merge`, { method: 'POST' }),
 	logs: (id: string, node: string, tail = 500) =>
 		request<string>(`${n(id, node)}/logs?tail=${tail}`, { text: true }),
 

@@ -44,6 +44,52 @@ export interface SpawnRequest {
 	model: string;
 	image?: string;
 	parent_id?: string;
+	/** shared (default): the child works on its parent's /workspace; fork: on a copy-on-write fork of it. */
+	workspace?: 'shared' | 'fork';
+}
+
+/** ForkChange is one path a forked agent changed since its fork point (GET .../diff). */
+export interface ForkChange {
+	path: string;
+	op: 'added' | 'changed' | 'deleted';
+	kind: 'file' | 'dir' | 'symlink';
+	old_size: number;
+	new_size: number;
+	binary?: boolean;
+	/** diff is the unified text diff of a text file. */
+	diff?: string;
+	/** text_omitted: a text file listed without its diff (the answer's diffs reached their limit). */
+	text_omitted?: boolean;
+}
+
+/** ForkInfo describes a forked agent's workspace. */
+export interface ForkInfo {
+	id: string;
+	base: string;
+	origin: string;
+	session_id: string;
+	node_id?: string;
+	created_at: string;
+}
+
+/** ForkDiff is a forked agent's changes since its fork point. */
+export interface ForkDiff {
+	fork: ForkInfo;
+	changes: ForkChange[];
+}
+
+/** MergeConflict is a path both the fork and its parent changed since the fork point. */
+export interface MergeConflict {
+	path: string;
+	fork: ForkChange['op'];
+	parent: ForkChange['op'];
+}
+
+/** MergeResult is the answer of POST .../merge. */
+export interface MergeResult {
+	fork: ForkInfo;
+	applied: ForkChange[];
+	conflicts: MergeConflict[];
 }
 
 /** NewSessionBody is the body of POST /sessions. */

@@ -67,6 +67,7 @@ export interface SpawnEvent {
 	agent: string;
 	model: string;
 	task?: string;
+	workspace?: 'shared' | 'fork';
 }
 /**
  * The agent's workers and their states; shown as a pill strip.

@@ -155,6 +155,29 @@ describe('SpawnModal', () => {
 		await vi.waitFor(() => expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ model: 'openai/gpt-5' })));
 	});
 
+	it('spawns a child on a fork of its parent\'s workspace when Fork is chosen', async () => {
+		const { props } = setup();
+		await screen.findByRole('button', { name: 'custom' });
+		const fork = screen.getByRole('radio', { name: 'Fork' });
+		expect(screen.getByRole('radio', { name: 'Shared' }).getAttribute('aria-checked')).toBe('true');
+		await fireEvent.click(fork);
+		expect(fork.getAttribute('aria-checked')).toBe('true');
+		expect(screen.getByText(/its own copy of root's workspace/)).toBeTruthy();
+		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+		expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ workspace: 'fork' }));
+	});
+
+	it('sends no workspace for a shared child, and offers no choice at the root', async () => {
+		const { props, unmount } = setup();
+		await screen.findByRole('button', { name: 'custom' });
+		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+		expect(props.onspawn.mock.calls[0][0].workspace).toBeUndefined();
+		unmount();
+		setup({ parentName: null });
+		await screen.findByRole('button', { name: 'custom' });
+		expect(screen.queryByRole('radiogroup', { name: 'Workspace' })).toBeNull();
+	});
+
 	describe('vendor keys and every agent', () => {
 		const catalog: AgentInfo[] = [
 			...agents.slice(0, 3),

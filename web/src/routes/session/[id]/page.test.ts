@@ -32,7 +32,10 @@ const fake = {
 	secrets: vi.fn(),
 	setSecret: vi.fn(),
 	sendMessage: vi.fn(),
-	logs: vi.fn()
+	logs: vi.fn(),
+	// no agent here works on a fork: the diff answers 404
+	diff: vi.fn(() => Promise.reject(new Error('not forked'))),
+	merge: vi.fn()
 };
 vi.mock('$lib/api', async (orig) => ({ ...(await orig<typeof import('$lib/api')>()), api: fake }));
 const { default: Page } = await import('./+page.svelte');

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"net/http"
+	"syscall"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+)
+
+// forkRoutes are the routes of a forked child's workspace (spawn with
+// workspace "fork"): its diff against the fork point and the merge into
+// the workspace it was forked from. Served when Config.Files is set.
+func forkRoutes() []route {
+	return []route{
+		{http.MethodGet, "/sessions/:id/nodes/:node/diff", (*Server).nodeDiff, opDoc{summary: "A forked node's changes since its fork point: files added, changed and deleted, with a unified diff per text file (text=false: without them); 404 when the node works on the shared workspace", status: 200, resp: "ForkDiff", query: []string{"text"}}},
+		{http.MethodPost, "/sessions/:id/nodes/:node/merge", (*Server).nodeMerge, opDoc{summary: "Merge a forked node's changes into the workspace it was forked from in one transaction: paths both changed since the fork point are listed as conflicts and left as they are; the user or the node's parent's key", status: 200, resp: "MergeResult"}},
+	}
+}
+
+// forkOf returns the fork the request's node works on, after checking that
+// the node is the user's.
+func (s *Server) forkOf(c echo.Context) (vfs.ForkInfo, error) {
+	ctx := c.Request().Context()
+	n, err := s.store.GetNode(ctx, user(c).ID, c.Param("id"), c.Param("node"))
+	if err != nil {
+		return vfs.ForkInfo{}, err
+	}
+	fk, err := s.cfg.Files.ForkOfNode(ctx, n.ID)
+	if vfs.IsErrno(err, syscall.ENOENT) {
+		return vfs.ForkInfo{}, orchestrator.Errorf(orchestrator.ENotFound, "node %s works on the shared workspace: it has no fork to diff or merge", n.ID)
+	}
+	return fk, err
+}
+
+func (s *Server) nodeDiff(c echo.Context) error {
+	fk, err := s.forkOf(c)
+	if err != nil {
+		return err
+	}
+	text := c.QueryParam("text") != "false"
+	d, err := s.cfg.Files.Diff(c.Request().Context(), fk.ID, vfs.DiffOptions{Text: text})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+func (s *Server) nodeMerge(c echo.Context) error {
+	ctx := c.Request().Context()
+	fk, err := s.forkOf(c)
+	if err != nil {
+		return err
+	}
+	opt := vfs.MergeOptions{}
+	if p := principal(c); p.NodeID != "" {
+		// a node key merges only its own children, within its allowed paths
+		n, err := s.store.NodeByID(ctx, c.Param("node"))
+		if err != nil {
+			return err
+		}
+		if n.ParentID == nil || *n.ParentID != p.NodeID {
+			return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and merges only the forks of its own children", p.NodeID)
+		}
+		self, err := s.store.NodeByID(ctx, p.NodeID)
+		if err != nil {
+			return err
+		}
+		allowed, err := vfs.AllowedPaths(self.Config)
+		if err != nil {
+			return err
+		}
+		opt = vfs.MergeOptions{NodeID: self.ID, Allowed: allowed}
+	}
+	res, err := s.cfg.Files.Merge(ctx, fk.ID, opt)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}

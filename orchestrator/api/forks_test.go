@@ -1,0 +1,128 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+)
+
+// A child created with workspace "fork" works on its own copy: the diff
+// route shows its changes with text diffs, merge applies them to the
+// parent's workspace and lists the conflict; the user and the parent's key
+// may merge, the child's own key and other users may not.
+func TestForkDiffMergeAPI(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	ctx := context.Background()
+	alice, bob := e.account("alice"), e.account("bob")
+	s, root := e.session(alice)
+	sfs := e.files.Session(s.ID)
+	put := func(fs *vfs.FS, p, content string) {
+		t.Helper()
+		if _, _, err := fs.WriteFile(ctx, p, []byte(content), vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(sfs, "/a.txt", "one\ntwo\nthree\n")
+	put(sfs, "/both.txt", "base\n")
+
+	r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes", alice.key, `{"agent_type":"shelley","parent_id":"`+root.ID+`","workspace":"fork"}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create forked child: %d %s", r.status, r.body)
+	}
+	var child store.Node
+	if err := json.Unmarshal(r.body, &child); err != nil {
+		t.Fatal(err)
+	}
+	fk, err := e.files.ForkOfNode(ctx, child.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfs := e.files.Session(fk.ID)
+	put(cfs, "/a.txt", "one\nTWO\nthree\n")
+	put(cfs, "/new.txt", "new\n")
+	put(cfs, "/both.txt", "child\n")
+	put(sfs, "/both.txt", "parent\n")
+	// the session's file API still shows the parent's workspace
+	if r := e.do(http.MethodGet, "/api/v1/sessions/"+s.ID+"/fs/new.txt", alice.key, ""); r.status != http.StatusNotFound {
+		t.Fatalf("the child's new file is in the parent's workspace: %d", r.status)
+	}
+
+	r = e.do(http.MethodGet, "/api/v1/sessions/"+s.ID+"/nodes/"+child.ID+"/diff", alice.key, "")
+	if r.status != http.StatusOK {
+		t.Fatalf("diff: %d %s", r.status, r.body)
+	}
+	var d vfs.ForkDiff
+	if err := json.Unmarshal(r.body, &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Changes) != 3 || d.Changes[0].Path != "/a.txt" || !strings.Contains(d.Changes[0].Diff, "-two\n+TWO\n") {
+		t.Fatalf("diff: %s", r.body)
+	}
+
+	// who may merge
+	childKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merge := "/api/v1/sessions/" + s.ID + "/nodes/" + child.ID + "/merge"
+	if r := e.do(http.MethodPost, merge, childKey, ""); r.status != http.StatusForbidden {
+		t.Fatalf("the child merged itself: %d %s", r.status, r.body)
+	}
+	if r := e.do(http.MethodPost, merge, bob.key, ""); r.status != http.StatusNotFound {
+		t.Fatalf("another user merged: %d %s", r.status, r.body)
+	}
+	if r := e.do(http.MethodGet, "/api/v1/sessions/"+s.ID+"/nodes/"+child.ID+"/diff", rootKey, ""); r.status != http.StatusOK {
+		t.Fatalf("the parent's key cannot read the diff: %d %s", r.status, r.body)
+	}
+	r = e.do(http.MethodPost, merge, rootKey, "")
+	if r.status != http.StatusOK {
+		t.Fatalf("merge by the parent's key: %d %s", r.status, r.body)
+	}
+	var m vfs.MergeResult
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Applied) != 2 || len(m.Conflicts) != 1 || m.Conflicts[0].Path != "/both.txt" {
+		t.Fatalf("merge: %s", r.body)
+	}
+	for p, want := range map[string]string{"/a.txt": "one\nTWO\nthree\n", "/new.txt": "new\n", "/both.txt": "parent\n"} {
+		_, b, err := sfs.ReadAll(ctx, p)
+		if err != nil || string(b) != want {
+			t.Fatalf("%s after merge: %q %v", p, b, err)
+		}
+	}
+	// the root is not forked; a fork needs a parent; a bad mode is named
+	if r := e.do(http.MethodGet, "/api/v1/sessions/"+s.ID+"/nodes/"+root.ID+"/diff", alice.key, ""); r.status != http.StatusNotFound {
+		t.Fatalf("diff of the shared root: %d", r.status)
+	}
+	r = e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes", alice.key, `{"agent_type":"shelley","workspace":"fork"}`)
+	if code, _, field := r.errorOf(t); r.status != http.StatusUnprocessableEntity || field != "workspace" {
+		t.Fatalf("fork without parent: %d %s %s", r.status, code, field)
+	}
+	r = e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes", alice.key, `{"agent_type":"shelley","parent_id":"`+root.ID+`","workspace":"copy"}`)
+	if _, msg, field := r.errorOf(t); r.status != http.StatusUnprocessableEntity || field != "workspace" || !strings.Contains(msg, "shared or fork") {
+		t.Fatalf("bad workspace: %d %s", r.status, msg)
+	}
+	// deleting the child deletes its fork
+	if r := e.do(http.MethodDelete, "/api/v1/sessions/"+s.ID+"/nodes/"+child.ID, alice.key, ""); r.status != http.StatusNoContent {
+		t.Fatalf("delete child: %d %s", r.status, r.body)
+	}
+	if _, err := e.files.ForkByID(ctx, fk.ID); err == nil {
+		t.Fatal("the fork outlived its node")
+	}
+	// and the session list never shows a fork's workspace
+	r = e.do(http.MethodGet, "/api/v1/sessions", alice.key, "")
+	var list struct{ Data []store.Session }
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Data) != 1 {
+		t.Fatalf("sessions: %s", r.body)
+	}
+}

@@ -1,0 +1,283 @@
+package vfs
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Change operations of a fork's diff.
+const (
+	DiffAdded   = "added"
+	DiffChanged = "changed"
+	DiffDeleted = "deleted"
+)
+
+// FileChange is one path that differs between a fork and its fork point.
+type FileChange struct {
+	Path    string `json:"path"`
+	Op      string `json:"op"`   // added | changed | deleted
+	Kind    string `json:"kind"` // file | dir | symlink (the new one; the old one for deleted)
+	OldSize int64  `json:"old_size"`
+	NewSize int64  `json:"new_size"`
+	Binary  bool   `json:"binary,omitempty"` // a file not shown as text (or too large)
+	Diff    string `json:"diff,omitempty"`   // unified text diff of a file (DiffOptions.Text)
+	// TextOmitted: a text file whose diff was left out because the diffs
+	// before it in the answer reached MaxDiffText.
+	TextOmitted bool `json:"text_omitted,omitempty"`
+}
+
+// MaxDiffText bounds the text diffs of one Diff (the files after the limit
+// are listed without theirs).
+const MaxDiffText = 4 << 20
+
+// ForkDiff is a fork's changes since its fork point, sorted by path.
+type ForkDiff struct {
+	Fork    ForkInfo     `json:"fork"`
+	Changes []FileChange `json:"changes"`
+}
+
+// DiffOptions select what Diff computes.
+type DiffOptions struct {
+	Text bool // a unified diff for every changed or added text file
+}
+
+// entry is one path of a workspace snapshot.
+type entry struct {
+	ino    int64
+	mode   uint32
+	size   int64
+	gen    int64
+	sha    string // cached content hash, "" when not cached
+	target string // symlink target
+}
+
+func kindOf(mode uint32) string {
+	switch mode & ModeType {
+	case ModeDir:
+		return "dir"
+	case ModeSymlink:
+		return "symlink"
+	}
+	return "file"
+}
+
+// wsSnapshot reads every path of workspace ws (all names of hard links).
+func wsSnapshot(ctx context.Context, q querier, ws string) (map[string]entry, error) {
+	type dent struct {
+		parent int64
+		name   string
+		ino    int64
+	}
+	inodes := map[int64]entry{}
+	rows, err := q.QueryContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, '') FROM fs_inode WHERE session_id=?`, ws)
+	if err != nil {
+		return nil, fmt.Errorf("read inodes of %s: %w", ws, err)
+	}
+	for rows.Next() {
+		var e entry
+		if err := rows.Scan(&e.ino, &e.mode, &e.size, &e.gen, &e.sha); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		inodes[e.ino] = e
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = q.QueryContext(ctx, `SELECT ino, target FROM fs_symlink WHERE session_id=?`, ws)
+	if err != nil {
+		return nil, fmt.Errorf("read symlinks of %s: %w", ws, err)
+	}
+	for rows.Next() {
+		var ino int64
+		var t string
+		if err := rows.Scan(&ino, &t); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		e := inodes[ino]
+		e.target = t
+		inodes[ino] = e
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	kids := map[int64][]dent{}
+	rows, err = q.QueryContext(ctx, `SELECT parent_ino, name, ino FROM fs_dentry WHERE session_id=?`, ws)
+	if err != nil {
+		return nil, fmt.Errorf("read names of %s: %w", ws, err)
+	}
+	for rows.Next() {
+		var d dent
+		if err := rows.Scan(&d.parent, &d.name, &d.ino); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		kids[d.parent] = append(kids[d.parent], d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]entry, len(inodes))
+	var walk func(dir int64, prefix string)
+	walk = func(dir int64, prefix string) {
+		for _, d := range kids[dir] {
+			e, ok := inodes[d.ino]
+			if !ok {
+				continue
+			}
+			p := prefix + "/" + d.name
+			out[p] = e
+			if e.mode&ModeType == ModeDir {
+				walk(d.ino, p)
+			}
+		}
+	}
+	walk(RootIno, "")
+	return out, nil
+}
+
+// sameContent reports whether regular files a (in workspace wa) and b (in wb)
+// hold the same bytes: same inode and generation, else the same hash.
+func (v *VFS) sameContent(ctx context.Context, q querier, wa string, a entry, wb string, b entry) (bool, error) {
+	if a.size != b.size {
+		return false, nil
+	}
+	if a.ino == b.ino && a.gen == b.gen {
+		return true, nil
+	}
+	ha, hb := a.sha, b.sha
+	var err error
+	if ha == "" {
+		if ha, err = v.Session(wa).computeHash(ctx, q, a.ino); err != nil {
+			return false, err
+		}
+	}
+	if hb == "" {
+		if hb, err = v.Session(wb).computeHash(ctx, q, b.ino); err != nil {
+			return false, err
+		}
+	}
+	return ha == hb, nil
+}
+
+// same reports whether two entries are the same thing: type, permissions and
+// content (or target).
+func (v *VFS) same(ctx context.Context, q querier, wa string, a entry, wb string, b entry) (bool, error) {
+	if a.mode != b.mode {
+		return false, nil
+	}
+	switch a.mode & ModeType {
+	case ModeDir:
+		return true, nil
+	case ModeSymlink:
+		return a.target == b.target, nil
+	}
+	return v.sameContent(ctx, q, wa, a, wb, b)
+}
+
+// changes lists what differs in workspace wb (snapshot b) from wa (snapshot a).
+func (v *VFS) changes(ctx context.Context, q querier, wa string, a map[string]entry, wb string, b map[string]entry) ([]FileChange, error) {
+	var out []FileChange
+	for p, eb := range b {
+		ea, ok := a[p]
+		if !ok {
+			out = append(out, FileChange{Path: p, Op: DiffAdded, Kind: kindOf(eb.mode), NewSize: eb.size})
+			continue
+		}
+		same, err := v.same(ctx, q, wa, ea, wb, eb)
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			out = append(out, FileChange{Path: p, Op: DiffChanged, Kind: kindOf(eb.mode), OldSize: ea.size, NewSize: eb.size})
+		}
+	}
+	for p, ea := range a {
+		if _, ok := b[p]; !ok {
+			out = append(out, FileChange{Path: p, Op: DiffDeleted, Kind: kindOf(ea.mode), OldSize: ea.size})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// Diff returns what fork ws changed since its fork point. It reads in one
+// snapshot.
+func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, error) {
+	fk, err := v.ForkByID(ctx, ws)
+	if err != nil {
+		return ForkDiff{}, err
+	}
+	tx, err := v.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return ForkDiff{}, fmt.Errorf("diff: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	base, err := wsSnapshot(ctx, tx, fk.Base)
+	if err != nil {
+		return ForkDiff{}, err
+	}
+	cur, err := wsSnapshot(ctx, tx, fk.ID)
+	if err != nil {
+		return ForkDiff{}, err
+	}
+	chs, err := v.changes(ctx, tx, fk.Base, base, fk.ID, cur)
+	if err != nil {
+		return ForkDiff{}, err
+	}
+	textLeft := MaxDiffText
+	for i := range chs {
+		c := &chs[i]
+		if c.Kind != "file" {
+			continue
+		}
+		if opt.Text && textLeft <= 0 {
+			c.TextOmitted = true
+			continue
+		}
+		var old, new []byte
+		if c.Op != DiffAdded {
+			if e := base[c.Path]; e.mode&ModeType == ModeRegular {
+				if c.OldSize > MaxTextDiffSize {
+					c.Binary = true
+					continue
+				}
+				if old, err = v.Session(fk.Base).readAllIn(ctx, tx, e.ino, e.size); err != nil {
+					return ForkDiff{}, err
+				}
+			}
+		}
+		if c.Op != DiffDeleted {
+			if c.NewSize > MaxTextDiffSize {
+				c.Binary = true
+				continue
+			}
+			e := cur[c.Path]
+			if new, err = v.Session(fk.ID).readAllIn(ctx, tx, e.ino, e.size); err != nil {
+				return ForkDiff{}, err
+			}
+		}
+		if !isText(old) || !isText(new) {
+			c.Binary = true
+			continue
+		}
+		if opt.Text {
+			c.Diff = UnifiedDiff(c.Path, old, new)
+			textLeft -= len(c.Diff)
+		}
+	}
+	if chs == nil {
+		chs = []FileChange{}
+	}
+	return ForkDiff{Fork: fk, Changes: chs}, nil
+}
+
+// isUnder reports whether p is below dir.
+func isUnder(p, dir string) bool { return strings.HasPrefix(p, dir+"/") }
