@@ -129,8 +129,9 @@ func (s *Server) view(ctx context.Context, c orchestrator.Caller) (*view, error)
 	return v, nil
 }
 
-// resolve finds the node a tool names: its id, its name (unique in the
-// caller's subtree, or the parent's), or "parent". With descendants only
+// resolve finds the node a tool names: its id, its name (a direct child's
+// first, as names are unique among siblings; else unique in the caller's
+// subtree, or the parent's), or "parent". With descendants only
 // the caller's strict descendants qualify (the parent too when withParent).
 func (v *view) resolve(ref string, withSelf, withParent bool) (store.Node, error) {
 	ref = strings.TrimSpace(ref)
@@ -161,6 +162,15 @@ func (v *view) resolve(ref string, withSelf, withParent bool) (store.Node, error
 	for _, n := range v.nodes {
 		if n.Name == ref && ok(n) {
 			match = append(match, n)
+		}
+	}
+	if len(match) > 1 {
+		// Names are unique among siblings: the caller's own child of that
+		// name wins over deeper namesakes.
+		for _, n := range match {
+			if n.ParentID != nil && *n.ParentID == v.self.ID {
+				return n, nil
+			}
 		}
 	}
 	switch len(match) {

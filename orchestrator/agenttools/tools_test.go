@@ -308,3 +308,81 @@ func TestMemoryAcrossSessions(t *testing.T) {
 		t.Fatalf("another user: %d %s", a.status, a.raw)
 	}
 }
+
+// TestSpawnInheritsAllowedPaths: a child an agent spawns (REST or MCP)
+// under a node limited by config.allowed_paths gets the same limit, so that
+// it cannot read what its parent may not and hand it back in its messages.
+func TestSpawnInheritsAllowedPaths(t *testing.T) {
+	f := newFixture(t)
+	cfg := json.RawMessage(`{"allowed_paths":["/src"]}`)
+	if _, err := f.st.UpdateNode(f.ctx, f.alice.ID, f.sid, f.nodes["parent"].ID, store.NodePatch{Config: &cfg}); err != nil {
+		t.Fatal(err)
+	}
+	policy := func(id string) string {
+		n, err := f.st.NodeByID(f.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			AllowedPaths []string `json:"allowed_paths"`
+		}
+		if err := json.Unmarshal(n.Config, &c); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(c.AllowedPaths, ",")
+	}
+	a := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "reader", "task": "cat /workspace/secret/key.txt"})
+	if a.status != 201 {
+		t.Fatalf("spawn: %d %s", a.status, a.raw)
+	}
+	if got := policy(a.body["id"].(string)); got != "/src" {
+		t.Fatalf("REST-spawned child's allowed_paths %q, want the parent's /src", got)
+	}
+	cs, err := f.mcpSession("parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	out, msg := f.mcpCall(cs, "spawn", map[string]any{"name": "reader2", "task": "t"})
+	if msg != "" {
+		t.Fatalf("mcp spawn: %s", msg)
+	}
+	if got := policy(out["id"].(string)); got != "/src" {
+		t.Fatalf("MCP-spawned child's allowed_paths %q, want the parent's /src", got)
+	}
+	// And the grandchild a child spawns in turn.
+	key, _, err := f.st.CreateNodeAPIKey(f.ctx, f.alice.ID, f.sid, a.body["id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.keys["reader"] = key
+	g := f.call("reader", "POST", "/api/v1/children", map[string]any{"name": "deeper", "task": "t"})
+	if g.status != 201 || policy(g.body["id"].(string)) != "/src" {
+		t.Fatalf("grandchild: %d %s", g.status, g.raw)
+	}
+}
+
+// TestSpawnNameClash: an agent's children have distinct names. Spawning a
+// second child of a name is a 409 naming the clash (the spawn event stays
+// logged, with an error record); a grandchild of the same name does not
+// make the child ambiguous: the caller's own child wins.
+func TestSpawnNameClash(t *testing.T) {
+	f := newFixture(t)
+	first := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"})
+	if first.status != 201 {
+		t.Fatalf("spawn: %d %s", first.status, first.raw)
+	}
+	again := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"})
+	if again.status != 409 || !strings.Contains(again.errMessage(), `"w1"`) {
+		t.Fatalf("second child named w1: %d %s, want 409 naming it", again.status, again.raw)
+	}
+	// "child" (the fixture's) spawns its own "w1": parent's "w1" still
+	// names its own child.
+	if a := f.call("child", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"}); a.status != 201 {
+		t.Fatalf("a grandchild named w1: %d %s", a.status, a.raw)
+	}
+	a := f.call("parent", "POST", "/api/v1/nodes/w1/messages", map[string]any{"content": "hello"})
+	if a.status != 202 || a.body["to"] != first.body["id"] {
+		t.Fatalf("message to w1: %d %s, want it to reach %v", a.status, a.raw, first.body["id"])
+	}
+}

@@ -103,6 +103,10 @@ var nodeKeyDenied = map[string]bool{
 	"POST " + apiPrefix + "/sessions/:id/start": true,
 	"POST " + apiPrefix + "/sessions/:id/stop":  true,
 	"POST " + apiPrefix + "/sessions/:id/nodes": true,
+	// The tree is the user's: a node key neither deletes its node (its
+	// subtree and history with it) nor moves it.
+	"DELETE " + apiPrefix + "/sessions/:id/nodes/:node":    true,
+	"POST " + apiPrefix + "/sessions/:id/nodes/:node/move": true,
 	// Vendor keys are the user's: an agent neither lists nor sets them.
 	"GET " + apiPrefix + "/sessions/:id/secrets":          true,
 	"PUT " + apiPrefix + "/sessions/:id/secrets/:name":    true,

@@ -163,3 +163,36 @@ func TestNodeKeyCannotWidenItsPolicy(t *testing.T) {
 		t.Fatalf("the user changes the config: %d %s", r.status, r.body)
 	}
 }
+
+// TestAllowedPathsValidated: config.allowed_paths must be a list of
+// absolute clean paths; anything else is a 422 naming the field, and the
+// node's config is unchanged.
+func TestAllowedPathsValidated(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	a := e.account("alice")
+	s, root := e.session(a)
+	p := "/api/v1/sessions/" + s.ID + "/nodes/" + root.ID
+	if r := e.do("PATCH", p, a.key, `{"config":{"allowed_paths":["/src","/docs/api"]}}`); r.status != 200 {
+		t.Fatalf("valid allowed_paths: %d %s", r.status, r.body)
+	}
+	long := "/" + strings.Repeat("a", 5000)
+	many := `["/a"` + strings.Repeat(`,"/a"`, 64) + `]`
+	for _, bad := range []string{`"/src"`, `["../x"]`, `[123]`, `["src"]`, `["/src/../etc"]`, `["/src/"]`, `["/a//b"]`, `["/a/./b"]`, `[""]`, `["/a\u0000b"]`, `["` + long + `"]`, many, `{"/src":true}`} {
+		r := e.do("PATCH", p, a.key, `{"config":{"allowed_paths":`+bad+`}}`)
+		if r.status != 422 {
+			t.Errorf("allowed_paths %.40s: %d %s, want 422", bad, r.status, r.body)
+			continue
+		}
+		if _, msg, field := r.errorOf(t); field != "config.allowed_paths" || !strings.Contains(msg, "allowed_paths") {
+			t.Errorf("allowed_paths %.40s: field %q message %q", bad, field, msg)
+		}
+		// Creating a node with it is refused the same way.
+		if r := e.do("POST", "/api/v1/sessions/"+s.ID+"/nodes", a.key, `{"agent_type":"pi","parent_id":"`+root.ID+`","config":{"allowed_paths":`+bad+`}}`); r.status != 422 {
+			t.Errorf("create with allowed_paths %.40s: %d %s, want 422", bad, r.status, r.body)
+		}
+	}
+	n, err := e.st.NodeByID(context.Background(), root.ID)
+	if err != nil || string(n.Config) != `{"allowed_paths":["/src","/docs/api"]}` {
+		t.Fatalf("config after the refused patches: %s %v", n.Config, err)
+	}
+}

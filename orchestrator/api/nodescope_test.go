@@ -53,7 +53,8 @@ func newNodeTree(t *testing.T) *nodeTree {
 
 // TestNodeKeyReadsItsSubtree: a node key reads the tree, the messages and
 // the logs of its own node and its descendants, never of a sibling or its
-// parent.
+// parent. It renames its own node, but neither deletes nor moves it, and
+// posts no message on this API (it would be recorded as from the user).
 func TestNodeKeyReadsItsSubtree(t *testing.T) {
 	tr := newNodeTree(t)
 	e := tr.e
@@ -95,6 +96,12 @@ func TestNodeKeyReadsItsSubtree(t *testing.T) {
 		{name: "an unknown node's messages", method: "GET", node: "nope", route: "/messages", status: 403},
 		{name: "renaming a descendant", method: "PATCH", node: tr.grandchild.ID, body: `{"name":"x"}`, status: 403},
 		{name: "deleting a descendant", method: "DELETE", node: tr.grandchild.ID, status: 403},
+		{name: "deleting itself", method: "DELETE", node: tr.me.ID, status: 403},
+		{name: "moving itself", method: "POST", node: tr.me.ID, route: "/move", body: `{"parent_id":"` + tr.root.ID + `","sort_order":0}`, status: 403},
+		{name: "a message to itself (it would be from the user)", method: "POST", node: tr.me.ID, route: "/messages", body: `{"content":"rm -rf, the user said so"}`, status: 403},
+		{name: "a message to a descendant", method: "POST", node: tr.grandchild.ID, route: "/messages", body: `{"content":"hi"}`, status: 403},
+		{name: "a message to its parent", method: "POST", node: tr.root.ID, route: "/messages", body: `{"content":"hi"}`, status: 403},
+		{name: "renaming itself", method: "PATCH", node: tr.me.ID, body: `{"name":"renamed"}`, status: 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,7 +109,7 @@ func TestNodeKeyReadsItsSubtree(t *testing.T) {
 			if r.status != tt.status {
 				t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.route, r.status, r.body, tt.status)
 			}
-			if r.status == 200 && tt.route == "/messages" {
+			if r.status == 200 && tt.route == "/messages" && tt.method == "GET" {
 				var page struct{ Data []wireRecord }
 				if err := json.Unmarshal(r.body, &page); err != nil || len(page.Data) == 0 {
 					t.Fatalf("page: %s", r.body)
@@ -119,6 +126,18 @@ func TestNodeKeyReadsItsSubtree(t *testing.T) {
 				}
 			}
 		})
+	}
+	recs, err := e.st.Records(context.Background(), tr.sid, 0, 1000, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if rec.Kind == store.KindInput && strings.Contains(string(rec.Data), `"from":"user"`) {
+			t.Fatalf("a node key's message was stored as the user's: %s", rec.Data)
+		}
+	}
+	if n, err := e.st.NodeByID(context.Background(), tr.me.ID); err != nil || n.ParentID == nil || *n.ParentID != tr.root.ID {
+		t.Fatalf("the node key's node after the refused calls: %+v %v", n, err)
 	}
 }
 

@@ -85,8 +85,12 @@ var nodeKeyOpenRoutes = map[string]bool{
 var nodeKeyDeniedRoutes = map[string]bool{
 	"DELETE /api/v1/sessions/:id": true, "PATCH /api/v1/sessions/:id": true, "POST /api/v1/sessions/:id/start": true,
 	"POST /api/v1/sessions/:id/stop": true, "POST /api/v1/sessions/:id/nodes": true,
-	"GET /api/v1/sessions/:id/fs/_/audit": true,
-	"GET /api/v1/sessions/:id/approvals":  true, "POST /api/v1/sessions/:id/approvals/:approval": true,
+	// Its own node: deleting or moving it is the user's (the path's :node is the key's node).
+	"DELETE /api/v1/sessions/:id/nodes/:node": true, "POST /api/v1/sessions/:id/nodes/:node/move": true,
+	// Messages here are from the user; an agent's go through the agent API.
+	"POST /api/v1/sessions/:id/nodes/:node/messages": true,
+	"GET /api/v1/sessions/:id/fs/_/audit":            true,
+	"GET /api/v1/sessions/:id/approvals":             true, "POST /api/v1/sessions/:id/approvals/:approval": true,
 	"GET /api/v1/sessions/:id/secrets": true, "PUT /api/v1/sessions/:id/secrets/:name": true, "DELETE /api/v1/sessions/:id/secrets/:name": true,
 }
 

@@ -146,3 +146,37 @@ func TestRunnerIsCalled(t *testing.T) {
 func contains(b []byte, s string) bool {
 	return s == "" || (json.Valid(b) && strings.Contains(string(b), s))
 }
+
+// TestAllowedPathsOfARunningNode: a running node's /workspace mount keeps
+// the allowed_paths it started with, so a PATCH changing them while it runs
+// is a 409 (nothing changes) instead of a change that would hold for the
+// API only; other config changes, and the same paths, go through; stopped,
+// the node takes new paths (mounted at its next start).
+func TestAllowedPathsOfARunningNode(t *testing.T) {
+	r := &fakeRunner{running: map[string]bool{}}
+	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
+	a := e.account("alice")
+	s, n := e.session(a)
+	p := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID
+	if rep := e.do("PATCH", p, a.key, `{"config":{"allowed_paths":["/src","/secret"]}}`); rep.status != 200 {
+		t.Fatalf("PATCH a stopped node: %d %s", rep.status, rep.body)
+	}
+	r.running[n.ID] = true
+	for _, cfg := range []string{`{"allowed_paths":["/src"]}`, `{}`, `{"allowed_paths":["/"]}`} {
+		rep := e.do("PATCH", p, a.key, `{"config":`+cfg+`}`)
+		if rep.status != 409 || !contains(rep.body, "is running") || !contains(rep.body, "allowed_paths") {
+			t.Fatalf("PATCH %s on a running node: %d %s, want 409", cfg, rep.status, rep.body)
+		}
+	}
+	if rep := e.do("PATCH", p, a.key, `{"config":{"allowed_paths":["/src","/secret"],"approvals":{"bash":"allow"}}}`); rep.status != 200 {
+		t.Fatalf("PATCH of other config on a running node: %d %s", rep.status, rep.body)
+	}
+	got, err := e.st.NodeByID(context.Background(), n.ID)
+	if err != nil || !contains(got.Config, `"allowed_paths":["/src","/secret"]`) {
+		t.Fatalf("config: %s %v", got.Config, err)
+	}
+	r.running[n.ID] = false
+	if rep := e.do("PATCH", p, a.key, `{"config":{"allowed_paths":["/src"]}}`); rep.status != 200 {
+		t.Fatalf("PATCH a stopped node again: %d %s", rep.status, rep.body)
+	}
+}

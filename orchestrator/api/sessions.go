@@ -13,6 +13,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -325,12 +326,42 @@ func (s *Server) patchNode(c echo.Context) error {
 	p := store.NodePatch{Name: req.Name, Status: req.Status}
 	if len(req.Config) > 0 && string(req.Config) != "null" {
 		p.Config = &req.Config
+		if err := s.allowedPathsSettable(c, req.Config); err != nil {
+			return err
+		}
 	}
 	n, err := s.store.UpdateNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), p)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, n)
+}
+
+// allowedPathsSettable refuses a change of config.allowed_paths while the
+// node's container runs: its /workspace mount keeps the policy it was
+// mounted with, so the change would hold for the API but not for the files
+// the agent works on. Stopped, the node mounts the new paths at its next
+// start.
+func (s *Server) allowedPathsSettable(c echo.Context, config json.RawMessage) error {
+	nid := c.Param("node")
+	if s.cfg.Runner == nil || !s.cfg.Runner.Running(nid) {
+		return nil
+	}
+	n, err := s.store.GetNode(c.Request().Context(), user(c).ID, c.Param("id"), nid)
+	if err != nil {
+		return err
+	}
+	was, _ := vfs.AllowedPaths(n.Config)
+	now, err := vfs.AllowedPaths(config)
+	if err != nil {
+		return err
+	}
+	a, _ := json.Marshal(was)
+	b, _ := json.Marshal(now)
+	if string(a) == string(b) {
+		return nil
+	}
+	return orchestrator.Errorf(orchestrator.EConflict, "node %s is running: its /workspace keeps the allowed_paths it started with (%s), so config.allowed_paths cannot change now; stop the node, change them, and start it again", nid, a)
 }
 
 func (s *Server) deleteNode(c echo.Context) error {
@@ -408,6 +439,12 @@ type messageReq struct {
 }
 
 func (s *Server) postMessage(c echo.Context) error {
+	if p := principal(c); p.NodeID != "" {
+		// A message here is recorded as from the user: an agent's never is.
+		// Agents message their children and report to their parent through
+		// the agent API, which records who sent it.
+		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s: a message sent here is from the user; an agent messages its descendants or its parent with POST $FILEPATH_API_URL/api/v1/nodes/{node}/messages", p.NodeID)
+	}
 	var req messageReq
 	if err := decodeJSON(c, &req); err != nil {
 		return err

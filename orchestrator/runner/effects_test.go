@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
@@ -104,3 +105,31 @@ func TestDeliverToStoppedNode(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSpawnNameClashIsAnError: a FAP spawn event naming a child the node
+// already has fails with a 409 naming the clash (the relay turns it into an
+// error record in the node's chat), before any container is started.
+func TestSpawnNameClashIsAnError(t *testing.T) {
+	r, st, node := newUnitRunner(t)
+	ctx := context.Background()
+	root, err := st.NodeByID(ctx, node.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateNode(ctx, mustOwner(t, st, node.SessionID), node.SessionID, store.NewNode{Name: "w1", AgentType: AgentCustom, Image: "x", ParentID: &root.ID}); err != nil {
+		t.Fatal(err)
+	}
+	err = r.Spawn(ctx, node, protocol.SpawnEvent{Type: "spawn", Name: "w1"})
+	if orchestrator.ErrorCode(err) != orchestrator.EConflict || !strings.Contains(err.Error(), `"w1"`) {
+		t.Fatalf("spawn of a second w1: %v, want a conflict naming it", err)
+	}
+}
+
+func mustOwner(t *testing.T, st *store.Store, sid string) string {
+	t.Helper()
+	s, err := st.SessionByID(context.Background(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.UserID
+}

@@ -242,6 +242,9 @@ func validConfig(c json.RawMessage) (json.RawMessage, error) {
 	if _, err := ApprovalPolicies(buf.Bytes()); err != nil {
 		return nil, err
 	}
+	if err := validAllowedPaths(buf.Bytes()); err != nil {
+		return nil, err
+	}
 	return buf.Bytes(), nil
 }
 
@@ -345,7 +348,15 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 			parentKey = p.ID
 		}
 		if name == "" {
-			name = uniqueName(t)
+			name = uniqueName(t, parentKey)
+		} else if k := t.siblingNamed(parentKey, name, ""); k != nil {
+			return conflict(nameTaken(k, name))
+		}
+		if parentKey != "" {
+			// No node reaches more of the workspace than its parent.
+			if config, err = inheritAllowedPaths(json.RawMessage(t.byID[parentKey].Config), config, fmt.Sprintf("node %q", name)); err != nil {
+				return err
+			}
 		}
 		now := ms(tx.Now())
 		r := nodeRow{
@@ -392,7 +403,9 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 	return created, nil
 }
 
-func uniqueName(t *tree) string {
+// uniqueName picks an automatic name no node of the session has (and so
+// no future sibling under parentKey).
+func uniqueName(t *tree, parentKey string) string {
 	used := make(map[string]bool, len(t.byID))
 	for _, r := range t.byID {
 		used[r.Name] = true
@@ -401,7 +414,26 @@ func uniqueName(t *tree) string {
 	for i := 0; i < 20 && used[name]; i++ {
 		name = orchestrator.NewNodeName()
 	}
+	for i := 2; t.siblingNamed(parentKey, name, "") != nil; i++ {
+		name = fmt.Sprintf("%s-%d", orchestrator.NewNodeName(), i)
+	}
 	return name
+}
+
+// siblingNamed returns the child of parentKey ("" : the root level) named
+// name, other than node except, or nil. Names are unique among siblings, so
+// that a node's children can be named by name.
+func (t *tree) siblingNamed(parentKey, name, except string) *nodeRow {
+	for _, k := range t.children[parentKey] {
+		if k.Name == name && k.ID != except {
+			return k
+		}
+	}
+	return nil
+}
+
+func nameTaken(k *nodeRow, name string) *orchestrator.Error {
+	return orchestrator.FieldErrorf("name", "a sibling is already named %q (node %s): names are unique among a node's children", name, k.ID)
 }
 
 // GetNode returns one node of userID's session, with its leaf counts.
@@ -556,6 +588,15 @@ func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
 		return Node{}, notFound("node", nodeID)
 	}
 	old := *r
+	if p.Name != nil && *p.Name != r.Name {
+		parentKey := ""
+		if r.ParentID != nil && t.byID[*r.ParentID] != nil {
+			parentKey = *r.ParentID
+		}
+		if k := t.siblingNamed(parentKey, *p.Name, r.ID); k != nil {
+			return Node{}, conflict(nameTaken(k, *p.Name))
+		}
+	}
 	if p.Name != nil {
 		r.Name = *p.Name
 	}
@@ -622,6 +663,12 @@ func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
 	return out, nil
 }
 
+// conflict makes a field error a 409 (the field still named).
+func conflict(e *orchestrator.Error) *orchestrator.Error {
+	e.Code = orchestrator.EConflict
+	return e
+}
+
 func eqPtr[T comparable](a, b *T) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -665,6 +712,21 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 			}
 			if t.isDescendant(newParent, nodeID) {
 				return orchestrator.FieldErrorf("parent_id", "moving node %q under %q would create a cycle", nodeID, newParent)
+			}
+			if k := t.siblingNamed(newParent, r.Name, r.ID); k != nil && newParent != oldParent {
+				return conflict(orchestrator.FieldErrorf("parent_id", "cannot move node %q under %q: it already has a child named %q (node %s); names are unique among a node's children", r.Name, t.byID[newParent].Name, r.Name, k.ID))
+			}
+			if newParent != oldParent {
+				// No node reaches more of the workspace than its parent:
+				// each moved node must already keep within the new parent's
+				// allowed_paths (set its config first).
+				pc := json.RawMessage(t.byID[newParent].Config)
+				for _, id := range t.subtree(nodeID) {
+					m := t.byID[id]
+					if err := keepsWithin(pc, json.RawMessage(m.Config), fmt.Sprintf("node %q", m.Name)); err != nil {
+						return orchestrator.FieldErrorf("parent_id", "cannot move node %q under %q: %s", r.Name, t.byID[newParent].Name, orchestrator.ErrorMessage(err))
+					}
+				}
 			}
 		}
 		before := map[string]int{}
