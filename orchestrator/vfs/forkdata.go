@@ -150,23 +150,9 @@ func (fs *FS) exportForkData(ctx context.Context, src *sql.Tx, dst *sql.Tx) erro
 	if err != nil {
 		return err
 	}
-	rows, err := src.QueryContext(ctx, `SELECT ino, size FROM fs_inode WHERE session_id=? AND mode & 61440 = 32768
+	files, err := regularFiles(ctx, src, `SELECT ino, size FROM fs_inode WHERE session_id=? AND mode & 61440 = 32768
 		AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=?) ORDER BY ino`, fs.sid, fs.sid)
 	if err != nil {
-		return err
-	}
-	type file struct{ ino, size int64 }
-	var files []file
-	for rows.Next() {
-		var f file
-		if err := rows.Scan(&f.ino, &f.size); err != nil {
-			rows.Close()
-			return err
-		}
-		files = append(files, f)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	stmt, err := dst.PrepareContext(ctx, `INSERT INTO fs_data(ino, offset, size, data) VALUES(?,?,?,?)`)
@@ -189,6 +175,27 @@ func (fs *FS) exportForkData(ctx context.Context, src *sql.Tx, dst *sql.Tx) erro
 	return nil
 }
 
+// regularFile is a regular file's inode and size.
+type regularFile struct{ ino, size int64 }
+
+// regularFiles reads the (ino, size) rows query selects.
+func regularFiles(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]regularFile, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var files []regularFile
+	for rows.Next() {
+		var f regularFile
+		if err := rows.Scan(&f.ino, &f.size); err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, rows.Err()
+}
+
 // checkForkData is Check's data rule for a fork: every chunk of every regular
 // file is found, through the chain, at least as long as the file needs.
 func (v *VFS) checkForkData(ctx context.Context, sid string, ch []chainLevel) error {
@@ -202,21 +209,10 @@ func (v *VFS) checkForkData(ctx context.Context, sid string, ch []chainLevel) er
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	rows, err := tx.QueryContext(ctx, `SELECT ino, size FROM fs_inode WHERE session_id=? AND mode & 61440 = 32768`, sid)
+	files, err := regularFiles(ctx, tx, `SELECT ino, size FROM fs_inode WHERE session_id=? AND mode & 61440 = 32768`, sid)
 	if err != nil {
 		return err
 	}
-	type file struct{ ino, size int64 }
-	var files []file
-	for rows.Next() {
-		var f file
-		if err := rows.Scan(&f.ino, &f.size); err != nil {
-			rows.Close()
-			return err
-		}
-		files = append(files, f)
-	}
-	rows.Close()
 	var errs []error
 	for _, f := range files {
 		for off := int64(0); off < f.size; off += int64(cs) {
