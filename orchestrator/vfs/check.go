@@ -20,6 +20,16 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 		return n
 	}
 	sid := sessionID
+	// a lazy fork is checked whole (it copies what it has not yet); a lazy
+	// base has few rows of its own: its view is checked (forklazy.go)
+	if err := v.Session(sid).materializeAll(ctx); err != nil {
+		return err
+	}
+	if bv, ok, err := v.lazyView(ctx, v.r, sid); err != nil {
+		return err
+	} else if ok {
+		return v.checkView(ctx, bv)
+	}
 	// 1. root exists and is a directory
 	if n := count(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND ino=1 AND mode & 61440 = 16384`, sid); n != 1 {
 		bad("rule 1: root inode 1 missing or not a directory")

@@ -65,14 +65,18 @@ func kindOf(mode uint32) string {
 }
 
 // wsSnapshot reads every path of workspace ws (all names of hard links).
-func wsSnapshot(ctx context.Context, q querier, ws string) (map[string]entry, error) {
+func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (map[string]entry, error) {
 	type dent struct {
 		parent int64
 		name   string
 		ino    int64
 	}
+	vq, err := v.wholeQueries(ctx, q, ws) // a lazy base reads through its view
+	if err != nil {
+		return nil, err
+	}
 	inodes := map[int64]entry{}
-	rows, err := q.QueryContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, '') FROM fs_inode WHERE session_id=?`, ws)
+	rows, err := q.QueryContext(ctx, vq.inodes, vq.nodeArgs()...)
 	if err != nil {
 		return nil, fmt.Errorf("read inodes of %s: %w", ws, err)
 	}
@@ -88,7 +92,7 @@ func wsSnapshot(ctx context.Context, q querier, ws string) (map[string]entry, er
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = q.QueryContext(ctx, `SELECT ino, target FROM fs_symlink WHERE session_id=?`, ws)
+	rows, err = q.QueryContext(ctx, vq.symlinks, vq.nodeArgs()...)
 	if err != nil {
 		return nil, fmt.Errorf("read symlinks of %s: %w", ws, err)
 	}
@@ -108,7 +112,7 @@ func wsSnapshot(ctx context.Context, q querier, ws string) (map[string]entry, er
 		return nil, err
 	}
 	kids := map[int64][]dent{}
-	rows, err = q.QueryContext(ctx, `SELECT parent_ino, name, ino FROM fs_dentry WHERE session_id=?`, ws)
+	rows, err = q.QueryContext(ctx, vq.dentries, vq.args...)
 	if err != nil {
 		return nil, fmt.Errorf("read names of %s: %w", ws, err)
 	}
@@ -215,16 +219,19 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 	if err != nil {
 		return ForkDiff{}, err
 	}
+	if err := v.Session(ws).materializeAll(ctx); err != nil {
+		return ForkDiff{}, err
+	}
 	tx, err := v.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return ForkDiff{}, fmt.Errorf("diff: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	base, err := wsSnapshot(ctx, tx, fk.Base)
+	base, err := v.wsSnapshot(ctx, tx, fk.Base)
 	if err != nil {
 		return ForkDiff{}, err
 	}
-	cur, err := wsSnapshot(ctx, tx, fk.ID)
+	cur, err := v.wsSnapshot(ctx, tx, fk.ID)
 	if err != nil {
 		return ForkDiff{}, err
 	}

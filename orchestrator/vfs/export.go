@@ -109,6 +109,9 @@ func (v *VFS) Export(ctx context.Context, sessionID, dst string) error {
 	if _, err := fs.init(ctx); err != nil {
 		return err
 	}
+	if err := fs.materializeAll(ctx); err != nil { // a fork exports whole
+		return err
+	}
 	if _, err := os.Stat(dst); err == nil {
 		return fmt.Errorf("export: %s already exists", dst)
 	}

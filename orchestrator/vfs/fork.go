@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -29,46 +28,6 @@ type chainLevel struct {
 	below int64
 }
 
-// metaTables are the per-workspace metadata tables a fork copies (fs_data is
-// shared, fs_orphan and the logs are not copied). Names go first: the
-// triggers of migration 0010 count an inode's names into fs_inode.nlink as
-// they are inserted, which must not add to the copied counts.
-var metaTables = []string{"fs_dentry", "fs_inode", "fs_symlink"}
-
-// copyCols returns the columns of table to copy into a fork: all but
-// session_id and an AUTOINCREMENT id, read from the schema once so that
-// columns added by later migrations are copied too.
-func (v *VFS) copyCols(ctx context.Context, q querier, table string) (string, error) {
-	if c, ok := v.forkCols.Load(table); ok {
-		return c.(string), nil
-	}
-	rows, err := q.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
-	if err != nil {
-		return "", fmt.Errorf("read columns of %s: %w", table, err)
-	}
-	defer rows.Close()
-	var cols []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return "", err
-		}
-		if n == "session_id" || (table == "fs_dentry" && n == "id") {
-			continue
-		}
-		cols = append(cols, n)
-	}
-	if err := rows.Err(); err != nil {
-		return "", err
-	}
-	if len(cols) == 0 {
-		return "", fmt.Errorf("table %s has no columns", table)
-	}
-	c := strings.Join(cols, ", ")
-	v.forkCols.Store(table, c)
-	return c, nil
-}
-
 func newWorkspaceID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
@@ -77,11 +36,17 @@ func newWorkspaceID() string {
 
 // Fork makes a copy-on-write fork of workspace origin (a session's or a
 // fork's) for nodeID ("" for none) in one transaction and returns it. It
-// copies the metadata, not the data, so its cost does not depend on the
-// bytes stored.
+// copies no rows of files (forklazy.go): its cost does not depend on the
+// number of files nor on the bytes stored. Forking a fork that has not
+// copied all its directories yet copies them first.
 func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error) {
 	ofs := v.Session(origin)
 	if _, err := ofs.init(ctx); err != nil {
+		return ForkInfo{}, err
+	}
+	// a base's view reads its origin's rows as they are: the origin must
+	// have its own rows for every directory
+	if err := ofs.materializeAll(ctx); err != nil {
 		return ForkInfo{}, err
 	}
 	now := v.cfg.Now()
@@ -98,8 +63,8 @@ func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error)
 		default:
 			info.SessionID = sess.String
 		}
-		var next int64
-		if err := tx.QueryRowContext(ctx, `SELECT next_ino FROM fs_meta WHERE session_id=?`, origin).Scan(&next); err != nil {
+		var next, maxDentry int64
+		if err := tx.QueryRowContext(ctx, `SELECT next_ino, (SELECT COALESCE(MAX(id), 0) FROM fs_dentry) FROM fs_meta WHERE session_id=?`, origin).Scan(&next, &maxDentry); err != nil {
 			return fmt.Errorf("fork %s: read meta: %w", origin, err)
 		}
 		ms := now.UnixMilli()
@@ -112,7 +77,7 @@ func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error)
 			if n, _ := res.RowsAffected(); n != 1 {
 				return errorf(syscall.ENOENT, "", "session %s not found", info.SessionID)
 			}
-			if err := v.copyMeta(ctx, tx, origin, ws.id); err != nil {
+			if err := copyMetaRow(ctx, tx, origin, ws.id); err != nil {
 				return fmt.Errorf("fork %s: %w", origin, err)
 			}
 			var origArg, baseArg, nodeArg any
@@ -121,9 +86,15 @@ func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error)
 				if nodeID != "" {
 					nodeArg = nodeID
 				}
+				// the fork's root; every other row comes from the base's
+				// view when the fork first uses its directory
+				if _, err := tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, `+inodeCols+`) SELECT ?, `+inodeCols+` FROM fs_inode WHERE session_id=? AND ino=?`,
+					ws.id, origin, RootIno); err != nil {
+					return fmt.Errorf("fork %s: copy root: %w", origin, err)
+				}
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO fs_fork(ws, session_id, kind, parent_ws, base_next_ino, origin_ws, base_ws, node_id, created_at)
-				VALUES(?,?,?,?,?,?,?,?,?)`, ws.id, info.SessionID, ws.kind, ws.parent, next, origArg, baseArg, nodeArg, ms); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO fs_fork(ws, session_id, kind, parent_ws, base_next_ino, origin_ws, base_ws, node_id, created_at, lazy, max_dentry)
+				VALUES(?,?,?,?,?,?,?,?,?,1,?)`, ws.id, info.SessionID, ws.kind, ws.parent, next, origArg, baseArg, nodeArg, ms, maxDentry); err != nil {
 				return fmt.Errorf("fork %s: %w", origin, err)
 			}
 		}
@@ -143,27 +114,14 @@ func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error)
 	return info, nil
 }
 
-// copyMeta copies workspace src's metadata (not its data, nor orphans) to dst.
-func (v *VFS) copyMeta(ctx context.Context, tx *txn, src, dst string) error {
+// copyMetaRow copies workspace src's fs_meta row (counters, chunk size) to
+// dst; the bytes of src's open orphans, which a fork does not get, are left
+// out of its usage.
+func copyMetaRow(ctx context.Context, tx *txn, src, dst string) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO fs_meta(session_id, next_ino, used_bytes, chunk_size)
 		SELECT ?, next_ino, used_bytes - COALESCE((SELECT SUM(i.size) FROM fs_orphan o JOIN fs_inode i ON i.session_id=o.session_id AND i.ino=o.ino
 			WHERE o.session_id=m.session_id AND i.mode & 61440 = 32768), 0), chunk_size FROM fs_meta m WHERE session_id=?`, dst, src); err != nil {
 		return fmt.Errorf("copy meta: %w", err)
-	}
-	for _, t := range metaTables {
-		cols, err := v.copyCols(ctx, tx, t)
-		if err != nil {
-			return err
-		}
-		q := `INSERT INTO ` + t + `(session_id, ` + cols + `) SELECT ?, ` + cols + ` FROM ` + t + ` WHERE session_id=?`
-		args := []any{dst, src}
-		if t != "fs_dentry" {
-			q += ` AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=?)`
-			args = append(args, src)
-		}
-		if _, err := tx.tx.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("copy %s: %w", t, err)
-		}
 	}
 	return nil
 }
@@ -289,6 +247,7 @@ func (v *VFS) forget(ids ...string) {
 	for _, id := range ids {
 		delete(v.sessions, id)
 		v.chains.Delete(id)
+		v.views.Delete(id)
 	}
 }
 

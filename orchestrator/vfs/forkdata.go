@@ -111,8 +111,8 @@ func (fs *FS) computeHashFork(ctx context.Context, q querier, ino int64) (string
 	if err != nil {
 		return "", err
 	}
-	var size int64
-	if err := q.QueryRowContext(ctx, `SELECT size FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&size); err != nil {
+	size, err := fs.inodeSize(ctx, q, ino) // a lazy base reads through its view
+	if err != nil {
 		return "", fmt.Errorf("hash inode %d: %w", ino, err)
 	}
 	h := sha256.New()

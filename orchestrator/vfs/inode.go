@@ -86,6 +86,9 @@ func (fs *FS) Lookup(ctx context.Context, parent int64, name string) (Attr, erro
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
+	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
+		return Attr{}, err
+	}
 	if err := fs.checkInodeAccess(ctx, "lookup", parent, name, false); err != nil {
 		return Attr{}, err
 	}
@@ -100,6 +103,9 @@ func (fs *FS) Lookup(ctx context.Context, parent int64, name string) (Attr, erro
 // ReadDir lists directory ino ordered by name, without "." and "..".
 func (fs *FS) ReadDir(ctx context.Context, ino int64) ([]DirEntry, error) {
 	if _, err := fs.init(ctx); err != nil {
+		return nil, err
+	}
+	if err := fs.ensureDir(ctx, ino); err != nil { // a lazy fork copies it first (forklazy.go)
 		return nil, err
 	}
 	fs.settleIno(ctx, ino) // a change of an entry touches its directory
@@ -156,6 +162,9 @@ type DirEntryAttr struct {
 // open batch of the session first).
 func (fs *FS) ReadDirPlus(ctx context.Context, ino int64) ([]DirEntryAttr, error) {
 	if _, err := fs.init(ctx); err != nil {
+		return nil, err
+	}
+	if err := fs.ensureDir(ctx, ino); err != nil { // a lazy fork copies it first (forklazy.go)
 		return nil, err
 	}
 	// a listing shows its entries' attributes: settle for any change
@@ -280,6 +289,9 @@ func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
+	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
+		return Attr{}, err
+	}
 	if err := fs.checkInodeAccess(ctx, "create", parent, name, true); err != nil {
 		return Attr{}, err
 	}
@@ -332,6 +344,9 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 		return Attr{}, err
 	}
 	if _, err := fs.init(ctx); err != nil {
+		return Attr{}, err
+	}
+	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
 		return Attr{}, err
 	}
 	if err := fs.checkInodeAccess(ctx, op, parent, name, true); err != nil {
@@ -430,6 +445,9 @@ func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (A
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
+	if err := fs.ensureDir(ctx, newParent); err != nil { // a lazy fork copies it first (forklazy.go)
+		return Attr{}, err
+	}
 	if err := fs.checkInodeAccess(ctx, "link", newParent, newName, true); err != nil {
 		return Attr{}, err
 	}
@@ -495,6 +513,9 @@ func (fs *FS) remove(ctx context.Context, op string, parent int64, name string, 
 	if _, err := fs.init(ctx); err != nil {
 		return err
 	}
+	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
+		return err
+	}
 	if err := fs.checkInodeAccess(ctx, op, parent, name, true); err != nil {
 		return err
 	}
@@ -532,6 +553,13 @@ func (fs *FS) remove(ctx context.Context, op string, parent int64, name string, 
 }
 
 func (fs *FS) checkEmpty(ctx context.Context, q querier, ino int64, name string) error {
+	if tx, ok := q.(*txn); ok {
+		if err := fs.ensureDirTx(ctx, tx, ino); err != nil { // a lazy fork's names may be in its base
+			return err
+		}
+	} else if err := fs.ensureDir(ctx, ino); err != nil {
+		return err
+	}
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? AND parent_ino=? LIMIT 1)`, fs.sid, ino).Scan(&n); err != nil {
 		return fmt.Errorf("check empty: %w", err)
@@ -583,6 +611,12 @@ func (fs *FS) Rename(ctx context.Context, oldParent int64, oldName string, newPa
 		return errorf(syscall.EINVAL, newName, "unsupported rename flags %#x", flags)
 	}
 	if _, err := fs.init(ctx); err != nil {
+		return err
+	}
+	if err := fs.ensureDir(ctx, oldParent); err != nil { // a lazy fork copies it first (forklazy.go)
+		return err
+	}
+	if err := fs.ensureDir(ctx, newParent); err != nil { // a lazy fork copies it first (forklazy.go)
 		return err
 	}
 	if err := fs.checkInodeAccess(ctx, "rename", oldParent, oldName, true); err != nil {
@@ -919,6 +953,9 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 	if err != nil {
 		return Attr{}, time.Time{}, err
 	}
+	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
+		return Attr{}, time.Time{}, err
+	}
 	if err := fs.checkInodeAccess(ctx, "create", parent, name, true); err != nil {
 		return Attr{}, time.Time{}, err
 	}
@@ -1086,6 +1123,9 @@ func (fs *FS) CheckCreate(ctx context.Context, parent int64, name string) error 
 		return err
 	}
 	if _, err := fs.init(ctx); err != nil {
+		return err
+	}
+	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
 		return err
 	}
 	if err := fs.checkNewPath(ctx, fs.v.r, parent, name); err != nil {

@@ -39,6 +39,9 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 	if err != nil {
 		return MergeResult{}, err
 	}
+	if err := v.Session(ws).materializeAll(ctx); err != nil {
+		return MergeResult{}, err
+	}
 	pfs, err := v.Session(fk.Origin).ForNode(opt.NodeID, opt.Allowed)
 	if err != nil {
 		return MergeResult{}, err
@@ -53,15 +56,15 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 	err = v.tx(ctx, func(tx *txn) error {
 		res = MergeResult{Fork: fk, Applied: []FileChange{}, Conflicts: []Conflict{}}
 		evs = evs[:0]
-		sb, err := wsSnapshot(ctx, tx, fk.Base)
+		sb, err := v.wsSnapshot(ctx, tx, fk.Base)
 		if err != nil {
 			return err
 		}
-		sc, err := wsSnapshot(ctx, tx, fk.ID)
+		sc, err := v.wsSnapshot(ctx, tx, fk.ID)
 		if err != nil {
 			return err
 		}
-		sp, err := wsSnapshot(ctx, tx, fk.Origin)
+		sp, err := v.wsSnapshot(ctx, tx, fk.Origin)
 		if err != nil {
 			return err
 		}

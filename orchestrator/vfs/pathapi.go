@@ -51,6 +51,11 @@ func (fs *FS) cleanFor(ctx context.Context, op, p string, write bool) (string, e
 	if err != nil {
 		return "", err
 	}
+	// the path API walks paths on the read pool: a lazy fork copies all
+	// its directories first (forklazy.go)
+	if err := fs.materializeAll(ctx); err != nil {
+		return "", err
+	}
 	if err := fs.checkPath(ctx, op, c, write); err != nil {
 		return "", err
 	}
@@ -724,6 +729,9 @@ func (fs *FS) resolveExisting(ctx context.Context, p string) (string, resolved, 
 
 // resolveRead resolves p on the read pool, recording a symlink escape in the audit log.
 func (fs *FS) resolveRead(ctx context.Context, p string, followLast bool) (resolved, error) {
+	if err := fs.materializeAll(ctx); err != nil {
+		return resolved{}, err
+	}
 	r, err := fs.resolve(ctx, fs.v.r, p, followLast, nil)
 	if err != nil {
 		fs.v.recordDenial(ctx, err)
