@@ -65,14 +65,32 @@
 // node (agent_node delete trigger) or VFS.DeleteFork removes them.
 //
 // Forking workspace P makes two workspaces in one transaction: B, the frozen
-// fork point (never written), and C, the fork, which the child works on. Each
-// gets a copy of P's metadata (fs_meta, fs_inode, fs_dentry, fs_symlink; the
-// columns are read from the schema, so columns added later are copied too)
-// and no file data. fs_fork records for each its parent workspace (B's is P,
-// C's is B) and base_next_ino, P's next inode number at the fork: an inode
-// below it came from the parent. Fork cost is therefore O(files) rows and
-// independent of the bytes stored (docs/benchmarks.md has the number; it does
-// not meet the 5 ms goal for 10,000 files, see there).
+// fork point (never written), and C, the fork, which the child works on. The
+// fork copies no rows of files (forklazy.go, migration 0013), so its cost
+// does not depend on the number of files or the bytes stored:
+//
+//   - B is a view. Its rows are only what P has changed or removed since the
+//     fork: triggers on fs_inode, fs_dentry and fs_symlink save a row into
+//     every lazy base of P before its first change (names into
+//     fs_fork_dentry, keyed by their id in P). Every other row of the view
+//     is P's: inodes below base_next_ino (P's next inode number at the fork)
+//     and names with an id up to max_dentry (P's highest at the fork).
+//   - C starts with its fs_meta row and its root. The first time C uses a
+//     directory (a lookup or listing in it, a create, rename or removal in
+//     it, a check that it is empty) it copies that directory's names, and the
+//     inodes and symlink targets they name, from B's view, and records it in
+//     fs_fork_dir: an overlay's copy-up, per directory. An inode C already
+//     has (another name of a hard link) is not copied again and keeps its
+//     link count. The copy is committed before the read that needed it
+//     (ensureDir). From then on every query of the package reads C's own
+//     rows, as for any workspace.
+//   - Whatever reads whole trees (the path API, diff, merge, export, grep,
+//     Check, and forking C itself, since a base's view reads its origin's
+//     rows as they are) first copies every directory C has not
+//     (materializeAll), once; C is then an ordinary fork (lazy = 0).
+//
+// Forks made before migration 0013 hold full copies (lazy = 0 on both rows)
+// and keep working as they are.
 //
 // Data is shared at chunk level. A read of chunk (ino, off) in a fork takes
 // the fork's own row if there is one, else walks up the parent chain while
@@ -97,7 +115,7 @@
 // A fork's changes give no file events (no "file" records in the session
 // log, which are the session's workspace): they are its diff.
 //
-// Diff compares the fork with its frozen base by path: added, deleted,
+// Diff compares the fork with its frozen base (read through its view) by path: added, deleted,
 // changed (another inode, type, mode, symlink target or content; content is
 // compared by data_gen first and by sha256 only when that differs), with a
 // unified text diff for changed text files. Merge applies the fork's changes

@@ -89,4 +89,48 @@ func BenchmarkFork10k(b *testing.B) {
 			}
 		})
 	}
+	// What the fork's first use costs instead: a fork, then a listing of
+	// every directory (the first `git status` in the child copies each
+	// directory it reads), then the rest copied at once (what a diff, or
+	// the path API, does first; what every fork cost before forks were
+	// lazy).
+	b.Run("files=10000/fork+list-all", func(b *testing.B) {
+		f := newFixture(b, Config{})
+		fill10k(b, f.fs, false)
+		ctx := context.Background()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			fk, err := f.v.Fork(ctx, f.sid, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfs := f.v.Session(fk.ID)
+			ents, err := cfs.ReadDirPlus(ctx, RootIno)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, e := range ents {
+				if e.Attr.IsDir() {
+					if _, err := cfs.ReadDirPlus(ctx, e.Attr.Ino); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+	})
+	b.Run("files=10000/fork+copy-all", func(b *testing.B) {
+		f := newFixture(b, Config{})
+		fill10k(b, f.fs, false)
+		ctx := context.Background()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			fk, err := f.v.Fork(ctx, f.sid, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := f.v.Session(fk.ID).materializeAll(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -452,3 +452,111 @@ func TestLazyForkCopiesNothingUpFront(t *testing.T) {
 	}
 	checkAll(t, f.v, fk.Base, fk.ID, f.sid)
 }
+
+// Many goroutines using the same directories of a new fork at once (what a
+// parallel build in the child does) copy each directory once: every file
+// is there once, with its link count, and every goroutine's new files too.
+func TestLazyForkConcurrentFirstUse(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	model := mtree{}
+	for d := range 12 {
+		model[fmt.Sprintf("/d%d", d)] = &mnode{kind: 'd', mode: 0o755}
+		for i := range 15 {
+			p := fmt.Sprintf("/d%d/f%d", d, i)
+			mustWrite(t, f.fs, p, []byte(p))
+			model[p] = &mnode{kind: 'f', file: &mfile{data: []byte(p)}, mode: 0o644}
+		}
+	}
+	// a hard link across two directories
+	if _, err := f.fs.Link(ctx, inoOf(t, f.fs, "/d0/f0"), inoOf(t, f.fs, "/d7"), "link"); err != nil {
+		t.Fatal(err)
+	}
+	model["/d7/link"] = &mnode{kind: 'f', file: model["/d0/f0"].file, mode: 0o644}
+	// the modes the model gives: mustWrite's
+	for p, n := range model {
+		if n.kind == 'f' {
+			n.mode = mustStat(t, f.fs, p).Mode & ModePerm
+		}
+	}
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfs := f.v.Session(fk.ID)
+	const workers = 8
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			errs <- func() error {
+				for d := range 12 {
+					dir, err := cfs.Lookup(ctx, RootIno, fmt.Sprintf("d%d", (d+w)%12))
+					if err != nil {
+						return err
+					}
+					if _, err := cfs.Lookup(ctx, dir.Ino, "f3"); err != nil {
+						return err
+					}
+					if _, err := cfs.Create(ctx, dir.Ino, fmt.Sprintf("w%d", w), 0o600, true); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for d := range 12 {
+		for w := range workers {
+			model[fmt.Sprintf("/d%d/w%d", d, w)] = &mnode{kind: 'f', file: &mfile{}, mode: 0o600}
+		}
+	}
+	compareTree(t, cfs, model)
+	checkAll(t, f.v, fk.ID, fk.Base)
+}
+
+// A restarted orchestrator picks a lazy fork up where it was: directories
+// copied before stay copied (no second copy), the rest are copied on use.
+func TestLazyForkAfterRestart(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	for _, p := range []string{"/a/1", "/a/2", "/b/1", "/b/c/1"} {
+		mustWrite(t, f.fs, p, []byte(p))
+	}
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfs := f.v.Session(fk.ID)
+	a := inoOf(t, cfs, "/a")
+	if _, err := cfs.ReadDirPlus(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfs.Unlink(ctx, a, "1"); err != nil {
+		t.Fatal(err)
+	}
+	f.v.Close()
+	v2 := New(f.db, Config{})
+	c2 := v2.Session(fk.ID)
+	// /a is copied: its first name stays deleted, nothing is copied twice
+	if _, err := c2.Lookup(ctx, a, "1"); !IsErrno(err, syscall.ENOENT) {
+		t.Fatalf("after a restart the fork's deleted /a/1 looks up as %v, want ENOENT", err)
+	}
+	if _, err := c2.Create(ctx, a, "3", 0o644, true); err != nil {
+		t.Fatal(err)
+	}
+	m := mtree{}
+	for _, p := range []string{"/a", "/b", "/b/c"} {
+		m[p] = &mnode{kind: 'd', mode: mustStat(t, f.fs, p).Mode & ModePerm}
+	}
+	for _, p := range []string{"/a/2", "/b/1", "/b/c/1"} {
+		m[p] = &mnode{kind: 'f', file: &mfile{data: []byte(p)}, mode: mustStat(t, f.fs, p).Mode & ModePerm}
+	}
+	m["/a/3"] = &mnode{kind: 'f', file: &mfile{}, mode: 0o644}
+	compareTree(t, c2, m)
+	checkAll(t, v2, fk.ID, fk.Base, f.sid)
+}
