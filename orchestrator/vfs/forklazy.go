@@ -143,11 +143,14 @@ func (fs *FS) ensureDirTx(ctx context.Context, tx *txn, ino int64) error {
 	if err != nil || ls == nil || fs.v.hasDir(ls, ino) {
 		return err
 	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_fork_dir WHERE ws=? AND ino=?`, fs.sid, ino).Scan(&n); err != nil {
+	// ls may be older than what tx sees: a materializeAll that committed
+	// before tx began (it clears fs_fork_dir) has copied everything
+	var done bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fs_fork_dir WHERE ws=?1 AND ino=?2)
+		OR NOT EXISTS (SELECT 1 FROM fs_fork WHERE ws=?1 AND lazy=1)`, fs.sid, ino).Scan(&done); err != nil {
 		return fmt.Errorf("copy directory %d into fork: %w", ino, err)
 	}
-	if n > 0 {
+	if done {
 		return nil
 	}
 	var mode uint32

@@ -1,7 +1,9 @@
 package vfs
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -14,7 +16,7 @@ func TestLazyForkRenameKeepsPathLimit(t *testing.T) {
 	f := newFixture(t, Config{})
 	ctx := ctxT(t)
 	deep := "/s" + strings.Repeat("/d", MaxPathLen/2-2) // 4094 bytes
-	mustWrite(t, f.fs, deep+"/f", []byte("x"))         // exactly MaxPathLen
+	mustWrite(t, f.fs, deep+"/f", []byte("x"))          // exactly MaxPathLen
 	mustWrite(t, f.fs, "/t/g", []byte("y"))
 	fk, err := f.v.Fork(ctx, f.sid, "")
 	if err != nil {
@@ -46,4 +48,58 @@ func TestLazyForkRenameKeepsPathLimit(t *testing.T) {
 	}
 	wantContent(t, cfs, "/s/d/t/g", []byte("y"))
 	checkAll(t, f.v, fk.ID, fk.Base, f.sid)
+}
+
+// A mount using a lazy fork while a whole-tree reader (diff, the path API,
+// a fork of the fork) copies the rest of it: a directory the mount uses
+// for the first time just after that copy committed is not copied a second
+// time (it failed with "UNIQUE constraint failed", EIO to the agent).
+func TestLazyForkFirstUseDuringMaterialize(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	const dirs = 120
+	for d := range dirs {
+		mustWrite(t, f.fs, fmt.Sprintf("/d%d/f", d), []byte("x"))
+	}
+	for round := range 10 {
+		fk, err := f.v.Fork(ctx, f.sid, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfs := f.v.Session(fk.ID)
+		if _, err := cfs.Lookup(ctx, RootIno, "d0"); err != nil { // the mount's state is loaded
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for d := w; d < dirs; d += 4 {
+					a, err := cfs.Lookup(ctx, RootIno, fmt.Sprintf("d%d", d))
+					if err == nil {
+						_, err = cfs.Lookup(ctx, a.Ino, "f")
+					}
+					if err != nil {
+						errs <- fmt.Errorf("round %d: lookup /d%d/f: %w", round, d, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := f.v.Diff(ctx, fk.ID, DiffOptions{}); err != nil {
+				errs <- err
+			}
+		}()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		checkAll(t, f.v, fk.ID)
+	}
 }
