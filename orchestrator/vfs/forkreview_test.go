@@ -1,7 +1,11 @@
 package vfs
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"math/rand"
+	"path"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,5 +105,185 @@ func TestLazyForkFirstUseDuringMaterialize(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkAll(t, f.v, fk.ID)
+	}
+}
+
+// reviewStep applies one change the lazy-fork random test does not make
+// (rename over an existing file, RENAME_EXCHANGE, truncate, and the path
+// API's recursive delete and move, which change many rows of the origin
+// at once), or else one of lazyOps'.
+func reviewStep(o *lazyOps, fs *FS, m mtree, pathAPI bool) {
+	tb, rng, ctx := o.tb, o.rng, context.Background()
+	o.n++
+	parentOf := func(p string) int64 { return inoOf(tb, fs, path.Dir(p)) }
+	move := func(from, to string, sub mtree) {
+		for q, n := range m {
+			if q == from || isUnder(q, from) {
+				sub[to+strings.TrimPrefix(q, from)] = n
+				delete(m, q)
+			}
+		}
+	}
+	all := m.paths(0)
+	switch rng.Intn(6) {
+	case 0: // rename a file over another file
+		files := m.paths('f')
+		if len(files) < 2 {
+			return
+		}
+		p, q := o.pick(files), o.pick(files)
+		if p == q {
+			return
+		}
+		if err := fs.Rename(ctx, parentOf(p), path.Base(p), parentOf(q), path.Base(q), 0); err != nil {
+			tb.Fatalf("rename %s over %s: %v", p, q, err)
+		}
+		if m[p].file != m[q].file { // two names of one file: nothing happens
+			m[q] = m[p]
+			delete(m, p)
+		}
+	case 1: // exchange two entries, neither below the other
+		if len(all) < 2 {
+			return
+		}
+		p, q := o.pick(all), o.pick(all)
+		if p == q || isUnder(p, q) || isUnder(q, p) {
+			return
+		}
+		if err := fs.Rename(ctx, parentOf(p), path.Base(p), parentOf(q), path.Base(q), RenameExchange); err != nil {
+			tb.Fatalf("exchange %s and %s: %v", p, q, err)
+		}
+		sp, sq := mtree{}, mtree{}
+		move(p, q, sp)
+		move(q, p, sq)
+		for k, n := range sp {
+			m[k] = n
+		}
+		for k, n := range sq {
+			m[k] = n
+		}
+	case 2: // truncate
+		files := m.paths('f')
+		if len(files) == 0 {
+			return
+		}
+		p := o.pick(files)
+		f := m[p].file
+		size := int64(rng.Intn(len(f.data) + 80))
+		if _, err := fs.SetAttr(ctx, inoOf(tb, fs, p), AttrChange{Size: &size}); err != nil {
+			tb.Fatal(err)
+		}
+		nb := make([]byte, size)
+		copy(nb, f.data)
+		f.data = nb
+	case 3: // the path API deletes a directory and all below it
+		if !pathAPI {
+			o.step(fs, m)
+			return
+		}
+		ds := m.dirs()[1:]
+		if len(ds) == 0 {
+			return
+		}
+		p := o.pick(ds)
+		if err := fs.Delete(ctx, p, true); err != nil {
+			tb.Fatalf("delete %s: %v", p, err)
+		}
+		move(p, p, mtree{})
+	case 4: // the path API moves anything
+		if !pathAPI || len(all) == 0 {
+			o.step(fs, m)
+			return
+		}
+		p := o.pick(all)
+		dst := path.Join(o.pick(m.dirs()), fmt.Sprintf("m%d", o.n))
+		if dst == p || isUnder(dst, p) {
+			return
+		}
+		if _, err := fs.Move(ctx, p, dst); err != nil {
+			tb.Fatalf("move %s to %s: %v", p, dst, err)
+		}
+		sub := mtree{}
+		move(p, dst, sub)
+		for k, n := range sub {
+			m[k] = n
+		}
+	default:
+		o.step(fs, m)
+	}
+}
+
+// TestLazyForkReviewRandom: lazy forks (and forks of forks) whose origin
+// and forks change by renames over files, exchanges, truncates, and in the
+// origin by the path API (recursive delete, move: many saved rows at once),
+// besides lazyOps' changes. Every workspace matches its deep-copy model,
+// passes the check, and each fork's diff against its (view) fork point is
+// what the models differ by.
+func TestLazyForkReviewRandom(t *testing.T) {
+	for seed := int64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			f := newFixture(t, Config{ChunkSize: 64})
+			ctx := context.Background()
+			ops := &lazyOps{tb: t, rng: rand.New(rand.NewSource(seed * 7919))}
+			models := map[string]mtree{f.sid: {}}
+			ids := []string{f.sid}
+			for range 80 {
+				ops.step(f.fs, models[f.sid])
+			}
+			for range 500 {
+				ws := ids[ops.rng.Intn(len(ids))]
+				if ops.rng.Intn(40) == 0 && len(ids) < 6 {
+					fk, err := f.v.Fork(ctx, ws, "")
+					if err != nil {
+						t.Fatal(err)
+					}
+					models[fk.ID] = models[ws].clone()
+					models[fk.Base] = models[ws].clone()
+					ids = append(ids, fk.ID)
+					continue
+				}
+				// the path API copies a fork whole: keep it to the session
+				reviewStep(ops, f.v.Session(ws), models[ws], ws == f.sid)
+			}
+			for _, id := range ids {
+				compareTree(t, f.v.Session(id), models[id])
+				checkAll(t, f.v, id)
+			}
+			forks, err := f.v.Forks(ctx, f.sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, fk := range forks {
+				checkAll(t, f.v, fk.Base)
+				d, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]string{}
+				for _, c := range d.Changes {
+					got[c.Path] = c.Op
+				}
+				want := map[string]string{}
+				base, cur := models[fk.Base], models[fk.ID]
+				for p, n := range cur {
+					b := base[p]
+					switch {
+					case b == nil:
+						want[p] = DiffAdded
+					case b.kind != n.kind || b.mode != n.mode || b.target != n.target ||
+						(n.kind == 'f' && !bytes.Equal(b.file.data, n.file.data)):
+						want[p] = DiffChanged
+					}
+				}
+				for p := range base {
+					if cur[p] == nil {
+						want[p] = DiffDeleted
+					}
+				}
+				if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {
+					t.Fatalf("diff of %s:\n got %v\nwant %v", fk.ID, sortedMap(got), sortedMap(want))
+				}
+			}
+		})
 	}
 }
