@@ -83,7 +83,12 @@
 //     has (another name of a hard link) is not copied again and keeps its
 //     link count. The copy is committed before the read that needed it
 //     (ensureDir). From then on every query of the package reads C's own
-//     rows, as for any workspace.
+//     rows, as for any workspace; one reads the directories C has not
+//     copied through B's view instead of copying them: the check of the
+//     path lengths below a directory a rename moves (checkMovedTree). A
+//     copy checks in its transaction that C is still lazy, so a mount's
+//     first use of a directory just after a whole-tree copy does not copy
+//     it twice.
 //   - Whatever reads whole trees (the path API, diff, merge, export, grep,
 //     Check, and forking C itself, since a base's view reads its origin's
 //     rows as they are) first copies every directory C has not
