@@ -287,3 +287,87 @@ func TestLazyForkReviewRandom(t *testing.T) {
 		})
 	}
 }
+
+// A lazy fork changed through the inode API (some of its directories
+// copied, a hard link with names in two directories, one copied) merges
+// into its origin, which changed too; both keep changing and a second
+// merge applies only the new change, lists the conflict and leaves the
+// rest; the fork point stays what it was.
+func TestLazyForkMergeThenChange(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 64})
+	ctx := ctxT(t)
+	p := f.fs
+	for _, q := range []string{"/a/x", "/a/y", "/b/z", "/c/d/e"} {
+		mustWrite(t, p, q, []byte("orig "+q))
+	}
+	if _, err := p.Link(ctx, inoOf(t, p, "/a/x"), inoOf(t, p, "/b"), "hx"); err != nil {
+		t.Fatal(err)
+	}
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	// the fork: writes /a/x (/b is not copied), creates /c/d/new
+	if _, err := c.WriteAt(ctx, inoOf(t, c, "/a/x"), []byte("CHILD"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, inoOf(t, c, "/c/d"), "new", 0o644, true); err != nil {
+		t.Fatal(err)
+	}
+	// the origin: changes /b/z, renames /c/d/e (the view keeps them)
+	mustWrite(t, p, "/b/z", []byte("parent z"))
+	if _, err := p.Move(ctx, "/c/d/e", "/c/e2"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Conflicts) != 0 {
+		t.Fatalf("first merge: conflicts %+v", res.Conflicts)
+	}
+	child := []byte("CHILD/a/x")
+	wantContent(t, p, "/a/x", child)
+	wantContent(t, p, "/b/hx", child)
+	wantContent(t, p, "/b/z", []byte("parent z"))
+	wantContent(t, p, "/c/e2", []byte("orig /c/d/e"))
+	wantMissing(t, p, "/c/d/e")
+	if _, err := p.Stat(ctx, "/c/d/new"); err != nil {
+		t.Fatal(err)
+	}
+	// both change /a/y; the fork also changes /b/z's neighbour
+	mustWrite(t, p, "/a/y", []byte("parent y"))
+	if _, err := c.WriteAt(ctx, inoOf(t, c, "/a/y"), []byte("CHILD"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mkdir(ctx, inoOf(t, c, "/b"), "sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err = f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []string
+	for _, a := range res.Applied {
+		applied = append(applied, a.Path)
+	}
+	if fmt.Sprint(applied) != "[/b/sub]" || len(res.Conflicts) != 1 || res.Conflicts[0].Path != "/a/y" {
+		t.Fatalf("second merge applied %v, conflicts %+v; want [/b/sub] and /a/y", applied, res.Conflicts)
+	}
+	wantContent(t, p, "/a/y", []byte("parent y"))
+	// the fork point is still the origin at the fork
+	d, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, ch := range d.Changes {
+		got[ch.Path] = ch.Op
+	}
+	want := map[string]string{"/a/x": DiffChanged, "/b/hx": DiffChanged, "/a/y": DiffChanged, "/c/d/new": DiffAdded, "/b/sub": DiffAdded}
+	if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {
+		t.Fatalf("diff after merges: %v, want %v", sortedMap(got), sortedMap(want))
+	}
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+}
