@@ -148,12 +148,15 @@ func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (map[string]
 }
 
 // sameContent reports whether regular files a (in workspace wa) and b (in wb)
-// hold the same bytes: same inode and generation, else the same hash.
-func (v *VFS) sameContent(ctx context.Context, q querier, wa string, a entry, wb string, b entry) (bool, error) {
+// hold the same bytes: the same hash, or, when related (one workspace is
+// the other's frozen fork point), the same inode and generation. Two forks
+// of one fork point (a fork and its origin) that each wrote an inherited
+// file as often have the same generation and other bytes.
+func (v *VFS) sameContent(ctx context.Context, q querier, wa string, a entry, wb string, b entry, related bool) (bool, error) {
 	if a.size != b.size {
 		return false, nil
 	}
-	if a.ino == b.ino && a.gen == b.gen {
+	if related && a.ino == b.ino && a.gen == b.gen {
 		return true, nil
 	}
 	ha, hb := a.sha, b.sha
@@ -172,8 +175,8 @@ func (v *VFS) sameContent(ctx context.Context, q querier, wa string, a entry, wb
 }
 
 // same reports whether two entries are the same thing: type, permissions and
-// content (or target).
-func (v *VFS) same(ctx context.Context, q querier, wa string, a entry, wb string, b entry) (bool, error) {
+// content (or target); related as for sameContent.
+func (v *VFS) same(ctx context.Context, q querier, wa string, a entry, wb string, b entry, related bool) (bool, error) {
 	if a.mode != b.mode {
 		return false, nil
 	}
@@ -183,7 +186,7 @@ func (v *VFS) same(ctx context.Context, q querier, wa string, a entry, wb string
 	case ModeSymlink:
 		return a.target == b.target, nil
 	}
-	return v.sameContent(ctx, q, wa, a, wb, b)
+	return v.sameContent(ctx, q, wa, a, wb, b, related)
 }
 
 // changes lists what differs in workspace wb (snapshot b) from wa (snapshot a).
@@ -195,7 +198,7 @@ func (v *VFS) changes(ctx context.Context, q querier, wa string, a map[string]en
 			out = append(out, FileChange{Path: p, Op: DiffAdded, Kind: kindOf(eb.mode), NewSize: eb.size})
 			continue
 		}
-		same, err := v.same(ctx, q, wa, ea, wb, eb)
+		same, err := v.same(ctx, q, wa, ea, wb, eb, true) // wa is wb's fork point
 		if err != nil {
 			return nil, err
 		}

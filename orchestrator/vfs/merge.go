@@ -87,7 +87,7 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 			if inC == inP {
 				same := !inC
 				if inC {
-					if same, err = v.same(ctx, tx, fk.ID, ec, fk.Origin, ep); err != nil {
+					if same, err = v.same(ctx, tx, fk.ID, ec, fk.Origin, ep, false); err != nil {
 						return err
 					}
 				}
