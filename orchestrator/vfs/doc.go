@@ -128,5 +128,8 @@
 // paths (or their ancestors) that the parent changed too since the fork point
 // with a different result. Conflicts are listed and left as they are in the
 // parent; merging again is idempotent (a change already in the parent is
-// neither a conflict nor reapplied).
+// neither a conflict nor reapplied). Whether the parent already has a
+// change is decided by content (sha256): the data_gen shortcut holds only
+// between a workspace and its fork point, not between a fork and its
+// parent, which may each have written an inherited file as often.
 package vfs
