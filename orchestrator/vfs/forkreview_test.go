@@ -407,3 +407,66 @@ func TestMergeSameGenerationOtherBytes(t *testing.T) {
 	wantContent(t, p, "/a/z", []byte("SAME!z"))
 	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
 }
+
+// Deleting a lazy fork while its origin changes (the triggers save rows
+// into its fork point) and while its mount still looks up directories:
+// the origin's changes all succeed, the fork's calls fail or succeed but
+// leave nothing behind, and no row of the fork or its base remains.
+func TestLazyForkDeletedWhileOriginChanges(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	for d := range 20 {
+		mustWrite(t, f.fs, fmt.Sprintf("/d%d/f", d), []byte("x"))
+	}
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfs := f.v.Session(fk.ID)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Add(2)
+	go func() { // the origin
+		defer wg.Done()
+		for i := range 60 {
+			p := fmt.Sprintf("/d%d/f", i%20)
+			if i%3 == 2 {
+				if err := f.fs.Delete(ctx, p, false); err != nil {
+					errs <- err
+					return
+				}
+				continue
+			}
+			if _, _, err := f.fs.WriteFile(ctx, p, []byte(fmt.Sprint(i)), WriteOptions{}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() { // the fork's mount
+		defer wg.Done()
+		for d := range 20 {
+			if a, err := cfs.Lookup(ctx, RootIno, fmt.Sprintf("d%d", d)); err == nil {
+				_, _ = cfs.Lookup(ctx, a.Ino, "f")
+			}
+		}
+	}()
+	if err := f.v.DeleteFork(ctx, fk.ID); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("the origin's change failed while its fork was deleted: %v", err)
+	}
+	var n int
+	if err := f.db.QueryRow(`SELECT (SELECT COUNT(*) FROM fs_inode WHERE session_id IN (?1, ?2)) + (SELECT COUNT(*) FROM fs_dentry WHERE session_id IN (?1, ?2))
+		+ (SELECT COUNT(*) FROM fs_fork_dentry WHERE ws IN (?1, ?2)) + (SELECT COUNT(*) FROM fs_fork_dir WHERE ws IN (?1, ?2))
+		+ (SELECT COUNT(*) FROM fs_data WHERE session_id IN (?1, ?2)) + (SELECT COUNT(*) FROM agent_session WHERE id IN (?1, ?2))`, fk.ID, fk.Base).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d rows of the deleted fork remain", n)
+	}
+	f.check(t)
+}
