@@ -134,3 +134,38 @@ func BenchmarkFork10k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkNewDirs: a mount (changes with an origin: group commit) makes
+// 200 directories with a file in each, in a session (the baseline) and in
+// a lazy fork, whose own new directories need no copy. Run with:
+//
+//	go test -run '^$' -bench NewDirs -benchtime 5x -count 5 ./orchestrator/vfs/
+func BenchmarkNewDirs(b *testing.B) {
+	for _, kind := range []string{"session", "lazy-fork"} {
+		b.Run(kind, func(b *testing.B) {
+			f := newFixture(b, Config{})
+			ctx := WithOrigin(context.Background(), "mount")
+			mustWrite(b, f.fs, "/x", []byte("x"))
+			fs := f.fs
+			if kind == "lazy-fork" {
+				fk, err := f.v.Fork(context.Background(), f.sid, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				fs = f.v.Session(fk.ID)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				for d := range 200 {
+					a, err := fs.Mkdir(ctx, RootIno, fmt.Sprintf("i%dd%d", i, d), 0o755)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := fs.Create(ctx, a.Ino, "f", 0o644, true); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

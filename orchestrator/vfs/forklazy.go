@@ -116,10 +116,12 @@ func (v *VFS) hasDir(ls *lazyState, ino int64) bool {
 
 // ensureDir makes sure a lazy fork has its own rows for directory ino (its
 // names and their inodes), committed, so that reads on the read pool see
-// them. A no-op for any other workspace, and for a directory it has.
+// them. A no-op for any other workspace, for a directory it has, and for
+// one it made itself (numbered from its base's next inode on: the view has
+// no names in it), which costs no change and no commit.
 func (fs *FS) ensureDir(ctx context.Context, ino int64) error {
 	ls, err := fs.lazy(ctx)
-	if err != nil || ls == nil || fs.v.hasDir(ls, ino) {
+	if err != nil || ls == nil || ino >= ls.base.next || fs.v.hasDir(ls, ino) {
 		return err
 	}
 	if err := fs.v.tx(ctx, func(tx *txn) error { return fs.ensureDirTx(ctx, tx, ino) }); err != nil {
@@ -140,7 +142,7 @@ func (fs *FS) ensureDir(ctx context.Context, ino int64) error {
 // the next ensureDir finds its fs_fork_dir row and does.
 func (fs *FS) ensureDirTx(ctx context.Context, tx *txn, ino int64) error {
 	ls, err := fs.lazy(ctx)
-	if err != nil || ls == nil || fs.v.hasDir(ls, ino) {
+	if err != nil || ls == nil || ino >= ls.base.next || fs.v.hasDir(ls, ino) {
 		return err
 	}
 	// ls may be older than what tx sees: a materializeAll that committed
