@@ -79,7 +79,9 @@
 //     directory (a lookup or listing in it, a create, rename or removal in
 //     it, a check that it is empty) it copies that directory's names, and the
 //     inodes and symlink targets they name, from B's view, and records it in
-//     fs_fork_dir: an overlay's copy-up, per directory. An inode C already
+//     fs_fork_dir: an overlay's copy-up, per directory. A directory C made
+//     itself (numbered from base_next_ino on) has nothing in the view and
+//     is never copied. An inode C already
 //     has (another name of a hard link) is not copied again and keeps its
 //     link count. The copy is committed before the read that needed it
 //     (ensureDir). From then on every query of the package reads C's own
