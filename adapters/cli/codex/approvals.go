@@ -29,6 +29,15 @@ import (
 // lets through, a patch of files in /workspace or /tmp) and asks the rest
 // through the agent API's approvals inbox, with Codex's item id as the
 // request id. A declined command is not run and Codex's model is told.
+//
+// A request Codex no longer waits for is withdrawn from the inbox
+// (approval.Client.Abandon: DELETE, answered by "agent"): Codex clears a
+// pending request when its turn is interrupted or ends and says so with
+// serverRequest/resolved {threadId, requestId} (the JSON-RPC id); the end
+// of the turn (turn/completed, for a server without that notification), a
+// stop or the end of the adapter withdraw every request still asked, and
+// Run returns only when those DELETEs are done (WithdrawWithin bounds them).
+// An answer that comes after is not given to Codex.
 
 // reply is a decided approval request.
 type reply struct {
