@@ -37,11 +37,13 @@ const approvalRPC = 700
 
 // fakeCodex answers the driver as codex app-server 0.169 does: a turn runs
 // a command it asks approval for (item/commandExecution/requestApproval)
-// and waits. An interrupt clears the request as Codex does
-// (serverRequest/resolved, then turn/completed "interrupted"); mode
-// "no-resolved" leaves the notification out (an older server), mode "held"
-// sends it but keeps the turn until its input closes. Every line it reads
-// is appended to FILEPATH_TEST_FAKE_CODEX_LOG.
+// and waits. An interrupt clears the request as codex 0.169.0 did when
+// probed in its image: the interrupt's answer, turn/completed "interrupted",
+// then serverRequest/resolved {threadId, requestId}. Mode "no-resolved"
+// leaves the notification out (an older server); mode "held" sends it at
+// once but keeps the turn until its input closes, so that only the
+// notification can withdraw the request. Every line it reads is appended to
+// FILEPATH_TEST_FAKE_CODEX_LOG.
 func fakeCodex(mode string) int {
 	logf, err := os.OpenFile(os.Getenv("FILEPATH_TEST_FAKE_CODEX_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -60,13 +62,10 @@ func fakeCodex(mode string) int {
 	}
 	command := map[string]any{"type": "commandExecution", "id": "call_1", "command": "/bin/bash -lc 'curl -s https://example.com'",
 		"cwd": "/workspace", "status": "inProgress", "commandActions": []any{}}
+	resolved := func() {
+		send(map[string]any{"method": "serverRequest/resolved", "params": map[string]any{"threadId": thread, "requestId": approvalRPC}})
+	}
 	endTurn := func() {
-		declined := map[string]any{}
-		for k, v := range command {
-			declined[k] = v
-		}
-		declined["status"] = "declined"
-		send(map[string]any{"method": "item/completed", "params": map[string]any{"item": declined, "threadId": thread, "turnId": turn}})
 		send(map[string]any{"method": "turn/completed", "params": map[string]any{"threadId": thread, "turn": turnObj("interrupted")}})
 	}
 	held := false
@@ -91,15 +90,17 @@ func fakeCodex(mode string) int {
 			send(map[string]any{"id": approvalRPC, "method": "item/commandExecution/requestApproval", "params": map[string]any{
 				"threadId": thread, "turnId": turn, "itemId": "call_1", "command": command["command"], "cwd": "/workspace", "reason": "fetch the page"}})
 		case "turn/interrupt":
-			if mode != "no-resolved" {
-				send(map[string]any{"method": "serverRequest/resolved", "params": map[string]any{"threadId": thread, "requestId": approvalRPC}})
-			}
-			send(map[string]any{"id": m.ID, "result": map[string]any{}})
 			if mode == "held" {
+				resolved()
+				send(map[string]any{"id": m.ID, "result": map[string]any{}})
 				held = true
 				continue
 			}
+			send(map[string]any{"id": m.ID, "result": map[string]any{}})
 			endTurn()
+			if mode != "no-resolved" {
+				resolved()
+			}
 		}
 	}
 	if held {
