@@ -1,0 +1,338 @@
+package vfs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// linkName adds name new (in the root) for the inode at path old of fs.
+func linkName(tb testing.TB, fs *FS, old, new string) {
+	tb.Helper()
+	if _, err := fs.Link(context.Background(), mustStat(tb, fs, old).Ino, RootIno, new); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// nlinkOf is the link count of the inode at path p of fs.
+func nlinkOf(tb testing.TB, fs *FS, p string) uint32 {
+	tb.Helper()
+	a, err := fs.GetAttr(context.Background(), mustStat(tb, fs, p).Ino)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a.Nlink
+}
+
+func usedBytes(tb testing.TB, f *fixture, ws string) int64 {
+	tb.Helper()
+	var n int64
+	if err := f.db.QueryRow(`SELECT used_bytes FROM fs_meta WHERE session_id=?`, ws).Scan(&n); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// wantLinked asserts that paths of fs name one inode with that many links,
+// and that a write through the first is read through every other.
+func wantLinked(tb testing.TB, fs *FS, nlink uint32, paths ...string) {
+	tb.Helper()
+	ino := mustStat(tb, fs, paths[0]).Ino
+	for _, p := range paths {
+		if got := mustStat(tb, fs, p).Ino; got != ino {
+			tb.Fatalf("%s is inode %d, %s is inode %d: not one file", paths[0], ino, p, got)
+		}
+		if n := nlinkOf(tb, fs, p); n != nlink {
+			tb.Fatalf("nlink of %s = %d, want %d", p, n, nlink)
+		}
+	}
+	data := []byte("written through " + paths[0] + "\n")
+	if _, err := fs.WriteAt(context.Background(), ino, data, 0); err != nil {
+		tb.Fatal(err)
+	}
+	for _, p := range paths[1:] {
+		if got := mustRead(tb, fs, p); !strings.HasPrefix(string(got), string(data)) {
+			tb.Fatalf("%s after a write through %s: %q", p, paths[0], got)
+		}
+	}
+}
+
+// mergeAgain asserts that a second merge applies nothing and conflicts on
+// nothing.
+func mergeAgain(tb testing.TB, f *fixture, ws string) {
+	tb.Helper()
+	m, err := f.v.Merge(context.Background(), ws, MergeOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(m.Applied) != 0 || len(m.Conflicts) != 0 {
+		tb.Fatalf("second merge: applied %+v, conflicts %+v", m.Applied, m.Conflicts)
+	}
+}
+
+func appliedOps(m MergeResult) string {
+	var out []string
+	for _, c := range m.Applied {
+		out = append(out, c.Op+" "+c.Path)
+	}
+	return strings.Join(out, ",")
+}
+
+// A file made in the fork with a second name (in another directory too)
+// merges as one inode with three names, its bytes counted once.
+func TestMergeNewHardLinks(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	mustWrite(t, f.fs, "/keep", []byte("kept"))
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	data := pattern(5, 10000)
+	mustWrite(t, c, "/a", data)
+	linkName(t, c, "/a", "b")
+	mustWrite(t, c, "/d/x", []byte("x"))
+	d := mustStat(t, c, "/d")
+	if _, err := c.Link(ctx, mustStat(t, c, "/a").Ino, d.Ino, "c"); err != nil {
+		t.Fatal(err)
+	}
+	before := usedBytes(t, f, f.sid)
+
+	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedOps(m); got != "added /a,added /b,added /d,added /d/c,added /d/x" {
+		t.Fatalf("applied: %s", got)
+	}
+	if len(m.Conflicts) != 0 {
+		t.Fatalf("conflicts: %+v", m.Conflicts)
+	}
+	wantContent(t, f.fs, "/b", data)
+	if got := usedBytes(t, f, f.sid) - before; got != int64(len(data))+1 {
+		t.Fatalf("merge added %d bytes of usage, want %d (the linked file once)", got, len(data)+1)
+	}
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+	mergeAgain(t, f, fk.ID)
+	wantLinked(t, f.fs, 3, "/a", "/b", "/d/c")
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+	// the fork keeps its own file
+	wantContent(t, c, "/d/c", data)
+}
+
+// A name the fork adds for a file the parent had before the fork becomes
+// a name of the parent's inode (usage unchanged), also when it replaces a
+// file with the same bytes; the parent's own later edit of that file is
+// what both names show.
+func TestMergeLinkToInheritedFile(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	mustWrite(t, p, "/old", []byte("before the fork\n"))
+	mustWrite(t, p, "/twin", []byte("before the fork\n")) // same bytes, its own inode
+	mustWrite(t, p, "/edited", []byte("v1\n"))
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	linkName(t, c, "/old", "new")
+	if err := c.Delete(ctx, "/twin", false); err != nil {
+		t.Fatal(err)
+	}
+	linkName(t, c, "/old", "twin")
+	linkName(t, c, "/edited", "edited2")
+	mustWrite(t, p, "/edited", []byte("v2 by the parent\n")) // in place: the same inode
+	oldIno := mustStat(t, p, "/old").Ino
+	before := usedBytes(t, f, f.sid)
+
+	d, err := f.v.Diff(ctx, fk.ID, DiffOptions{Text: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// per path: what a reader of the path sees, and the file's other names
+	var got []string
+	for _, ch := range d.Changes {
+		got = append(got, fmt.Sprintf("%s %s %v %q", ch.Op, ch.Path, ch.Links, ch.Diff))
+	}
+	want := []string{
+		`added /edited2 [/edited] "--- a/edited2\n+++ b/edited2\n@@ -0,0 +1,1 @@\n+v1\n"`,
+		`added /new [/old /twin] "--- a/new\n+++ b/new\n@@ -0,0 +1,1 @@\n+before the fork\n"`,
+		`changed /twin [/new /old] ""`, // the same bytes, another file
+	}
+	if s := strings.Join(got, "\n"); s != strings.Join(want, "\n") {
+		t.Fatalf("diff:\n%s\nwant:\n%s", s, strings.Join(want, "\n"))
+	}
+
+	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedOps(m); got != "added /edited2,added /new,changed /twin" || len(m.Conflicts) != 0 {
+		t.Fatalf("applied: %s, conflicts %+v", got, m.Conflicts)
+	}
+	if ino := mustStat(t, p, "/new").Ino; ino != oldIno {
+		t.Fatalf("/new is inode %d, /old %d", ino, oldIno)
+	}
+	// the twin's own inode went: its bytes leave the usage
+	if got := usedBytes(t, f, f.sid); got != before-int64(len("before the fork\n")) {
+		t.Fatalf("usage %d after the merge, want %d", got, before-int64(len("before the fork\n")))
+	}
+	wantContent(t, p, "/edited2", []byte("v2 by the parent\n"))
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+	mergeAgain(t, f, fk.ID)
+	wantLinked(t, p, 3, "/old", "/new", "/twin")
+	wantLinked(t, p, 2, "/edited2", "/edited")
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+}
+
+// The fork edits a linked file the parent also edited, to another result,
+// and adds a name for it: the edit and the new name are conflicts, and the
+// parent's file keeps its names and bytes.
+func TestMergeLinkToFileBothEdited(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	mustWrite(t, p, "/f", []byte("v1\n"))
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	mustWrite(t, c, "/f", []byte("fork v2 text\n"))
+	linkName(t, c, "/f", "g")
+	mustWrite(t, p, "/f", []byte("parent v2\n"))
+	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Conflict{{Path: "/f", Fork: DiffChanged, Parent: DiffChanged}, {Path: "/g", Fork: DiffAdded, Parent: DiffChanged}}
+	if len(m.Applied) != 0 || len(m.Conflicts) != 2 || m.Conflicts[0] != want[0] || m.Conflicts[1] != want[1] {
+		t.Fatalf("applied %+v, conflicts %+v", m.Applied, m.Conflicts)
+	}
+	wantContent(t, p, "/f", []byte("parent v2\n"))
+	wantMissing(t, p, "/g")
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+}
+
+// The fork edits a linked file the parent did not touch, through one name,
+// and adds a third name: the parent's inode takes the fork's bytes once.
+func TestMergeEditOfInheritedLink(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	mustWrite(t, p, "/x", []byte("v1\n"))
+	linkName(t, p, "/x", "y")
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	mustWrite(t, c, "/y", []byte("fork v2\n"))
+	linkName(t, c, "/x", "z")
+	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedOps(m); got != "changed /x,changed /y,added /z" || len(m.Conflicts) != 0 {
+		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
+	}
+	wantContent(t, p, "/z", []byte("fork v2\n"))
+	if got := usedBytes(t, f, f.sid); got != int64(len("fork v2\n")) {
+		t.Fatalf("usage %d", got)
+	}
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+	mergeAgain(t, f, fk.ID)
+	wantLinked(t, p, 3, "/x", "/y", "/z")
+}
+
+// Removing one name of a file the parent has under two: the parent keeps
+// the other name, its link count one less.
+func TestMergeRemovesOneNameOfLink(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	mustWrite(t, p, "/x", []byte("linked\n"))
+	linkName(t, p, "/x", "y")
+	linkName(t, p, "/x", "z")
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	if err := c.Delete(ctx, "/y", false); err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedOps(m); got != "deleted /y" || len(m.Conflicts) != 0 {
+		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
+	}
+	wantMissing(t, p, "/y")
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+	mergeAgain(t, f, fk.ID)
+	wantLinked(t, p, 2, "/x", "/z")
+	if got := usedBytes(t, f, f.sid); got != int64(len("written through /x\n")) {
+		t.Fatalf("usage %d", got)
+	}
+}
+
+// The fork replaces one name of a linked file with a file of its own: after
+// the merge the parent's other name keeps the old bytes, as in the fork.
+func TestMergeBreaksLink(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	mustWrite(t, p, "/x", []byte("shared\n"))
+	linkName(t, p, "/x", "y")
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	if err := c.Delete(ctx, "/y", false); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, c, "/y", []byte("own\n"))
+	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedOps(m); got != "changed /y" || len(m.Conflicts) != 0 {
+		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
+	}
+	wantContent(t, p, "/x", []byte("shared\n"))
+	wantContent(t, p, "/y", []byte("own\n"))
+	if n := nlinkOf(t, p, "/x"); n != 1 {
+		t.Fatalf("nlink of /x = %d", n)
+	}
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+	mergeAgain(t, f, fk.ID)
+}
+
+// The fork and the parent both rewrite a file to different bytes of the
+// same length, once each: a conflict, not "the same change".
+func TestMergeSameSizeEditsConflict(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	mustWrite(t, f.fs, "/f", []byte("base\n"))
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	mustWrite(t, c, "/f", []byte("fork\n"))
+	mustWrite(t, f.fs, "/f", []byte("prnt\n"))
+	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Conflicts) != 1 || m.Conflicts[0] != (Conflict{Path: "/f", Fork: DiffChanged, Parent: DiffChanged}) {
+		t.Fatalf("applied %+v, conflicts %+v", m.Applied, m.Conflicts)
+	}
+	wantContent(t, f.fs, "/f", []byte("prnt\n"))
+}
