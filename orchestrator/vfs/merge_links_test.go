@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 )
@@ -335,4 +336,65 @@ func TestMergeSameSizeEditsConflict(t *testing.T) {
 		t.Fatalf("applied %+v, conflicts %+v", m.Applied, m.Conflicts)
 	}
 	wantContent(t, f.fs, "/f", []byte("prnt\n"))
+}
+
+// wantSameFiles asserts that the paths of fs name one inode exactly where
+// the model's paths share one file.
+func wantSameFiles(tb testing.TB, fs *FS, m mtree) {
+	tb.Helper()
+	inoOfFile := map[*mfile]int64{}
+	fileOfIno := map[int64]*mfile{}
+	for p, n := range m {
+		if n.kind != 'f' {
+			continue
+		}
+		ino := mustStat(tb, fs, p).Ino
+		if i, ok := inoOfFile[n.file]; ok && i != ino {
+			tb.Fatalf("%s: %s is inode %d, another name of its file is %d", fs.sid, p, ino, i)
+		}
+		if f, ok := fileOfIno[ino]; ok && f != n.file {
+			tb.Fatalf("%s: %s is inode %d, which a name of another file has too", fs.sid, p, ino)
+		}
+		inoOfFile[n.file], fileOfIno[ino] = ino, n.file
+	}
+}
+
+// Random changes in a fork (new files, writes through any name, hard
+// links, renames of files and directories, symlinks, chmod, removals) of a
+// parent that changes nothing after the fork: the merge makes the parent
+// the fork's tree, hard links included, with nothing in conflict; merging
+// again changes nothing.
+func TestMergeRandomKeepsLinks(t *testing.T) {
+	for seed := int64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			f := newFixture(t, Config{ChunkSize: 64})
+			ctx := context.Background()
+			ops := &lazyOps{tb: t, rng: rand.New(rand.NewSource(seed))}
+			pm := mtree{}
+			for range 80 {
+				ops.step(f.fs, pm)
+			}
+			fk, err := f.v.Fork(ctx, f.sid, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm := pm.clone()
+			c := f.v.Session(fk.ID)
+			for range 150 {
+				ops.step(c, cm)
+			}
+			m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Conflicts) != 0 {
+				t.Fatalf("conflicts: %+v", m.Conflicts)
+			}
+			compareTree(t, f.fs, cm)
+			wantSameFiles(t, f.fs, cm)
+			checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+			mergeAgain(t, f, fk.ID)
+			compareTree(t, c, cm)
+		})
+	}
 }
