@@ -85,6 +85,7 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 		// names is that inode (old): the fork's names link to it, and its
 		// bytes become the fork's when only the fork changed them.
 		old := map[int64]bool{}      // fork inode -> the parent links to its own
+		seed := map[int64]int64{}    // fork inode -> the parent's, where a name of it is merged already
 		writeOld := map[int64]bool{} // of those, the ones the fork rewrote
 		var apply []FileChange
 		for _, c := range dc {
@@ -113,22 +114,22 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 			if inC == inP {
 				same := !inC
 				if inC {
-					if isOld && ep.ino == ec.ino {
-						same = forkSame || bothSame // bytes only the parent changed are its
-					} else if same, err = v.same(ctx, tx, fk.ID, ec, fk.Origin, ep, false); err != nil {
+					if same, err = v.alreadyMerged(ctx, tx, fk, c.Path, ec, sc, ep, sp, isOld, forkSame || bothSame, seed); err != nil {
 						return err
 					}
-					same = same && sameLinks(c.Path, ec, sc, ep, sp)
 				}
 				if same {
 					continue // the parent has it already
 				}
 			}
-			if pc, ok := byParent[c.Path]; ok {
+			// where both name the same inode from before the fork (a
+			// merge made the name before) only its bytes can conflict
+			sameName := isOld && inP && ep.ino == ec.ino
+			if pc, ok := byParent[c.Path]; ok && !sameName {
 				res.Conflicts = append(res.Conflicts, Conflict{Path: c.Path, Fork: c.Op, Parent: pc.Op})
 				continue
 			}
-			if pop := parentConflict(c, byParent, sp.paths, dp); pop != "" {
+			if pop := parentConflict(c, byParent, sp.paths, dp); pop != "" && !sameName {
 				res.Conflicts = append(res.Conflicts, Conflict{Path: c.Path, Fork: c.Op, Parent: pop})
 				continue
 			}
@@ -161,6 +162,9 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 		target := map[int64]int64{} // fork inode -> parent inode, once made or linked
 		for ino := range old {
 			target[ino] = ino
+		}
+		for ino, p := range seed {
+			target[ino] = p
 		}
 		for _, c := range apply {
 			if err := pfs.checkPathTx("merge", c.Path, true); err != nil {
@@ -219,22 +223,35 @@ func parentConflict(c FileChange, byParent map[string]FileChange, sp map[string]
 	return ""
 }
 
-// sameLinks reports whether path p has the same other names in the fork
-// (entry ec of snapshot sc) and in the parent (ep of sp), as far as both
-// have them: each name of one inode on one side names one inode on the
-// other.
-func sameLinks(p string, ec entry, sc wsSnap, ep entry, sp wsSnap) bool {
-	for _, q := range sc.others(p, ec) {
-		if e, ok := sp.paths[q]; ok && e.ino != ep.ino {
-			return false
-		}
+// alreadyMerged reports whether the parent has path p (entry ep of sp) as
+// the fork has it (ec of sc), hard links included. isOld: ec is an inode
+// from before the fork that the parent still names; then p must name it in
+// the parent, and keep (bytes the parent changed are the parent's: keep).
+// Otherwise the bytes must be the same, the parent's inode may have no
+// name the fork gives another inode, and the names of one fork inode that
+// the parent has already must be of one parent inode: the first such name
+// (in path order) records it in seed, for the names still to merge to link
+// to.
+func (v *VFS) alreadyMerged(ctx context.Context, tx *txn, fk ForkInfo, p string, ec entry, sc wsSnap, ep entry, sp wsSnap, isOld, keep bool, seed map[int64]int64) (bool, error) {
+	if isOld {
+		return ep.ino == ec.ino && keep, nil
+	}
+	same, err := v.same(ctx, tx, fk.ID, ec, fk.Origin, ep, false)
+	if err != nil || !same {
+		return false, err
 	}
 	for _, q := range sp.others(p, ep) {
 		if e, ok := sc.paths[q]; ok && e.ino != ec.ino {
-			return false
+			return false, nil
 		}
 	}
-	return true
+	if sc.linked(ec) {
+		if t, ok := seed[ec.ino]; ok {
+			return t == ep.ino, nil
+		}
+		seed[ec.ino] = ep.ino
+	}
+	return true, nil
 }
 
 func parentDir(p string) string {

@@ -395,6 +395,42 @@ func TestMergeRandomKeepsLinks(t *testing.T) {
 			checkAll(t, f.v, f.sid, fk.ID, fk.Base)
 			mergeAgain(t, f, fk.ID)
 			compareTree(t, c, cm)
+
+			// then both change: the merge keeps every workspace
+			// consistent, and a second one applies nothing and lists
+			// the same conflicts
+			pm = cm.clone()
+			for range 150 {
+				if ops.rng.Intn(2) == 0 {
+					ops.step(f.fs, pm)
+				} else {
+					ops.step(c, cm)
+				}
+			}
+			m, err = f.v.Merge(ctx, fk.ID, MergeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+			m2, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m2.Applied) != 0 || fmt.Sprint(m2.Conflicts) != fmt.Sprint(m.Conflicts) {
+				first := map[Conflict]bool{}
+				for _, c := range m.Conflicts {
+					first[c] = true
+				}
+				var extra []Conflict
+				for _, c := range m2.Conflicts {
+					if !first[c] {
+						extra = append(extra, c)
+					}
+					delete(first, c)
+				}
+				t.Fatalf("merging again: applied %+v; new conflicts %+v; gone %v", m2.Applied, extra, first)
+			}
+			compareTree(t, c, cm)
 		})
 	}
 }
