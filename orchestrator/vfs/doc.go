@@ -144,17 +144,22 @@
 //     fork's when only the fork rewrote them (written once, whatever the
 //     number of names), the parent's when only the parent did, and when
 //     both did to different bytes every name the fork adds or changes for
-//     it is a conflict (Parent "changed"). Within the merge such an inode
-//     is kept while it has no name (pinned: a rename deletes the old path
-//     first).
+//     it is a conflict (Parent "changed"). A path where both name that
+//     inode can conflict only on its bytes (an earlier merge made the name,
+//     so the parent "added" it too). Within the merge such an inode is kept
+//     while it has no name (FS.pinned: a move deletes the old path first).
 //   - any other inode (new in the fork, or gone from the parent) is made
 //     once, by its first name in path order, and its other names link to
-//     it. A path whose parent inode has other names there is replaced, not
-//     rewritten in place, so those names keep their bytes as in the fork.
+//     it; when the parent already has a name of it (an earlier merge), the
+//     first such name's inode is the one. A path whose parent inode has
+//     other names there is replaced, not rewritten in place, so those names
+//     keep their bytes as in the fork.
 //   - a name the fork removes is unlinked: the parent's other names stay,
 //     with the link count one less.
 //
-// A path counts as already merged when the parent has the same content there
-// and, for each of its other names on either side that both have, the same
-// sharing.
+// A path counts as already merged when it names, for an inode from before
+// the fork, that inode (with the bytes the three-way rule gives), and
+// otherwise when it holds the same bytes, its parent inode has no name
+// that the fork gives another inode, and it is the same parent inode as the
+// fork's other names of its inode that are already merged.
 package vfs
