@@ -229,7 +229,8 @@ func (v *VFS) same(ctx context.Context, q querier, wa string, a entry, wb string
 // changes lists what differs in workspace wb (snapshot b) from its fork
 // point wa (snapshot a): by path, where a path names another inode than
 // before only counts when either inode has several names (a hard link made
-// or broken); otherwise its type, permissions and bytes decide.
+// or broken) or the old one is still in wb under another name; otherwise
+// its type, permissions and bytes decide.
 func (v *VFS) changes(ctx context.Context, q querier, wa string, a wsSnap, wb string, b wsSnap) ([]FileChange, error) {
 	var out []FileChange
 	for p, eb := range b.paths {
@@ -238,7 +239,9 @@ func (v *VFS) changes(ctx context.Context, q querier, wa string, a wsSnap, wb st
 			out = append(out, FileChange{Path: p, Op: DiffAdded, Kind: kindOf(eb.mode), NewSize: eb.size, Links: b.others(p, eb)})
 			continue
 		}
-		same := ea.ino == eb.ino || !(a.linked(ea) || b.linked(eb))
+		// another inode than before: a hard link made or broken, or the
+		// old inode lives on under another name (moved, a copy put here)
+		same := ea.ino == eb.ino || !(a.linked(ea) || b.linked(eb) || len(b.names[ea.ino]) > 0)
 		if same {
 			var err error
 			if same, err = v.same(ctx, q, wa, ea, wb, eb, true); err != nil {

@@ -114,7 +114,7 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 			if inC == inP {
 				same := !inC
 				if inC {
-					if same, err = v.alreadyMerged(ctx, tx, fk, c.Path, ec, sc, ep, sp, isOld, forkSame || bothSame, seed); err != nil {
+					if same, err = v.alreadyMerged(ctx, tx, fk, c.Path, sb, ec, sc, ep, sp, isOld, forkSame || bothSame, seed); err != nil {
 						return err
 					}
 				}
@@ -227,14 +227,18 @@ func parentConflict(c FileChange, byParent map[string]FileChange, sp map[string]
 // the fork has it (ec of sc), hard links included. isOld: ec is an inode
 // from before the fork that the parent still names; then p must name it in
 // the parent, and keep (bytes the parent changed are the parent's: keep).
-// Otherwise the bytes must be the same, the parent's inode may have no
-// name the fork gives another inode, and the names of one fork inode that
+// Otherwise the parent's inode may not be one from before the fork that the
+// fork has under other names, the bytes must be the same, the parent's
+// inode may have no name the fork gives another inode, and the names of one fork inode that
 // the parent has already must be of one parent inode: the first such name
 // (in path order) records it in seed, for the names still to merge to link
 // to.
-func (v *VFS) alreadyMerged(ctx context.Context, tx *txn, fk ForkInfo, p string, ec entry, sc wsSnap, ep entry, sp wsSnap, isOld, keep bool, seed map[int64]int64) (bool, error) {
+func (v *VFS) alreadyMerged(ctx context.Context, tx *txn, fk ForkInfo, p string, sb wsSnap, ec entry, sc wsSnap, ep entry, sp wsSnap, isOld, keep bool, seed map[int64]int64) (bool, error) {
 	if isOld {
 		return ep.ino == ec.ino && keep, nil
+	}
+	if _, inB := sb.inodes[ep.ino]; inB && len(sc.names[ep.ino]) > 0 {
+		return false, nil // the parent's is a file the fork has under other names
 	}
 	same, err := v.same(ctx, tx, fk.ID, ec, fk.Origin, ep, false)
 	if err != nil || !same {
@@ -299,9 +303,11 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c FileChan
 	newType := e.mode & ModeType
 	// the name goes (to be made again) when it is of another type or a
 	// symlink, when it is to name another inode, or when its inode has
-	// other names in the parent that the fork does not give these bytes
+	// other names in the parent that the fork does not give these bytes,
+	// or is one the fork still has elsewhere (pinned: it moved)
 	if r.exists && (r.attr.Mode&ModeType != newType || newType == ModeSymlink && link == 0 ||
-		link != 0 && r.attr.Ino != link || link == 0 && newType != ModeDir && r.attr.Nlink > 1) {
+		link != 0 && r.attr.Ino != link ||
+		link == 0 && newType != ModeDir && (r.attr.Nlink > 1 || fs.pinned[r.attr.Ino])) {
 		if err := fs.deleteTree(ctx, tx, r.parent, r.name, r.attr); err != nil {
 			return 0, err
 		}

@@ -434,3 +434,92 @@ func TestMergeRandomKeepsLinks(t *testing.T) {
 		})
 	}
 }
+
+// The fork moves a file and makes a new one, with two names, where it was:
+// the parent's file moves (the same inode) and keeps its bytes, and the new
+// one is made beside it.
+func TestMergeMoveAndReplace(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	mustWrite(t, p, "/a", []byte("old a\n"))
+	oldIno := mustStat(t, p, "/a").Ino
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	if _, err := c.Move(ctx, "/a", "/c"); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, c, "/a", []byte("new a\n"))
+	linkName(t, c, "/a", "b")
+	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedOps(m); got != "changed /a,added /b,added /c" || len(m.Conflicts) != 0 {
+		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
+	}
+	wantContent(t, p, "/c", []byte("old a\n"))
+	wantContent(t, p, "/a", []byte("new a\n"))
+	if ino := mustStat(t, p, "/c").Ino; ino != oldIno {
+		t.Fatalf("/c is inode %d, the moved file was %d", ino, oldIno)
+	}
+	if n := nlinkOf(t, p, "/c"); n != 1 {
+		t.Fatalf("nlink of /c = %d", n)
+	}
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+	mergeAgain(t, f, fk.ID)
+	wantLinked(t, p, 2, "/a", "/b")
+	wantContent(t, p, "/c", []byte("old a\n"))
+}
+
+// The fork moves a file away and puts a copy (the same bytes, another
+// inode) where it was: the diff shows the path changed, and after the merge
+// the two paths are two files in the parent too.
+func TestMergeMoveAndCopyBack(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	mustWrite(t, p, "/a", []byte("a\n"))
+	oldIno := mustStat(t, p, "/a").Ino
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	if _, err := c.Copy(ctx, "/a", "/a2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Move(ctx, "/a", "/c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Move(ctx, "/a2", "/a"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Changes) != 2 || d.Changes[0].Op+" "+d.Changes[0].Path != "changed /a" || d.Changes[1].Op+" "+d.Changes[1].Path != "added /c" {
+		t.Fatalf("diff: %+v", d.Changes)
+	}
+	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedOps(m); got != "changed /a,added /c" || len(m.Conflicts) != 0 {
+		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
+	}
+	if ino := mustStat(t, p, "/c").Ino; ino != oldIno {
+		t.Fatalf("/c is inode %d, the moved file was %d", ino, oldIno)
+	}
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+	mergeAgain(t, f, fk.ID)
+	if nlinkOf(t, p, "/a") != 1 || nlinkOf(t, p, "/c") != 1 || mustStat(t, p, "/a").Ino == oldIno {
+		t.Fatalf("/a and /c are not two files")
+	}
+	mustWrite(t, p, "/c", []byte("c\n"))
+	wantContent(t, p, "/a", []byte("a\n"))
+}
