@@ -121,8 +121,9 @@
 // differs), with a unified text diff for changed text files. A path that
 // names another inode than at the fork point counts as changed only when
 // either inode has several names (a hard link made or broken, also with
-// the same bytes); a new inode at a path is otherwise judged by what it
-// holds. Hard links stay per path in the diff: each name is listed with
+// the same bytes) or the old inode is still in the fork under another name
+// (it moved, and this is a copy); a new inode at a path is otherwise judged
+// by what it holds. Hard links stay per path in the diff: each name is listed with
 // what a reader of it sees (an added name of an existing file shows its
 // whole text as added), and FileChange.Links gives the file's other paths
 // in the fork.
@@ -152,14 +153,16 @@
 //     once, by its first name in path order, and its other names link to
 //     it; when the parent already has a name of it (an earlier merge), the
 //     first such name's inode is the one. A path whose parent inode has
-//     other names there is replaced, not rewritten in place, so those names
-//     keep their bytes as in the fork.
+//     other names there, or is an inode the fork moved elsewhere, is
+//     replaced, not rewritten in place, so those names keep their bytes as
+//     in the fork.
 //   - a name the fork removes is unlinked: the parent's other names stay,
 //     with the link count one less.
 //
 // A path counts as already merged when it names, for an inode from before
 // the fork, that inode (with the bytes the three-way rule gives), and
-// otherwise when it holds the same bytes, its parent inode has no name
-// that the fork gives another inode, and it is the same parent inode as the
-// fork's other names of its inode that are already merged.
+// otherwise when it holds the same bytes in an inode that is not one the
+// fork has elsewhere, that has no name the fork gives another inode, and
+// that is the same as for the fork's other names of its inode that are
+// already merged.
 package vfs
