@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"syscall"
 	"strings"
 	"testing"
 )
@@ -522,4 +523,109 @@ func TestMergeMoveAndCopyBack(t *testing.T) {
 	}
 	mustWrite(t, p, "/c", []byte("c\n"))
 	wantContent(t, p, "/a", []byte("a\n"))
+}
+
+// Hard links made in a fork of a fork reach the origin as one file through
+// both merges, and a name added there for an origin file stays a name of it.
+func TestMergeLinksThroughForkOfFork(t *testing.T) {
+	f := newFixture(t, Config{ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	mustWrite(t, p, "/orig", []byte("origin file\n"))
+	origIno := mustStat(t, p, "/orig").Ino
+	f1, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := f.v.Session(f1.ID)
+	mustWrite(t, c1, "/mid", []byte("made in the first fork\n"))
+	f2, err := f.v.Fork(ctx, f1.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := f.v.Session(f2.ID)
+	mustWrite(t, c2, "/new", []byte("made in the second fork\n"))
+	linkName(t, c2, "/new", "new2")
+	linkName(t, c2, "/mid", "mid2")
+	linkName(t, c2, "/orig", "orig2")
+	if _, err := f.v.Merge(ctx, f2.ID, MergeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, f.v, f1.ID, f2.ID, f2.Base)
+	m, err := f.v.Merge(ctx, f1.ID, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedOps(m); got != "added /mid,added /mid2,added /new,added /new2,added /orig2" || len(m.Conflicts) != 0 {
+		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
+	}
+	checkAll(t, f.v, f.sid, f1.ID, f1.Base, f2.ID, f2.Base)
+	mergeAgain(t, f, f1.ID)
+	if ino := mustStat(t, p, "/orig2").Ino; ino != origIno {
+		t.Fatalf("/orig2 is inode %d, /orig %d", ino, origIno)
+	}
+	wantLinked(t, p, 2, "/orig", "/orig2")
+	wantLinked(t, p, 2, "/mid", "/mid2")
+	wantLinked(t, p, 2, "/new", "/new2")
+	wantLinked(t, c1, 2, "/new", "/new2") // the first fork too
+	checkAll(t, f.v, f.sid, f1.ID, f1.Base, f2.ID, f2.Base)
+}
+
+// The quota counts a merged hard-linked file once: three names of a file
+// that fits once merge; a merge that then goes over the quota leaves the
+// parent as it was, links included.
+func TestMergeLinksQuota(t *testing.T) {
+	f := newFixture(t, Config{SessionQuota: 100 << 10, ChunkSize: 4096})
+	ctx := ctxT(t)
+	p := f.fs
+	mustWrite(t, p, "/keep", pattern(1, 30<<10))
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.v.Session(fk.ID)
+	mustWrite(t, c, "/a", pattern(2, 60<<10))
+	linkName(t, c, "/a", "b")
+	linkName(t, c, "/a", "c")
+	linkName(t, c, "/keep", "keep2")
+	if _, err := f.v.Merge(ctx, fk.ID, MergeOptions{}); err != nil {
+		t.Fatalf("merge of one 60 KiB file with three names under a 100 KiB quota: %v", err)
+	}
+	if got := usedBytes(t, f, f.sid); got != 90<<10 {
+		t.Fatalf("usage %d, want %d", got, 90<<10)
+	}
+	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
+
+	// a second fork: new links and a file over the quota
+	fk2, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := f.v.Session(fk2.ID)
+	linkName(t, c2, "/a", "d")
+	mustWrite(t, c2, "/e", []byte("e"))
+	linkName(t, c2, "/e", "f")
+	for _, q := range []string{"/b", "/keep", "/keep2"} {
+		if err := c2.Delete(ctx, q, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite(t, c2, "/z", pattern(3, 35<<10)) // fits the fork
+	mustWrite(t, p, "/p", pattern(4, 9<<10))   // not the parent with it
+	wantBytes := int64(99<<10)
+	if _, err := f.v.Merge(ctx, fk2.ID, MergeOptions{}); !IsErrno(err, syscall.ENOSPC) {
+		t.Fatalf("merge over the quota: %v", err)
+	}
+	wantMissing(t, p, "/d")
+	wantMissing(t, p, "/e")
+	wantMissing(t, p, "/z")
+	if n := nlinkOf(t, p, "/a"); n != 3 {
+		t.Fatalf("nlink of /a = %d after a failed merge", n)
+	}
+	if got := usedBytes(t, f, f.sid); got != wantBytes {
+		t.Fatalf("usage %d after a failed merge, want %d", got, wantBytes)
+	}
+	checkAll(t, f.v, f.sid, fk2.ID, fk2.Base)
+	wantLinked(t, p, 3, "/a", "/b", "/c")
+	wantLinked(t, p, 2, "/keep", "/keep2")
 }
