@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	approvals "github.com/filepath-dev/filepath/adapters/internal/approval"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -58,6 +59,7 @@ func newAgent(cfg Config, stdout, stderr io.Writer, c clock) (*Agent, error) {
 		return nil, err
 	}
 	out := newEmitter(stdout, stderr)
+	apiHTTP := &http.Client{}
 	tb := &toolbox{
 		ws:          ws,
 		sh:          &shell{dir: ws.root, env: commandEnv(), clock: c, keepHead: 16 << 10, keepTail: 16 << 10},
@@ -69,10 +71,12 @@ func newAgent(cfg Config, stdout, stderr io.Writer, c clock) (*Agent, error) {
 		api: &apiClient{
 			base:         strings.TrimSuffix(cfg.APIURL, "/") + "/api/v1",
 			key:          cfg.APIKey,
-			http:         &http.Client{},
+			http:         apiHTTP,
 			connectRetry: cfg.ConnectRetry,
 			clock:        c,
 		},
+		asker: &approvals.Client{URL: cfg.APIURL, Token: cfg.APIKey, HTTP: apiHTTP},
+		log:   log,
 	}
 	for _, n := range p.tools {
 		tl := allTools[n]

@@ -10,9 +10,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"syscall"
 	"time"
+
+	approvals "github.com/filepath-dev/filepath/adapters/internal/approval"
 )
 
 // apiClient calls the agent API ($FILEPATH_API_URL/api/v1, docs/protocol.md
@@ -24,21 +25,6 @@ type apiClient struct {
 	connectRetry time.Duration
 	clock        clock
 }
-
-// apiError is an answer with an error status.
-type apiError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("the agent API answered %d: %s", e.Status, e.Message)
-}
-
-// errNoAgentAPI: the orchestrator serves no agent API (an older one, or a
-// test upstream): the caller falls back to what works without it.
-var errNoAgentAPI = errors.New("the agent API is not available at FILEPATH_API_URL")
 
 const maxAPIBody = 8 << 20
 
@@ -91,24 +77,10 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 		return err
 	}
 	if resp.StatusCode >= 300 {
-		var e struct {
-			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
-			if resp.StatusCode == http.StatusNotFound {
-				return errNoAgentAPI
-			}
-			return &apiError{Status: resp.StatusCode, Message: cut(strings.TrimSpace(string(b)), 500)}
-		}
-		// A 404 that is not the API's answer about a node (no route, or
-		// not the agent API at all) means there is no agent API.
-		if resp.StatusCode == http.StatusNotFound && (e.Error.Code != "not_found" || strings.Contains(e.Error.Message, "no route")) {
-			return errNoAgentAPI
-		}
-		return &apiError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		// A 404 that is not the API's answer about a thing (no route, or
+		// not the agent API at all) wraps approvals.ErrNotServed: the
+		// caller falls back to what works without the agent API.
+		return approvals.DecodeError(resp.StatusCode, b)
 	}
 	if out == nil {
 		return nil
@@ -131,61 +103,6 @@ type self struct {
 	ID        string            `json:"id"`
 	Name      string            `json:"name"`
 	Approvals map[string]string `json:"approvals"`
-}
-
-// approval is a request for permission, as the API answers it.
-type approval struct {
-	ID         string `json:"id"`
-	Status     string `json:"status"` // pending, approved, denied
-	AnsweredBy string `json:"answered_by"`
-	Always     bool   `json:"always"`
-}
-
-// requestApproval asks for permission and waits for the answer: POST
-// /approvals with an id of its own (a POST that lost its answer is sent
-// again without making a second request), then long polls GET
-// /approvals/{id}. Connection failures (an orchestrator restart) are
-// retried until ctx ends; the request waits durably on the other side.
-func (c *apiClient) requestApproval(ctx context.Context, action, detail, kind string) (approval, error) {
-	body := map[string]string{"action": action, "detail": detail, "kind": kind, "request_id": newRequestID()}
-	var a approval
-	if err := c.retry(ctx, func() error { return c.call(ctx, http.MethodPost, "/approvals", body, &a) }); err != nil {
-		return a, err
-	}
-	for a.Status == "pending" {
-		id := a.ID
-		if err := c.retry(ctx, func() error {
-			return c.get(ctx, "/approvals/"+url.PathEscape(id), url.Values{"wait": {"60s"}}, &a)
-		}); err != nil {
-			return a, err
-		}
-	}
-	return a, nil
-}
-
-// retry runs f until it succeeds, fails with an answer of the API (which
-// a retry would not change), or ctx ends; transport errors back off up to
-// 5 s.
-func (c *apiClient) retry(ctx context.Context, f func() error) error {
-	wait := 100 * time.Millisecond
-	for {
-		err := f()
-		var ae *apiError
-		if err == nil || errors.As(err, &ae) || errors.Is(err, errNoAgentAPI) || ctx.Err() != nil {
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
-			return err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return context.Cause(ctx)
-		case <-t.C:
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
 }
 
 func newRequestID() string {

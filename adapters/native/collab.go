@@ -84,7 +84,7 @@ func (t *toolbox) apiTool(name, path string, f func() (string, error)) string {
 }
 
 func apiMessage(err error) string {
-	var ae *apiError
+	var ae *approvals.APIError
 	if errors.As(err, &ae) {
 		return ae.Message
 	}
@@ -360,13 +360,17 @@ func (t *toolbox) gate(ctx context.Context, display, command string) string {
 	case policyDeny:
 		return refuse(reason + ", and this agent's approvals policy denies such commands (config approvals.bash = deny)")
 	}
-	if t.api == nil {
-		return refuse(reason + ", and without FILEPATH_API_URL there is nobody to ask for approval")
-	}
-	a, err := t.api.requestApproval(ctx, "bash: "+cut(display, 1000), reason, "bash")
+	a, err := t.asker.Ask(ctx, approvals.Request{Action: "bash: " + cut(display, 1000), Detail: reason, Kind: "bash", RequestID: newRequestID()})
 	switch {
 	case err != nil && ctx.Err() != nil:
+		// Stopped while it waited: the inbox must not keep asking a
+		// person about a command that will not run.
+		if err := t.asker.Abandon(ctx, a); err != nil {
+			t.log.Warn("withdraw the request for approval of a stopped command", "approval", a.ID, "err", err)
+		}
 		return refuse("the agent was stopped while it waited for approval")
+	case errors.Is(err, approvals.ErrNoAPI):
+		return refuse(reason + ", and without FILEPATH_API_URL there is nobody to ask for approval")
 	case err != nil:
 		return refuse(reason + "; asking for approval failed: " + apiMessage(err))
 	case a.Status == "approved":

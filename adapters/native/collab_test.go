@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
 	"github.com/filepath-dev/filepath/protocol"
@@ -289,4 +290,69 @@ func TestCollabTools(t *testing.T) {
 	if got := content(msgs[len(msgs)-1]); got != "Message from your parent agent (lead):\n\nstatus?" {
 		t.Fatalf("parent message %q", got)
 	}
+}
+
+// TestBashApprovalWithdrawnOnStop: a stop while a command waits for a
+// person's answer withdraws the request from the inbox (DELETE, answered by
+// the agent) instead of leaving it there until its timeout; the command does
+// not run and the agent ends at once.
+func TestBashApprovalWithdrawnOnStop(t *testing.T) {
+	llm := fakellm.New()
+	defer llm.Close()
+	llm.SetModels(fakeModels)
+	api := newFakeAgentAPI(t, llm)
+	polling := make(chan struct{}, 1)
+	withdrawn := make(chan struct{})
+	var once sync.Once
+	// The long poll waits as the real one does: until the request is
+	// answered (here: withdrawn) or the client gives up.
+	api.routes["GET /api/v1/approvals/a1"] = func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case polling <- struct{}{}:
+		default:
+		}
+		select {
+		case <-withdrawn:
+			json.NewEncoder(w).Encode(map[string]any{"id": "a1", "status": "denied", "answered_by": "agent"})
+		case <-r.Context().Done():
+		}
+	}
+	api.routes["DELETE /api/v1/approvals/a1"] = func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(withdrawn) })
+		json.NewEncoder(w).Encode(map[string]any{"id": "a1", "status": "denied", "answered_by": "agent"})
+	}
+	dir := t.TempDir()
+	cmd := `echo https://example.com > fetched.txt`
+	llm.Script(fakellm.Turn{ToolCalls: []fakellm.ToolCall{call("c1", "bash", jsonArgs(map[string]string{"command": cmd}))}})
+	cfg := testConfig(api.srv.URL, dir)
+	cfg.Task = "fetch it"
+	h := startAgent(t, cfg)
+	select {
+	case <-polling:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the agent never waited for the answer: %v", api.requests())
+	}
+	h.stop()
+	select {
+	case <-h.done:
+		h.done <- nil
+	case <-time.After(2 * time.Second):
+		t.Fatal("the agent did not end within 2 s of signal stop")
+	}
+	var deletes []string
+	for _, r := range api.requests() {
+		if strings.HasPrefix(r, "DELETE ") {
+			deletes = append(deletes, r)
+		}
+	}
+	if len(deletes) != 1 || !strings.HasPrefix(deletes[0], "DELETE /api/v1/approvals/a1 ") {
+		t.Fatalf("withdrawals %q, want one DELETE /api/v1/approvals/a1; requests: %v", deletes, api.requests())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fetched.txt")); err == nil {
+		t.Fatal("the command ran although the agent was stopped before it was approved")
+	}
+	h.waitFor("the stopped command's refusal", 1, func(e protocol.Event) bool {
+		c, ok := e.(protocol.CommandEvent)
+		return ok && c.Cmd == cmd && c.Status == protocol.StepError && c.Stderr != nil && strings.Contains(*c.Stderr, "stopped while it waited for approval")
+	})
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	approvals "github.com/filepath-dev/filepath/adapters/internal/approval"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -33,7 +35,9 @@ type toolbox struct {
 	agentType   string   // the default agent of a spawn
 	changed     []string // files written or edited in this session (for a composed handoff)
 	api         *apiClient
+	asker       *approvals.Client // the approvals of the agent API
 	policies    map[string]string // the node's approvals policy by kind, read once (policy)
+	log         *slog.Logger
 }
 
 // catalogAgents are the agent types a spawn may name (the orchestrator's
@@ -374,7 +378,7 @@ func runSpawn(ctx context.Context, t *toolbox, args json.RawMessage) string {
 			return fmt.Sprintf("spawned %s (id %s), but it failed to start: read_child_messages shows why.", c.Name, c.ID)
 		case err == nil:
 			return fmt.Sprintf("spawned %s (id %s, %s). It works in parallel on the same /workspace; you get a system message when it finishes, or use wait_for_children.", c.Name, c.ID, c.Agent)
-		case !errors.Is(err, errNoAgentAPI):
+		case !errors.Is(err, approvals.ErrNotServed):
 			msg := "error: spawn failed: " + apiMessage(err)
 			t.out.tool("spawn", a.Name, protocol.StepError, msg)
 			return msg

@@ -111,6 +111,11 @@ func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error)
 	if err != nil {
 		return ForkInfo{}, err
 	}
+	// Readers of the new workspaces (its chain, its view, its lazy state)
+	// read the read pool without settling: the fork must be committed.
+	if err := v.Sync(ctx, false); err != nil {
+		return ForkInfo{}, err
+	}
 	return info, nil
 }
 

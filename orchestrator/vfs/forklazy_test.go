@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The model of a workspace for the lazy-fork tests: paths to nodes; the
@@ -559,4 +560,25 @@ func TestLazyForkAfterRestart(t *testing.T) {
 	m["/a/3"] = &mnode{kind: 'f', file: &mfile{}, mode: 0o644}
 	compareTree(t, c2, m)
 	checkAll(t, v2, fk.ID, fk.Base, f.sid)
+}
+
+// A fork made by a caller whose changes may wait in the open batch (a
+// mount's request carries an origin) is committed when Fork returns: the
+// new fork at once reads as its origin did.
+func TestForkFromABatchedCallerIsVisible(t *testing.T) {
+	f := newFixture(t, Config{BatchDelay: time.Hour}) // only a commit makes changes visible
+	ctx := WithOrigin(ctxT(t), "a mount")
+	mustWrite(t, f.fs, "/a/1", []byte("one"))
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfs := f.v.Session(fk.ID)
+	a, err := cfs.Lookup(ctx, RootIno, "a")
+	if err != nil {
+		t.Fatalf("the new fork does not show its origin's /a: %v", err)
+	}
+	if _, err := cfs.Lookup(ctx, a.Ino, "1"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/filepath-dev/filepath/adapters/internal/approval"
 )
@@ -122,9 +121,6 @@ func permissionAnswer(id string, allow bool, input map[string]any, message strin
 // decide answers one can_use_tool request: at once, or after asking a
 // person. It returns the control_response line, or nil when ctx ended
 // first (the request was withdrawn or the CLI is going away).
-// withdrawWithin bounds how long a cancelled prompt's withdrawal is tried.
-const withdrawWithin = 5 * time.Second
-
 func decide(ctx context.Context, log *slog.Logger, api *approval.Client, workspace string, c controlLine) []byte {
 	ask := ClassifyClaude(c.Request.ToolName, c.Request.Input, workspace)
 	if ask == nil {
@@ -140,12 +136,8 @@ func decide(ctx context.Context, log *slog.Logger, api *approval.Client, workspa
 	if ctx.Err() != nil {
 		// Withdrawn (Claude cancelled the prompt, or the adapter stops): the
 		// inbox must not keep asking a person about it.
-		if a.ID != "" && a.Status == "pending" {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawWithin)
-			defer cancel()
-			if err := api.Withdraw(wctx, a.ID); err != nil {
-				log.Warn("withdraw a cancelled permission request", "approval", a.ID, "err", err)
-			}
+		if err := api.Abandon(ctx, a); err != nil {
+			log.Warn("withdraw a cancelled permission request", "approval", a.ID, "err", err)
 		}
 		return nil
 	}

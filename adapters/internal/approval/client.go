@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Client asks the agent API (FILEPATH_API_URL, the node's token) for a
@@ -49,13 +50,53 @@ type Answer struct {
 // APIError is an answer of the API that a retry would not change.
 type APIError struct {
 	Status  int
+	Code    string // the error's code, when the answer is the API's error JSON
 	Message string
+	err     error // ErrNotServed, or nil
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status) }
 
+func (e *APIError) Unwrap() error { return e.err }
+
 // ErrNoAPI is returned when the adapter has no FILEPATH_API_URL.
 var ErrNoAPI = errors.New("no FILEPATH_API_URL: there is nobody to ask for approval")
+
+// ErrNotServed is what an *APIError wraps when FILEPATH_API_URL answers,
+// but not as the agent API (an older orchestrator, or an LLM upstream
+// alone in a test): the caller does without it.
+var ErrNotServed = errors.New("the agent API is not available at FILEPATH_API_URL")
+
+// DecodeError is the *APIError of an answer with an error status (≥ 300):
+// the API's {"error":{"code","message"}}, or the body itself (cut at 500
+// bytes). A 404 that is not the API's answer about a thing (no such route,
+// or not the agent API at all) wraps ErrNotServed.
+func DecodeError(status int, body []byte) *APIError {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
+		if status == http.StatusNotFound {
+			return &APIError{Status: status, Message: ErrNotServed.Error(), err: ErrNotServed}
+		}
+		msg := strings.TrimSpace(string(body))
+		if len(msg) > 500 {
+			n := 500
+			for n > 0 && !utf8.RuneStart(msg[n]) {
+				n--
+			}
+			msg = msg[:n] + "…"
+		}
+		return &APIError{Status: status, Message: msg}
+	}
+	if status == http.StatusNotFound && (e.Error.Code != "not_found" || strings.Contains(e.Error.Message, "no route")) {
+		return &APIError{Status: status, Code: e.Error.Code, Message: ErrNotServed.Error(), err: ErrNotServed}
+	}
+	return &APIError{Status: status, Code: e.Error.Code, Message: e.Error.Message}
+}
 
 // Ask asks and waits for the answer (approved or denied), or until ctx ends.
 func (c *Client) Ask(ctx context.Context, req Request) (Answer, error) {
@@ -102,6 +143,22 @@ func (c *Client) Withdraw(ctx context.Context, id string) error {
 	return err
 }
 
+// WithdrawWithin bounds how long Abandon tries to withdraw a request.
+const WithdrawWithin = 5 * time.Second
+
+// Abandon withdraws a, the answer Ask returned when its ctx ended, if it is
+// still pending: whoever asked stopped waiting (the CLI cancelled its
+// prompt, the turn was stopped), so the inbox must not keep asking a person
+// about it. It is tried for at most WithdrawWithin, although ctx has ended.
+func (c *Client) Abandon(ctx context.Context, a Answer) error {
+	if a.ID == "" || a.Status != "pending" {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WithdrawWithin)
+	defer cancel()
+	return c.Withdraw(wctx, a.ID)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	var r io.Reader
 	if body != nil {
@@ -132,16 +189,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	case resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout:
 		return fmt.Errorf("HTTP %d", resp.StatusCode) // going down or not up yet: retried
 	case resp.StatusCode >= 300:
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		msg := strings.TrimSpace(string(b))
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			msg = e.Error.Message
-		}
-		return &APIError{Status: resp.StatusCode, Message: msg}
+		return DecodeError(resp.StatusCode, b)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return &APIError{Status: resp.StatusCode, Message: "the API's answer is not JSON: " + err.Error()}
