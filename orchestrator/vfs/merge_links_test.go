@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"syscall"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -612,7 +612,7 @@ func TestMergeLinksQuota(t *testing.T) {
 	}
 	mustWrite(t, c2, "/z", pattern(3, 35<<10)) // fits the fork
 	mustWrite(t, p, "/p", pattern(4, 9<<10))   // not the parent with it
-	wantBytes := int64(99<<10)
+	wantBytes := int64(99 << 10)
 	if _, err := f.v.Merge(ctx, fk2.ID, MergeOptions{}); !IsErrno(err, syscall.ENOSPC) {
 		t.Fatalf("merge over the quota: %v", err)
 	}
