@@ -226,13 +226,13 @@ func parentConflict(c FileChange, byParent map[string]FileChange, sp map[string]
 // alreadyMerged reports whether the parent has path p (entry ep of sp) as
 // the fork has it (ec of sc), hard links included. isOld: ec is an inode
 // from before the fork that the parent still names; then p must name it in
-// the parent, and keep (bytes the parent changed are the parent's: keep).
-// Otherwise the parent's inode may not be one from before the fork that the
-// fork has under other names, the bytes must be the same, the parent's
-// inode may have no name the fork gives another inode, and the names of one fork inode that
-// the parent has already must be of one parent inode: the first such name
-// (in path order) records it in seed, for the names still to merge to link
-// to.
+// the parent, with bytes the three-way rule keeps (keep). Otherwise the
+// parent's inode may not be one from before the fork that the fork has
+// under other names, the bytes must be the same, the parent's inode may
+// have no name the fork gives another inode, and the names of one fork
+// inode that the parent has already must be of one parent inode: the
+// first such name (in path order) records it in seed, for the names still
+// to merge to link to.
 func (v *VFS) alreadyMerged(ctx context.Context, tx *txn, fk ForkInfo, p string, sb wsSnap, ec entry, sc wsSnap, ep entry, sp wsSnap, isOld, keep bool, seed map[int64]int64) (bool, error) {
 	if isOld {
 		return ep.ino == ec.ino && keep, nil
