@@ -37,6 +37,8 @@ type fakeInbox struct {
 	// down makes the next requests fail as an orchestrator that is
 	// restarting does: the connection dropped, then 503s.
 	down int
+	// slowDelete delays each DELETE's effect (a busy orchestrator)
+	slowDelete time.Duration
 }
 
 func newFakeInbox(t *testing.T) *fakeInbox {
@@ -97,6 +99,10 @@ func (f *fakeInbox) serve(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	case r.Method == http.MethodDelete && r.URL.Path == "/api/v1/approvals/ap1":
+		f.mu.Lock()
+		slow := f.slowDelete
+		f.mu.Unlock()
+		time.Sleep(slow)
 		f.mu.Lock()
 		f.withdrawn++
 		f.status = "denied"
@@ -413,5 +419,44 @@ func TestClaudeWithdrawnPromptStopsPolling(t *testing.T) {
 	case <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the driver did not end")
+	}
+}
+
+// A stopped adapter withdraws the prompt Claude was waiting on before it
+// exits: Run returns only after the DELETE has been answered, so the
+// process (and its container) do not end with the request still pending.
+func TestClaudeStopWithdrawsBeforeRunReturns(t *testing.T) {
+	inbox := newFakeInbox(t)
+	inbox.slowDelete = 300 * time.Millisecond
+	n := newNode(t, "claude-code")
+	tr, _ := filepath.Abs(filepath.Join("testdata", "claude", "permission-allow", "stream.jsonl"))
+	env := append(gitEnv(), "FILEPATH_FAKE_TRANSCRIPT="+tr, "FILEPATH_FAKE_CLI=claude",
+		"FILEPATH_FAKE_STATE="+filepath.Join(n.state, "fake"), "FILEPATH_API_URL="+inbox.srv.URL, "FILEPATH_API_KEY=fp_test")
+	cfg, err := parseConfig([]string{"--agent", "claude-code", "--bin", fakeBin, "--workspace", n.ws, "--state", n.state}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := run.OpenState(n.state, "claude-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := streamjson.NewClaude(cfg, state)
+	cmds := make(chan run.Command, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- drv.Run(ctx, cmds, func(protocol.Event) {}) }()
+	cmds <- run.Command{Op: run.Send, Text: "go"}
+	inbox.waitPost(t)
+	cancel() // the adapter stops (SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the driver did not end")
+	}
+	inbox.mu.Lock()
+	withdrawn := inbox.withdrawn
+	inbox.mu.Unlock()
+	if withdrawn != 1 {
+		t.Fatalf("when Run returned the pending prompt had been withdrawn %d times, want 1", withdrawn)
 	}
 }

@@ -373,42 +373,6 @@ func TestLazyForkMergeThenChange(t *testing.T) {
 	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
 }
 
-// A fork and its origin that each wrote an inherited file once hold other
-// bytes under one inode number and generation: a merge lists the file as
-// a conflict (it reported neither a conflict nor a change, and dropped the
-// fork's bytes). Where both wrote the same bytes, there is nothing to do.
-func TestMergeSameGenerationOtherBytes(t *testing.T) {
-	f := newFixture(t, Config{ChunkSize: 64})
-	ctx := ctxT(t)
-	p := f.fs
-	mustWrite(t, p, "/a/y", []byte("orig y"))
-	mustWrite(t, p, "/a/z", []byte("orig z"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := f.v.Session(fk.ID)
-	for _, w := range []struct {
-		fs   *FS
-		name string
-		data string
-	}{{c, "/a/y", "CHILD"}, {p, "/a/y", "PAREN"}, {c, "/a/z", "SAME!"}, {p, "/a/z", "SAME!"}} {
-		if _, err := w.fs.WriteAt(ctx, inoOf(t, w.fs, w.name), []byte(w.data), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Applied) != 0 || len(res.Conflicts) != 1 || res.Conflicts[0].Path != "/a/y" {
-		t.Fatalf("merge applied %+v, conflicts %+v; want nothing applied and /a/y a conflict", res.Applied, res.Conflicts)
-	}
-	wantContent(t, p, "/a/y", []byte("PARENy"))
-	wantContent(t, p, "/a/z", []byte("SAME!z"))
-	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
-}
-
 // Deleting a lazy fork while its origin changes (the triggers save rows
 // into its fork point) and while its mount still looks up directories:
 // the origin's changes all succeed, the fork's calls fail or succeed but

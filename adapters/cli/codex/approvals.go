@@ -29,6 +29,17 @@ import (
 // lets through, a patch of files in /workspace or /tmp) and asks the rest
 // through the agent API's approvals inbox, with Codex's item id as the
 // request id. A declined command is not run and Codex's model is told.
+//
+// A request Codex no longer waits for is withdrawn from the inbox
+// (approval.Client.Abandon: DELETE, answered by "agent"). Codex clears a
+// pending request when its turn ends and says so with serverRequest/resolved
+// {threadId, requestId} (the request's JSON-RPC id); codex 0.169.0,
+// interrupted while a request waits, answers the interrupt, sends
+// turn/completed "interrupted" and then serverRequest/resolved. Either
+// withdraws the request (turn/completed every one still asked), as do a stop
+// and the end of the adapter; Run returns only when those DELETEs are done
+// (approval.WithdrawWithin bounds them). An answer that comes after is not
+// given to Codex.
 
 // reply is a decided approval request.
 type reply struct {

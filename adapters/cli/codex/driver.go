@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/filepath-dev/filepath/adapters/cli/run"
@@ -149,12 +150,16 @@ type conn struct {
 	next    int
 	pending map[int]pending
 
-	thread    string              // "" until thread/start or thread/resume answers
-	starting  bool                // a turn/start is in flight
-	queue     []string            // messages waiting for the thread or a turn
-	changes   map[string][]string // the paths of fileChange items, by item id
-	answers   chan reply          // approval requests decided
-	askCtx    context.Context
+	thread   string              // "" until thread/start or thread/resume answers
+	starting bool                // a turn/start is in flight
+	queue    []string            // messages waiting for the thread or a turn
+	changes  map[string][]string // the paths of fileChange items, by item id
+	answers  chan reply          // approval requests decided
+	askCtx   context.Context
+	// asking are the approval requests waiting in the inbox, by Codex's
+	// request id; cancelling one withdraws it (see serverRequest).
+	asking    map[int]context.CancelFunc
+	askers    sync.WaitGroup
 	stopping  bool
 	finishing bool
 	closed    bool
@@ -172,9 +177,14 @@ func (d *Driver) Run(ctx context.Context, cmds <-chan run.Command, emit func(pro
 	}
 	defer child.Close()
 	askCtx, askClose := context.WithCancel(ctx)
-	defer askClose()
 	c := &conn{d: d, child: child, parser: NewParser(d.cfg.Workspace), emit: emit, pending: map[int]pending{},
-		changes: map[string][]string{}, answers: make(chan reply), askCtx: askCtx}
+		changes: map[string][]string{}, answers: make(chan reply), askCtx: askCtx, asking: map[int]context.CancelFunc{}}
+	// Codex is gone: what it asked is withdrawn from the inbox before the
+	// adapter (and its process) ends.
+	defer func() {
+		askClose()
+		c.askers.Wait()
+	}()
 	c.call("initialize", map[string]any{
 		"clientInfo":   map[string]any{"name": "filepath", "title": "filepath", "version": "1"},
 		"capabilities": map[string]any{"experimentalApi": false},
@@ -224,7 +234,11 @@ func (d *Driver) Run(ctx context.Context, cmds <-chan run.Command, emit func(pro
 			}
 			c.line(l)
 		case r := <-c.answers:
-			c.write(map[string]any{"id": r.id, "result": r.result})
+			// Unless Codex stopped waiting for it meanwhile.
+			if _, ok := c.asking[r.id]; ok {
+				delete(c.asking, r.id)
+				c.write(map[string]any{"id": r.id, "result": r.result})
+			}
 		case <-stopWait:
 			stopWait = nil
 			closeInput()
@@ -356,8 +370,38 @@ func (c *conn) line(l []byte) {
 		}
 		c.flush()
 	case "turn/completed":
+		// Codex clears what the turn asked (serverRequest/resolved says so;
+		// a server without it ends them with the turn all the same).
+		c.withdrawAll()
 		c.starting = false
 		c.flush()
+	case "serverRequest/resolved":
+		c.resolved(m.Params)
+	}
+}
+
+// resolved withdraws the approval request Codex no longer waits for
+// (serverRequest/resolved {threadId, requestId}: answered, or cleared when
+// its turn was interrupted or ended).
+func (c *conn) resolved(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	var id int
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.RequestID, &id) != nil {
+		return
+	}
+	if cancel, ok := c.asking[id]; ok {
+		delete(c.asking, id)
+		cancel()
+	}
+}
+
+// withdrawAll withdraws every approval request waiting in the inbox.
+func (c *conn) withdrawAll() {
+	for id, cancel := range c.asking {
+		delete(c.asking, id)
+		cancel()
 	}
 }
 
@@ -372,9 +416,23 @@ func (c *conn) serverRequest(id int, method string, params json.RawMessage) {
 		return
 	}
 	c.d.log.Info("codex asks approval", "method", method, "action", ask.Request.Action)
+	if cancel, ok := c.asking[id]; ok {
+		cancel() // an id Codex uses again no longer waits for the old answer
+	}
+	ctx, cancel := context.WithCancel(c.askCtx)
+	c.asking[id] = cancel
+	c.askers.Add(1)
 	go func() {
-		a, err := c.d.API.Ask(c.askCtx, ask.Request)
-		if c.askCtx.Err() != nil {
+		defer c.askers.Done()
+		defer cancel()
+		a, err := c.d.API.Ask(ctx, ask.Request)
+		if ctx.Err() != nil {
+			// Codex no longer waits (it resolved the request, its turn was
+			// interrupted or ended, or the adapter stops): the inbox must not
+			// keep asking a person about it.
+			if err := c.d.API.Abandon(ctx, a); err != nil {
+				c.d.log.Warn("withdraw an approval request codex no longer waits for", "approval", a.ID, "err", err)
+			}
 			return
 		}
 		ok := err == nil && a.Status == "approved"
@@ -383,7 +441,7 @@ func (c *conn) serverRequest(id int, method string, params json.RawMessage) {
 		}
 		select {
 		case c.answers <- reply{id: id, result: decision(method, ok)}:
-		case <-c.askCtx.Done():
+		case <-ctx.Done():
 		}
 	}()
 }

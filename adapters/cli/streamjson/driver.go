@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/filepath-dev/filepath/adapters/cli/run"
@@ -191,6 +192,10 @@ type longRun struct {
 	answers  chan answer
 	askCtx   context.Context
 	askClose context.CancelFunc
+	// asks counts the goroutines deciding requests: run waits for them
+	// (each withdraws its request when cancelled, within
+	// approval.WithdrawWithin) before it returns
+	asks sync.WaitGroup
 }
 
 func (s *longRun) send(line []byte) {
@@ -216,6 +221,7 @@ func (s *longRun) run(ctx context.Context, replay []string) error {
 	s.child, s.parser = child, NewParser(s.d.cli.dialect, s.d.cfg.Workspace)
 	s.asking, s.answers = map[string]context.CancelFunc{}, make(chan answer)
 	s.askCtx, s.askClose = context.WithCancel(ctx)
+	defer s.asks.Wait() // after askClose (deferred next): withdrawals are sent
 	defer s.askClose()
 	for _, t := range replay {
 		s.message(t)
@@ -386,7 +392,9 @@ func (s *longRun) permission(c controlLine) {
 	ctx, cancel := context.WithCancel(s.askCtx)
 	s.asking[c.RequestID] = cancel
 	s.d.log.Info("claude asks permission", "tool", c.Request.ToolName, "request", c.RequestID)
+	s.asks.Add(1)
 	go func() {
+		defer s.asks.Done()
 		defer cancel()
 		b := decide(ctx, s.d.log, s.d.API, s.d.cfg.Workspace, c)
 		if b == nil {
