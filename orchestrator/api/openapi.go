@@ -197,6 +197,7 @@ func handSchemas() map[string]any {
 		"old_size": tInt, "new_size": tInt, "binary": tBool,
 		"diff":         map[string]any{"type": "string", "description": "unified diff of a text file"},
 		"text_omitted": map[string]any{"type": "boolean", "description": "a text file listed without its diff: the answer's diffs reached 4 MiB"},
+		"links":        map[string]any{"type": "array", "items": tStr, "description": "the other paths of the same file (hard links), when this added or changed path is one of several names; merged, they stay one file"},
 	})
 	return map[string]any{
 		"FileInfo":    obj(fileInfo, fileProps(false)),

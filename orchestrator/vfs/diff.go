@@ -27,6 +27,10 @@ type FileChange struct {
 	// TextOmitted: a text file whose diff was left out because the diffs
 	// before it in the answer reached MaxDiffText.
 	TextOmitted bool `json:"text_omitted,omitempty"`
+	// Links: the other paths of the same file (hard links), sorted, when
+	// the added or changed path is one of several names of its inode. Its
+	// text diff is still that of the path (what a reader of it sees).
+	Links []string `json:"links,omitempty"`
 }
 
 // MaxDiffText bounds the text diffs of one Diff (the files after the limit
@@ -64,8 +68,34 @@ func kindOf(mode uint32) string {
 	return "file"
 }
 
+// wsSnap is every path of a workspace (all names of hard links).
+type wsSnap struct {
+	paths  map[string]entry
+	inodes map[int64]entry    // every inode, named or not (an open orphan)
+	names  map[int64][]string // the paths of each non-directory inode, sorted
+}
+
+// linked reports whether e, a path's entry, is one of several names.
+func (s wsSnap) linked(e entry) bool {
+	return e.mode&ModeType != ModeDir && len(s.names[e.ino]) > 1
+}
+
+// others returns the other paths of p's inode (nil when it has one name).
+func (s wsSnap) others(p string, e entry) []string {
+	if !s.linked(e) {
+		return nil
+	}
+	out := make([]string, 0, len(s.names[e.ino])-1)
+	for _, q := range s.names[e.ino] {
+		if q != p {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
 // wsSnapshot reads every path of workspace ws (all names of hard links).
-func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (map[string]entry, error) {
+func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (wsSnap, error) {
 	type dent struct {
 		parent int64
 		name   string
@@ -73,35 +103,35 @@ func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (map[string]
 	}
 	vq, err := v.wholeQueries(ctx, q, ws) // a lazy base reads through its view
 	if err != nil {
-		return nil, err
+		return wsSnap{}, err
 	}
 	inodes := map[int64]entry{}
 	rows, err := q.QueryContext(ctx, vq.inodes, vq.nodeArgs()...)
 	if err != nil {
-		return nil, fmt.Errorf("read inodes of %s: %w", ws, err)
+		return wsSnap{}, fmt.Errorf("read inodes of %s: %w", ws, err)
 	}
 	for rows.Next() {
 		var e entry
 		if err := rows.Scan(&e.ino, &e.mode, &e.size, &e.gen, &e.sha); err != nil {
 			rows.Close()
-			return nil, err
+			return wsSnap{}, err
 		}
 		inodes[e.ino] = e
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return wsSnap{}, err
 	}
 	rows, err = q.QueryContext(ctx, vq.symlinks, vq.nodeArgs()...)
 	if err != nil {
-		return nil, fmt.Errorf("read symlinks of %s: %w", ws, err)
+		return wsSnap{}, fmt.Errorf("read symlinks of %s: %w", ws, err)
 	}
 	for rows.Next() {
 		var ino int64
 		var t string
 		if err := rows.Scan(&ino, &t); err != nil {
 			rows.Close()
-			return nil, err
+			return wsSnap{}, err
 		}
 		e := inodes[ino]
 		e.target = t
@@ -109,26 +139,26 @@ func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (map[string]
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return wsSnap{}, err
 	}
 	kids := map[int64][]dent{}
 	rows, err = q.QueryContext(ctx, vq.dentries, vq.args...)
 	if err != nil {
-		return nil, fmt.Errorf("read names of %s: %w", ws, err)
+		return wsSnap{}, fmt.Errorf("read names of %s: %w", ws, err)
 	}
 	for rows.Next() {
 		var d dent
 		if err := rows.Scan(&d.parent, &d.name, &d.ino); err != nil {
 			rows.Close()
-			return nil, err
+			return wsSnap{}, err
 		}
 		kids[d.parent] = append(kids[d.parent], d)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return wsSnap{}, err
 	}
-	out := make(map[string]entry, len(inodes))
+	out := wsSnap{paths: make(map[string]entry, len(inodes)), inodes: inodes, names: map[int64][]string{}}
 	var walk func(dir int64, prefix string)
 	walk = func(dir int64, prefix string) {
 		for _, d := range kids[dir] {
@@ -137,23 +167,33 @@ func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (map[string]
 				continue
 			}
 			p := prefix + "/" + d.name
-			out[p] = e
+			out.paths[p] = e
 			if e.mode&ModeType == ModeDir {
 				walk(d.ino, p)
+			} else {
+				out.names[d.ino] = append(out.names[d.ino], p)
 			}
 		}
 	}
 	walk(RootIno, "")
+	for _, ps := range out.names {
+		if len(ps) > 1 {
+			sort.Strings(ps)
+		}
+	}
 	return out, nil
 }
 
 // sameContent reports whether regular files a (in workspace wa) and b (in wb)
-// hold the same bytes: same inode and generation, else the same hash.
-func (v *VFS) sameContent(ctx context.Context, q querier, wa string, a entry, wb string, b entry) (bool, error) {
+// hold the same bytes. related: wa is the frozen fork point wb started
+// from (or the other way round), so the same inode at the same generation
+// is the same bytes without hashing; a fork and its parent may both have
+// written an inode (or made different inodes with one number) since.
+func (v *VFS) sameContent(ctx context.Context, q querier, wa string, a entry, wb string, b entry, related bool) (bool, error) {
 	if a.size != b.size {
 		return false, nil
 	}
-	if a.ino == b.ino && a.gen == b.gen {
+	if related && a.ino == b.ino && a.gen == b.gen {
 		return true, nil
 	}
 	ha, hb := a.sha, b.sha
@@ -172,8 +212,8 @@ func (v *VFS) sameContent(ctx context.Context, q querier, wa string, a entry, wb
 }
 
 // same reports whether two entries are the same thing: type, permissions and
-// content (or target).
-func (v *VFS) same(ctx context.Context, q querier, wa string, a entry, wb string, b entry) (bool, error) {
+// content (or target). related as for sameContent.
+func (v *VFS) same(ctx context.Context, q querier, wa string, a entry, wb string, b entry, related bool) (bool, error) {
 	if a.mode != b.mode {
 		return false, nil
 	}
@@ -183,28 +223,37 @@ func (v *VFS) same(ctx context.Context, q querier, wa string, a entry, wb string
 	case ModeSymlink:
 		return a.target == b.target, nil
 	}
-	return v.sameContent(ctx, q, wa, a, wb, b)
+	return v.sameContent(ctx, q, wa, a, wb, b, related)
 }
 
-// changes lists what differs in workspace wb (snapshot b) from wa (snapshot a).
-func (v *VFS) changes(ctx context.Context, q querier, wa string, a map[string]entry, wb string, b map[string]entry) ([]FileChange, error) {
+// changes lists what differs in workspace wb (snapshot b) from its fork
+// point wa (snapshot a): by path, where a path names another inode than
+// before only counts when either inode has several names (a hard link made
+// or broken) or the old one is still in wb under another name; otherwise
+// its type, permissions and bytes decide.
+func (v *VFS) changes(ctx context.Context, q querier, wa string, a wsSnap, wb string, b wsSnap) ([]FileChange, error) {
 	var out []FileChange
-	for p, eb := range b {
-		ea, ok := a[p]
+	for p, eb := range b.paths {
+		ea, ok := a.paths[p]
 		if !ok {
-			out = append(out, FileChange{Path: p, Op: DiffAdded, Kind: kindOf(eb.mode), NewSize: eb.size})
+			out = append(out, FileChange{Path: p, Op: DiffAdded, Kind: kindOf(eb.mode), NewSize: eb.size, Links: b.others(p, eb)})
 			continue
 		}
-		same, err := v.same(ctx, q, wa, ea, wb, eb)
-		if err != nil {
-			return nil, err
+		// another inode than before: a hard link made or broken, or the
+		// old inode lives on under another name (moved, a copy put here)
+		same := ea.ino == eb.ino || !(a.linked(ea) || b.linked(eb) || len(b.names[ea.ino]) > 0)
+		if same {
+			var err error
+			if same, err = v.same(ctx, q, wa, ea, wb, eb, true); err != nil {
+				return nil, err
+			}
 		}
 		if !same {
-			out = append(out, FileChange{Path: p, Op: DiffChanged, Kind: kindOf(eb.mode), OldSize: ea.size, NewSize: eb.size})
+			out = append(out, FileChange{Path: p, Op: DiffChanged, Kind: kindOf(eb.mode), OldSize: ea.size, NewSize: eb.size, Links: b.others(p, eb)})
 		}
 	}
-	for p, ea := range a {
-		if _, ok := b[p]; !ok {
+	for p, ea := range a.paths {
+		if _, ok := b.paths[p]; !ok {
 			out = append(out, FileChange{Path: p, Op: DiffDeleted, Kind: kindOf(ea.mode), OldSize: ea.size})
 		}
 	}
@@ -251,7 +300,7 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 		}
 		var old, new []byte
 		if c.Op != DiffAdded {
-			if e := base[c.Path]; e.mode&ModeType == ModeRegular {
+			if e := base.paths[c.Path]; e.mode&ModeType == ModeRegular {
 				if c.OldSize > MaxTextDiffSize {
 					c.Binary = true
 					continue
@@ -266,7 +315,7 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 				c.Binary = true
 				continue
 			}
-			e := cur[c.Path]
+			e := cur.paths[c.Path]
 			if new, err = v.Session(fk.ID).readAllIn(ctx, tx, e.ino, e.size); err != nil {
 				return ForkDiff{}, err
 			}

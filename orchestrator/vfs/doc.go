@@ -115,13 +115,54 @@
 // A fork's changes give no file events (no "file" records in the session
 // log, which are the session's workspace): they are its diff.
 //
-// Diff compares the fork with its frozen base (read through its view) by path: added, deleted,
-// changed (another inode, type, mode, symlink target or content; content is
-// compared by data_gen first and by sha256 only when that differs), with a
-// unified text diff for changed text files. Merge applies the fork's changes
-// to the workspace it was forked from in one transaction, except conflicts:
-// paths (or their ancestors) that the parent changed too since the fork point
-// with a different result. Conflicts are listed and left as they are in the
-// parent; merging again is idempotent (a change already in the parent is
-// neither a conflict nor reapplied).
+// Diff compares the fork with its frozen base (read through its view) by
+// path: added, deleted, changed (type, mode, symlink target or content;
+// content is compared by data_gen first and by sha256 only when that
+// differs), with a unified text diff for changed text files. A path that
+// names another inode than at the fork point counts as changed only when
+// either inode has several names (a hard link made or broken, also with
+// the same bytes) or the old inode is still in the fork under another name
+// (it moved, and this is a copy); a new inode at a path is otherwise judged
+// by what it holds. Hard links stay per path in the diff: each name is listed with
+// what a reader of it sees (an added name of an existing file shows its
+// whole text as added), and FileChange.Links gives the file's other paths
+// in the fork.
+//
+// Merge applies the fork's changes to the workspace it was forked from in
+// one transaction, except conflicts: paths (or their ancestors) that the
+// parent changed too since the fork point with a different result. Conflicts
+// are listed and left as they are in the parent; merging again is
+// idempotent (a change already in the parent is neither a conflict nor
+// reapplied). Fork and parent number new inodes from the same next_ino, so
+// a number names the same file on both sides only below base_next_ino, and
+// their bytes are compared by hash (both may have written the same inode
+// to the same generation). Names that share an inode in the fork share one
+// in the parent after the merge, its bytes counted once in the quota:
+//
+//   - an inode from before the fork that the parent still names (a name
+//     added, or a path moved, by the fork) is the parent's: the fork's names
+//     become names of it. Its bytes are three-way merged as one unit: the
+//     fork's when only the fork rewrote them (written once, whatever the
+//     number of names), the parent's when only the parent did, and when
+//     both did to different bytes every name the fork adds or changes for
+//     it is a conflict (Parent "changed"). A path where both name that
+//     inode can conflict only on its bytes (an earlier merge made the name,
+//     so the parent "added" it too). Within the merge such an inode is kept
+//     while it has no name (FS.pinned: a move deletes the old path first).
+//   - any other inode (new in the fork, or gone from the parent) is made
+//     once, by its first name in path order, and its other names link to
+//     it; when the parent already has a name of it (an earlier merge), the
+//     first such name's inode is the one. A path whose parent inode has
+//     other names there, or is an inode the fork moved elsewhere, is
+//     replaced, not rewritten in place, so those names keep their bytes as
+//     in the fork.
+//   - a name the fork removes is unlinked: the parent's other names stay,
+//     with the link count one less.
+//
+// A path counts as already merged when it names, for an inode from before
+// the fork, that inode (with the bytes the three-way rule gives), and
+// otherwise when it holds the same bytes in an inode that is not one the
+// fork has elsewhere, that has no name the fork gives another inode, and
+// that is the same as for the fork's other names of its inode that are
+// already merged.
 package vfs

@@ -151,6 +151,9 @@ type FS struct {
 	allowed []string // cleaned prefixes; nil means the whole workspace
 	uid     uint32   // owner of new inodes
 	gid     uint32
+	// pinned: inodes kept when they lose their last name, for the one
+	// transaction of a merge that names them again (Merge).
+	pinned map[int64]bool
 }
 
 // Session returns the filesystem of a session. It is cheap; the root is
@@ -524,7 +527,7 @@ func (fs *FS) removeInodeIfUnlinked(ctx context.Context, tx *txn, ino int64) err
 		}
 		return fmt.Errorf("count links: %w", err)
 	}
-	if n > 0 {
+	if n > 0 || fs.pinned[ino] {
 		return nil
 	}
 	if fs.v.keepIfOpen(fs.sid, ino) {

@@ -60,6 +60,8 @@ export interface ForkChange {
 	diff?: string;
 	/** text_omitted: a text file listed without its diff (the answer's diffs reached their limit). */
 	text_omitted?: boolean;
+	/** links: the other paths of the same file (hard links), when this path is one of several names. */
+	links?: string[];
 }
 
 /** ForkInfo describes a forked agent's workspace. */

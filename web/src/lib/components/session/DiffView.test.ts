@@ -33,6 +33,24 @@ describe('DiffView', () => {
 		expect(screen.getByText('Binary or large file: no text diff.')).toBeTruthy();
 	});
 
+	it('says which other names a hard-linked file has', async () => {
+		const linked: ForkDiff = {
+			fork,
+			changes: [
+				{ path: '/b', op: 'added', kind: 'file', old_size: 0, new_size: 2, links: ['/a', '/d/c'], diff: '--- a/b\n+++ b/b\n@@ -0,0 +1,1 @@\n+x\n' },
+				{ path: '/twin', op: 'changed', kind: 'file', old_size: 2, new_size: 2, links: ['/a'] }
+			]
+		};
+		render(DiffView, { nodeId: 'n1', load: vi.fn().mockResolvedValue(linked) });
+		await screen.findByRole('list', { name: 'Changed files' });
+		await fireEvent.click(screen.getByRole('button', { name: /\/b/ }));
+		expect(screen.getByTestId('links').textContent).toBe('Hard link: the same file as /a, /d/c.');
+		expect(screen.getByTestId('patch').textContent).toContain('+x');
+		await fireEvent.click(screen.getByRole('button', { name: /\/twin/ }));
+		expect(screen.getByTestId('links').textContent).toBe('Hard link: the same file as /a.');
+		expect(screen.getByText('No text difference: the path now names another file with the same bytes.')).toBeTruthy();
+	});
+
 	it('merges, then shows what was applied and the conflicts, and reloads the diff', async () => {
 		const load = vi.fn().mockResolvedValueOnce(diff).mockResolvedValue({ fork, changes: [diff.changes[1]] });
 		const result: MergeResult = {
