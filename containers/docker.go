@@ -326,16 +326,47 @@ func (d *Docker) createVolume(ctx context.Context, spec Spec) error {
 	return nil
 }
 
-// RemoveVolume implements Runtime.
+// RemoveVolume implements Runtime. Docker refuses to remove a volume a
+// container (running or not) uses, even forced: that is CodeConflict.
 func (d *Docker) RemoveVolume(ctx context.Context, name string) error {
 	err := d.cli.VolumeRemove(ctx, name, true)
-	if err != nil && cerrdefs.IsNotFound(err) {
+	switch {
+	case err == nil, cerrdefs.IsNotFound(err):
 		return nil
+	case cerrdefs.IsConflict(err):
+		return errorf(CodeConflict, "remove volume %s: %v", name, err)
+	case client.IsErrConnectionFailed(err):
+		return errorf(CodeUnavailable, "docker engine not reachable at %s: %v", d.cli.DaemonHost(), err)
 	}
+	return fmt.Errorf("remove volume %s: %w", name, err)
+}
+
+// ListVolumes implements Runtime: the volumes labelled filepath.managed
+// (and, with DockerConfig.Instance, of this instance) with every wanted label.
+func (d *Docker) ListVolumes(ctx context.Context, want map[string]string) ([]VolumeInfo, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
+	if d.cfg.Instance != "" {
+		f.Add("label", LabelInstance+"="+d.cfg.Instance)
+	}
+	for k, v := range want {
+		f.Add("label", k+"="+v)
+	}
+	resp, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
 	if err != nil {
-		return fmt.Errorf("remove volume %s: %w", name, err)
+		if client.IsErrConnectionFailed(err) {
+			return nil, errorf(CodeUnavailable, "docker engine not reachable at %s: %v", d.cli.DaemonHost(), err)
+		}
+		return nil, fmt.Errorf("list volumes: %w", err)
 	}
-	return nil
+	out := make([]VolumeInfo, 0, len(resp.Volumes))
+	for _, v := range resp.Volumes {
+		if v == nil {
+			continue
+		}
+		out = append(out, VolumeInfo{Name: v.Name, SessionID: v.Labels[LabelSession], NodeID: v.Labels[LabelNode], Labels: v.Labels})
+	}
+	slices.SortFunc(out, func(a, b VolumeInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // stateDir is where the state volume goes: FILEPATH_STATE_DIR of the spec's

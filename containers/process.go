@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -33,7 +35,8 @@ type ProcessConfig struct {
 //
 // The working directory is Spec.WorkspaceDir; the environment is PATH and
 // HOME of the orchestrator plus Spec.Env (and FILEPATH_STATE_DIR, the
-// directory <Dir>/volumes/<name> of a Spec.StateVolume). Stdout and stderr are written to a
+// directory <Dir>/volumes/<name> of a Spec.StateVolume, its labels in
+// <Dir>/volume-labels/<name>.json). Stdout and stderr are written to a
 // timestamped log file in the same framing Docker uses, so Logs (with Since
 // and Follow) behaves as for Docker. Stop signals the process group; Pause
 // and Unpause send SIGSTOP and SIGCONT to it. Processes end with the
@@ -193,8 +196,8 @@ func (p *Process) Start(ctx context.Context, id string) error {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	env := pr.spec.Env
 	if pr.spec.StateVolume != "" {
-		dir := p.volumeDir(pr.spec.StateVolume)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		dir, err := p.makeVolume(pr.spec)
+		if err != nil {
 			return fmt.Errorf("start %s: state volume: %w", id, err)
 		}
 		env = maps.Clone(env)
@@ -440,15 +443,99 @@ func (p *Process) volumeDir(name string) string {
 	return filepath.Join(p.cfg.Dir, "volumes", name)
 }
 
-// RemoveVolume implements Runtime.
+// volumeLabels is the file of a state volume's labels (those of the spec
+// that made it, as JSON): <Dir>/volume-labels/<name>.json, outside the
+// directory the agent writes.
+func (p *Process) volumeLabels(name string) string {
+	return filepath.Join(p.cfg.Dir, "volume-labels", name+".json")
+}
+
+// makeVolume makes spec's state volume, labelled like its process, unless
+// it exists, and returns its directory.
+func (p *Process) makeVolume(spec Spec) (string, error) {
+	dir := p.volumeDir(spec.StateVolume)
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return dir, nil
+	}
+	b, err := json.Marshal(spec.Labels)
+	if err != nil {
+		return "", err
+	}
+	lf := p.volumeLabels(spec.StateVolume)
+	if err := os.MkdirAll(filepath.Dir(lf), 0o700); err != nil {
+		return "", err
+	}
+	// the labels first: a volume directory is never there without them
+	if err := os.WriteFile(lf, b, 0o600); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// RemoveVolume implements Runtime. A volume a process of this runtime
+// (started or not) names is in use: CodeConflict, as Docker.
 func (p *Process) RemoveVolume(ctx context.Context, name string) error {
 	if !volumeNameRE.MatchString(name) {
 		return fieldErrorf("state_volume", "state volume name %q is not valid", name)
 	}
+	p.mu.Lock()
+	for _, pr := range p.procs {
+		if pr.spec.StateVolume == name {
+			p.mu.Unlock()
+			return errorf(CodeConflict, "remove volume %s: it is in use by %s", name, pr.id)
+		}
+	}
+	p.mu.Unlock()
 	if err := os.RemoveAll(p.volumeDir(name)); err != nil {
 		return fmt.Errorf("remove volume %s: %w", name, err)
 	}
+	if err := os.Remove(p.volumeLabels(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove volume %s: %w", name, err)
+	}
 	return nil
+}
+
+// ListVolumes implements Runtime: the directories under <Dir>/volumes whose
+// labels file says filepath.managed and has every wanted label.
+func (p *Process) ListVolumes(ctx context.Context, want map[string]string) ([]VolumeInfo, error) {
+	ents, err := os.ReadDir(filepath.Join(p.cfg.Dir, "volumes"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	var out []VolumeInfo
+outer:
+	for _, e := range ents {
+		if !e.IsDir() || !volumeNameRE.MatchString(e.Name()) {
+			continue
+		}
+		b, err := os.ReadFile(p.volumeLabels(e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // not labelled: not listed
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list volumes: %w", err)
+		}
+		var l map[string]string
+		if err := json.Unmarshal(b, &l); err != nil {
+			return nil, fmt.Errorf("list volumes: the labels of %s: %w", e.Name(), err)
+		}
+		if l[LabelManaged] != "true" {
+			continue
+		}
+		for k, v := range want {
+			if l[k] != v {
+				continue outer
+			}
+		}
+		out = append(out, VolumeInfo{Name: e.Name(), SessionID: l[LabelSession], NodeID: l[LabelNode], Labels: l})
+	}
+	return out, nil
 }
 
 // List implements Runtime.

@@ -10,12 +10,14 @@ import (
 	"time"
 )
 
-// Labels every container created by a Runtime carries.
+// Labels every container created by a Runtime carries, and the state volume
+// (Spec.StateVolume) it makes for one.
 const (
 	LabelManaged = "filepath.managed" // always "true"
 	LabelSession = "filepath.session" // Spec.SessionID
 	LabelNode    = "filepath.node"    // Spec.NodeID
-	// LabelInstance scopes containers to one orchestrator (DockerConfig.Instance).
+	// LabelInstance scopes containers and volumes to one orchestrator
+	// (DockerConfig.Instance, or the Spec's own label).
 	LabelInstance = "filepath.instance"
 )
 
@@ -53,8 +55,14 @@ type Runtime interface {
 	Remove(ctx context.Context, id string) error
 	// RemoveVolume deletes a state volume (Spec.StateVolume) and what it
 	// holds; removing one that does not exist is not an error. No container
-	// using it may exist.
+	// using it may exist: while one does (running or not), the volume is
+	// kept and the error's code is CodeConflict.
 	RemoveVolume(ctx context.Context, name string) error
+	// ListVolumes returns the state volumes this Runtime made (they carry
+	// the labels of the Spec that made them) whose labels include every
+	// key=value of labels (nil: all of them). A volume made by anything
+	// else, or before volumes were labelled, is never listed.
+	ListVolumes(ctx context.Context, labels map[string]string) ([]VolumeInfo, error)
 	// List returns the managed containers whose labels include every
 	// key=value of labels (nil: all managed containers), running or not.
 	List(ctx context.Context, labels map[string]string) ([]Info, error)
@@ -153,6 +161,15 @@ type Info struct {
 	OOMKilled  bool
 	StartedAt  time.Time // zero if never started
 	FinishedAt time.Time // zero if not exited
+}
+
+// VolumeInfo is what ListVolumes reports of a state volume: its name and the
+// labels of the Spec that made it.
+type VolumeInfo struct {
+	Name      string
+	SessionID string // label filepath.session
+	NodeID    string // label filepath.node
+	Labels    map[string]string
 }
 
 // Stream names an output stream.

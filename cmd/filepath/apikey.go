@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,10 +15,43 @@ import (
 )
 
 const apikeyUsage = `usage:
-  filepath apikey create [--data DIR] [--user NAME] [--name LABEL]   print a new API key (send it as Authorization: Bearer KEY)
-  filepath apikey list [--data DIR] [--user NAME] [--nodes]          list keys: id, prefix, user, name, created, last used
-  filepath apikey revoke [--data DIR] ID                              delete a key; it stops working at once
+  filepath apikey create [--data DIR] [--user NAME] [--name LABEL] [--expires DURATION]
+                                       print a new API key (send it as Authorization: Bearer KEY);
+                                       with --expires (e.g. 720h, 30d) it stops working that long from now
+  filepath apikey list [--data DIR] [--user NAME] [--nodes]
+                                       list keys: id, prefix, user, name, created, last used, expires
+  filepath apikey revoke [--data DIR] ID
+                                       delete a key; it stops working at once
 `
+
+// maxExpiryDays keeps --expires Nd within a time.Duration (about 292 years).
+const maxExpiryDays = 100 * 365
+
+// parseExpiry reads --expires: a Go duration ("720h", "1h30m") or whole
+// days ("30d"), more than zero.
+func parseExpiry(v string) (time.Duration, error) {
+	const want = "want a positive duration such as 720h, 90m or 30d"
+	var d time.Duration
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || strings.HasPrefix(days, "+") {
+			return 0, fmt.Errorf("--expires %q: %s", v, want)
+		}
+		if n > maxExpiryDays {
+			return 0, fmt.Errorf("--expires %q: at most %dd", v, maxExpiryDays)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			return 0, fmt.Errorf("--expires %q: %s", v, want)
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("--expires %q: %s (a key that never expires: leave --expires out)", v, want)
+	}
+	return d, nil
+}
 
 // runAPIKey is `filepath apikey create|list|revoke`. create prints the new
 // key alone on stdout, so that scripts can capture it.
@@ -41,6 +75,7 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	data := fs.String("data", env("FILEPATH_DATA", "./data"), "data directory (env FILEPATH_DATA)")
 	userName := fs.String("user", "", "the user the key acts as (default: the first administrator)")
 	keyName := fs.String("name", "", "a label for the key")
+	expires := fs.String("expires", "", "the key stops working this long from now: a duration such as 720h or 30d (default: never)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -50,6 +85,16 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "apikey create: unexpected argument %q\n%s", fs.Arg(0), apikeyUsage)
 		return 2
+	}
+	var ttl time.Duration
+	expiresSet := false
+	fs.Visit(func(f *flag.Flag) { expiresSet = expiresSet || f.Name == "expires" })
+	if expiresSet {
+		var err error
+		if ttl, err = parseExpiry(*expires); err != nil {
+			fmt.Fprintf(stderr, "apikey create: %v\n", err)
+			return 2
+		}
 	}
 	st, err := openStore(ctx, *data)
 	if err != nil {
@@ -62,7 +107,12 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "apikey create: %v\n", err)
 		return 1
 	}
-	key, _, err := st.CreateAPIKey(ctx, u.ID, *keyName)
+	var key string
+	if ttl > 0 {
+		key, _, err = st.CreateAPIKeyExpiring(ctx, u.ID, *keyName, st.Now().Add(ttl))
+	} else {
+		key, _, err = st.CreateAPIKey(ctx, u.ID, *keyName)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "apikey create: %v\n", err)
 		return 1
@@ -95,7 +145,8 @@ func keyUser(ctx context.Context, st *store.Store, name string) (store.User, err
 
 // runAPIKeyList is `filepath apikey list`: every user's keys (or one
 // user's), newest first, as a table. Agents' node keys, made and deleted
-// with their containers, show only with --nodes.
+// with their containers, show only with --nodes. EXPIRES is the time a key
+// stops working, "never", or "expired" once that time has passed.
 func runAPIKeyList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("apikey list", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -131,7 +182,8 @@ func runAPIKeyList(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPREFIX\tUSER\tNAME\tCREATED\tLAST USED")
+	now := st.Now()
+	fmt.Fprintln(tw, "ID\tPREFIX\tUSER\tNAME\tCREATED\tLAST USED\tEXPIRES")
 	for _, u := range users {
 		keys, err := st.ListAPIKeys(ctx, u.ID)
 		if err != nil {
@@ -150,7 +202,14 @@ func runAPIKeyList(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if name == "" {
 				name = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, u.Name, name, k.CreatedAt.UTC().Format(time.RFC3339), used)
+			expires := "never"
+			if k.ExpiresAt != nil {
+				expires = k.ExpiresAt.UTC().Format(time.RFC3339)
+				if !now.Before(*k.ExpiresAt) {
+					expires = "expired"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, u.Name, name, k.CreatedAt.UTC().Format(time.RFC3339), used, expires)
 		}
 	}
 	if err := tw.Flush(); err != nil {

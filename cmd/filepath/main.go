@@ -33,8 +33,8 @@ commands:
   serve [--addr A] [--data DIR] [--runtime R]   serve the API, the live stream and the UI
   user add NAME | user login NAME               create a user / print a fresh login URL
   user logout NAME                              end every browser session of a user
-  apikey create [--user NAME]                   print a new API key
-  apikey list [--user NAME]                     list API keys (id, prefix, user, created, last used)
+  apikey create [--user NAME] [--expires D]     print a new API key; it stops working after D (720h, 30d), or never
+  apikey list [--user NAME]                     list API keys (id, prefix, user, name, created, last used, expires)
   apikey revoke ID                              revoke an API key at once
   healthcheck [--addr A]                        exit 0 when the server on A answers /healthz ok
   version                                       print the version

@@ -292,7 +292,13 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, nodeID str
 		return orchestrator.Caller{}, false
 	}
 	p, err := s.cfg.Auth.AuthAPIKey(r.Context(), token)
+	var expired *store.APIKeyExpiredError
 	switch {
+	case errors.As(err, &expired): // only user keys expire
+		writeError(w, http.StatusUnauthorized, "authentication_error", "expired_api_key",
+			fmt.Sprintf("expired token: this user API key expired at %s; use the container's FILEPATH_API_KEY",
+				expired.ExpiresAt.UTC().Format(time.RFC3339)))
+		return orchestrator.Caller{}, false
 	case orchestrator.ErrorCode(err) == orchestrator.EUnauthorized:
 		writeError(w, http.StatusUnauthorized, "authentication_error", "invalid_api_key",
 			"invalid token: it is unknown or was revoked when its agent's container exited; use the container's FILEPATH_API_KEY")

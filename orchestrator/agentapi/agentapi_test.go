@@ -165,6 +165,15 @@ func TestSharedListener(t *testing.T) {
 			}
 		})
 	}
+	t.Run("expired user key", func(t *testing.T) {
+		if _, err := f.st.SQL().Exec(`UPDATE api_keys SET expires_at = 1000 WHERE name = 'scripts'`); err != nil {
+			t.Fatal(err)
+		}
+		a := get(t, u+"/test/x", "Authorization", "Bearer "+f.uiKey)
+		if a.status != 401 || !strings.Contains(errMessage(a), "expired at 1970-01-01T00:00:01Z") {
+			t.Fatalf("expired user key: %d %v", a.status, a.body)
+		}
+	})
 	t.Run("revoked token", func(t *testing.T) {
 		if err := f.st.DeleteAPIKey(context.Background(), f.user.ID, f.keyAID); err != nil {
 			t.Fatal(err)

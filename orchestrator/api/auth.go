@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"html/template"
 	"net/http"
 	"strings"
@@ -22,6 +23,7 @@ const (
 	msgAuthRequired   = "authentication required: open a login link or send Authorization: Bearer <api key>"
 	msgSessionExpired = "session expired; open a new login link"
 	msgBadAPIKey      = "invalid API key"
+	msgExpiredAPIKey  = "API key expired at %s; create a new one with `filepath apikey create`"
 )
 
 // authenticate resolves the user of every /api request from the Bearer API
@@ -71,6 +73,11 @@ func (s *Server) principalOf(c echo.Context) (p store.Principal, viaCookie bool,
 			return p, false, orchestrator.Errorf(orchestrator.EUnauthorized, "malformed Authorization header: want \"Bearer <api key>\"")
 		}
 		p, err := s.store.AuthAPIKey(ctx, key)
+		if xe := (*store.APIKeyExpiredError)(nil); errors.As(err, &xe) {
+			// Only the key's holder gets here: the message is about that
+			// key alone.
+			return p, false, orchestrator.Errorf(orchestrator.EUnauthorized, msgExpiredAPIKey, xe.ExpiresAt.UTC().Format(time.RFC3339))
+		}
 		if err != nil {
 			return p, false, authError(err, msgBadAPIKey)
 		}
@@ -252,11 +259,12 @@ func (s *Server) setSessionCookie(c echo.Context, val string, ttl time.Duration)
 
 // logout serves POST /api/v1/logout: it ends this browser session (or,
 // with ?all=true, every browser session of the user) and clears the
-// cookie. API keys are not sessions: they are revoked by deleting them.
+// cookie. API keys are not sessions: they end when revoked (deleted) or at
+// their expiry.
 func (s *Server) logout(c echo.Context) error {
 	ck, err := c.Cookie(CookieName)
 	if err != nil || ck.Value == "" || c.Request().Header.Get(echo.HeaderAuthorization) != "" {
-		return badRequest("", "logout ends a browser session; this request authenticates with an API key, which stays valid until it is deleted")
+		return badRequest("", "logout ends a browser session; this request authenticates with an API key, which stays valid until it is revoked (filepath apikey revoke) or expires")
 	}
 	all, err := queryBool(c, "all")
 	if err != nil {

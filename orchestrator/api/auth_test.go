@@ -118,6 +118,49 @@ func TestUnauthenticated(t *testing.T) {
 	}
 }
 
+// A user API key made with an expiry works until then; from then on it is
+// refused like a revoked key (401 unauthorized), with a message that says
+// it expired. A key without an expiry keeps working.
+func TestAPIKeyExpiry(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	e := newEnv(t, envOpts{now: clock.Now})
+	a := e.account("alice")
+	until := clock.Now().Add(30 * 24 * time.Hour)
+	key, _, err := e.st.CreateAPIKeyExpiring(ctx, a.user.ID, "ci", until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked, rk, err := e.st.CreateAPIKey(ctx, a.user.ID, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.DeleteAPIKey(ctx, a.user.ID, rk.ID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(30*24*time.Hour - time.Second)
+	if r := e.do("GET", "/api/v1/me", key, ""); r.status != 200 || !strings.Contains(string(r.body), `"name":"alice"`) {
+		t.Fatalf("key before its expiry: %d %s", r.status, r.body)
+	}
+	clock.Add(time.Second)
+	for _, path := range []string{"/api/v1/me", "/api/v1/sessions"} {
+		r := e.do("GET", path, key, "")
+		code, msg, _ := r.errorOf(t)
+		if r.status != http.StatusUnauthorized || code != "unauthorized" || !strings.Contains(msg, "API key expired at 2026-04-03T05:06:07Z") {
+			t.Fatalf("GET %s with an expired key: %d %s %q", path, r.status, code, msg)
+		}
+		// The same answer as a revoked key's, but for the message.
+		rr := e.do("GET", path, revoked, "")
+		rcode, rmsg, _ := rr.errorOf(t)
+		if rr.status != r.status || rcode != code || rmsg != "invalid API key" {
+			t.Fatalf("GET %s with a revoked key: %d %s %q", path, rr.status, rcode, rmsg)
+		}
+	}
+	if r := e.do("GET", "/api/v1/me", a.key, ""); r.status != 200 {
+		t.Fatalf("the key without an expiry: %d %s", r.status, r.body)
+	}
+}
+
 func TestExpiry(t *testing.T) {
 	clock := &fakeClock{t: time.Now()}
 	e := newEnv(t, envOpts{now: clock.Now})

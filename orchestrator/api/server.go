@@ -241,6 +241,12 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.bootstrap(ctx); err != nil {
 		s.ln.Close()
 		s.stopStreams()
+		if ctx.Err() != nil {
+			// stopped while starting: a graceful stop; what the first
+			// user's creation began rolled back and is redone next start
+			s.log.Info("stopped while starting")
+			return nil
+		}
 		return err
 	}
 	s.log.Info("listening", "addr", s.Addr(), "url", s.URL())

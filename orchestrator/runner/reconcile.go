@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
@@ -22,7 +23,8 @@ import (
 //   - a node whose container was created but never started (the
 //     orchestrator stopped during its health checks) is started again;
 //   - a container of this instance whose node no longer exists is removed,
-//     and so is any health check's;
+//     and so is any health check's; then so is a state volume of this
+//     instance whose node no longer exists (removeOrphanVolumes);
 //   - a session marked running in which nothing runs any more is settled
 //     (error when its root is error, stopped otherwise).
 func (r *Runner) Reconcile(ctx context.Context) error {
@@ -93,6 +95,44 @@ func (r *Runner) reconcile(ctx context.Context) error {
 		if err := r.rt.Remove(ctx, in.ID); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	errs = append(errs, r.removeOrphanVolumes(ctx))
+	return errors.Join(errs...)
+}
+
+// removeOrphanVolumes removes the state volumes (StateVolume) of this
+// instance whose node is not in the store: their node was deleted but the
+// orchestrator stopped (or failed) before removing them. A volume of a node
+// that exists, whatever its status, stays; so does one of another instance
+// or without labels (not listed), and one a container still uses (Docker
+// refuses; logged). Run after the orphan containers are removed.
+func (r *Runner) removeOrphanVolumes(ctx context.Context) error {
+	vols, err := r.rt.ListVolumes(ctx, map[string]string{LabelInstance: r.instance})
+	if err != nil {
+		return fmt.Errorf("list state volumes: %w", err)
+	}
+	var errs []error
+	for _, v := range vols {
+		nodeID, ok := strings.CutPrefix(v.Name, StateVolume(""))
+		if !ok || nodeID == "" || v.NodeID != nodeID {
+			continue // not a state volume as the runner names them
+		}
+		if _, err := r.st.NodeByID(ctx, nodeID); err == nil {
+			continue
+		} else if orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+			errs = append(errs, fmt.Errorf("state volume %s: %w", v.Name, err))
+			continue
+		}
+		err := r.rt.RemoveVolume(ctx, v.Name)
+		if containers.CodeOf(err) == containers.CodeConflict {
+			r.log.Warn("keeping the state volume of a deleted node: a container uses it", "volume", v.Name, "node", nodeID, "session", v.SessionID, "err", err)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.log.Info("removed the state volume of a deleted node", "volume", v.Name, "node", nodeID, "session", v.SessionID)
 	}
 	return errors.Join(errs...)
 }

@@ -45,8 +45,9 @@ const (
 // its task was its first job, done already.
 const ResumeMessage = "This agent was restarted: its earlier conversation is in the session log. Continue from the messages that follow."
 
-// LabelInstance marks the containers of one orchestrator (one data dir):
-// Reconcile only ever touches containers carrying its own instance id, so two
+// LabelInstance marks the containers (and their state volumes) of one
+// orchestrator (one data dir): Reconcile only ever touches containers and
+// volumes carrying its own instance id, so two
 // orchestrators (or test runs) sharing a Docker engine leave each other alone.
 const LabelInstance = "filepath.instance"
 
@@ -56,7 +57,8 @@ const AgentCustom = "custom"
 // StateVolume names a node's state volume (containers.Spec.StateVolume):
 // every container of the node mounts it at the FILEPATH_STATE_DIR of its
 // image, so an agent that keeps its session there (the CLI agents) resumes
-// its conversation after a restart; it goes when the node is deleted.
+// its conversation after a restart; it goes when the node is deleted (or,
+// should the orchestrator stop before, at the next Reconcile).
 func StateVolume(nodeID string) string { return "filepath-state-" + nodeID }
 
 // Workspaces gives each node a host directory to bind-mount at /workspace.

@@ -70,6 +70,7 @@
 //	CreateLoginToken(ctx, userID, ttl) (token string, err)   // single use, stored hashed
 //	ConsumeLoginToken(ctx, token) (User, error)               // unauthorized when used/expired/unknown
 //	CreateAPIKey(ctx, userID, name) (key string, APIKey, error)   // "fp_…", shown once, stored as sha256
+//	CreateAPIKeyExpiring(ctx, userID, name, expiresAt) (key string, APIKey, error) // AuthAPIKey refuses it from expiresAt on (*APIKeyExpiredError)
 //	CreateNodeAPIKey(ctx, userID, sessionID, nodeID) (key string, APIKey, error)
 //	AuthAPIKey(ctx, key) (Principal{User, SessionID, NodeID}, error)
 //	UserByAPIKey(ctx, key) (User, error)   // user keys only; node keys → unauthorized

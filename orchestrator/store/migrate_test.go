@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -258,5 +260,63 @@ func TestMigrationNlinkBackfill(t *testing.T) {
 	}
 	if got := nlinks(); got[2] != 0 || got[4] != 2 || got[3] != 1 {
 		t.Fatalf("nlink after changes %v, want 2:0 3:1 4:2", got)
+	}
+}
+
+// 0014 adds API key expiry: the keys an older binary made (user and node
+// keys) keep working after the upgrade and never expire.
+func TestMigrationAPIKeyExpiry(t *testing.T) {
+	ctx := context.Background()
+	all, err := store.EmbeddedMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := -1
+	for i, m := range all {
+		if m.Version == 14 {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		t.Fatal("migration 0014 not embedded")
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := store.Open(ctx, store.Config{Path: path, Migrations: all[:cut]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
+	userKey, nodeKey := "fp_olduserkey0123456789", "fp_oldnodekey0123456789"
+	for _, q := range []string{
+		`INSERT INTO users (id, name, is_admin, created_at) VALUES ('u-1', 'alice', 1, 1)`,
+		`INSERT INTO agent_session (id, user_id, name, status, created_at, updated_at) VALUES ('s-1', 'u-1', 'kept', 'stopped', 1, 2)`,
+		`INSERT INTO agent_node (id, session_id, name, agent_type, model, created_at, updated_at) VALUES ('n-1', 's-1', 'root', 'shelley', 'm', 1, 1)`,
+		`INSERT INTO api_keys (id, user_id, name, hash, prefix, created_at, last_used_at) VALUES ('k-1', 'u-1', 'laptop', '` + hash(userKey) + `', 'fp_old', 1, 2)`,
+		`INSERT INTO api_keys (id, user_id, session_id, node_id, name, hash, prefix, created_at) VALUES ('k-2', 'u-1', 's-1', 'n-1', 'node n-1', '` + hash(nodeKey) + `', 'fp_old', 1)`,
+	} {
+		if _, err := old.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	old.Close()
+	st, err := store.Open(ctx, store.Config{Path: path, Migrations: all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if u, err := st.UserByAPIKey(ctx, userKey); err != nil || u.ID != "u-1" {
+		t.Fatalf("old user key after upgrade: %+v, %v", u, err)
+	}
+	if p, err := st.AuthAPIKey(ctx, nodeKey); err != nil || p.NodeID != "n-1" {
+		t.Fatalf("old node key after upgrade: %+v, %v", p, err)
+	}
+	keys, err := st.ListAPIKeys(ctx, "u-1")
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("keys after upgrade: %+v, %v", keys, err)
+	}
+	for _, k := range keys {
+		if k.ExpiresAt != nil {
+			t.Fatalf("old key %s expires at %v after upgrade, want never", k.ID, k.ExpiresAt)
+		}
 	}
 }

@@ -61,6 +61,7 @@ type APIKey struct {
 	Prefix     string     `json:"prefix"` // the first characters of the key, for display
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time `json:"expires_at"` // nil: never (node keys, and keys made without an expiry)
 }
 
 // Principal is who an API key authenticates: a user, or, for a node key,

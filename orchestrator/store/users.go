@@ -158,9 +158,21 @@ func (s *Store) ConsumeLoginToken(ctx context.Context, token string) (User, erro
 }
 
 // CreateAPIKey returns a new API key for userID: "fp_" and 43 random
-// characters. It is shown only now; the store keeps its sha256.
+// characters. It is shown only now; the store keeps its sha256. It never
+// expires; it works until it is deleted.
 func (s *Store) CreateAPIKey(ctx context.Context, userID, name string) (string, APIKey, error) {
-	return s.createAPIKey(ctx, userID, name, nil, nil)
+	return s.createAPIKey(ctx, userID, name, nil, nil, nil)
+}
+
+// CreateAPIKeyExpiring is CreateAPIKey for a key that stops authenticating
+// at expiresAt (AuthAPIKey then answers an *APIKeyExpiredError). expiresAt
+// must be after the store's clock reads now.
+func (s *Store) CreateAPIKeyExpiring(ctx context.Context, userID, name string, expiresAt time.Time) (string, APIKey, error) {
+	if now := s.now(); !expiresAt.After(now) {
+		return "", APIKey{}, orchestrator.FieldErrorf("expires_at", "key expiry %s is not in the future (now is %s)",
+			expiresAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return s.createAPIKey(ctx, userID, name, nil, nil, &expiresAt)
 }
 
 // CreateNodeAPIKey returns a key for the container of one node of userID's
@@ -175,10 +187,10 @@ func (s *Store) CreateNodeAPIKey(ctx context.Context, userID, sessionID, nodeID 
 	if n == 0 {
 		return "", APIKey{}, notFound("node", nodeID)
 	}
-	return s.createAPIKey(ctx, userID, "node "+nodeID, &sessionID, &nodeID)
+	return s.createAPIKey(ctx, userID, "node "+nodeID, &sessionID, &nodeID, nil)
 }
 
-func (s *Store) createAPIKey(ctx context.Context, userID, name string, sessionID, nodeID *string) (string, APIKey, error) {
+func (s *Store) createAPIKey(ctx context.Context, userID, name string, sessionID, nodeID *string, expiresAt *time.Time) (string, APIKey, error) {
 	name = strings.TrimSpace(name)
 	if len(name) > 200 {
 		return "", APIKey{}, orchestrator.FieldErrorf("name", "key name is longer than 200 bytes")
@@ -188,8 +200,13 @@ func (s *Store) createAPIKey(ctx context.Context, userID, name string, sessionID
 	if sessionID != nil {
 		k.SessionID, k.NodeID = *sessionID, *nodeID
 	}
-	err := s.db.WithContext(ctx).Exec(`INSERT INTO api_keys (id, user_id, session_id, node_id, name, hash, prefix, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, userID, sessionID, nodeID, name, hashSecret(key), k.Prefix, ms(k.CreatedAt)).Error
+	var expMS *int64
+	if expiresAt != nil {
+		e := ms(*expiresAt)
+		expMS, k.ExpiresAt = &e, fromMSPtr(&e)
+	}
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO api_keys (id, user_id, session_id, node_id, name, hash, prefix, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, userID, sessionID, nodeID, name, hashSecret(key), k.Prefix, ms(k.CreatedAt), expMS).Error
 	if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
 		return "", APIKey{}, notFound("user", userID)
 	}
@@ -199,8 +216,26 @@ func (s *Store) createAPIKey(ctx context.Context, userID, name string, sessionID
 	return key, k, nil
 }
 
+// APIKeyExpiredError is AuthAPIKey's answer for a key past its expiry. It
+// is unauthorized (ErrorCode), like an unknown key; only the holder of the
+// key itself can get it, so it tells nothing of other keys.
+type APIKeyExpiredError struct {
+	ExpiresAt time.Time
+}
+
+func (e *APIKeyExpiredError) Error() string {
+	return "API key expired at " + e.ExpiresAt.UTC().Format(time.RFC3339)
+}
+
+// ErrorCode makes it an unauthorized error for orchestrator.ErrorCode.
+func (e *APIKeyExpiredError) ErrorCode() string { return orchestrator.EUnauthorized }
+
+// ErrorField is empty: the error is about no request field.
+func (e *APIKeyExpiredError) ErrorField() string { return "" }
+
 // AuthAPIKey returns who key authenticates: a user, or one node (node keys).
-// An unknown key is unauthorized.
+// An unknown key is unauthorized; a key past its expiry is an
+// *APIKeyExpiredError (unauthorized too) and its use is not recorded.
 func (s *Store) AuthAPIKey(ctx context.Context, key string) (Principal, error) {
 	if !strings.HasPrefix(key, APIKeyPrefix) {
 		return Principal{}, errUnauthorized("api key")
@@ -210,12 +245,13 @@ func (s *Store) AuthAPIKey(ctx context.Context, key string) (Principal, error) {
 		SessionID  *string
 		NodeID     *string
 		LastUsedAt *int64
+		ExpiresAt  *int64
 		UserID     string
 		UserName   string
 		IsAdmin    bool
 		CreatedAt  int64
 	}
-	if err := s.rdb.WithContext(ctx).Raw(`SELECT k.id AS key_id, k.session_id, k.node_id, k.last_used_at,
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT k.id AS key_id, k.session_id, k.node_id, k.last_used_at, k.expires_at,
 		u.id AS user_id, u.name AS user_name, u.is_admin, u.created_at
 		FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.hash = ?`, hashSecret(key)).Scan(&rows).Error; err != nil {
 		return Principal{}, fmt.Errorf("read api key: %w", err)
@@ -225,6 +261,9 @@ func (s *Store) AuthAPIKey(ctx context.Context, key string) (Principal, error) {
 	}
 	r := rows[0]
 	now := s.now()
+	if r.ExpiresAt != nil && ms(now) >= *r.ExpiresAt {
+		return Principal{}, &APIKeyExpiredError{ExpiresAt: fromMS(*r.ExpiresAt)}
+	}
 	if r.LastUsedAt == nil || now.Sub(fromMS(*r.LastUsedAt)) >= apiKeyUseResolution {
 		if err := s.db.WithContext(ctx).Exec(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ms(now), r.KeyID).Error; err != nil {
 			return Principal{}, fmt.Errorf("record api key use: %w", err)
@@ -256,16 +295,17 @@ func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error
 		ID, UserID, Name, Prefix string
 		SessionID, NodeID        *string
 		CreatedAt                int64
-		LastUsedAt               *int64
+		LastUsedAt, ExpiresAt    *int64
 	}
-	if err := s.rdb.WithContext(ctx).Raw(`SELECT id, user_id, session_id, node_id, name, prefix, created_at, last_used_at
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT id, user_id, session_id, node_id, name, prefix, created_at, last_used_at, expires_at
 		FROM api_keys WHERE user_id = ? ORDER BY created_at DESC, id`, requireUser(userID)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
 	out := make([]APIKey, len(rows))
 	for i, r := range rows {
 		out[i] = APIKey{ID: r.ID, UserID: r.UserID, SessionID: deref(r.SessionID), NodeID: deref(r.NodeID),
-			Name: r.Name, Prefix: r.Prefix, CreatedAt: fromMS(r.CreatedAt), LastUsedAt: fromMSPtr(r.LastUsedAt)}
+			Name: r.Name, Prefix: r.Prefix, CreatedAt: fromMS(r.CreatedAt), LastUsedAt: fromMSPtr(r.LastUsedAt),
+			ExpiresAt: fromMSPtr(r.ExpiresAt)}
 	}
 	return out, nil
 }

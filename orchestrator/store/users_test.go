@@ -2,11 +2,13 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
 func TestUsers(t *testing.T) {
@@ -179,4 +181,91 @@ func TestAPIKeys(t *testing.T) {
 	_, err = e.s.UserByAPIKey(ctx, key)
 	wantCode(t, err, orchestrator.EUnauthorized, "")
 	wantCode(t, e.s.DeleteAPIKey(ctx, u.ID, k.ID), orchestrator.ENotFound, "")
+}
+
+// A key made with an expiry authenticates until then and is refused from
+// then on (unauthorized, saying it expired); a key without one, made
+// alongside, keeps working.
+func TestAPIKeyExpiry(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	forever, _, err := e.s.CreateAPIKey(ctx, u.ID, "forever")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := e.clock.Now().Add(time.Hour)
+	key, k, err := e.s.CreateAPIKeyExpiring(ctx, u.ID, "ci", until)
+	if err != nil || k.ExpiresAt == nil || !k.ExpiresAt.Equal(until) {
+		t.Fatalf("create expiring key: %+v, %v", k, err)
+	}
+	for _, bad := range []time.Time{e.clock.Now(), e.clock.Now().Add(-time.Second)} {
+		_, _, err := e.s.CreateAPIKeyExpiring(ctx, u.ID, "x", bad)
+		wantCode(t, err, orchestrator.EInvalid, "expires_at")
+	}
+	if keys, _ := e.s.ListAPIKeys(ctx, u.ID); len(keys) != 2 {
+		t.Fatalf("a refused expiry stored a key: %+v", keys)
+	}
+
+	// Just before its expiry it works.
+	e.clock.Add(time.Hour - time.Millisecond)
+	if got, err := e.s.UserByAPIKey(ctx, key); err != nil || got.ID != u.ID {
+		t.Fatalf("key before its expiry: %+v, %v", got, err)
+	}
+	usedAt := e.clock.Now()
+
+	// From its expiry on it does not, and says why.
+	e.clock.Add(time.Millisecond)
+	for _, auth := range []func() error{
+		func() error { _, err := e.s.AuthAPIKey(ctx, key); return err },
+		func() error { _, err := e.s.UserByAPIKey(ctx, key); return err },
+	} {
+		err := auth()
+		wantCode(t, err, orchestrator.EUnauthorized, "")
+		var xe *store.APIKeyExpiredError
+		if !errors.As(err, &xe) || !xe.ExpiresAt.Equal(until) || !strings.Contains(orchestrator.ErrorMessage(err), "expired") {
+			t.Fatalf("expired key: %v (%T)", err, err)
+		}
+	}
+	e.clock.Add(24 * time.Hour)
+	if _, err := e.s.AuthAPIKey(ctx, key); orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
+		t.Fatalf("expired key a day later: %v", err)
+	}
+	// An unknown key is still just invalid, not expired.
+	var xe *store.APIKeyExpiredError
+	if _, err := e.s.AuthAPIKey(ctx, key+"x"); errors.As(err, &xe) || orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if got, err := e.s.UserByAPIKey(ctx, forever); err != nil || got.ID != u.ID {
+		t.Fatalf("the key without an expiry: %+v, %v", got, err)
+	}
+
+	keys, err := e.s.ListAPIKeys(ctx, u.ID)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("list: %+v, %v", keys, err)
+	}
+	for _, k := range keys {
+		switch k.Name {
+		case "ci":
+			// Listed with its expiry; refused uses are not recorded as uses.
+			if k.ExpiresAt == nil || !k.ExpiresAt.Equal(until) || k.LastUsedAt == nil || !k.LastUsedAt.Equal(usedAt) {
+				t.Fatalf("expired key listed as %+v (expires %v, last used %v)", k, k.ExpiresAt, k.LastUsedAt)
+			}
+		case "forever":
+			if k.ExpiresAt != nil {
+				t.Fatalf("key without expiry listed with %v", k.ExpiresAt)
+			}
+		}
+	}
+	// Node keys never expire.
+	s := e.session(t, u.ID, "s")
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	nkey, nk, err := e.s.CreateNodeAPIKey(ctx, u.ID, s.ID, root.ID)
+	if err != nil || nk.ExpiresAt != nil {
+		t.Fatalf("node key %+v, %v", nk, err)
+	}
+	e.clock.Add(10 * 365 * 24 * time.Hour)
+	if p, err := e.s.AuthAPIKey(ctx, nkey); err != nil || p.NodeID != root.ID {
+		t.Fatalf("node key ten years on: %+v, %v", p, err)
+	}
 }
