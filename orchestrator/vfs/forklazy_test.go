@@ -338,47 +338,7 @@ func TestLazyForkRandom(t *testing.T) {
 					compareTree(t, f.v.Session(w), models[w])
 				}
 			}
-			for _, id := range ids {
-				compareTree(t, f.v.Session(id), models[id])
-				checkAll(t, f.v, id)
-			}
-			forks, err := f.v.Forks(ctx, f.sid)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, fk := range forks {
-				checkAll(t, f.v, fk.Base)
-				d, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := map[string]string{}
-				for _, c := range d.Changes {
-					got[c.Path] = c.Op
-				}
-				want := map[string]string{}
-				base, cur := models[fk.Base], models[fk.ID]
-				for p, n := range cur {
-					b := base[p]
-					switch {
-					case b == nil:
-						want[p] = DiffAdded
-					case b.kind != n.kind || b.mode != n.mode || b.target != n.target ||
-						(n.kind == 'f' && !bytes.Equal(b.file.data, n.file.data)):
-						want[p] = DiffChanged
-					}
-				}
-				for p := range base {
-					if cur[p] == nil {
-						want[p] = DiffDeleted
-					}
-				}
-				// a hard link changed in place shows as changed content
-				// only if the bytes differ: compare as sets of ops
-				if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {
-					t.Fatalf("diff of %s:\n got %v\nwant %v", fk.ID, sortedMap(got), sortedMap(want))
-				}
-			}
+			checkAgainstModels(t, f, ids, models)
 		})
 	}
 }
@@ -580,5 +540,52 @@ func TestForkFromABatchedCallerIsVisible(t *testing.T) {
 	}
 	if _, err := cfs.Lookup(ctx, a.Ino, "1"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkAgainstModels compares every workspace in ids with its model, runs
+// Check on it and on every fork point, and checks that each fork's diff
+// lists exactly the paths where its model differs from its fork point's.
+func checkAgainstModels(t *testing.T, f *fixture, ids []string, models map[string]mtree) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range ids {
+		compareTree(t, f.v.Session(id), models[id])
+		checkAll(t, f.v, id)
+	}
+	forks, err := f.v.Forks(ctx, f.sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fk := range forks {
+		checkAll(t, f.v, fk.Base)
+		d, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, c := range d.Changes {
+			got[c.Path] = c.Op
+		}
+		want := map[string]string{}
+		base, cur := models[fk.Base], models[fk.ID]
+		for p, n := range cur {
+			b := base[p]
+			switch {
+			case b == nil:
+				want[p] = DiffAdded
+			case b.kind != n.kind || b.mode != n.mode || b.target != n.target ||
+				(n.kind == 'f' && !bytes.Equal(b.file.data, n.file.data)):
+				want[p] = DiffChanged
+			}
+		}
+		for p := range base {
+			if cur[p] == nil {
+				want[p] = DiffDeleted
+			}
+		}
+		if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {
+			t.Fatalf("diff of %s:\n got %v\nwant %v", fk.ID, sortedMap(got), sortedMap(want))
+		}
 	}
 }

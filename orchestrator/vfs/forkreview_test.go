@@ -1,7 +1,6 @@
 package vfs
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand"
@@ -246,45 +245,7 @@ func TestLazyForkReviewRandom(t *testing.T) {
 				// the path API copies a fork whole: keep it to the session
 				reviewStep(ops, f.v.Session(ws), models[ws], ws == f.sid)
 			}
-			for _, id := range ids {
-				compareTree(t, f.v.Session(id), models[id])
-				checkAll(t, f.v, id)
-			}
-			forks, err := f.v.Forks(ctx, f.sid)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, fk := range forks {
-				checkAll(t, f.v, fk.Base)
-				d, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := map[string]string{}
-				for _, c := range d.Changes {
-					got[c.Path] = c.Op
-				}
-				want := map[string]string{}
-				base, cur := models[fk.Base], models[fk.ID]
-				for p, n := range cur {
-					b := base[p]
-					switch {
-					case b == nil:
-						want[p] = DiffAdded
-					case b.kind != n.kind || b.mode != n.mode || b.target != n.target ||
-						(n.kind == 'f' && !bytes.Equal(b.file.data, n.file.data)):
-						want[p] = DiffChanged
-					}
-				}
-				for p := range base {
-					if cur[p] == nil {
-						want[p] = DiffDeleted
-					}
-				}
-				if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {
-					t.Fatalf("diff of %s:\n got %v\nwant %v", fk.ID, sortedMap(got), sortedMap(want))
-				}
-			}
+			checkAgainstModels(t, f, ids, models)
 		})
 	}
 }
