@@ -63,16 +63,23 @@ func (s *Server) fileBodyLimit(r route) int64 {
 // may see it: all of it for the user, and for a node key what its node's
 // config.allowed_paths allows, exactly as its mount does (refusals are
 // audited with the node's id). A policy that cannot be read refuses all.
+// A node spawned with workspace "fork" reaches its fork, as its mount does.
 func (s *Server) filesOf(c echo.Context) (*vfs.FS, error) {
 	fs := s.cfg.Files.Session(c.Param("id"))
 	p := principal(c)
 	if p.NodeID == "" {
 		return fs, nil
 	}
-	n, err := s.store.NodeByID(c.Request().Context(), p.NodeID)
+	ctx := c.Request().Context()
+	n, err := s.store.NodeByID(ctx, p.NodeID)
 	if err != nil {
 		return nil, err
 	}
+	ws, err := s.cfg.Files.WorkspaceOfNode(ctx, c.Param("id"), n.ID)
+	if err != nil {
+		return nil, err
+	}
+	fs = s.cfg.Files.Session(ws)
 	allowed, err := vfs.AllowedPaths(n.Config)
 	if err == nil {
 		fs, err = fs.ForNode(n.ID, allowed)
@@ -189,7 +196,7 @@ func (s *Server) fsGet(c echo.Context) error {
 		return err
 	}
 	content, enc := encodeContent(buf.Bytes())
-	return c.JSON(http.StatusOK, fileBody{SessionID: fs.SessionID(), FileInfo: info, Content: &content, Encoding: enc})
+	return c.JSON(http.StatusOK, fileBody{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc})
 }
 
 // fileWriteReq is the JSON body of POST and PUT.
@@ -306,7 +313,7 @@ func (s *Server) fsPost(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusCreated, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+		return c.JSON(http.StatusCreated, fileBody{SessionID: c.Param("id"), FileInfo: info})
 	}
 	info, _, err := fs.WriteFile(ctx, p, data, vfs.WriteOptions{Mode: vfs.WriteCreate, Readonly: body.IsReadonly})
 	if err != nil {
@@ -314,7 +321,7 @@ func (s *Server) fsPost(c echo.Context) error {
 	}
 	c.Response().Header().Set("ETag", etag(info.Hash))
 	content, enc := encodeContent(data)
-	return c.JSON(http.StatusCreated, fileBody{SessionID: fs.SessionID(), FileInfo: info, Content: &content, Encoding: enc})
+	return c.JSON(http.StatusCreated, fileBody{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc})
 }
 
 func (s *Server) fsPut(c echo.Context) error {
@@ -340,7 +347,7 @@ func (s *Server) fsPut(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set("ETag", etag(info.Hash))
-	return c.JSON(http.StatusOK, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+	return c.JSON(http.StatusOK, fileBody{SessionID: c.Param("id"), FileInfo: info})
 }
 
 func (s *Server) fsDelete(c echo.Context) error {
@@ -384,7 +391,7 @@ func (s *Server) fsStat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+	return c.JSON(http.StatusOK, fileBody{SessionID: c.Param("id"), FileInfo: info})
 }
 
 type fileTransferReq struct {
@@ -424,7 +431,7 @@ func (s *Server) fsMove(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+	return c.JSON(http.StatusOK, fileBody{SessionID: c.Param("id"), FileInfo: info})
 }
 
 func (s *Server) fsCopy(c echo.Context) error {
@@ -440,7 +447,7 @@ func (s *Server) fsCopy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, fileBody{SessionID: fs.SessionID(), FileInfo: info})
+	return c.JSON(http.StatusCreated, fileBody{SessionID: c.Param("id"), FileInfo: info})
 }
 
 type grepReq struct {

@@ -126,3 +126,66 @@ func TestForkDiffMergeAPI(t *testing.T) {
 		t.Fatalf("sessions: %s", r.body)
 	}
 }
+
+// A forked child's own key reaches, through /fs, the workspace its
+// /workspace shows: its fork. It neither reads the parent's changes made
+// after the fork nor writes into the parent's workspace (before the fix
+// /fs served the session's workspace to every node key).
+func TestForkedNodeKeyFilesAreItsFork(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	ctx := context.Background()
+	alice := e.account("alice")
+	s, root := e.session(alice)
+	sfs := e.files.Session(s.ID)
+	if _, _, err := sfs.WriteFile(ctx, "/a.txt", []byte("base\n"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes", alice.key, `{"agent_type":"shelley","parent_id":"`+root.ID+`","workspace":"fork"}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create forked child: %d %s", r.status, r.body)
+	}
+	var child store.Node
+	if err := json.Unmarshal(r.body, &child); err != nil {
+		t.Fatal(err)
+	}
+	fk, err := e.files.ForkOfNode(ctx, child.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sfs.WriteFile(ctx, "/a.txt", []byte("parent\n"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	childKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsURL := "/api/v1/sessions/" + s.ID + "/fs/"
+	r = e.do(http.MethodGet, fsURL+"a.txt", childKey, "")
+	var got struct {
+		SessionID string `json:"session_id"`
+		Content   string `json:"content"`
+	}
+	if err := json.Unmarshal(r.body, &got); err != nil || r.status != http.StatusOK {
+		t.Fatalf("child reads /a.txt: %d %s", r.status, r.body)
+	}
+	if got.Content != "base\n" || got.SessionID != s.ID {
+		t.Fatalf("child's /fs read %q (session_id %q), want its fork's %q in session %s", got.Content, got.SessionID, "base\n", s.ID)
+	}
+	if r := e.do(http.MethodPost, fsURL+"mine.txt", childKey, `{"content":"child\n"}`); r.status != http.StatusCreated {
+		t.Fatalf("child writes /mine.txt: %d %s", r.status, r.body)
+	}
+	if _, _, err := sfs.ReadAll(ctx, "/mine.txt"); err == nil {
+		t.Fatal("the forked child's /fs write reached the parent's workspace")
+	}
+	if _, b, err := e.files.Session(fk.ID).ReadAll(ctx, "/mine.txt"); err != nil || string(b) != "child\n" {
+		t.Fatalf("the child's write is not in its fork: %q %v", b, err)
+	}
+	// the parent's key still reaches the session's workspace
+	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do(http.MethodGet, fsURL+"a.txt", rootKey, ""); r.status != http.StatusOK || !strings.Contains(string(r.body), `"content":"parent\n"`) {
+		t.Fatalf("root reads /a.txt: %d %s", r.status, r.body)
+	}
+}
