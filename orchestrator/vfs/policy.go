@@ -153,8 +153,9 @@ func (v *VFS) recordDenial(ctx context.Context, err error) {
 	v.cfg.Logger.WarnContext(ctx, "vfs access denied", "session_id", a.sid, "node_id", a.nodeID, "op", a.op, "path", a.path, "allowed", a.allowed)
 	params, _ := json.Marshal(map[string]string{"path": a.path, "node_id": a.nodeID})
 	errJSON, _ := json.Marshal(e.Message)
-	if _, err := v.db.ExecContext(context.WithoutCancel(ctx), `INSERT INTO fs_audit(session_id, name, parameters, error, started_at, completed_at, duration_ms) VALUES(?,?,?,?,?,?,0)`,
-		a.sid, a.op, string(params), string(errJSON), a.at.Unix(), a.at.Unix()); err != nil {
+	// a fork's refusal goes to its session's log, which the user reads
+	if _, err := v.db.ExecContext(context.WithoutCancel(ctx), `INSERT INTO fs_audit(session_id, name, parameters, error, started_at, completed_at, duration_ms) VALUES(COALESCE((SELECT session_id FROM fs_fork WHERE ws=?), ?),?,?,?,?,?,0)`,
+		a.sid, a.sid, a.op, string(params), string(errJSON), a.at.Unix(), a.at.Unix()); err != nil {
 		v.cfg.Logger.ErrorContext(ctx, "vfs audit insert failed", "err", err)
 	}
 }

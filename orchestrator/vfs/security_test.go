@@ -266,3 +266,31 @@ func TestAllowedPaths(t *testing.T) {
 	}
 	f.check(t)
 }
+
+// A refusal in a forked node's workspace (its mount, its key's /fs) is in
+// its session's audit log, where the user reads refusals, with the node's
+// id; before, it was filed under the fork's hidden workspace id, which no
+// one can list.
+func TestForkDenialInSessionAuditLog(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := ctxT(t)
+	mustWrite(t, f.fs, "/src/a.go", []byte("package a\n"))
+	fk, err := f.v.Fork(ctx, f.sid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := f.v.Session(fk.ID).ForNode("n1", []string{"/src"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := node.WriteFile(ctx, "/outside.txt", []byte("x"), WriteOptions{}); !IsErrno(err, syscall.EACCES) {
+		t.Fatalf("write outside the allowed paths in a fork: %v", err)
+	}
+	log, err := f.v.AuditLog(ctx, f.sid, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || !strings.Contains(string(log[0].Parameters), `"node_id":"n1"`) || !strings.Contains(string(log[0].Parameters), "/outside.txt") {
+		t.Fatalf("session audit log after a refusal in a fork: %+v", log)
+	}
+}
