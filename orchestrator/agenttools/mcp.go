@@ -131,7 +131,7 @@ type (
 		Agent     string `json:"agent,omitempty" jsonschema:"the child's agent type: shelley, pi, claude-code, codex, amp, cursor or custom (default: your own)"`
 		Model     string `json:"model,omitempty" jsonschema:"the child's model (default: the agent type's)"`
 		Task      string `json:"task" jsonschema:"what the child is to do, self-contained: it does not see your conversation"`
-		Workspace string `json:"workspace,omitempty" jsonschema:"shared (default): the child works on your /workspace; fork: on a copy-on-write copy of it, whose changes reach you only by a merge"`
+		Workspace string `json:"workspace,omitempty" jsonschema:"shared (default): the child works on your /workspace; fork: on a copy-on-write copy of it, whose changes reach your /workspace only when the user merges them (the child's Changes tab)"`
 	}
 	waitArgs struct {
 		TimeoutSeconds int `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most, in seconds (default 300, at most 600)"`
