@@ -64,6 +64,15 @@ func (s *Server) nodeMerge(c echo.Context) error {
 		if n.ParentID == nil || *n.ParentID != p.NodeID {
 			return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and merges only the forks of its own children", p.NodeID)
 		}
+		// and only into the workspace it works on: a child moved under it
+		// keeps the origin it was forked from
+		ws, err := s.cfg.Files.WorkspaceOfNode(ctx, p.SessionID, p.NodeID)
+		if err != nil {
+			return err
+		}
+		if ws != fk.Origin {
+			return orchestrator.Errorf(orchestrator.EForbidden, "node %s was forked from another workspace than the one node %s works on (it was moved); only the user merges it", n.ID, p.NodeID)
+		}
 		self, err := s.store.NodeByID(ctx, p.NodeID)
 		if err != nil {
 			return err

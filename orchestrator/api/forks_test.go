@@ -189,3 +189,56 @@ func TestForkedNodeKeyFilesAreItsFork(t *testing.T) {
 		t.Fatalf("root reads /a.txt: %d %s", r.status, r.body)
 	}
 }
+
+// A node key merges a child's fork only into the workspace the key's node
+// works on. A forked child moved under a sibling that works on its own
+// fork keeps its origin (the session's workspace): the new parent's key
+// may not merge it there, past its own fork.
+func TestMergeByMovedParentRefused(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	ctx := context.Background()
+	alice := e.account("alice")
+	s, root := e.session(alice)
+	sfs := e.files.Session(s.ID)
+	spawn := func(name string) store.Node {
+		t.Helper()
+		r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes", alice.key, `{"agent_type":"shelley","name":"`+name+`","parent_id":"`+root.ID+`","workspace":"fork"}`)
+		if r.status != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", name, r.status, r.body)
+		}
+		var n store.Node
+		if err := json.Unmarshal(r.body, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, b := spawn("a"), spawn("b")
+	fb, err := e.files.ForkOfNode(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.files.Session(fb.ID).WriteFile(ctx, "/from-b.txt", []byte("b\n"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes/"+b.ID+"/move", alice.key, `{"parent_id":"`+a.ID+`","sort_order":0}`); r.status != http.StatusOK {
+		t.Fatalf("move b under a: %d %s", r.status, r.body)
+	}
+	aKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes/"+b.ID+"/merge", aKey, "")
+	if r.status != http.StatusForbidden {
+		t.Fatalf("a merged b (forked from the session's workspace) past its own fork: %d %s", r.status, r.body)
+	}
+	if _, _, err := sfs.ReadAll(ctx, "/from-b.txt"); err == nil {
+		t.Fatal("b's change reached the session's workspace by a's key")
+	}
+	// the user still merges it where it came from
+	if r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes/"+b.ID+"/merge", alice.key, ""); r.status != http.StatusOK {
+		t.Fatalf("the user's merge: %d %s", r.status, r.body)
+	}
+	if _, got, err := sfs.ReadAll(ctx, "/from-b.txt"); err != nil || string(got) != "b\n" {
+		t.Fatalf("after the user's merge: %q %v", got, err)
+	}
+}
