@@ -307,6 +307,18 @@ type viewQueries struct {
 // nodeArgs are the arguments of the inode and symlink queries.
 func (q viewQueries) nodeArgs() []any { return q.args[:min(3, len(q.args))] }
 
+// inodeViewCols are the inode columns a snapshot reads (diff.go).
+const inodeViewCols = `ino, mode, size, data_gen, COALESCE(sha256, '')`
+
+// viewRows selects cols of a lazy base's rows of table (keyed by session_id
+// and ino): its saved rows (?1), then its origin's (?2) below its next
+// inode (?3) that it has not saved.
+func viewRows(table, cols string) string {
+	return `SELECT ` + cols + ` FROM ` + table + ` WHERE session_id=?1
+		UNION ALL SELECT ` + cols + ` FROM ` + table + ` o WHERE o.session_id=?2 AND o.ino<?3
+		  AND NOT EXISTS (SELECT 1 FROM ` + table + ` s WHERE s.session_id=?1 AND s.ino=o.ino)`
+}
+
 func (v *VFS) wholeQueries(ctx context.Context, q querier, ws string) (viewQueries, error) {
 	bv, ok, err := v.lazyView(ctx, q, ws)
 	if err != nil {
@@ -314,19 +326,15 @@ func (v *VFS) wholeQueries(ctx context.Context, q querier, ws string) (viewQueri
 	}
 	if !ok {
 		return viewQueries{
-			inodes:   `SELECT ino, mode, size, data_gen, COALESCE(sha256, '') FROM fs_inode WHERE session_id=?1`,
+			inodes:   `SELECT ` + inodeViewCols + ` FROM fs_inode WHERE session_id=?1`,
 			symlinks: `SELECT ino, target FROM fs_symlink WHERE session_id=?1`,
 			dentries: `SELECT parent_ino, name, ino FROM fs_dentry WHERE session_id=?1`,
 			args:     []any{ws},
 		}, nil
 	}
 	return viewQueries{
-		inodes: `SELECT ino, mode, size, data_gen, COALESCE(sha256, '') FROM fs_inode WHERE session_id=?1
-			UNION ALL SELECT ino, mode, size, data_gen, COALESCE(sha256, '') FROM fs_inode o WHERE o.session_id=?2 AND o.ino<?3
-			  AND NOT EXISTS (SELECT 1 FROM fs_inode s WHERE s.session_id=?1 AND s.ino=o.ino)`,
-		symlinks: `SELECT ino, target FROM fs_symlink WHERE session_id=?1
-			UNION ALL SELECT ino, target FROM fs_symlink o WHERE o.session_id=?2 AND o.ino<?3
-			  AND NOT EXISTS (SELECT 1 FROM fs_symlink s WHERE s.session_id=?1 AND s.ino=o.ino)`,
+		inodes:   viewRows("fs_inode", inodeViewCols),
+		symlinks: viewRows("fs_symlink", "ino, target"),
 		dentries: `SELECT parent_ino, name, ino FROM fs_fork_dentry WHERE ws=?1
 			UNION ALL SELECT parent_ino, name, ino FROM fs_dentry d WHERE d.session_id=?2 AND d.id<=?4
 			  AND NOT EXISTS (SELECT 1 FROM fs_fork_dentry s WHERE s.ws=?1 AND s.orig_id=d.id)`,
@@ -364,9 +372,7 @@ func (v *VFS) checkView(ctx context.Context, bv baseView) error {
 	}
 	inodes := map[int64]*inode{}
 	nlink := map[int64]int64{}
-	rows, err := v.r.QueryContext(ctx, `SELECT ino, mode, nlink FROM fs_inode WHERE session_id=?1
-		UNION ALL SELECT ino, mode, nlink FROM fs_inode o WHERE o.session_id=?2 AND o.ino<?3
-		  AND NOT EXISTS (SELECT 1 FROM fs_inode s WHERE s.session_id=?1 AND s.ino=o.ino)`, vq.nodeArgs()...)
+	rows, err := v.r.QueryContext(ctx, viewRows("fs_inode", "ino, mode, nlink"), vq.nodeArgs()...)
 	if err != nil {
 		return fmt.Errorf("check view %s: %w", bv.ws, err)
 	}
