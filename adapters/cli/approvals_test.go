@@ -373,19 +373,7 @@ func TestEachCLIIsGivenFilepathsMCPServer(t *testing.T) {
 // polling for its answer and withdraws it from the inbox.
 func TestClaudeWithdrawnPromptStopsPolling(t *testing.T) {
 	inbox := newFakeInbox(t)
-	n := newNode(t, "claude-code")
-	tr, _ := filepath.Abs(filepath.Join("testdata", "claude", "permission-allow", "stream.jsonl"))
-	env := append(gitEnv(), "FILEPATH_FAKE_TRANSCRIPT="+tr, "FILEPATH_FAKE_CLI=claude",
-		"FILEPATH_FAKE_STATE="+filepath.Join(n.state, "fake"), "FILEPATH_API_URL="+inbox.srv.URL, "FILEPATH_API_KEY=fp_test")
-	cfg, err := parseConfig([]string{"--agent", "claude-code", "--bin", fakeBin, "--workspace", n.ws, "--state", n.state}, env, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state, err := run.OpenState(n.state, "claude-code")
-	if err != nil {
-		t.Fatal(err)
-	}
-	drv := streamjson.NewClaude(cfg, state)
+	n, drv := permissionClaude(t, inbox)
 	cmds := make(chan run.Command, 8)
 	done := make(chan error, 1)
 	go func() { done <- drv.Run(context.Background(), cmds, func(protocol.Event) {}) }()
@@ -428,19 +416,7 @@ func TestClaudeWithdrawnPromptStopsPolling(t *testing.T) {
 func TestClaudeStopWithdrawsBeforeRunReturns(t *testing.T) {
 	inbox := newFakeInbox(t)
 	inbox.slowDelete = 300 * time.Millisecond
-	n := newNode(t, "claude-code")
-	tr, _ := filepath.Abs(filepath.Join("testdata", "claude", "permission-allow", "stream.jsonl"))
-	env := append(gitEnv(), "FILEPATH_FAKE_TRANSCRIPT="+tr, "FILEPATH_FAKE_CLI=claude",
-		"FILEPATH_FAKE_STATE="+filepath.Join(n.state, "fake"), "FILEPATH_API_URL="+inbox.srv.URL, "FILEPATH_API_KEY=fp_test")
-	cfg, err := parseConfig([]string{"--agent", "claude-code", "--bin", fakeBin, "--workspace", n.ws, "--state", n.state}, env, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state, err := run.OpenState(n.state, "claude-code")
-	if err != nil {
-		t.Fatal(err)
-	}
-	drv := streamjson.NewClaude(cfg, state)
+	_, drv := permissionClaude(t, inbox)
 	cmds := make(chan run.Command, 8)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -459,4 +435,23 @@ func TestClaudeStopWithdrawsBeforeRunReturns(t *testing.T) {
 	if withdrawn != 1 {
 		t.Fatalf("when Run returned the pending prompt had been withdrawn %d times, want 1", withdrawn)
 	}
+}
+
+// permissionClaude is the Claude driver over the fake CLI replaying the
+// permission-allow transcript, asking the fake inbox: its node and driver.
+func permissionClaude(t *testing.T, inbox *fakeInbox) (*node, *streamjson.Long) {
+	t.Helper()
+	n := newNode(t, "claude-code")
+	tr, _ := filepath.Abs(filepath.Join("testdata", "claude", "permission-allow", "stream.jsonl"))
+	env := append(gitEnv(), "FILEPATH_FAKE_TRANSCRIPT="+tr, "FILEPATH_FAKE_CLI=claude",
+		"FILEPATH_FAKE_STATE="+filepath.Join(n.state, "fake"), "FILEPATH_API_URL="+inbox.srv.URL, "FILEPATH_API_KEY=fp_test")
+	cfg, err := parseConfig([]string{"--agent", "claude-code", "--bin", fakeBin, "--workspace", n.ws, "--state", n.state}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := run.OpenState(n.state, "claude-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, streamjson.NewClaude(cfg, state)
 }

@@ -76,6 +76,16 @@ func readAt(tb testing.TB, fs *FS, p string, n int, off int64) []byte {
 	return b[:k]
 }
 
+// mustFork forks workspace origin (for no node) or fails the test.
+func mustFork(tb testing.TB, v *VFS, origin string) ForkInfo {
+	tb.Helper()
+	fk, err := v.Fork(context.Background(), origin, "")
+	if err != nil {
+		tb.Fatalf("fork %s: %v", origin, err)
+	}
+	return fk
+}
+
 func checkAll(tb testing.TB, v *VFS, ids ...string) {
 	tb.Helper()
 	for _, id := range ids {
@@ -101,10 +111,7 @@ func TestForkIsIndependentBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	wantContent(t, c, "/big", big)
 	wantContent(t, c, "/a.txt", []byte("parent a\n"))
@@ -203,17 +210,11 @@ func TestForkOfFork(t *testing.T) {
 	big := pattern(3, 2*4096+5)
 	mustWrite(t, p, "/big", big)
 	mustWrite(t, p, "/x", []byte("x0"))
-	f1, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f1 := mustFork(t, f.v, f.sid)
 	c1 := f.v.Session(f1.ID)
 	mustWrite(t, c1, "/x", []byte("x1"))
 	mustWrite(t, c1, "/only1", []byte("one"))
-	f2, err := f.v.Fork(ctx, f1.ID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f2 := mustFork(t, f.v, f1.ID)
 	if f2.SessionID != f.sid || f2.Origin != f1.ID {
 		t.Fatalf("fork of fork: %+v", f2)
 	}
@@ -271,10 +272,7 @@ func TestDeleteForkFreesOnlyWhatItUsed(t *testing.T) {
 		mustWrite(t, p, fmt.Sprintf("/f%02d", i), pattern(byte(i), 5000))
 	}
 	before := wsUsage(t, f.db, f.sid)
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	if u := wsUsage(t, f.db, fk.ID, fk.Base); u.rows != 0 {
 		t.Fatalf("a new fork stores %d data rows; want none (shared)", u.rows)
 	}
@@ -329,10 +327,7 @@ func TestForkGoesWithSessionAndNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mustFork(t, f.v, f.sid)
 	if got, err := f.v.ForkOfNode(ctx, "n1"); err != nil || got.ID != byNode.ID {
 		t.Fatalf("ForkOfNode: %+v %v", got, err)
 	}
@@ -362,10 +357,7 @@ func TestExportFork(t *testing.T) {
 	big := pattern(5, 3*4096+1)
 	mustWrite(t, f.fs, "/big", big)
 	mustWrite(t, f.fs, "/d/keep", []byte("keep"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	writeAt(t, c, "/big", []byte("fork"), 4096)
 	mustWrite(t, c, "/mine", []byte("mine"))
@@ -391,11 +383,7 @@ func TestExportFork(t *testing.T) {
 // own workspace's); the parent's still do.
 func TestForkGivesNoFileEvents(t *testing.T) {
 	f := newFixture(t, Config{})
-	ctx := ctxT(t)
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	f.rec.take()
 	mustWrite(t, f.v.Session(fk.ID), "/in-fork", []byte("x"))
 	if evs := f.rec.take(); len(evs) != 0 {
@@ -457,14 +445,10 @@ func TestNestedForkNodesDeleted(t *testing.T) {
 // read, rewritten and copied up into the fork).
 func TestSmallWriteTouchesOnlyItsChunks(t *testing.T) {
 	f := newFixture(t, Config{ChunkSize: 4096})
-	ctx := ctxT(t)
 	p := f.fs
 	big := pattern(3, 100*4096+100)
 	mustWrite(t, p, "/big", big)
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	writeAt(t, p, "/big", []byte("head"), 10)
 	if u := wsUsage(t, f.db, fk.ID, fk.Base); u.rows != 1 || u.bytes != 4096 {
 		t.Fatalf("a 4-byte write at offset 10 copied %d chunks (%d bytes) up into the fork; want 1 (4096)", u.rows, u.bytes)

@@ -311,7 +311,6 @@ func TestLazyForkRandom(t *testing.T) {
 	for seed := int64(1); seed <= 6; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			f := newFixture(t, Config{ChunkSize: 64})
-			ctx := context.Background()
 			ops := &lazyOps{tb: t, rng: rand.New(rand.NewSource(seed))}
 			models := map[string]mtree{f.sid: {}}
 			ids := []string{f.sid}
@@ -321,10 +320,7 @@ func TestLazyForkRandom(t *testing.T) {
 			for step := range 400 {
 				ws := ids[ops.rng.Intn(len(ids))]
 				if ops.rng.Intn(40) == 0 && len(ids) < 5 {
-					fk, err := f.v.Fork(ctx, ws, "")
-					if err != nil {
-						t.Fatal(err)
-					}
+					fk := mustFork(t, f.v, ws)
 					models[fk.ID] = models[ws].clone()
 					models[fk.Base] = models[ws].clone()
 					ids = append(ids, fk.ID)
@@ -363,10 +359,7 @@ func TestLazyForkCopiesNothingUpFront(t *testing.T) {
 			mustWrite(t, f.fs, fmt.Sprintf("/d%d/f%d", d, i), []byte("x"))
 		}
 	}
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	rows := func(ws string) int {
 		var n int
 		if err := f.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM fs_inode WHERE session_id=?1) + (SELECT COUNT(*) FROM fs_dentry WHERE session_id=?1)
@@ -440,10 +433,7 @@ func TestLazyForkConcurrentFirstUse(t *testing.T) {
 			n.mode = mustStat(t, f.fs, p).Mode & ModePerm
 		}
 	}
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)
 	const workers = 8
 	errs := make(chan error, workers)
@@ -488,10 +478,7 @@ func TestLazyForkAfterRestart(t *testing.T) {
 	for _, p := range []string{"/a/1", "/a/2", "/b/1", "/b/c/1"} {
 		mustWrite(t, f.fs, p, []byte(p))
 	}
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)
 	a := inoOf(t, cfs, "/a")
 	if _, err := cfs.ReadDirPlus(ctx, a); err != nil {
@@ -529,10 +516,7 @@ func TestForkFromABatchedCallerIsVisible(t *testing.T) {
 	f := newFixture(t, Config{BatchDelay: time.Hour}) // only a commit makes changes visible
 	ctx := WithOrigin(ctxT(t), "a mount")
 	mustWrite(t, f.fs, "/a/1", []byte("one"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)
 	a, err := cfs.Lookup(ctx, RootIno, "a")
 	if err != nil {

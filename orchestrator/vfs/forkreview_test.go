@@ -22,10 +22,7 @@ func TestLazyForkRenameKeepsPathLimit(t *testing.T) {
 	deep := "/s" + strings.Repeat("/d", MaxPathLen/2-2) // 4094 bytes
 	mustWrite(t, f.fs, deep+"/f", []byte("x"))          // exactly MaxPathLen
 	mustWrite(t, f.fs, "/t/g", []byte("y"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)
 	// a mount looks /s up (it copies the root, not /s nor below)
 	s, err := cfs.Lookup(ctx, RootIno, "s")
@@ -66,10 +63,7 @@ func TestLazyForkFirstUseDuringMaterialize(t *testing.T) {
 		mustWrite(t, f.fs, fmt.Sprintf("/d%d/f", d), []byte("x"))
 	}
 	for round := range 10 {
-		fk, err := f.v.Fork(ctx, f.sid, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		fk := mustFork(t, f.v, f.sid)
 		cfs := f.v.Session(fk.ID)
 		if _, err := cfs.Lookup(ctx, RootIno, "d0"); err != nil { // the mount's state is loaded
 			t.Fatal(err)
@@ -223,7 +217,6 @@ func TestLazyForkReviewRandom(t *testing.T) {
 	for seed := int64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			f := newFixture(t, Config{ChunkSize: 64})
-			ctx := context.Background()
 			ops := &lazyOps{tb: t, rng: rand.New(rand.NewSource(seed * 7919))}
 			models := map[string]mtree{f.sid: {}}
 			ids := []string{f.sid}
@@ -233,10 +226,7 @@ func TestLazyForkReviewRandom(t *testing.T) {
 			for range 500 {
 				ws := ids[ops.rng.Intn(len(ids))]
 				if ops.rng.Intn(40) == 0 && len(ids) < 6 {
-					fk, err := f.v.Fork(ctx, ws, "")
-					if err != nil {
-						t.Fatal(err)
-					}
+					fk := mustFork(t, f.v, ws)
 					models[fk.ID] = models[ws].clone()
 					models[fk.Base] = models[ws].clone()
 					ids = append(ids, fk.ID)
@@ -265,10 +255,7 @@ func TestLazyForkMergeThenChange(t *testing.T) {
 	if _, err := p.Link(ctx, inoOf(t, p, "/a/x"), inoOf(t, p, "/b"), "hx"); err != nil {
 		t.Fatal(err)
 	}
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	// the fork: writes /a/x (/b is not copied), creates /c/d/new
 	if _, err := c.WriteAt(ctx, inoOf(t, c, "/a/x"), []byte("CHILD"), 0); err != nil {
@@ -344,10 +331,7 @@ func TestLazyForkDeletedWhileOriginChanges(t *testing.T) {
 	for d := range 20 {
 		mustWrite(t, f.fs, fmt.Sprintf("/d%d/f", d), []byte("x"))
 	}
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -406,10 +390,7 @@ func TestLazyForkNewDirKeepsGroupCommit(t *testing.T) {
 	f := newFixture(t, Config{BatchDelay: time.Hour})
 	ctx := ctxT(t)
 	mustWrite(t, f.fs, "/a/x", []byte("x"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	mctx := WithOrigin(ctx, "mount")
 	if _, err := c.Lookup(mctx, RootIno, "a"); err != nil { // copies the root, committed

@@ -87,10 +87,7 @@ func TestMergeNewHardLinks(t *testing.T) {
 	f := newFixture(t, Config{ChunkSize: 4096})
 	ctx := ctxT(t)
 	mustWrite(t, f.fs, "/keep", []byte("kept"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	data := pattern(5, 10000)
 	mustWrite(t, c, "/a", data)
@@ -135,10 +132,7 @@ func TestMergeLinkToInheritedFile(t *testing.T) {
 	mustWrite(t, p, "/old", []byte("before the fork\n"))
 	mustWrite(t, p, "/twin", []byte("before the fork\n")) // same bytes, its own inode
 	mustWrite(t, p, "/edited", []byte("v1\n"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	linkName(t, c, "/old", "new")
 	if err := c.Delete(ctx, "/twin", false); err != nil {
@@ -198,10 +192,7 @@ func TestMergeLinkToFileBothEdited(t *testing.T) {
 	ctx := ctxT(t)
 	p := f.fs
 	mustWrite(t, p, "/f", []byte("v1\n"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	mustWrite(t, c, "/f", []byte("fork v2 text\n"))
 	linkName(t, c, "/f", "g")
@@ -227,10 +218,7 @@ func TestMergeEditOfInheritedLink(t *testing.T) {
 	p := f.fs
 	mustWrite(t, p, "/x", []byte("v1\n"))
 	linkName(t, p, "/x", "y")
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	mustWrite(t, c, "/y", []byte("fork v2\n"))
 	linkName(t, c, "/x", "z")
@@ -259,10 +247,7 @@ func TestMergeRemovesOneNameOfLink(t *testing.T) {
 	mustWrite(t, p, "/x", []byte("linked\n"))
 	linkName(t, p, "/x", "y")
 	linkName(t, p, "/x", "z")
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	if err := c.Delete(ctx, "/y", false); err != nil {
 		t.Fatal(err)
@@ -291,10 +276,7 @@ func TestMergeBreaksLink(t *testing.T) {
 	p := f.fs
 	mustWrite(t, p, "/x", []byte("shared\n"))
 	linkName(t, p, "/x", "y")
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	if err := c.Delete(ctx, "/y", false); err != nil {
 		t.Fatal(err)
@@ -322,10 +304,7 @@ func TestMergeSameSizeEditsConflict(t *testing.T) {
 	f := newFixture(t, Config{ChunkSize: 4096})
 	ctx := ctxT(t)
 	mustWrite(t, f.fs, "/f", []byte("base\n"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	mustWrite(t, c, "/f", []byte("fork\n"))
 	mustWrite(t, f.fs, "/f", []byte("prnt\n"))
@@ -375,10 +354,7 @@ func TestMergeRandomKeepsLinks(t *testing.T) {
 			for range 80 {
 				ops.step(f.fs, pm)
 			}
-			fk, err := f.v.Fork(ctx, f.sid, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			fk := mustFork(t, f.v, f.sid)
 			cm := pm.clone()
 			c := f.v.Session(fk.ID)
 			for range 150 {
@@ -445,10 +421,7 @@ func TestMergeMoveAndReplace(t *testing.T) {
 	p := f.fs
 	mustWrite(t, p, "/a", []byte("old a\n"))
 	oldIno := mustStat(t, p, "/a").Ino
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	if _, err := c.Move(ctx, "/a", "/c"); err != nil {
 		t.Fatal(err)
@@ -485,10 +458,7 @@ func TestMergeMoveAndCopyBack(t *testing.T) {
 	p := f.fs
 	mustWrite(t, p, "/a", []byte("a\n"))
 	oldIno := mustStat(t, p, "/a").Ino
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	if _, err := c.Copy(ctx, "/a", "/a2"); err != nil {
 		t.Fatal(err)
@@ -533,16 +503,10 @@ func TestMergeLinksThroughForkOfFork(t *testing.T) {
 	p := f.fs
 	mustWrite(t, p, "/orig", []byte("origin file\n"))
 	origIno := mustStat(t, p, "/orig").Ino
-	f1, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f1 := mustFork(t, f.v, f.sid)
 	c1 := f.v.Session(f1.ID)
 	mustWrite(t, c1, "/mid", []byte("made in the first fork\n"))
-	f2, err := f.v.Fork(ctx, f1.ID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f2 := mustFork(t, f.v, f1.ID)
 	c2 := f.v.Session(f2.ID)
 	mustWrite(t, c2, "/new", []byte("made in the second fork\n"))
 	linkName(t, c2, "/new", "new2")
@@ -579,10 +543,7 @@ func TestMergeLinksQuota(t *testing.T) {
 	ctx := ctxT(t)
 	p := f.fs
 	mustWrite(t, p, "/keep", pattern(1, 30<<10))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	mustWrite(t, c, "/a", pattern(2, 60<<10))
 	linkName(t, c, "/a", "b")
@@ -597,10 +558,7 @@ func TestMergeLinksQuota(t *testing.T) {
 	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
 
 	// a second fork: new links and a file over the quota
-	fk2, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk2 := mustFork(t, f.v, f.sid)
 	c2 := f.v.Session(fk2.ID)
 	linkName(t, c2, "/a", "d")
 	mustWrite(t, c2, "/e", []byte("e"))

@@ -28,10 +28,7 @@ func TestForkDiffMerge10k(t *testing.T) {
 	for _, q := range []string{"/d000/f00000.txt", "/d005/f00500.txt", "/d007/f00700.txt"} {
 		mustWrite(t, p, q, orig)
 	}
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 
 	edited := strings.Replace(string(orig), "orig line 10\n", "child line 10\n", 1)
@@ -114,10 +111,7 @@ func TestMergeIsAllOrNothing(t *testing.T) {
 	f := newFixture(t, Config{SessionQuota: 100 << 10, ChunkSize: 4096})
 	ctx := ctxT(t)
 	mustWrite(t, f.fs, "/keep", pattern(1, 40<<10))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
 	if err := c.Delete(ctx, "/keep", false); err != nil {
 		t.Fatal(err)

@@ -275,10 +275,7 @@ func TestForkDenialInSessionAuditLog(t *testing.T) {
 	f := newFixture(t, Config{})
 	ctx := ctxT(t)
 	mustWrite(t, f.fs, "/src/a.go", []byte("package a\n"))
-	fk, err := f.v.Fork(ctx, f.sid, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fk := mustFork(t, f.v, f.sid)
 	node, err := f.v.Session(fk.ID).ForNode("n1", []string{"/src"})
 	if err != nil {
 		t.Fatal(err)
