@@ -195,41 +195,14 @@ func TestOpenPragmas(t *testing.T) {
 // its triggers keep it as names are added, renamed over and removed.
 func TestMigrationNlinkBackfill(t *testing.T) {
 	ctx := context.Background()
-	all, err := store.EmbeddedMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cut := -1
-	for i, m := range all {
-		if m.Version == 10 {
-			cut = i
-		}
-	}
-	if cut < 0 {
-		t.Fatal("migration 0010 not embedded")
-	}
-	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := store.Open(ctx, store.Config{Path: path, Migrations: all[:cut]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	st := upgradeFrom(t, 10, []string{
 		`INSERT INTO users (id, name, is_admin, created_at) VALUES ('u-1', 'alice', 1, 1)`,
 		`INSERT INTO agent_session (id, user_id, name, status, created_at, updated_at) VALUES ('s-1', 'u-1', 'kept', 'stopped', 1, 2)`,
 		`INSERT INTO fs_meta (session_id, next_ino, used_bytes, chunk_size) VALUES ('s-1', 5, 0, 65536)`,
 		`INSERT INTO fs_inode (session_id, ino, mode, atime, mtime, ctime) VALUES ('s-1', 1, 16877, 1, 1, 1), ('s-1', 2, 33188, 1, 1, 1), ('s-1', 3, 16877, 1, 1, 1), ('s-1', 4, 33188, 1, 1, 1)`,
 		`INSERT INTO fs_dentry (session_id, name, parent_ino, ino) VALUES ('s-1', 'a', 1, 2), ('s-1', 'd', 1, 3), ('s-1', 'b', 3, 2)`,
 		`INSERT INTO fs_orphan (session_id, ino) VALUES ('s-1', 4)`,
-	} {
-		if _, err := old.SQL().ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	old.Close()
-	st, err := store.Open(ctx, store.Config{Path: path, Migrations: all})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	defer st.Close()
 	nlinks := func() map[int64]int {
 		rows, err := st.SQL().QueryContext(ctx, `SELECT ino, nlink FROM fs_inode WHERE session_id='s-1' ORDER BY ino`)
@@ -267,42 +240,15 @@ func TestMigrationNlinkBackfill(t *testing.T) {
 // keys) keep working after the upgrade and never expire.
 func TestMigrationAPIKeyExpiry(t *testing.T) {
 	ctx := context.Background()
-	all, err := store.EmbeddedMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cut := -1
-	for i, m := range all {
-		if m.Version == 14 {
-			cut = i
-		}
-	}
-	if cut < 0 {
-		t.Fatal("migration 0014 not embedded")
-	}
-	path := filepath.Join(t.TempDir(), "old.db")
-	old, err := store.Open(ctx, store.Config{Path: path, Migrations: all[:cut]})
-	if err != nil {
-		t.Fatal(err)
-	}
 	hash := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
 	userKey, nodeKey := "fp_olduserkey0123456789", "fp_oldnodekey0123456789"
-	for _, q := range []string{
+	st := upgradeFrom(t, 14, []string{
 		`INSERT INTO users (id, name, is_admin, created_at) VALUES ('u-1', 'alice', 1, 1)`,
 		`INSERT INTO agent_session (id, user_id, name, status, created_at, updated_at) VALUES ('s-1', 'u-1', 'kept', 'stopped', 1, 2)`,
 		`INSERT INTO agent_node (id, session_id, name, agent_type, model, created_at, updated_at) VALUES ('n-1', 's-1', 'root', 'shelley', 'm', 1, 1)`,
 		`INSERT INTO api_keys (id, user_id, name, hash, prefix, created_at, last_used_at) VALUES ('k-1', 'u-1', 'laptop', '` + hash(userKey) + `', 'fp_old', 1, 2)`,
 		`INSERT INTO api_keys (id, user_id, session_id, node_id, name, hash, prefix, created_at) VALUES ('k-2', 'u-1', 's-1', 'n-1', 'node n-1', '` + hash(nodeKey) + `', 'fp_old', 1)`,
-	} {
-		if _, err := old.SQL().ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	old.Close()
-	st, err := store.Open(ctx, store.Config{Path: path, Migrations: all})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	defer st.Close()
 	if u, err := st.UserByAPIKey(ctx, userKey); err != nil || u.ID != "u-1" {
 		t.Fatalf("old user key after upgrade: %+v, %v", u, err)
@@ -319,4 +265,41 @@ func TestMigrationAPIKeyExpiry(t *testing.T) {
 			t.Fatalf("old key %s expires at %v after upgrade, want never", k.ID, k.ExpiresAt)
 		}
 	}
+}
+
+// upgradeFrom opens a database made by the migrations before version,
+// seeds it with the statements an older binary would have run, then opens
+// it again with every migration (the upgrade) and returns that store.
+func upgradeFrom(t *testing.T, version int, seed []string) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	all, err := store.EmbeddedMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := -1
+	for i, m := range all {
+		if m.Version == version {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		t.Fatalf("migration %04d not embedded", version)
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := store.Open(ctx, store.Config{Path: path, Migrations: all[:cut]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range seed {
+		if _, err := old.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	old.Close()
+	st, err := store.Open(ctx, store.Config{Path: path, Migrations: all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
