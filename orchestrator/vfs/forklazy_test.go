@@ -573,3 +573,37 @@ func checkAgainstModels(t *testing.T, f *fixture, ids []string, models map[strin
 		}
 	}
 }
+
+// A fork copies inode rows with the columns inodeCols names, and migration
+// 0013's triggers save them with their own list: both must name every
+// column of fs_inode, or a migration that adds one would fork without it.
+func TestLazyForkCopiesEveryInodeColumn(t *testing.T) {
+	f := newFixture(t, Config{})
+	rows, err := f.db.Query(`SELECT name FROM pragma_table_info('fs_inode') WHERE name != 'session_id' ORDER BY cid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	rows.Close()
+	if got, want := inodeCols, strings.Join(cols, ", "); got != want {
+		t.Fatalf("inodeCols = %q, fs_inode has %q", got, want)
+	}
+	for _, trig := range []string{"fs_inode_fork_update", "fs_inode_fork_delete"} {
+		var sqlText string
+		if err := f.db.QueryRow(`SELECT sql FROM sqlite_master WHERE type='trigger' AND name=?`, trig).Scan(&sqlText); err != nil {
+			t.Fatalf("trigger %s: %v", trig, err)
+		}
+		for _, c := range cols {
+			if !strings.Contains(sqlText, "OLD."+c) {
+				t.Errorf("trigger %s does not save column %s", trig, c)
+			}
+		}
+	}
+}
