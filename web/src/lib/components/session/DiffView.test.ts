@@ -51,6 +51,28 @@ describe('DiffView', () => {
 		expect(screen.getByText('No text difference: the path now names another file with the same bytes.')).toBeTruthy();
 	});
 
+	it("lists the work first and folds git's own files behind one row", async () => {
+		const withGit: ForkDiff = {
+			fork,
+			changes: [
+				{ path: '/.git/index', op: 'changed', kind: 'file', old_size: 100, new_size: 120, binary: true },
+				{ path: '/.git/objects/32/e1', op: 'added', kind: 'file', old_size: 0, new_size: 50, binary: true },
+				{ path: '/.git/objects/32', op: 'added', kind: 'dir', old_size: 0, new_size: 0 },
+				{ path: '/notes/fork.md', op: 'added', kind: 'file', old_size: 0, new_size: 7, diff: '--- a/notes/fork.md\n+++ b/notes/fork.md\n@@ -0,0 +1,1 @@\n+forked\n' }
+			]
+		};
+		render(DiffView, { nodeId: 'n1', load: vi.fn().mockResolvedValue(withGit) });
+		const list = await screen.findByRole('list', { name: 'Changed files' });
+		expect(screen.getByText(/3 files, 1 dir/)).toBeTruthy();
+		const rows = [...list.querySelectorAll(':scope > li > button .path')].map((e) => e.textContent);
+		expect(rows).toEqual(['/notes/fork.md', '/.git/']);
+		expect(list.textContent).toContain("git's own files: 2 changes");
+		expect(screen.queryByRole('button', { name: /\/\.git\/index/ })).toBeNull();
+		await fireEvent.click(screen.getByRole('button', { name: /git's own files/ }));
+		expect(screen.getByRole('button', { name: /\/\.git\/index/ })).toBeTruthy();
+		expect(screen.getByRole('button', { name: /\/\.git\/objects\/32\/e1/ })).toBeTruthy();
+	});
+
 	it('merges, then shows what was applied and the conflicts, and reloads the diff', async () => {
 		const load = vi.fn().mockResolvedValueOnce(diff).mockResolvedValue({ fork, changes: [diff.changes[1]] });
 		const result: MergeResult = {
