@@ -12,6 +12,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
+	"github.com/filepath-dev/filepath/orchestrator/models"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
@@ -44,7 +45,7 @@ func (s *Server) listModels(c echo.Context) error {
 		return err
 	}
 	if list.Providers == nil {
-		list.Providers = []Provider{}
+		list.Providers = []models.Provider{}
 	}
 	return c.JSON(http.StatusOK, list)
 }
