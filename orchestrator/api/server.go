@@ -187,6 +187,11 @@ type Server struct {
 	// WebSocket with 1001 going away. streams counts running handlers.
 	uiCSP sync.Map // UI page name → its Content-Security-Policy
 
+	// openAPI is the document of the routes served, built once.
+	openAPIOnce sync.Once
+	openAPI     map[string]any
+	openAPIErr  error
+
 	streamCtx    context.Context
 	stopStreams  context.CancelFunc
 	streamsMu    sync.Mutex // orders streams.Add against shutdown's Wait

@@ -23,8 +23,8 @@ type Model struct {
 	ContextLength int    `json:"context_length"` // tokens; 0: unknown
 	// PromptPrice and CompletionPrice are USD per million tokens (null:
 	// unknown or variable).
-	PromptPrice     *float64 `json:"prompt_price"`
-	CompletionPrice *float64 `json:"completion_price"`
+	PromptPrice     *float64 `json:"prompt_price" jsonschema:"nullable"`
+	CompletionPrice *float64 `json:"completion_price" jsonschema:"nullable"`
 	Tools           bool     `json:"tools"` // takes tool definitions (agents need them)
 }
 
@@ -42,7 +42,7 @@ type List struct {
 	Offline bool   `json:"offline"`
 	Note    string `json:"note,omitempty"`
 	// FetchedAt is when the live list was fetched (null: bundled).
-	FetchedAt *time.Time `json:"fetched_at"`
+	FetchedAt *time.Time `json:"fetched_at" jsonschema:"nullable"`
 }
 
 //go:embed models.json

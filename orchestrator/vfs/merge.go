@@ -12,8 +12,8 @@ import (
 // since the fork point, to different results.
 type Conflict struct {
 	Path   string `json:"path"`
-	Fork   string `json:"fork"`   // what the fork did: added | changed | deleted
-	Parent string `json:"parent"` // what the parent did (to the path or a directory above it)
+	Fork   string `json:"fork" jsonschema:"enum=added,enum=changed,enum=deleted"`   // what the fork did: added | changed | deleted
+	Parent string `json:"parent" jsonschema:"enum=added,enum=changed,enum=deleted"` // what the parent did (to the path or a directory above it)
 }
 
 // MergeResult is what Merge applied and what it left.
