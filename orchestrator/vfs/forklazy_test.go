@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 )
 
 // The model of a workspace for the lazy-fork tests: paths to nodes; the
@@ -514,7 +516,7 @@ func TestLazyForkAfterRestart(t *testing.T) {
 // new fork at once reads as its origin did.
 func TestForkFromABatchedCallerIsVisible(t *testing.T) {
 	f := newFixture(t, Config{BatchDelay: time.Hour}) // only a commit makes changes visible
-	ctx := WithOrigin(ctxT(t), "a mount")
+	ctx := events.WithOrigin(ctxT(t), "a mount")
 	mustWrite(t, f.fs, "/a/1", []byte("one"))
 	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 )
 
 // A lazy fork refuses, as any workspace does, to rename a directory to a
@@ -392,7 +394,7 @@ func TestLazyForkNewDirKeepsGroupCommit(t *testing.T) {
 	mustWrite(t, f.fs, "/a/x", []byte("x"))
 	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
-	mctx := WithOrigin(ctx, "mount")
+	mctx := events.WithOrigin(ctx, "mount")
 	if _, err := c.Lookup(mctx, RootIno, "a"); err != nil { // copies the root, committed
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Rename flags (linux/fs.h).
@@ -232,7 +234,7 @@ func (fs *FS) SetAttr(ctx context.Context, ino int64, ch AttrChange) (Attr, erro
 			if err := fs.touch(ctx, tx, ino, now); err != nil {
 				return err
 			}
-			ev = event{op: OpModified, ino: ino, size: *ch.Size}
+			ev = event{op: protocol.FileModified, ino: ino, size: *ch.Size}
 		}
 		if ch.Mode != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mode=? WHERE session_id=? AND ino=?`, a.Mode&ModeType|*ch.Mode&ModePerm, fs.sid, ino); err != nil {
@@ -316,7 +318,7 @@ func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32
 			return err
 		}
 		out = a
-		ev = event{op: OpCreated, parent: parent, name: name}
+		ev = event{op: protocol.FileCreated, parent: parent, name: name}
 		return fs.resolveEvent(ctx, tx, &ev)
 	})
 	if err != nil {
@@ -363,7 +365,7 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 			return err
 		}
 		out = a
-		ev = event{op: OpCreated, parent: parent, name: name, size: a.Size}
+		ev = event{op: protocol.FileCreated, parent: parent, name: name, size: a.Size}
 		return fs.resolveEvent(ctx, tx, &ev)
 	})
 	if err != nil {
@@ -485,7 +487,7 @@ func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (A
 			return err
 		}
 		out, err = fs.getAttr(ctx, tx, ino)
-		ev = event{op: OpCreated, parent: newParent, name: newName, size: a.Size}
+		ev = event{op: protocol.FileCreated, parent: newParent, name: newName, size: a.Size}
 		if err == nil {
 			err = fs.resolveEvent(ctx, tx, &ev)
 		}
@@ -536,7 +538,7 @@ func (fs *FS) remove(ctx context.Context, op string, parent int64, name string, 
 				return err
 			}
 		}
-		ev = event{op: OpDeleted, parent: parent, name: name}
+		ev = event{op: protocol.FileDeleted, parent: parent, name: name}
 		if err := fs.resolveEvent(ctx, tx, &ev); err != nil {
 			return err
 		}
@@ -672,8 +674,8 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 	if err != nil && !IsErrno(err, syscall.ENOENT) {
 		return nil, err
 	}
-	oldEv := event{op: OpDeleted, parent: oldParent, name: oldName}
-	newEv := event{op: OpCreated, parent: newParent, name: newName, size: src.Size}
+	oldEv := event{op: protocol.FileDeleted, parent: oldParent, name: oldName}
+	newEv := event{op: protocol.FileCreated, parent: newParent, name: newName, size: src.Size}
 	if err := fs.resolveEvent(ctx, tx, &oldEv); err != nil {
 		return nil, err
 	}
@@ -718,8 +720,8 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 				return nil, err
 			}
 		}
-		oldEv.op, oldEv.size = OpModified, dst.Size
-		newEv.op = OpModified
+		oldEv.op, oldEv.size = protocol.FileModified, dst.Size
+		newEv.op = protocol.FileModified
 		return []event{oldEv, newEv}, nil
 	}
 	fs.forgetDirPaths(tx)
@@ -744,7 +746,7 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 		if err := fs.unlinkEntry(ctx, tx, newParent, newName, dst.Ino); err != nil {
 			return nil, err
 		}
-		newEv.op = OpModified
+		newEv.op = protocol.FileModified
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE fs_dentry SET parent_ino=?, name=? WHERE session_id=? AND parent_ino=? AND name=?`,
 		newParent, newName, fs.sid, oldParent, oldName); err != nil {
@@ -892,7 +894,7 @@ func (fs *FS) WriteAtAttr(ctx context.Context, ino int64, p []byte, off int64) (
 		if err != nil {
 			return err
 		}
-		ev = event{op: OpModified, ino: ino, size: newSize}
+		ev = event{op: protocol.FileModified, ino: ino, size: newSize}
 		if err := fs.resolveEvent(ctx, tx, &ev); err != nil {
 			return err
 		}
@@ -1021,7 +1023,7 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 				return err
 			}
 		}
-		ev = event{op: OpCreated, parent: parent, name: name, size: size}
+		ev = event{op: protocol.FileCreated, parent: parent, name: name, size: size}
 		return fs.resolveEvent(ctx, tx, &ev)
 	})
 	if err != nil {

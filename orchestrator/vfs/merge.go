@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Conflict is a path the fork and the workspace it came from both changed
@@ -288,7 +290,7 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c FileChan
 		if r.attr.Readonly {
 			return 0, errorf(syscall.EACCES, c.Path, "%s is readonly", c.Path)
 		}
-		*evs = append(*evs, event{op: OpDeleted, path: r.path})
+		*evs = append(*evs, event{op: protocol.FileDeleted, path: r.path})
 		if err := fs.deleteTree(ctx, tx, r.parent, r.name, r.attr); err != nil {
 			return 0, err
 		}
@@ -314,9 +316,9 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c FileChan
 		r.exists = false
 	}
 	created := !r.exists
-	op := OpModified
+	op := protocol.FileModified
 	if created {
-		op = OpCreated
+		op = protocol.FileCreated
 	}
 	if link != 0 {
 		if created {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // FileInfo describes a file or directory for the path-level API (and REST).
@@ -358,9 +359,9 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 				return fmt.Errorf("write %s: %w", p, err)
 			}
 			fs.changedData(tx, ino)
-			op := OpModified
+			op := protocol.FileModified
 			if created {
-				op = OpCreated
+				op = protocol.FileCreated
 			}
 			evs = append(evs, event{op: op, path: r.path, size: int64(len(data))})
 		}
@@ -423,7 +424,7 @@ func (fs *FS) MkdirAll(ctx context.Context, p string, exclusive bool) (FileInfo,
 			return err
 		}
 		created = true
-		evs = append(evs, event{op: OpCreated, path: r.path})
+		evs = append(evs, event{op: protocol.FileCreated, path: r.path})
 		return nil
 	})
 	if err != nil {
@@ -462,7 +463,7 @@ func (fs *FS) Delete(ctx context.Context, p string, recursive bool) error {
 			}
 		}
 		// One event: a deleted directory's stands for everything in it.
-		evs = append(evs, event{op: OpDeleted, path: r.path})
+		evs = append(evs, event{op: protocol.FileDeleted, path: r.path})
 		if err := fs.deleteTree(ctx, tx, r.parent, r.name, r.attr); err != nil {
 			return err
 		}
@@ -539,7 +540,7 @@ func (fs *FS) Move(ctx context.Context, src, dst string) (FileInfo, error) {
 		if err != nil {
 			return err
 		}
-		evs = append(evs, event{op: OpDeleted, path: rs.path}, event{op: OpCreated, path: rd.path, size: rs.attr.Size})
+		evs = append(evs, event{op: protocol.FileDeleted, path: rs.path}, event{op: protocol.FileCreated, path: rd.path, size: rs.attr.Size})
 		_, err = fs.rename(ctx, tx, rs.parent, rs.name, rd.parent, rd.name, RenameNoReplace)
 		return err
 	})
@@ -638,7 +639,7 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 			}
 		}
 		// One event: a created directory's stands for everything in it.
-		evs = append(evs, event{op: OpCreated, path: rd.path, size: rs.attr.Size})
+		evs = append(evs, event{op: protocol.FileCreated, path: rd.path, size: rs.attr.Size})
 		return fs.copyTree(ctx, tx, rs.attr, rd.parent, rd.name, len(rd.path))
 	})
 	if err != nil {

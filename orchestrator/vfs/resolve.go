@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // resolved is the result of walking a path: the entry's parent directory and
@@ -102,7 +104,7 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			}
 			if !made {
 				made = true
-				*mk = append(*mk, event{op: OpCreated, path: child(name)})
+				*mk = append(*mk, event{op: protocol.FileCreated, path: child(name)})
 			}
 		} else if err != nil {
 			return resolved{}, err

@@ -35,18 +35,6 @@ const (
 	DefaultMaxInodes int64 = 1 << 20
 )
 
-// Notifier receives every change made through either API. Coalescer implements it.
-type Notifier interface {
-	FileChanged(sessionID, op, path string, size int64)
-}
-
-// File event operations.
-const (
-	OpCreated  = "created"
-	OpModified = "modified"
-	OpDeleted  = "deleted"
-)
-
 // Config holds the VFS limits and collaborators. Zero values take the defaults.
 type Config struct {
 	MaxFileSize  int64 // per file, bytes
