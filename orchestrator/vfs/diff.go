@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/textdiff"
 )
 
 // Change operations of a fork's diff.
@@ -301,7 +303,7 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 		var old, new []byte
 		if c.Op != DiffAdded {
 			if e := base.paths[c.Path]; e.mode&ModeType == ModeRegular {
-				if c.OldSize > MaxTextDiffSize {
+				if c.OldSize > textdiff.MaxSize {
 					c.Binary = true
 					continue
 				}
@@ -311,7 +313,7 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 			}
 		}
 		if c.Op != DiffDeleted {
-			if c.NewSize > MaxTextDiffSize {
+			if c.NewSize > textdiff.MaxSize {
 				c.Binary = true
 				continue
 			}
@@ -320,12 +322,12 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 				return ForkDiff{}, err
 			}
 		}
-		if !isText(old) || !isText(new) {
+		if !textdiff.IsText(old) || !textdiff.IsText(new) {
 			c.Binary = true
 			continue
 		}
 		if opt.Text {
-			c.Diff = UnifiedDiff(c.Path, old, new)
+			c.Diff = textdiff.Unified(c.Path, old, new)
 			textLeft -= len(c.Diff)
 		}
 	}
