@@ -25,6 +25,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
 )
 
@@ -192,7 +193,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 				if err != nil {
 					return nil, err
 				}
-				allowed, err := vfs.AllowedPaths(n.Config)
+				allowed, err := paths.AllowedPaths(n.Config)
 				if err != nil {
 					return nil, err
 				}

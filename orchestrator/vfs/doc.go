@@ -36,7 +36,7 @@
 // as parent links (paths.go), cleared by every rename and import, gives
 // event paths and path lengths without walking to the root.
 //
-// Paths are at most MaxPathLen (4096) bytes through both APIs: the path API
+// Paths are at most paths.MaxPathLen (4096) bytes through both APIs: the path API
 // checks the paths it is given, and no call (mkdir, create, symlink, link,
 // rename, also of a directory with deep contents, copy) makes a longer one.
 // Grep, copy, delete, move and export do work in proportion to the tree: no

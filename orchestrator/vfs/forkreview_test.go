@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // A lazy fork refuses, as any workspace does, to rename a directory to a
 // longer name when a path below it, in directories the fork has not copied
-// yet, would then be longer than MaxPathLen: the check reads those names
+// yet, would then be longer than paths.MaxPathLen: the check reads those names
 // through the fork point's view. The fork is left as it was.
 func TestLazyForkRenameKeepsPathLimit(t *testing.T) {
 	f := newFixture(t, Config{})
 	ctx := ctxT(t)
-	deep := "/s" + strings.Repeat("/d", MaxPathLen/2-2) // 4094 bytes
-	mustWrite(t, f.fs, deep+"/f", []byte("x"))          // exactly MaxPathLen
+	deep := "/s" + strings.Repeat("/d", paths.MaxPathLen/2-2) // 4094 bytes
+	mustWrite(t, f.fs, deep+"/f", []byte("x"))                // exactly paths.MaxPathLen
 	mustWrite(t, f.fs, "/t/g", []byte("y"))
 	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)

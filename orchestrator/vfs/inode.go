@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -15,13 +16,6 @@ import (
 const (
 	RenameNoReplace = 1 << 0
 	RenameExchange  = 1 << 1
-)
-
-// Limits on names and paths.
-const (
-	MaxNameLen  = 255
-	MaxPathLen  = 4096
-	MaxSymlinks = 40
 )
 
 // DirEntry is one entry of a directory listing.
@@ -57,21 +51,6 @@ func (fs *FS) WithOwner(uid, gid uint32) *FS {
 	c := *fs
 	c.uid, c.gid = uid, gid
 	return &c
-}
-
-func validName(name string) error {
-	switch {
-	case name == "" || name == "." || name == "..":
-		return errorf(syscall.EINVAL, name, "invalid name %q", name)
-	case len(name) > MaxNameLen:
-		return errorf(syscall.ENAMETOOLONG, name, "name %.32q... is longer than %d bytes", name, MaxNameLen)
-	}
-	for i := 0; i < len(name); i++ {
-		if name[i] == '/' || name[i] == 0 {
-			return errorf(syscall.EINVAL, name, "name %q contains '/' or NUL", name)
-		}
-	}
-	return nil
 }
 
 // GetAttr returns the attributes of ino.
@@ -142,7 +121,7 @@ func (fs *FS) ReadDir(ctx context.Context, ino int64) ([]DirEntry, error) {
 		}
 		kept := out[:0]
 		for _, e := range out {
-			if fs.allowedPath(joinPath(dir, e.Name), false) {
+			if fs.allowedPath(paths.Join(dir, e.Name), false) {
 				kept = append(kept, e)
 			}
 		}
@@ -190,7 +169,7 @@ func (fs *FS) ReadDirPlus(ctx context.Context, ino int64) ([]DirEntryAttr, error
 	}
 	out := make([]DirEntryAttr, 0, len(kids))
 	for _, c := range kids {
-		if fs.allowed != nil && !fs.allowedPath(joinPath(dir, c.name), false) {
+		if fs.allowed != nil && !fs.allowedPath(paths.Join(dir, c.name), false) {
 			continue
 		}
 		out = append(out, DirEntryAttr{Name: c.name, Attr: c.attr})
@@ -285,7 +264,7 @@ func (fs *FS) SetAttr(ctx context.Context, ino int64, ch AttrChange) (Attr, erro
 // it exists and exclusive is false, the existing file is returned (O_CREAT
 // without O_EXCL); a directory there is EISDIR.
 func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32, exclusive bool) (Attr, error) {
-	if err := validName(name); err != nil {
+	if err := paths.ValidName(name); err != nil {
 		return Attr{}, err
 	}
 	if _, err := fs.init(ctx); err != nil {
@@ -335,14 +314,14 @@ func (fs *FS) Mkdir(ctx context.Context, parent int64, name string, mode uint32)
 
 // Symlink creates a symbolic link name in parent pointing to target.
 func (fs *FS) Symlink(ctx context.Context, parent int64, name, target string) (Attr, error) {
-	if target == "" || len(target) > MaxPathLen {
-		return Attr{}, errorf(syscall.EINVAL, name, "symlink target must be 1 to %d bytes", MaxPathLen)
+	if target == "" || len(target) > paths.MaxPathLen {
+		return Attr{}, errorf(syscall.EINVAL, name, "symlink target must be 1 to %d bytes", paths.MaxPathLen)
 	}
 	return fs.makeNode(ctx, "symlink", parent, name, ModeSymlink|0o777, target)
 }
 
 func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string, mode uint32, target string) (Attr, error) {
-	if err := validName(name); err != nil {
+	if err := paths.ValidName(name); err != nil {
 		return Attr{}, err
 	}
 	if _, err := fs.init(ctx); err != nil {
@@ -441,7 +420,7 @@ func (fs *FS) readlink(ctx context.Context, q querier, ino int64) (string, error
 // Link adds the name newName in newParent for ino (a hard link). Directories
 // cannot be linked (EPERM).
 func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (Attr, error) {
-	if err := validName(newName); err != nil {
+	if err := paths.ValidName(newName); err != nil {
 		return Attr{}, err
 	}
 	if _, err := fs.init(ctx); err != nil {
@@ -585,7 +564,7 @@ func (fs *FS) unlinkEntry(ctx context.Context, tx *txn, parent int64, name strin
 
 // isAncestor reports whether dir is anc or lies below anc.
 func (fs *FS) isAncestor(ctx context.Context, q querier, anc, dir int64) (bool, error) {
-	for i := 0; i < MaxPathLen; i++ {
+	for i := 0; i < paths.MaxPathLen; i++ {
 		if dir == anc {
 			return true, nil
 		}
@@ -606,7 +585,7 @@ func (fs *FS) isAncestor(ctx context.Context, q querier, anc, dir int64) (bool, 
 // atomically replacing an existing target (unless RenameNoReplace) or
 // swapping the two (RenameExchange).
 func (fs *FS) Rename(ctx context.Context, oldParent int64, oldName string, newParent int64, newName string, flags uint32) error {
-	if err := validName(newName); err != nil {
+	if err := paths.ValidName(newName); err != nil {
 		return err
 	}
 	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
@@ -767,7 +746,7 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 
 // checkRenamedPath refuses moving a (oldParent/oldName) to newParent/newName
 // when its new path, or for a directory a path below it, would be longer
-// than MaxPathLen.
+// than paths.MaxPathLen.
 func (fs *FS) checkRenamedPath(ctx context.Context, tx *txn, a Attr, oldParent int64, oldName string, newParent int64, newName string) error {
 	if err := fs.checkNewPath(ctx, tx, newParent, newName); err != nil || !a.IsDir() {
 		return err
@@ -942,7 +921,7 @@ func (fs *FS) writeData(ctx context.Context, tx *txn, ino int64, cs int, size in
 // (so that others see the directory change); zero means now. It returns the
 // file and the directory's new mtime.
 func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, uid, gid uint32, ino int64, data []byte, off int64, created time.Time) (Attr, time.Time, error) {
-	if err := validName(name); err != nil {
+	if err := paths.ValidName(name); err != nil {
 		return Attr{}, time.Time{}, err
 	}
 	if ino <= RootIno {
@@ -1051,7 +1030,7 @@ func (fs *FS) Statfs(ctx context.Context) (Statfs, error) {
 	free := max(quota-used, 0)
 	return Statfs{
 		Bsize: bs, Blocks: uint64(quota / bs), Bfree: uint64(free / bs), Bavail: uint64(free / bs),
-		Files: uint64(DefaultMaxInodes), Ffree: uint64(max(DefaultMaxInodes-files, 0)), NameLen: MaxNameLen,
+		Files: uint64(DefaultMaxInodes), Ffree: uint64(max(DefaultMaxInodes-files, 0)), NameLen: paths.MaxNameLen,
 	}, nil
 }
 
@@ -1082,7 +1061,7 @@ func (fs *FS) pathOf(ctx context.Context, q querier, ino int64) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	return joinPath(dir, name), nil
+	return paths.Join(dir, name), nil
 }
 
 // walkPath is pathOf without the directory cache: one query per level.
@@ -1090,8 +1069,8 @@ func (fs *FS) walkPath(ctx context.Context, q querier, ino int64) (string, error
 	var parts []string
 	n := 0
 	for cur := ino; cur != RootIno; {
-		if len(parts) > MaxPathLen/2 {
-			return "", errorf(syscall.ENAMETOOLONG, "", "the path of inode %d is longer than %d bytes", ino, MaxPathLen)
+		if len(parts) > paths.MaxPathLen/2 {
+			return "", errorf(syscall.ENAMETOOLONG, "", "the path of inode %d is longer than %d bytes", ino, paths.MaxPathLen)
 		}
 		var name string
 		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&cur, &name)
@@ -1117,11 +1096,11 @@ func (fs *FS) walkPath(ctx context.Context, q querier, ino int64) (string, error
 
 // CheckCreate reports whether the file name may be created in parent: a
 // valid name the node's policy allows (EACCES, logged and audited, when
-// not), with a path within MaxPathLen (ENAMETOOLONG). It creates nothing:
+// not), with a path within paths.MaxPathLen (ENAMETOOLONG). It creates nothing:
 // the FUSE mount's lazy create checks at open what CreateFile would refuse
 // only at the first flush.
 func (fs *FS) CheckCreate(ctx context.Context, parent int64, name string) error {
-	if err := validName(name); err != nil {
+	if err := paths.ValidName(name); err != nil {
 		return err
 	}
 	if _, err := fs.init(ctx); err != nil {

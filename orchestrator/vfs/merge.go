@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -296,7 +297,7 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c FileChan
 		}
 		return 0, fs.touch(ctx, tx, r.parent, now)
 	}
-	if err := checkPathLen(r.path); err != nil {
+	if err := paths.CheckLen(r.path); err != nil {
 		return 0, err
 	}
 	if r.exists && r.attr.Readonly {

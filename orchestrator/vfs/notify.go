@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // Notifier receives every change made through either API, after its
@@ -45,7 +47,7 @@ func (fs *FS) resolveEvent(ctx context.Context, tx *txn, ev *event) error {
 		ev.op = "" // a directory without a name (orphan): nothing to report
 		return nil
 	}
-	ev.path = joinPath(dir, name)
+	ev.path = paths.Join(dir, name)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -48,7 +49,7 @@ func baseName(p string) string {
 
 // cleanFor validates p and checks the node policy for op.
 func (fs *FS) cleanFor(ctx context.Context, op, p string, write bool) (string, error) {
-	c, err := CleanPath(p)
+	c, err := paths.CleanPath(p)
 	if err != nil {
 		return "", err
 	}
@@ -237,8 +238,8 @@ func (fs *FS) List(ctx context.Context, p string) ([]FileInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", p, err)
 		}
-		cp := joinPath(p, name)
-		if !fs.allowedPath(joinPath(r.path, name), false) {
+		cp := paths.Join(p, name)
+		if !fs.allowedPath(paths.Join(r.path, name), false) {
 			continue
 		}
 		info := infoOf(cp, name, a)
@@ -310,7 +311,7 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			if opt.IfMatch != "" {
 				return preconditionFailed(p)
 			}
-			if err := checkPathLen(r.path); err != nil {
+			if err := paths.CheckLen(r.path); err != nil {
 				return err
 			}
 			perm := opt.Perm
@@ -324,7 +325,7 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			r.attr, created = a, true
 		} else {
 			if r.attr.IsDir() {
-				return errorf(syscall.EISDIR, p, "%s is a directory", p).withCode(orchestrator.EConflict)
+				return errorf(syscall.EISDIR, p, "%s is a directory", p).WithCode(orchestrator.EConflict)
 			}
 			if opt.Mode == WriteCreate {
 				return errorf(syscall.EEXIST, p, "%s already exists", p)
@@ -382,7 +383,7 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 }
 
 func preconditionFailed(p string) error {
-	return errorf(syscall.EINVAL, p, "%s has changed: its hash does not match If-Match", p).withCode(orchestrator.EPreconditionFailed)
+	return errorf(syscall.EINVAL, p, "%s has changed: its hash does not match If-Match", p).WithCode(orchestrator.EPreconditionFailed)
 }
 
 func (fs *FS) notifyAll(evs []event) {
@@ -417,7 +418,7 @@ func (fs *FS) MkdirAll(ctx context.Context, p string, exclusive bool) (FileInfo,
 		if err := fs.checkPathTx("mkdir", r.path, true); err != nil {
 			return err
 		}
-		if err := checkPathLen(r.path); err != nil {
+		if err := paths.CheckLen(r.path); err != nil {
 			return err
 		}
 		if _, err := fs.mknod(ctx, tx, r.parent, r.name, ModeDir|0o755, ""); err != nil {
@@ -573,19 +574,10 @@ func (fs *FS) resolveTransfer(ctx context.Context, tx *txn, op, src, dst string,
 	if rd.exists {
 		return rs, rd, errorf(syscall.EEXIST, dst, "%s already exists", dst)
 	}
-	if err := checkPathLen(rd.path); err != nil {
+	if err := paths.CheckLen(rd.path); err != nil {
 		return rs, rd, err
 	}
 	return rs, rd, fs.checkPathTx(op, rd.path, true)
-}
-
-// checkPathLen refuses a new entry whose canonical path (which symlinks can
-// make longer than the path asked for) is longer than MaxPathLen.
-func checkPathLen(p string) error {
-	if len(p) > MaxPathLen {
-		return errorf(syscall.ENAMETOOLONG, p, "the path %s would be longer than %d bytes", trunc(p), MaxPathLen)
-	}
-	return nil
 }
 
 // lstat is Stat without following a final symlink.
@@ -651,10 +643,10 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 
 // copyTree copies inode a as the entry name of parent, whose path has
 // length plen, and for a directory everything below it, each new path
-// within MaxPathLen.
+// within paths.MaxPathLen.
 func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name string, plen int) error {
-	if plen > MaxPathLen {
-		return errorf(syscall.ENAMETOOLONG, name, "the copy would have a path longer than %d bytes (at %s)", MaxPathLen, trunc(name))
+	if plen > paths.MaxPathLen {
+		return errorf(syscall.ENAMETOOLONG, name, "the copy would have a path longer than %d bytes (at %s)", paths.MaxPathLen, paths.Trunc(name))
 	}
 	var target string
 	if a.IsSymlink() {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // Mode bits (agentfs-spec.md).
@@ -156,7 +158,7 @@ func (fs *FS) ForNode(nodeID string, allowed []string) (*FS, error) {
 	c.nodeID = nodeID
 	c.allowed = nil
 	for _, a := range allowed {
-		p, err := CleanPath(a)
+		p, err := paths.CleanPath(a)
 		if err != nil {
 			return nil, fmt.Errorf("allowed path %q: %w", a, err)
 		}
