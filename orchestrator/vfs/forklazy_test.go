@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 )
 
 // The model of a workspace for the lazy-fork tests: paths to nodes; the
@@ -559,15 +560,15 @@ func checkAgainstModels(t *testing.T, f *fixture, ids []string, models map[strin
 			b := base[p]
 			switch {
 			case b == nil:
-				want[p] = DiffAdded
+				want[p] = treediff.Added
 			case b.kind != n.kind || b.mode != n.mode || b.target != n.target ||
 				(n.kind == 'f' && !bytes.Equal(b.file.data, n.file.data)):
-				want[p] = DiffChanged
+				want[p] = treediff.Changed
 			}
 		}
 		for p := range base {
 			if cur[p] == nil {
-				want[p] = DiffDeleted
+				want[p] = treediff.Deleted
 			}
 		}
 		if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {

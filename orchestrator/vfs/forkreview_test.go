@@ -13,6 +13,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 )
 
 // A lazy fork refuses, as any workspace does, to rename a directory to a
@@ -317,7 +318,7 @@ func TestLazyForkMergeThenChange(t *testing.T) {
 	for _, ch := range d.Changes {
 		got[ch.Path] = ch.Op
 	}
-	want := map[string]string{"/a/x": DiffChanged, "/b/hx": DiffChanged, "/a/y": DiffChanged, "/c/d/new": DiffAdded, "/b/sub": DiffAdded}
+	want := map[string]string{"/a/x": treediff.Changed, "/b/hx": treediff.Changed, "/a/y": treediff.Changed, "/c/d/new": treediff.Added, "/b/sub": treediff.Added}
 	if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {
 		t.Fatalf("diff after merges: %v, want %v", sortedMap(got), sortedMap(want))
 	}

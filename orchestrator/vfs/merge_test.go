@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 )
 
 func lines(prefix string, n int) []byte {
@@ -71,7 +73,7 @@ func TestForkDiffMerge10k(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Conflicts) != 1 || m.Conflicts[0] != (Conflict{Path: "/d005/f00500.txt", Fork: DiffChanged, Parent: DiffChanged}) {
+	if len(m.Conflicts) != 1 || m.Conflicts[0] != (treediff.Conflict{Path: "/d005/f00500.txt", Fork: treediff.Changed, Parent: treediff.Changed}) {
 		t.Fatalf("conflicts: %+v", m.Conflicts)
 	}
 	var applied []string
