@@ -72,7 +72,7 @@ type sessionState struct {
 	// inode numbers reserved by ReserveIno: [resNext, resEnd) are already
 	// below fs_meta.next_ino and given to no inode yet
 	resNext, resEnd int64
-	dirs            map[int64]dirLink // directory cache (paths.go)
+	dirs            map[int64]dirLink // directory cache (dircache.go)
 	dirGen          uint64            // bumped whenever dirs is cleared by a rename
 	// lazy: the workspace's lazy-fork state once known (forklazy.go); nil
 	// for any other workspace
