@@ -63,7 +63,7 @@ fuzz: ## run every fuzz target for 60 s
 	$(GO) test -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 60s ./protocol/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeInput -fuzztime 60s ./protocol/
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 60s ./protocol/
-	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 60s ./orchestrator/vfs/
+	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 60s ./orchestrator/vfs/paths/
 
 deps: ## install what the tests need (Debian packages, npm packages, dockerd)
 	scripts/deps.sh

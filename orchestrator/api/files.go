@@ -18,6 +18,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // Bounds of the session filesystem routes.
@@ -92,7 +93,7 @@ func (s *Server) filesOf(c echo.Context) (*vfs.FS, error) {
 		return nil, err
 	}
 	fs = s.cfg.Files.Session(ws)
-	allowed, err := vfs.AllowedPaths(n.Config)
+	allowed, err := paths.AllowedPaths(n.Config)
 	if err == nil {
 		fs, err = fs.ForNode(n.ID, allowed)
 	}
@@ -272,7 +273,7 @@ func (s *Server) fileWrite(c echo.Context) (p string, body WriteFileRequest, dat
 	if p, err = fsPath(c); err != nil {
 		return "", body, nil, err
 	}
-	if p, err = vfs.CleanPath(p); err != nil {
+	if p, err = paths.CleanPath(p); err != nil {
 		return "", body, nil, err
 	}
 	if err = writablePath("path", p); err != nil {
@@ -312,7 +313,7 @@ func writablePath(field, p string) error {
 	if p == "/" {
 		return orchestrator.FieldErrorf(field, "a path below / is required")
 	}
-	if vfs.Reserved(p) {
+	if paths.Reserved(p) {
 		return orchestrator.FieldErrorf(field, "paths whose first name starts with _ are reserved: %s", p)
 	}
 	return nil
@@ -436,7 +437,7 @@ func transfer(c echo.Context) (TransferRequest, error) {
 	if body.DstPath == "" {
 		return body, badRequest("dst_path", "dst_path is required")
 	}
-	dst, err := vfs.CleanPath(body.DstPath)
+	dst, err := paths.CleanPath(body.DstPath)
 	if err != nil {
 		return body, &orchestrator.Error{Code: orchestrator.ErrorCode(err), Field: "dst_path", Message: orchestrator.ErrorMessage(err)}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // forkRoutes are the routes of a forked child's workspace (spawn with
@@ -79,7 +80,7 @@ func (s *Server) nodeMerge(c echo.Context) (vfs.MergeResult, error) {
 		if err != nil {
 			return vfs.MergeResult{}, err
 		}
-		allowed, err := vfs.AllowedPaths(self.Config)
+		allowed, err := paths.AllowedPaths(self.Config)
 		if err != nil {
 			return vfs.MergeResult{}, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/models"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -233,13 +234,13 @@ var protocolTwins = map[reflect.Type]string{
 // component (protocol's Approval, Memory, FileChange) or say too little
 // outside their package.
 var schemaNames = map[reflect.Type]string{
-	reflect.TypeFor[store.Approval]():  "ApprovalRequest",
-	reflect.TypeFor[store.Memory]():    "StoredMemory",
-	reflect.TypeFor[vfs.FileChange]():  "ForkChange",
-	reflect.TypeFor[vfs.Conflict]():    "MergeConflict",
-	reflect.TypeFor[vfs.AuditEntry]():  "FileAuditEntry",
-	reflect.TypeFor[models.List]():     "ModelList",
-	reflect.TypeFor[models.Provider](): "ModelProvider",
+	reflect.TypeFor[store.Approval]():      "ApprovalRequest",
+	reflect.TypeFor[store.Memory]():        "StoredMemory",
+	reflect.TypeFor[treediff.FileChange](): "ForkChange",
+	reflect.TypeFor[treediff.Conflict]():   "MergeConflict",
+	reflect.TypeFor[vfs.AuditEntry]():      "FileAuditEntry",
+	reflect.TypeFor[models.List]():         "ModelList",
+	reflect.TypeFor[models.Provider]():     "ModelProvider",
 }
 
 // schemaReflector reflects Go types into the document's component schemas.

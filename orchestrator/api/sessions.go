@@ -15,7 +15,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/models"
 	"github.com/filepath-dev/filepath/orchestrator/store"
-	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -323,8 +323,8 @@ func (s *Server) allowedPathsSettable(c echo.Context, config json.RawMessage) er
 	if err != nil {
 		return err
 	}
-	was, _ := vfs.AllowedPaths(n.Config)
-	now, err := vfs.AllowedPaths(config)
+	was, _ := paths.AllowedPaths(n.Config)
+	now, err := paths.AllowedPaths(config)
 	if err != nil {
 		return err
 	}
