@@ -320,8 +320,9 @@ func (r *Runner) relayOf(nodeID string) *relay.Relay {
 	return r.relays[nodeID]
 }
 
-// StartSession starts the container of the session's root node (a fresh
-// container if it ran before) and marks the session running.
+// StartSession starts the container of each top-level node of the session
+// that does not run (a fresh container if it ran before), and marks the
+// session running.
 func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) error {
 	sess, err := r.st.GetSession(ctx, userID, sessionID)
 	if err != nil {
@@ -330,10 +331,13 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 	if sess.RootNodeID == nil {
 		return orchestrator.Errorf(orchestrator.EConflict, "session %s has no root node: add an agent first", sessionID)
 	}
-	if !r.Running(*sess.RootNodeID) {
-		node, err := r.st.GetNode(ctx, userID, sessionID, *sess.RootNodeID)
-		if err != nil {
-			return err
+	nodes, err := r.st.Tree(ctx, userID, sessionID)
+	if err != nil {
+		return err
+	}
+	for _, node := range nodes {
+		if node.ParentID != nil || r.Running(node.ID) {
+			continue
 		}
 		if err := r.startNode(ctx, sess, node); err != nil {
 			if serr := r.st.UpdateSessionStatus(context.WithoutCancel(ctx), sessionID, store.SessionError); serr != nil {
@@ -403,7 +407,11 @@ func (r *Runner) StopSession(ctx context.Context, userID, sessionID string) erro
 			// wait is only for the write, which a stuck agent may block.
 			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			_, err := rel.Deliver(dctx, protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop})
+			stop := protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop}
+			_, err := rel.Deliver(dctx, stop)
+			if err == nil {
+				r.notePause(ctx, sessionID, n.ID, stop)
+			}
 			if errors.Is(err, relay.ErrMailboxFull) {
 				r.log.Warn("stop: mailbox full; stopping the container directly", "node", n.ID)
 				r.goTracked(func() {
@@ -457,6 +465,7 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 	}
 	switch {
 	case err == nil:
+		r.notePause(ctx, sessionID, nodeID, in)
 		// rec is the record as stored (the relay's Log returns it).
 		return store.Record{SessionID: sessionID, Seq: rec.Seq, Kind: rec.Kind, NodeID: rec.NodeID, At: rec.At, Data: rec.Data}, nil
 	case errors.Is(err, relay.ErrMailboxFull):
@@ -467,6 +476,23 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 		return store.Record{}, orchestrator.Errorf(orchestrator.EInvalid, "%v", err)
 	default:
 		return store.Record{}, err
+	}
+}
+
+// notePause shows a delivered pause or resume on the node (its status reads
+// paused until the resume); a stop shows the node running again until its
+// exit says how it ended.
+func (r *Runner) notePause(ctx context.Context, sessionID, nodeID string, in protocol.Input) {
+	sig, ok := in.(protocol.SignalInput)
+	if !ok {
+		return
+	}
+	paused := sig.Action == protocol.ActionPause
+	if !paused && sig.Action != protocol.ActionResume && sig.Action != protocol.ActionStop {
+		return
+	}
+	if _, err := r.st.PatchNode(context.WithoutCancel(ctx), sessionID, nodeID, store.NodePatch{Paused: &paused}); err != nil && !permanent(err) {
+		r.log.Warn("record the node's pause", "node", nodeID, "paused", paused, "err", err)
 	}
 }
 
@@ -813,7 +839,7 @@ func (r *Runner) launch(p *startPlan) error {
 		if rerr := r.revokeTokens(wctx, node.ID); rerr != nil {
 			r.log.Warn("revoke the token of a node that did not start", "node", node.ID, "err", rerr)
 		}
-		status, empty := store.NodeIdle, ""
+		status, empty := store.NodeStopped, ""
 		if !stopped {
 			status = store.NodeError
 			r.recordError(wctx, node, "start agent: "+err.Error())
@@ -859,6 +885,39 @@ func (r *Runner) firstTask(ctx context.Context, node store.Node) (string, error)
 		}
 	}
 	return "", nil
+}
+
+// imageChecker is what a runtime offers when it can tell whether an image
+// is on the machine (Docker); the process runtime cannot, and runs every
+// agent with its one command.
+type imageChecker interface {
+	HasImage(ctx context.Context, image string) (bool, error)
+}
+
+// AgentStatus says whether a catalog agent can run here: "" when it can,
+// else why not (its provider's key is missing, its image is not on the
+// machine) and how to fix it. A custom agent names its image per node, so
+// it can always be offered.
+func (r *Runner) AgentStatus(ctx context.Context, a orchestrator.Agent) (reason, fix string) {
+	if a.Type == AgentCustom {
+		return "", ""
+	}
+	if a.Provider != "" && r.cfg.ProviderKeys != nil && !r.cfg.ProviderKeys(a.Provider) {
+		env := orchestrator.ProviderKeyEnv(a.Provider)
+		return fmt.Sprintf("this server has no %s key: %s reaches its model through %s", a.Provider, a.Name, a.Provider),
+			fmt.Sprintf("set %s where filepath serve runs, and restart it", env)
+	}
+	if ic, ok := r.rt.(imageChecker); ok && a.Image != "" {
+		has, err := ic.HasImage(ctx, a.Image)
+		if err != nil {
+			return "cannot tell whether its image is on this machine: " + err.Error(), "check that the Docker engine runs"
+		}
+		if !has {
+			return fmt.Sprintf("its image %s is not on this machine", a.Image),
+				fmt.Sprintf("build it with `make images` (images/build.sh %s)", a.Type)
+		}
+	}
+	return "", ""
 }
 
 // checkProviderKey refuses a catalog agent whose LLM provider's key the
@@ -1039,6 +1098,9 @@ func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev 
 	if fork && r.cfg.Forks == nil {
 		return store.Node{}, orchestrator.FieldErrorf("workspace", "this orchestrator cannot fork workspaces (it runs without the session filesystem); spawn with workspace \"shared\"")
 	}
+	if fork {
+		in.Workspace = store.WorkspaceFork
+	}
 	// A child of a custom agent runs its parent's image unless the spawn
 	// names another catalog agent; a name the catalog does not know (a BYO
 	// agent's own name for its workers) is the parent's image too.
@@ -1164,16 +1226,9 @@ func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) err
 		r.mu.Unlock()
 		return nil
 	}
-	status := store.NodeError
-	switch {
-	case ex.Clean():
-		status = store.NodeDone
-	case ex.Stopped && ex.Done && ex.Err == nil:
-		status = store.NodeDone
-	case ex.Stopped && ex.Err == nil:
-		status = store.NodeIdle
-	}
-	p := store.NodePatch{Status: &status}
+	status := exitStatus(ex)
+	unpaused := false
+	p := store.NodePatch{Status: &status, Paused: &unpaused}
 	if ex.Err == nil {
 		p.ExitCode = &ex.Code
 	}
@@ -1181,9 +1236,25 @@ func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) err
 	return err
 }
 
+// exitStatus is a node's status after its container exited: done when the
+// agent said done (and had not been given more work since), stopped when
+// it was stopped before that, lost when its container vanished, error
+// otherwise (it exited without a done, or with a failure code).
+func exitStatus(ex relay.Exit) string {
+	switch {
+	case ex.Err != nil:
+		return store.NodeLost
+	case ex.Clean(), ex.Stopped && ex.Done:
+		return store.NodeDone
+	case ex.Stopped:
+		return store.NodeStopped
+	}
+	return store.NodeError
+}
+
 // settleSession gives a running session in which no relay runs the status
-// that tells what happened: error when its root ended in error, stopped
-// otherwise (invariant 6: no session shows running with nothing running).
+// that tells what happened: error when a top-level node ended in error (or
+// was lost), stopped otherwise (invariant 6: no session shows running with nothing running).
 func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
 	if r.settledHook != nil {
 		defer r.settledHook()
@@ -1212,9 +1283,11 @@ func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
 		return err
 	}
 	status := store.SessionStopped
-	if sess.RootNodeID != nil {
-		if root, err := r.st.NodeByID(ctx, *sess.RootNodeID); err == nil && root.Status == store.NodeError {
-			status = store.SessionError
+	if nodes, err := r.st.Tree(ctx, sess.UserID, sessionID); err == nil {
+		for _, n := range nodes {
+			if n.ParentID == nil && (n.Status == store.NodeError || n.Status == store.NodeLost) {
+				status = store.SessionError
+			}
 		}
 	}
 	return r.st.UpdateSessionStatus(ctx, sessionID, status)

@@ -96,7 +96,8 @@ func TestCreateNode(t *testing.T) {
 		{"unknown agent", store.NewNode{AgentType: "hal", ParentID: &root.ID}, orchestrator.EInvalid, "agent_type"},
 		{"custom needs image", store.NewNode{AgentType: "custom", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
 		{"image only for custom", store.NewNode{AgentType: "pi", Image: "x:1", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
-		{"second root", store.NewNode{AgentType: "pi"}, orchestrator.EInvalid, "parent_id"},
+		{"fork at the top", store.NewNode{AgentType: "pi", Workspace: store.WorkspaceFork}, orchestrator.EInvalid, "workspace"},
+		{"unknown workspace", store.NewNode{AgentType: "pi", ParentID: &root.ID, Workspace: "copy"}, orchestrator.EInvalid, "workspace"},
 		{"unknown parent", store.NewNode{AgentType: "pi", ParentID: ptr("nope")}, orchestrator.EInvalid, "parent_id"},
 		{"config not object", store.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`[1]`)}, orchestrator.EInvalid, "config"},
 		{"bad name", store.NewNode{Name: "a\nb", AgentType: "pi", ParentID: &root.ID}, orchestrator.EInvalid, "name"},
@@ -524,5 +525,101 @@ func TestMaxNodes(t *testing.T) {
 	nodes, _ := s.Tree(ctx, u.ID, sess.ID)
 	if after, _ := s.LastSeq(ctx, sess.ID); len(nodes) != 3 || after != last {
 		t.Fatalf("refused create changed the session: %d nodes, seq %d → %d", len(nodes), last, after)
+	}
+}
+
+// TestSeveralTopLevelNodes: a session may have several top-level nodes
+// (issue 27); root_node_id names the first, and when it is deleted the
+// next one.
+func TestSeveralTopLevelNodes(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	first := e.node(t, u.ID, s.ID, nil, "first")
+	second := e.node(t, u.ID, s.ID, nil, "second")
+	e.node(t, u.ID, s.ID, &second, "kid")
+	if second.ParentID != nil || second.SortOrder != 1 {
+		t.Fatalf("second = %+v", second)
+	}
+	_, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "first", AgentType: "pi"})
+	wantCode(t, err, orchestrator.EConflict, "name")
+	sess, _ := e.s.GetSession(ctx, u.ID, s.ID)
+	if sess.RootNodeID == nil || *sess.RootNodeID != first.ID {
+		t.Fatalf("root_node_id = %v, want the first top-level node", sess.RootNodeID)
+	}
+	nodes, _ := e.s.Tree(ctx, u.ID, s.ID)
+	if got := names(nodes); !reflect.DeepEqual(got, []string{"first", "second", "kid"}) {
+		t.Fatalf("tree %v", got)
+	}
+	if _, err := e.s.DeleteNode(ctx, u.ID, s.ID, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ = e.s.GetSession(ctx, u.ID, s.ID)
+	if sess.RootNodeID == nil || *sess.RootNodeID != second.ID {
+		t.Fatalf("after deleting the root, root_node_id = %v, want the next top-level node", sess.RootNodeID)
+	}
+}
+
+// TestPausedNode: a paused node shows status paused whatever its agent's
+// status is, does not count as done or active, and shows its status again
+// once resumed; paused is never set as a status.
+func TestPausedNode(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	kid := e.node(t, u.ID, s.ID, &root, "kid")
+	if _, err := e.s.PatchNode(ctx, s.ID, kid.ID, store.NodePatch{Status: ptr(store.NodeDone)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.s.PatchNode(ctx, s.ID, kid.ID, store.NodePatch{Paused: ptr(true)})
+	if err != nil || got.Status != store.NodePaused {
+		t.Fatalf("paused: %+v, %v", got, err)
+	}
+	recs, _ := e.s.Records(ctx, s.ID, 0, 0, kid.ID)
+	var ch store.NodeChange
+	if err := json.Unmarshal(recs[len(recs)-1].Data, &ch); err != nil || ch.Node.Status != store.NodePaused {
+		t.Fatalf("the pause's node record %s", recs[len(recs)-1].Data)
+	}
+	r, _ := e.s.GetNode(ctx, u.ID, s.ID, root.ID)
+	if r.Done != 0 || r.Total != 1 {
+		t.Fatalf("a paused leaf counts as done: %d/%d", r.Done, r.Total)
+	}
+	if _, err := e.s.PatchNode(ctx, s.ID, kid.ID, store.NodePatch{Status: ptr(store.NodeRunning)}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ = e.s.GetNode(ctx, u.ID, s.ID, root.ID); r.DescendantActive {
+		t.Fatal("a paused node counts as active")
+	}
+	if got, _ = e.s.PatchNode(ctx, s.ID, kid.ID, store.NodePatch{Paused: ptr(false)}); got.Status != store.NodeRunning {
+		t.Fatalf("resumed: status %q, want the agent's (running)", got.Status)
+	}
+	_, err = e.s.PatchNode(ctx, s.ID, kid.ID, store.NodePatch{Status: ptr(store.NodePaused)})
+	wantCode(t, err, orchestrator.EInvalid, "status")
+	for _, st := range []string{store.NodeStopped, store.NodeLost} {
+		if got, err := e.s.PatchNode(ctx, s.ID, kid.ID, store.NodePatch{Status: ptr(st)}); err != nil || got.Status != st {
+			t.Fatalf("status %s: %+v, %v", st, got, err)
+		}
+	}
+}
+
+// TestNodeWorkspace: a node says whether it works on a fork.
+func TestNodeWorkspace(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	u := e.user(t, "alice")
+	s := e.session(t, u.ID, "s")
+	root := e.node(t, u.ID, s.ID, nil, "root")
+	fork, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "f", AgentType: "pi", ParentID: &root.ID, Workspace: store.WorkspaceFork})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root.Workspace != store.WorkspaceShared || fork.Workspace != store.WorkspaceFork {
+		t.Fatalf("workspaces %q %q", root.Workspace, fork.Workspace)
+	}
+	if n, _ := e.s.NodeByID(ctx, fork.ID); n.Workspace != store.WorkspaceFork {
+		t.Fatalf("read back %q", n.Workspace)
 	}
 }

@@ -23,6 +23,15 @@ const (
 	NodeRunning  = protocol.StateRunning
 	NodeDone     = protocol.StateDone
 	NodeError    = protocol.StateError
+	NodePaused   = protocol.NodePaused  // shown while the container is frozen; never stored as the status
+	NodeStopped  = protocol.NodeStopped // stopped by a person before it said done
+	NodeLost     = protocol.NodeLost    // its container vanished
+)
+
+// Node workspaces (Node.Workspace).
+const (
+	WorkspaceShared = protocol.WorkspaceShared
+	WorkspaceFork   = protocol.WorkspaceFork
 )
 
 // Record kinds.
@@ -113,14 +122,17 @@ type NewSession struct {
 // Node is one agent in a session's tree. Its JSON is protocol.Node's
 // (schema_test.go checks it against the record schema).
 type Node struct {
-	ID          string          `json:"id"`
-	SessionID   string          `json:"session_id"`
-	ParentID    *string         `json:"parent_id"`
-	Name        string          `json:"name"`
-	AgentType   string          `json:"agent_type"`
-	Model       string          `json:"model"`
-	Image       string          `json:"image"`
+	ID        string  `json:"id"`
+	SessionID string  `json:"session_id"`
+	ParentID  *string `json:"parent_id"`
+	Name      string  `json:"name"`
+	AgentType string  `json:"agent_type"`
+	Model     string  `json:"model"`
+	Image     string  `json:"image"`
+	// Status is the node's state; NodePaused while its container is
+	// frozen (Paused), whatever the agent said last.
 	Status      string          `json:"status"`
+	Workspace   string          `json:"workspace"`
 	ContextPct  *float64        `json:"context_pct"`
 	Config      json.RawMessage `json:"config"`
 	ContainerID string          `json:"container_id"`
@@ -156,24 +168,31 @@ type NewNode struct {
 	Name      string          `json:"name,omitempty"`      // "" → a generated adjective-number name
 	AgentType string          `json:"agent_type"`          // a catalog type
 	Model     string          `json:"model,omitempty"`     // "" → the catalog default
-	ParentID  *string         `json:"parent_id,omitempty"` // nil → the root (only if the session has none)
+	ParentID  *string         `json:"parent_id,omitempty"` // nil → a top-level node (the first is the session's root)
 	Image     string          `json:"image,omitempty"`     // required for custom; "" → the catalog image
 	Task      string          `json:"task,omitempty"`      // "" → no first message
 	Config    json.RawMessage `json:"config,omitempty"`    // a JSON object; nil → {}
+	// Workspace is "fork" for a child that works on a fork of its
+	// parent's workspace (the caller makes the fork); "" is shared.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // NodePatch lists the node fields to change; nil fields stay as they are.
 type NodePatch struct {
-	Name            *string          `json:"name,omitempty"`
-	Status          *string          `json:"status,omitempty"`
-	Config          *json.RawMessage `json:"config,omitempty"` // a JSON object
-	ContextPct      *float64         `json:"context_pct,omitempty"`
-	ClearContextPct bool             `json:"-"`
-	Tokens          *int64           `json:"tokens,omitempty"`
-	ContainerID     *string          `json:"container_id,omitempty"`
-	LogCursor       *string          `json:"-"`
-	ExitCode        *int             `json:"exit_code,omitempty"`
-	ClearExitCode   bool             `json:"-"`
+	Name   *string          `json:"name,omitempty"`
+	Status *string          `json:"status,omitempty"`
+	Config *json.RawMessage `json:"config,omitempty"` // a JSON object
+	// Paused freezes (true) or thaws (false) the node as shown: its Status
+	// reads NodePaused while it is paused (the runner, after the
+	// container's pause or unpause).
+	Paused          *bool    `json:"-"`
+	ContextPct      *float64 `json:"context_pct,omitempty"`
+	ClearContextPct bool     `json:"-"`
+	Tokens          *int64   `json:"tokens,omitempty"`
+	ContainerID     *string  `json:"container_id,omitempty"`
+	LogCursor       *string  `json:"-"`
+	ExitCode        *int     `json:"exit_code,omitempty"`
+	ClearExitCode   bool     `json:"-"`
 	// MarkStarted sets StartedAt to now unless it is set; ClearStarted
 	// unsets it (a first start that failed).
 	MarkStarted  bool `json:"-"`

@@ -1,4 +1,4 @@
-import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import { describe, expect, it, vi } from 'vitest';
 import DiffView from './DiffView.svelte';
 import AgentPanel from './AgentPanel.svelte';
@@ -84,6 +84,7 @@ describe('DiffView', () => {
 		render(DiffView, { nodeId: 'n1', load, onmerge });
 		await screen.findByRole('list', { name: 'Changed files' });
 		await fireEvent.click(screen.getByRole('button', { name: /Merge/ }));
+		await confirmMerge();
 		expect(onmerge).toHaveBeenCalledWith('n1');
 		const status = await screen.findByTestId('merge-result');
 		expect(status.textContent).toContain('Merged 2 changes');
@@ -99,9 +100,27 @@ describe('DiffView', () => {
 		render(DiffView, { nodeId: 'n1', load: vi.fn().mockResolvedValue(diff), onmerge });
 		await screen.findByRole('list', { name: 'Changed files' });
 		await fireEvent.click(screen.getByRole('button', { name: /Merge/ }));
+		await confirmMerge();
 		expect((await screen.findByRole('alert')).textContent).toContain('Merge failed, nothing was applied: session quota exceeded');
 	});
+
+	it('issue 27.8: Merge asks first; Cancel merges nothing', async () => {
+		const onmerge = vi.fn();
+		render(DiffView, { nodeId: 'n1', load: vi.fn().mockResolvedValue(diff), onmerge });
+		await screen.findByRole('list', { name: 'Changed files' });
+		await fireEvent.click(screen.getByRole('button', { name: /Merge/ }));
+		const dlg = screen.getByRole('dialog', { name: 'Merge into the parent' });
+		expect(dlg.textContent).toMatch(/Apply this fork's \d+ changed files? to its parent's workspace\?/);
+		await fireEvent.click(within(dlg).getByRole('button', { name: 'Cancel' }));
+		expect(screen.queryByRole('dialog')).toBeNull();
+		expect(onmerge).not.toHaveBeenCalled();
+	});
 });
+
+async function confirmMerge() {
+	const dlg = screen.getByRole('dialog', { name: 'Merge into the parent' });
+	await fireEvent.click(within(dlg).getByRole('button', { name: 'Merge' }));
+}
 
 const node = (id: string, parent: string | null): AgentNode =>
 	({ id, session_id: 's1', parent_id: parent, name: id, agent_type: 'shelley', model: '', status: 'idle', tokens: 0 }) as unknown as AgentNode;
@@ -109,12 +128,12 @@ const node = (id: string, parent: string | null): AgentNode =>
 describe('AgentPanel Changes tab', () => {
 	it('shows for a forked child only', async () => {
 		const loadDiff = vi.fn((id: string) => (id === 'kid' ? Promise.resolve(diff) : Promise.reject(new ApiError(404, 'not_found', 'shared'))));
-		const props = { node: node('kid', 'root'), records: [], onsend: vi.fn(), sessionId: 's1', loadDiff, onmerge: vi.fn() };
+		const props = { node: { ...node('kid', 'root'), workspace: 'fork' } as AgentNode, records: [], onsend: vi.fn(), sessionId: 's1', loadDiff, onmerge: vi.fn() };
 		const { rerender } = render(AgentPanel, props);
 		const tab = await screen.findByRole('tab', { name: 'Changes' });
 		await fireEvent.click(tab);
 		expect(await screen.findByTestId('diff')).toBeTruthy();
-		await rerender({ ...props, node: node('other', 'root') });
+		await rerender({ ...props, node: { ...node('other', 'root'), workspace: 'shared' } as AgentNode });
 		await waitFor(() => expect(screen.queryByRole('tab', { name: 'Changes' })).toBeNull());
 		expect(screen.queryByTestId('diff')).toBeNull();
 		await rerender({ ...props, node: node('root', null) });
