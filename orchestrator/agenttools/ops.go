@@ -195,11 +195,14 @@ func (s *Server) child(n store.Node) Child {
 		Running: s.run.Running(n.ID), Finished: s.finished(n), Done: n.Done, Total: n.Total, Tokens: n.Tokens, CostUSD: n.CostUSD, ExitCode: n.ExitCode}
 }
 
-// finished: the node is done or error, or its agent exited (an exit code is
-// set until its next start), or it ran once and runs no more.
+// finished: the node is done, error, stopped or lost, or its agent exited
+// (an exit code is set until its next start), or it ran once and runs no
+// more. A paused node is not: it goes on when resumed.
 func (s *Server) finished(n store.Node) bool {
 	switch {
-	case n.Status == store.NodeDone || n.Status == store.NodeError:
+	case n.Status == store.NodePaused:
+		return false
+	case n.Status == store.NodeDone || n.Status == store.NodeError || n.Status == store.NodeStopped || n.Status == store.NodeLost:
 		return true
 	case n.ExitCode != nil:
 		return true

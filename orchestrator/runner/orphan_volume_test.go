@@ -144,8 +144,8 @@ func TestReconcileRemovesOrphanStateVolumes(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
-	e.waitStatus(kid.ID, store.NodeDone)
+	e.waitStatus(root.ID, store.NodeStopped)
+	e.waitStatus(kid.ID, store.NodeStopped)
 	e.r.Close()
 	// The crash: the kid's rows are gone, its container and volume are not.
 	if _, err := e.st.DeleteNode(e.ctx, e.uid, e.sid, kid.ID); err != nil {

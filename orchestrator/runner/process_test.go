@@ -256,7 +256,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	if err := r.Reconcile(ctx); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
-	if n := e.node(root.ID); n.Status != store.NodeError || r.Running(root.ID) {
+	if n := e.node(root.ID); n.Status != store.NodeLost || r.Running(root.ID) {
 		t.Fatalf("lost node after reconcile: status %s, running %v", n.Status, r.Running(root.ID))
 	}
 	if authorized(key2) {

@@ -164,7 +164,7 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // relay watchers and parent notifications
 
-	mu     sync.Mutex // guards relays, starting, continuing, deleting, reconciling and closed
+	mu     sync.Mutex // guards relays, starting, continuing, deleting, reconciling, startErr and closed
 	relays map[string]*relay.Relay
 	// starting holds the nodes whose agent is being started: its container
 	// is created, its health checks run, it has no relay yet.
@@ -172,7 +172,11 @@ type Runner struct {
 	// continuing holds the nodes whose agent exited after a handoff: the
 	// end of its relay starts the continuation.
 	continuing map[string]bool
-	checkSem   chan struct{} // CheckConcurrency tokens
+	// startErr is the error the last start of a node failed with: the same
+	// failure again (a message to a node that cannot start) is answered,
+	// not recorded in its chat a second time.
+	startErr map[string]string
+	checkSem chan struct{} // CheckConcurrency tokens
 	// deleting holds the sessions being deleted: no new container starts
 	// in them (a spawn racing the delete would leave one running).
 	deleting map[string]bool
@@ -237,7 +241,7 @@ func New(cfg Config) (*Runner, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{cfg: cfg, st: cfg.Store, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger, instance: instance,
 		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}, starting: map[string]*startJob{},
-		continuing: map[string]bool{}, checkSem: make(chan struct{}, cfg.CheckConcurrency)}, nil
+		continuing: map[string]bool{}, startErr: map[string]string{}, checkSem: make(chan struct{}, cfg.CheckConcurrency)}, nil
 }
 
 // startJob is an agent start in progress (Runner.starting).
@@ -621,6 +625,7 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 		r.mu.Lock()
 		rel := r.relays[n.ID]
 		delete(r.relays, n.ID)
+		delete(r.startErr, n.ID)
 		r.mu.Unlock()
 		if rel != nil {
 			rel.Close()
@@ -662,10 +667,24 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 // the node); what fails later is recorded on the node.
 func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node, p *startPlan) (err error) {
 	defer func() {
+		msg := ""
+		if err != nil {
+			msg = "start agent: " + err.Error()
+		}
+		r.mu.Lock()
+		again := msg != "" && r.startErr[node.ID] == msg
+		if msg == "" {
+			delete(r.startErr, node.ID)
+		} else {
+			r.startErr[node.ID] = msg
+		}
+		r.mu.Unlock()
 		if err != nil {
 			ctx := context.WithoutCancel(ctx)
 			r.releaseWorkspace(node.ID) // no container of this start runs
-			r.recordError(ctx, node, "start agent: "+err.Error())
+			if !again {
+				r.recordError(ctx, node, msg)
+			}
 			st := store.NodeError
 			if _, perr := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &st}); perr != nil {
 				r.log.Warn("mark node error", "node", node.ID, "err", perr)
