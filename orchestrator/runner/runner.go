@@ -923,7 +923,7 @@ func (r *Runner) AgentStatus(ctx context.Context, a orchestrator.Agent) (reason,
 	}
 	if a.Provider != "" && r.cfg.ProviderKeys != nil && !r.cfg.ProviderKeys(a.Provider) {
 		env := orchestrator.ProviderKeyEnv(a.Provider)
-		return fmt.Sprintf("this server has no %s key: %s reaches its model through %s", a.Provider, a.Name, a.Provider),
+		return fmt.Sprintf("this server has no %s key (its model is reached through %s)", a.Provider, a.Provider),
 			fmt.Sprintf("set %s where filepath serve runs, and restart it", env)
 	}
 	if ic, ok := r.rt.(imageChecker); ok && a.Image != "" {

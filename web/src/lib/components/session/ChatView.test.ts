@@ -192,6 +192,12 @@ describe('ChatView', () => {
 		expect(screen.queryByRole('button', { name: /new messages/ })).toBeNull();
 	});
 
+	it('issue 27.4: a spawn without a model shows no empty model pill', () => {
+		const { container } = render(ChatView, { records: [ev('n', { type: 'spawn', name: 'kid', agent: 'custom', model: '' })] });
+		const tags = [...container.querySelectorAll('[data-kind="spawn"] .tag')].map((e) => e.textContent);
+		expect(tags).toEqual(['custom']);
+	});
+
 	it('issue 27.8: the final reply is not printed twice (its done says only done)', () => {
 		const { container } = render(ChatView, {
 			records: [

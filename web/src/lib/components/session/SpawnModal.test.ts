@@ -181,6 +181,13 @@ describe('SpawnModal', () => {
 		expect(codex.getAttribute('aria-pressed')).toBe('false');
 		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
 		await vi.waitFor(() => expect(props.onspawn).toHaveBeenCalledWith(expect.objectContaining({ agent_type: 'custom' })));
+		cleanup();
+		// agents missing the same thing are named on one line
+		const same = agents.map((a) => (a.type === 'codex' || a.type === 'shelley' ? { ...a, available: false, reason: 'no key', fix: 'set it' } : a));
+		setup({ loadAgents: vi.fn().mockResolvedValue(same) });
+		await screen.findByRole('button', { name: 'custom' });
+		const lines = screen.getByTestId('unavailable').querySelectorAll('li');
+		expect([...lines].map((l) => l.textContent)).toEqual(['shelley, codex cannot run here: no key. set it.']);
 	});
 
 	it('issue 27.8: Escape in the model list closes the list, not the dialog', async () => {
