@@ -20,20 +20,6 @@ import (
 	"github.com/filepath-dev/filepath/protocol"
 )
 
-// Record kinds a relay appends.
-const (
-	KindEvent = protocol.KindEvent
-	KindInput = protocol.KindInput
-	KindError = protocol.KindError
-)
-
-// Sources of an error record a relay appends.
-const (
-	SourceStdout  = protocol.SourceStdout
-	SourceExit    = protocol.SourceExit
-	SourceRuntime = protocol.SourceRuntime
-)
-
 // Defaults of Config.
 const (
 	DefaultMaxBatch   = 512
@@ -62,37 +48,18 @@ var (
 	ErrStopping = errors.New("agent is stopping")
 )
 
-// Record is one session log record a relay appends. The Log sets Seq.
-type Record struct {
-	Seq    int64
-	Kind   string
-	NodeID string
-	// At is when the record's content happened. A relay sets it for what
-	// comes from the container's log (the runtime's timestamp of the line,
-	// so that output recovered after a restart keeps the time it was
-	// printed) and leaves it zero for the rest (inputs, exits, runtime
-	// errors), which the Log stamps with the append time. Seq, not At, is
-	// the order.
-	At   time.Time
-	Data json.RawMessage
-	// Ref links the record to an earlier one (a commit to the tool or
-	// command record it was made during): > 0 is its seq; -k the record k
-	// places before this one in the same Append call.
-	Ref int64
-}
-
 // Log is the durable, ordered session log (the store).
 type Log interface {
 	// Append appends recs in one transaction and returns them as stored
 	// (with Seq, and At when it was zero).
-	Append(ctx context.Context, sessionID string, recs ...Record) ([]Record, error)
+	Append(ctx context.Context, sessionID string, recs ...protocol.Record) ([]protocol.Record, error)
 	// AppendWithCursor appends recs and sets the node's log cursor in the
 	// same transaction, so that the cursor never covers a line whose records
 	// are not committed, nor the reverse. recs may be empty: then only the
 	// cursor moves. It returns the records as stored.
-	AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...Record) ([]Record, error)
+	AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...protocol.Record) ([]protocol.Record, error)
 	// Inputs returns the node's input records with seq > after, in order.
-	Inputs(ctx context.Context, sessionID, nodeID string, after int64) ([]Record, error)
+	Inputs(ctx context.Context, sessionID, nodeID string, after int64) ([]protocol.Record, error)
 }
 
 // Node is the node a relay serves.
@@ -192,7 +159,7 @@ type Relay struct {
 	stopTimer   <-chan time.Time
 	tail        []string
 	batch       []logItem
-	recs        []Record
+	recs        []protocol.Record
 	effects     []protocol.Event
 	stderrLines [][]byte
 	// step is the seq of the node's last tool or command record since the
@@ -207,7 +174,7 @@ type request struct {
 }
 
 type result struct {
-	rec Record
+	rec protocol.Record
 	err error
 }
 
@@ -309,17 +276,17 @@ func (r *Relay) Close() error {
 // container's stdin. It returns the record as stored once the line is
 // written (for pause and resume: once the container is paused/unpaused).
 // It fails at once with ErrMailboxFull when too many inputs are pending.
-func (r *Relay) Deliver(ctx context.Context, in protocol.Input) (Record, error) {
+func (r *Relay) Deliver(ctx context.Context, in protocol.Input) (protocol.Record, error) {
 	req := request{in: in, reply: make(chan result, 1)}
 	select {
 	case <-r.done:
-		return Record{}, ErrClosed
+		return protocol.Record{}, ErrClosed
 	default:
 	}
 	select {
 	case r.mailbox <- req:
 	default:
-		return Record{}, fmt.Errorf("deliver to node %s: %w (%d inputs pending)", r.cfg.Node.ID, ErrMailboxFull, r.cfg.MailboxLen)
+		return protocol.Record{}, fmt.Errorf("deliver to node %s: %w (%d inputs pending)", r.cfg.Node.ID, ErrMailboxFull, r.cfg.MailboxLen)
 	}
 	select {
 	case res := <-req.reply:
@@ -329,10 +296,10 @@ func (r *Relay) Deliver(ctx context.Context, in protocol.Input) (Record, error) 
 		case res := <-req.reply:
 			return res.rec, res.err
 		default:
-			return Record{}, ErrClosed
+			return protocol.Record{}, ErrClosed
 		}
 	case <-ctx.Done():
-		return Record{}, ctx.Err()
+		return protocol.Record{}, ctx.Err()
 	}
 }
 
@@ -502,20 +469,20 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 		at := it.Time // zero (a runtime without times): the Log's append time
 		if it.Truncated {
 			msg := fmt.Sprintf("line of %d bytes is longer than the %d-byte line limit; cut", it.Size, r.cfg.MaxLine)
-			recs = append(recs, r.errorRecord(at, errorData{Message: msg, Raw: r.raw(line), Source: SourceStdout}))
+			recs = append(recs, r.errorRecord(at, protocol.ErrorData{Message: msg, Raw: r.raw(line), Source: protocol.SourceStdout}))
 			continue
 		}
 		ev, err := protocol.DecodeEvent(line)
 		if err != nil {
-			recs = append(recs, r.errorRecord(at, errorData{Message: err.Error(), Raw: r.raw(line), Source: SourceStdout}))
+			recs = append(recs, r.errorRecord(at, protocol.ErrorData{Message: err.Error(), Raw: r.raw(line), Source: protocol.SourceStdout}))
 			continue
 		}
 		data, err := json.Marshal(ev)
 		if err != nil { // cannot happen for the protocol's structs
-			recs = append(recs, r.errorRecord(at, errorData{Message: "encode event: " + err.Error(), Raw: r.raw(line), Source: SourceStdout}))
+			recs = append(recs, r.errorRecord(at, protocol.ErrorData{Message: "encode event: " + err.Error(), Raw: r.raw(line), Source: protocol.SourceStdout}))
 			continue
 		}
-		rec := Record{Kind: KindEvent, NodeID: r.cfg.Node.ID, At: at, Data: data}
+		rec := protocol.Record{Kind: protocol.KindEvent, NodeID: r.cfg.Node.ID, At: at, Data: data}
 		switch e := ev.(type) {
 		case protocol.ToolEvent, protocol.CommandEvent:
 			step, stepAt = 0, len(recs)
@@ -555,7 +522,7 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 			// in between still stops it and continues the node.
 			cur.Handoff, cur.Stopping = true, true
 			sig, _ := json.Marshal(protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop})
-			recs = append(recs, Record{Kind: KindInput, NodeID: r.cfg.Node.ID, Data: sig})
+			recs = append(recs, protocol.Record{Kind: protocol.KindInput, NodeID: r.cfg.Node.ID, Data: sig})
 			stop = &writeJob{line: append(sig, '\n')}
 			effects = append(effects, e)
 		}
@@ -579,7 +546,7 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 	r.step = step
 	if stop != nil {
 		for _, rec := range stored {
-			if rec.Kind == KindInput {
+			if rec.Kind == protocol.KindInput {
 				stop.rec = rec
 			}
 		}
@@ -607,7 +574,7 @@ func (r *Relay) armStop() {
 
 // appendRetry appends recs with cur until it succeeds or ctx ends: the lines
 // stay in the container's log, so a failed append is retried, never dropped.
-func (r *Relay) appendRetry(ctx context.Context, cur Cursor, recs []Record) ([]Record, error) {
+func (r *Relay) appendRetry(ctx context.Context, cur Cursor, recs []protocol.Record) ([]protocol.Record, error) {
 	backoff := 50 * time.Millisecond
 	cs := cur.String()
 	for {
@@ -655,7 +622,7 @@ func (r *Relay) apply(ctx context.Context, ev protocol.Event) {
 		return
 	}
 	r.log.Warn("side effect failed", "effect", what, "err", err)
-	rec := r.errorRecord(time.Time{}, errorData{Message: what + ": " + err.Error(), Source: SourceRuntime})
+	rec := r.errorRecord(time.Time{}, protocol.ErrorData{Message: what + ": " + err.Error(), Source: protocol.SourceRuntime})
 	if _, err := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec); err != nil {
 		r.log.Warn("append side effect error", "err", err)
 	}
@@ -668,9 +635,9 @@ func (r *Relay) finish(ctx context.Context) {
 	if ex.Err != nil {
 		ex.Code = -1
 	}
-	var recs []Record
+	var recs []protocol.Record
 	if !ex.Clean() && !ex.Stopped {
-		d := errorData{Source: SourceExit, StderrTail: ex.StderrTail}
+		d := protocol.ErrorData{Source: protocol.SourceExit, StderrTail: ex.StderrTail}
 		if ex.Err != nil {
 			d.Message = "lost the agent's container: " + ex.Err.Error()
 		} else {
@@ -720,9 +687,9 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		req.reply <- result{err: fmt.Errorf("invalid input: %w", err)}
 		return
 	}
-	rec := Record{Kind: KindInput, NodeID: r.cfg.Node.ID, Data: data}
+	rec := protocol.Record{Kind: protocol.KindInput, NodeID: r.cfg.Node.ID, Data: data}
 	sig, isSignal := req.in.(protocol.SignalInput)
-	var stored []Record
+	var stored []protocol.Record
 	if isSignal && sig.Action == protocol.ActionStop && (!r.cur.Stopping || r.cur.Handoff) {
 		// Remembered with the record, so that a restart keeps escalating.
 		// A stop asked for while the agent hands off ends the node: no
@@ -762,12 +729,9 @@ func (r *Relay) handle(ctx context.Context, req request) {
 	r.writes <- job
 }
 
-// errorData is the data of an error record, defined once in protocol.
-type errorData = protocol.ErrorData
-
-func (r *Relay) errorRecord(at time.Time, d errorData) Record {
+func (r *Relay) errorRecord(at time.Time, d protocol.ErrorData) protocol.Record {
 	data, _ := json.Marshal(d) // strings and an int: cannot fail
-	return Record{Kind: KindError, NodeID: r.cfg.Node.ID, At: at, Data: data}
+	return protocol.Record{Kind: protocol.KindError, NodeID: r.cfg.Node.ID, At: at, Data: data}
 }
 
 // raw cuts a bad line to MaxRaw bytes for its error record. Invalid UTF-8 is
@@ -911,7 +875,7 @@ func (r *Relay) waitLoop(ctx context.Context) {
 
 type writeJob struct {
 	line          []byte
-	rec           Record
+	rec           protocol.Record
 	before, after func(context.Context) error
 	reply         chan result
 }
@@ -953,7 +917,7 @@ func (r *Relay) writeLoop(ctx context.Context) {
 			}
 			if err != nil && ctx.Err() == nil {
 				r.log.Warn("write input", "seq", j.rec.Seq, "err", err)
-				rec := r.errorRecord(time.Time{}, errorData{Message: fmt.Sprintf("input seq %d not delivered: %v", j.rec.Seq, err), Source: SourceRuntime})
+				rec := r.errorRecord(time.Time{}, protocol.ErrorData{Message: fmt.Sprintf("input seq %d not delivered: %v", j.rec.Seq, err), Source: protocol.SourceRuntime})
 				if _, aerr := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec); aerr != nil {
 					r.log.Warn("append write error", "err", aerr)
 				}

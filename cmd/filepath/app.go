@@ -25,6 +25,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // app is `filepath serve`: every part of the orchestrator, built in
@@ -33,7 +34,7 @@ type app struct {
 	log  *slog.Logger
 	data string // absolute data directory
 
-	hub *hub.Hub[store.Record]
+	hub *hub.Hub[protocol.Record]
 	st  *store.Store
 	// The coalescer's goroutine turns file changes into `file` records.
 	stopCoal context.CancelFunc
@@ -76,7 +77,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 			a = nil
 		}
 	}()
-	a.hub = hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
+	a.hub = hub.New[protocol.Record](hub.Config{Buffer: cfg.StreamBuffer})
 	secretsKey, err := loadSecretsKey(filepath.Join(data, "secrets.key"))
 	if err != nil {
 		return a, err

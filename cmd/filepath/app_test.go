@@ -21,6 +21,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // goroutines returns the stacks of every goroutine by id.
@@ -191,7 +192,7 @@ func testServeLeavesNoGoroutines(t *testing.T, args []string) {
 	t.Fatalf("%d goroutines still run 10 s after Close:\n\n%s", len(left), strings.Join(left, "\n\n"))
 }
 
-func recsData(recs []store.Record) []byte {
+func recsData(recs []protocol.Record) []byte {
 	var b bytes.Buffer
 	for _, r := range recs {
 		b.Write(r.Data)

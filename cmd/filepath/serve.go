@@ -21,6 +21,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
 )
 
@@ -335,7 +336,7 @@ func (a logAppender) Append(ctx context.Context, sessionID, kind string, data an
 	if err != nil {
 		return err
 	}
-	_, err = a.st.Append(ctx, sessionID, store.NewRecord{Kind: kind, Data: b})
+	_, err = a.st.Append(ctx, sessionID, protocol.Record{Kind: kind, Data: b})
 	return err
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 const testImage = "filepath/testagent:latest"
@@ -114,16 +115,16 @@ type tap struct {
 	next store.Publisher
 	mu   sync.Mutex
 	cur  *run
-	hook func(store.Record, time.Time) // sees every record with its publish time
+	hook func(string, protocol.Record, time.Time) // sees every record, with its session, at its publish time
 }
 
-func (t *tap) Publish(r store.Record) {
+func (t *tap) Publish(sessionID string, r protocol.Record) {
 	t.mu.Lock()
 	if t.hook != nil {
-		t.hook(r, time.Now())
+		t.hook(sessionID, r, time.Now())
 	}
 	t.mu.Unlock()
-	if r.Kind == store.KindEvent {
+	if r.Kind == protocol.KindEvent {
 		if ns, i, ok := stamp(r.Data); ok {
 			now := time.Now().UnixNano()
 			t.mu.Lock()
@@ -140,10 +141,10 @@ func (t *tap) Publish(r store.Record) {
 			t.mu.Unlock()
 		}
 	}
-	t.next.Publish(r)
+	t.next.Publish(sessionID, r)
 }
 
-func (t *tap) setHook(f func(store.Record, time.Time)) {
+func (t *tap) setHook(f func(string, protocol.Record, time.Time)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.hook = f
@@ -163,7 +164,7 @@ type server struct {
 	ctx      context.Context
 	dir      string
 	st       *store.Store
-	hub      *hub.Hub[store.Record]
+	hub      *hub.Hub[protocol.Record]
 	tap      *tap
 	rt       containers.Runtime
 	run      *runner.Runner
@@ -183,7 +184,7 @@ func newServer(b *testing.B, kind string) *server {
 	// FILEPATH_BENCH_STREAM_BUFFER is serve's --stream-buffer (records
 	// buffered per stream client before it is dropped as too slow).
 	buffer, _ := strconv.Atoi(os.Getenv("FILEPATH_BENCH_STREAM_BUFFER"))
-	s.hub = hub.New(hub.Config{Buffer: buffer}, func(r store.Record) string { return r.SessionID })
+	s.hub = hub.New[protocol.Record](hub.Config{Buffer: buffer})
 	s.tap = &tap{next: s.hub}
 	var err error
 	rcfg := runner.Config{DataDir: s.dir, Logger: log, StopGrace: 2 * time.Second, KillGrace: time.Second}
@@ -381,7 +382,7 @@ func (s *server) agentRun(n, perSec int, client bool) *run {
 	done := make(chan error, 1)
 	go func() {
 		drops, err := s.follow(ctx, sid, after, ready, func(rec wireRecord, now time.Time) bool {
-			return rec.Kind == store.KindEvent && r.see(rec.Data, now)
+			return rec.Kind == protocol.KindEvent && r.see(rec.Data, now)
 		})
 		r.drops = drops
 		done <- err
@@ -608,9 +609,9 @@ func (s *server) spawn() time.Duration {
 	sid, root := s.session("spawn 1")
 	var spawned, first time.Time
 	got := make(chan struct{})
-	s.tap.setHook(func(r store.Record, now time.Time) {
+	s.tap.setHook(func(rsid string, r protocol.Record, now time.Time) {
 		switch {
-		case r.SessionID != sid || r.Kind != store.KindEvent || !first.IsZero():
+		case rsid != sid || r.Kind != protocol.KindEvent || !first.IsZero():
 		case r.NodeID == root && bytes.Contains(r.Data, []byte(`"type":"spawn"`)):
 			spawned = now
 		case r.NodeID != root && !spawned.IsZero():

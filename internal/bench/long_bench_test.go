@@ -78,7 +78,7 @@ func BenchmarkHandoff(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, rec := range recs {
-				if rec.Kind == store.KindEvent {
+				if rec.Kind == protocol.KindEvent {
 					return rec.At
 				}
 			}
@@ -119,7 +119,7 @@ func BenchmarkHandoff(b *testing.B) {
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		at := firstEventAfter(lastOf(store.KindSystem, protocol.SystemContinuation), "the continuation")
+		at := firstEventAfter(lastOf(protocol.KindSystem, protocol.SystemContinuation), "the continuation")
 		handoffs = append(handoffs, at.Sub(t0))
 
 		if _, err := r.Deliver(ctx, s.ID, n.ID, protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromUser, Content: "done"}); err != nil {

@@ -36,7 +36,7 @@ type Runner interface {
 	// StartNode starts a node's agent unless it runs.
 	StartNode(ctx context.Context, userID, sessionID, nodeID string) error
 	// Deliver appends an input for a running node and writes it to its stdin.
-	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error)
 	// Running tells whether a node's agent runs.
 	Running(nodeID string) bool
 	// SpawnChild creates a child of parentID and starts it (the spawn event
@@ -57,9 +57,9 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 
 // Config configures a Server.
 type Config struct {
-	Store  *store.Store           // required
-	Hub    *hub.Hub[store.Record] // required: waits follow the session log
-	Runner Runner                 // required
+	Store  *store.Store              // required
+	Hub    *hub.Hub[protocol.Record] // required: waits follow the session log
+	Runner Runner                    // required
 	Logger *slog.Logger
 	Clock  Clock // nil: the real clock
 	// ApprovalTimeout is how long a request waits for an answer before it
@@ -77,7 +77,7 @@ type Config struct {
 type Server struct {
 	cfg   Config
 	st    *store.Store
-	hub   *hub.Hub[store.Record]
+	hub   *hub.Hub[protocol.Record]
 	run   Runner
 	log   *slog.Logger
 	clock Clock

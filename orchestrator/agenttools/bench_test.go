@@ -18,6 +18,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // BenchmarkAgentToolsInContainer times, from inside a real container
@@ -51,10 +52,10 @@ func BenchmarkAgentToolsInContainer(b *testing.B) {
 		must(st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: fmt.Sprintf("worker-%d", i), AgentType: "shelley", ParentID: &parent.ID}))
 	}
 	child := must(st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "reader", AgentType: "shelley", ParentID: &parent.ID}))
-	recs := make([]store.NewRecord, 1000)
+	recs := make([]protocol.Record, 1000)
 	for i := range recs {
 		data, _ := json.Marshal(map[string]string{"type": "text", "content": fmt.Sprintf("line %d of what the child said, long enough to look like a sentence an agent writes", i)})
-		recs[i] = store.NewRecord{NodeID: child.ID, Kind: store.KindEvent, Data: data}
+		recs[i] = protocol.Record{NodeID: child.ID, Kind: protocol.KindEvent, Data: data}
 	}
 	if _, err := st.Append(ctx, s.ID, recs...); err != nil {
 		b.Fatal(err)
@@ -73,7 +74,7 @@ func BenchmarkAgentToolsInContainer(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer api.Shutdown()
-	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	h := hub.New[protocol.Record](hub.Config{})
 	defer h.Close()
 	tools, err := agenttools.New(agenttools.Config{Store: st, Hub: h, Runner: &fakeRunner{st: st, running: map[string]bool{}}})
 	if err != nil {

@@ -41,14 +41,14 @@ func (r *fakeRunner) StartNode(_ context.Context, _, _, nodeID string) error {
 	return nil
 }
 
-func (r *fakeRunner) Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error) {
+func (r *fakeRunner) Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error) {
 	if !r.Running(nodeID) {
-		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running", nodeID)
+		return protocol.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running", nodeID)
 	}
 	b, _ := json.Marshal(in)
-	recs, err := r.st.Append(ctx, sessionID, store.NewRecord{NodeID: nodeID, Kind: store.KindInput, Data: b})
+	recs, err := r.st.Append(ctx, sessionID, protocol.Record{NodeID: nodeID, Kind: protocol.KindInput, Data: b})
 	if err != nil {
-		return store.Record{}, err
+		return protocol.Record{}, err
 	}
 	return recs[0], nil
 }
@@ -147,7 +147,7 @@ type fixture struct {
 	t      *testing.T
 	ctx    context.Context
 	st     *store.Store
-	hub    *hub.Hub[store.Record]
+	hub    *hub.Hub[protocol.Record]
 	run    *fakeRunner
 	clock  *fakeClock
 	tools  *agenttools.Server
@@ -164,7 +164,7 @@ type fixture struct {
 func newFixture(t *testing.T, opts ...func(*agenttools.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	h := hub.New[protocol.Record](hub.Config{})
 	clock := &fakeClock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
 	// One clock for the store (the approvals' deadlines) and the tools.
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "db"), Publisher: h, Now: clock.Now})
@@ -334,7 +334,7 @@ func (f *fixture) mcpCall(cs *mcp.ClientSession, name string, args any) (map[str
 }
 
 // records returns the node's records.
-func (f *fixture) records(nodeID string) []store.Record {
+func (f *fixture) records(nodeID string) []protocol.Record {
 	f.t.Helper()
 	recs, err := f.st.Records(f.ctx, f.sid, 0, 1000, nodeID)
 	if err != nil {

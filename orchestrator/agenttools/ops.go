@@ -53,7 +53,7 @@ type Self struct {
 
 // RecordPage is a page of a node's log records.
 type RecordPage struct {
-	Data []store.Record `json:"data"`
+	Data []protocol.Record `json:"data"`
 	// NextAfter is the seq to pass as after for the next page.
 	NextAfter int64 `json:"next_after"`
 }
@@ -344,7 +344,7 @@ func (s *Server) Spawn(ctx context.Context, c orchestrator.Caller, in SpawnReque
 		return Child{}, orchestrator.FieldErrorf("agent", "%v", err)
 	}
 	// Durable before anything happens, like the relay's append of a line.
-	if _, err := s.st.Append(ctx, c.SessionID, store.NewRecord{NodeID: c.NodeID, Kind: store.KindEvent, Data: data}); err != nil {
+	if _, err := s.st.Append(ctx, c.SessionID, protocol.Record{NodeID: c.NodeID, Kind: protocol.KindEvent, Data: data}); err != nil {
 		return Child{}, err
 	}
 	child, err := s.run.SpawnChild(ctx, c.SessionID, c.NodeID, ev)
@@ -366,7 +366,7 @@ func (s *Server) Spawn(ctx context.Context, c orchestrator.Caller, in SpawnReque
 
 func (s *Server) recordError(ctx context.Context, c orchestrator.Caller, msg string) {
 	data, _ := json.Marshal(protocol.ErrorData{Message: msg, Source: protocol.SourceRuntime})
-	if _, err := s.st.Append(context.WithoutCancel(ctx), c.SessionID, store.NewRecord{NodeID: c.NodeID, Kind: store.KindError, Data: data}); err != nil {
+	if _, err := s.st.Append(context.WithoutCancel(ctx), c.SessionID, protocol.Record{NodeID: c.NodeID, Kind: protocol.KindError, Data: data}); err != nil {
 		s.log.Warn("append error record", "node", c.NodeID, "err", err)
 	}
 }
@@ -396,10 +396,10 @@ func (s *Server) WaitForChildren(ctx context.Context, c orchestrator.Caller, tim
 			kids[k.ID] = true
 		}
 		return out.AllFinished, nil
-	}, func(r store.Record) bool {
+	}, func(r protocol.Record) bool {
 		// A child's state changes only with a node record (its status, its
 		// exit code); a node created, moved or deleted may be a child.
-		return r.Kind == store.KindNode && (kids[r.NodeID] || !bytes.Contains(r.Data, opUpdated))
+		return r.Kind == protocol.KindNode && (kids[r.NodeID] || !bytes.Contains(r.Data, opUpdated))
 	})
 	if err == errDeadline {
 		out.TimedOut = true
@@ -467,7 +467,7 @@ func (s *Server) Approval(ctx context.Context, c orchestrator.Caller, id string,
 		var err error
 		a, err = get()
 		return err == nil && a.Status != store.ApprovalPending, err
-	}, func(r store.Record) bool { return r.Kind == store.KindSystem && r.NodeID == c.NodeID })
+	}, func(r protocol.Record) bool { return r.Kind == protocol.KindSystem && r.NodeID == c.NodeID })
 	if err == errDeadline {
 		return a, nil
 	}

@@ -28,13 +28,13 @@ func TestSpawnIsLoggedFirst(t *testing.T) {
 	}
 	var spawnSeq, createdSeq int64
 	for _, r := range recs {
-		if r.Kind == store.KindEvent && r.NodeID == f.nodes["parent"].ID && strings.Contains(string(r.Data), `"type":"spawn"`) {
+		if r.Kind == protocol.KindEvent && r.NodeID == f.nodes["parent"].ID && strings.Contains(string(r.Data), `"type":"spawn"`) {
 			spawnSeq = r.Seq
 			if !strings.Contains(string(r.Data), `"task":"count the files"`) {
 				t.Errorf("spawn event %s", r.Data)
 			}
 		}
-		if r.Kind == store.KindNode && r.NodeID == id && createdSeq == 0 {
+		if r.Kind == protocol.KindNode && r.NodeID == id && createdSeq == 0 {
 			createdSeq = r.Seq
 		}
 	}
@@ -43,7 +43,7 @@ func TestSpawnIsLoggedFirst(t *testing.T) {
 	}
 	var task protocol.MessageInput
 	for _, r := range f.records(id) {
-		if r.Kind == store.KindInput {
+		if r.Kind == protocol.KindInput {
 			json.Unmarshal(r.Data, &task)
 		}
 	}
@@ -60,7 +60,7 @@ func TestSpawnIsLoggedFirst(t *testing.T) {
 	}
 	found := false
 	for _, r := range f.records(f.nodes["parent"].ID) {
-		found = found || r.Kind == store.KindError && strings.Contains(string(r.Data), `spawn \"w3\"`)
+		found = found || r.Kind == protocol.KindError && strings.Contains(string(r.Data), `spawn \"w3\"`)
 	}
 	if !found {
 		t.Fatal("no error record for the refused spawn")
@@ -81,7 +81,7 @@ func TestSendMessage(t *testing.T) {
 	last := func(nodeID string) protocol.MessageInput {
 		var m protocol.MessageInput
 		for _, r := range f.records(nodeID) {
-			if r.Kind == store.KindInput {
+			if r.Kind == protocol.KindInput {
 				m = protocol.MessageInput{}
 				json.Unmarshal(r.Data, &m)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // syncBuffer is a goroutine-safe bytes.Buffer for the server's stdout.
@@ -46,7 +47,7 @@ type testEnv struct {
 	t      testing.TB
 	srv    *api.Server
 	st     *store.Store
-	hub    *hub.Hub[store.Record]
+	hub    *hub.Hub[protocol.Record]
 	files  *vfs.VFS
 	base   string
 	stdout *syncBuffer
@@ -55,14 +56,14 @@ type testEnv struct {
 }
 
 // publisherFunc adapts a function to store.Publisher.
-type publisherFunc func(store.Record)
+type publisherFunc func(string, protocol.Record)
 
-func (f publisherFunc) Publish(r store.Record) { f(r) }
+func (f publisherFunc) Publish(sessionID string, r protocol.Record) { f(sessionID, r) }
 
 type envOpts struct {
 	cfg       func(*api.Config)
 	buffer    int
-	publisher func(h *hub.Hub[store.Record]) store.Publisher
+	publisher func(h *hub.Hub[protocol.Record]) store.Publisher
 	now       func() time.Time // the store's clock
 	files     vfs.Config       // the session filesystem's limits
 	secrets   []byte           // the store's secrets key
@@ -89,7 +90,7 @@ func (c *fakeClock) Add(d time.Duration) {
 func newEnv(t testing.TB, o envOpts) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
-	h := hub.New(hub.Config{Buffer: o.buffer}, func(r store.Record) string { return r.SessionID })
+	h := hub.New[protocol.Record](hub.Config{Buffer: o.buffer})
 	var pub store.Publisher = h
 	if o.publisher != nil {
 		pub = o.publisher(h)
@@ -260,7 +261,7 @@ func (e *testEnv) doT(t testing.TB, method, path, key string, body string, hdr .
 func appendEvents(t testing.TB, st *store.Store, sid, nid string, n int) {
 	t.Helper()
 	for range n {
-		if _, err := st.Append(context.Background(), sid, store.NewRecord{NodeID: nid, Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)}); err != nil {
+		if _, err := st.Append(context.Background(), sid, protocol.Record{NodeID: nid, Kind: protocol.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)}); err != nil {
 			t.Fatalf("append: %v", err)
 		}
 	}

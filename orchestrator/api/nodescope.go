@@ -6,6 +6,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // subtree returns the ids of node id and its descendants in nodes.
@@ -97,9 +98,9 @@ func (sc *recordScope) reload(ctx context.Context) error {
 // allows reports whether rec may be sent. A node record that changes the
 // tree (or the node's own config) makes the scope follow: a node that
 // enters or leaves the subtree is told about it.
-func (sc *recordScope) allows(ctx context.Context, rec store.Record) (bool, error) {
+func (sc *recordScope) allows(ctx context.Context, rec protocol.Record) (bool, error) {
 	switch rec.Kind {
-	case store.KindFile:
+	case protocol.KindFile:
 		var d struct {
 			Path string `json:"path"`
 		}
@@ -108,12 +109,12 @@ func (sc *recordScope) allows(ctx context.Context, rec store.Record) (bool, erro
 		}
 		p, err := vfs.CleanPath(d.Path)
 		return err == nil && sc.files.Visible(p), nil
-	case store.KindNode:
+	case protocol.KindNode:
 		var d struct {
 			Op string `json:"op"`
 		}
 		_ = json.Unmarshal(rec.Data, &d)
-		if rec.Seq <= sc.seen || (d.Op == store.OpUpdated && rec.NodeID != sc.p.NodeID) {
+		if rec.Seq <= sc.seen || (d.Op == protocol.OpUpdated && rec.NodeID != sc.p.NodeID) {
 			break
 		}
 		was := sc.nodes[rec.NodeID]

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // nodeTree is a session with a tree: root → me → grandchild, root → sibling.
@@ -132,7 +133,7 @@ func TestNodeKeyReadsItsSubtree(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rec := range recs {
-		if rec.Kind == store.KindInput && strings.Contains(string(rec.Data), `"from":"user"`) {
+		if rec.Kind == protocol.KindInput && strings.Contains(string(rec.Data), `"from":"user"`) {
 			t.Fatalf("a node key's message was stored as the user's: %s", rec.Data)
 		}
 	}
@@ -152,7 +153,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 	defer cancel()
 	file := func(p string) {
 		t.Helper()
-		if _, err := e.st.Append(ctx, tr.sid, store.NewRecord{Kind: store.KindFile, Data: json.RawMessage(`{"op":"created","path":"` + p + `","size":1}`)}); err != nil {
+		if _, err := e.st.Append(ctx, tr.sid, protocol.Record{Kind: protocol.KindFile, Data: json.RawMessage(`{"op":"created","path":"` + p + `","size":1}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +188,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 	}
 	event := func(n string) int64 {
 		t.Helper()
-		recs, err := e.st.Append(ctx, tr.sid, store.NewRecord{NodeID: n, Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)})
+		recs, err := e.st.Append(ctx, tr.sid, protocol.Record{NodeID: n, Kind: protocol.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +229,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 			t.Fatalf("seq %d after %d", rec.Seq, last)
 		}
 		last = rec.Seq
-		if rec.Kind == store.KindFile {
+		if rec.Kind == protocol.KindFile {
 			var d struct{ Path string }
 			json.Unmarshal(rec.Data, &d)
 			files = append(files, d.Path)
@@ -238,7 +239,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 			t.Fatalf("node key got a record of node %s: %s %s", rec.NodeID, rec.Kind, rec.Data)
 		}
 		k := rec.NodeID + " " + rec.Kind
-		if rec.Kind == store.KindNode {
+		if rec.Kind == protocol.KindNode {
 			var d struct{ Op string }
 			json.Unmarshal(rec.Data, &d)
 			k += " " + d.Op

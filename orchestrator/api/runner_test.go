@@ -17,7 +17,7 @@ import (
 // Nil function fields do nothing.
 type fakeRunner struct {
 	start, stop func(ctx context.Context, userID, sessionID string) error
-	deliver     func(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+	deliver     func(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error)
 	logs        func(ctx context.Context, sessionID, nodeID string, tail int) ([]byte, error)
 	st          *store.Store
 	calls       []string
@@ -41,7 +41,7 @@ func (f *fakeRunner) NodeLog(ctx context.Context, s, n string, tail int) ([]byte
 
 func (f *fakeRunner) StartSession(ctx context.Context, u, s string) error { return f.start(ctx, u, s) }
 func (f *fakeRunner) StopSession(ctx context.Context, u, s string) error  { return f.stop(ctx, u, s) }
-func (f *fakeRunner) Deliver(ctx context.Context, s, n string, in protocol.Input) (store.Record, error) {
+func (f *fakeRunner) Deliver(ctx context.Context, s, n string, in protocol.Input) (protocol.Record, error) {
 	return f.deliver(ctx, s, n, in)
 }
 
@@ -94,12 +94,12 @@ func TestRunnerIsCalled(t *testing.T) {
 		r.calls = append(r.calls, "stop")
 		return orchestrator.Errorf(orchestrator.EConflict, "session is not running")
 	}
-	r.deliver = func(ctx context.Context, s, n string, in protocol.Input) (store.Record, error) {
+	r.deliver = func(ctx context.Context, s, n string, in protocol.Input) (protocol.Record, error) {
 		r.calls = append(r.calls, "deliver "+in.InputType())
 		b, _ := json.Marshal(in)
-		recs, err := r.st.Append(ctx, s, store.NewRecord{NodeID: n, Kind: store.KindInput, Data: b})
+		recs, err := r.st.Append(ctx, s, protocol.Record{NodeID: n, Kind: protocol.KindInput, Data: b})
 		if err != nil {
-			return store.Record{}, err
+			return protocol.Record{}, err
 		}
 		return recs[0], nil
 	}

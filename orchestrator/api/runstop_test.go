@@ -10,6 +10,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // A stop that arrives while the server is still starting (creating the
@@ -17,7 +18,7 @@ import (
 // next start creates the first user.
 func TestRunStoppedDuringStartIsGraceful(t *testing.T) {
 	dir := t.TempDir()
-	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	h := hub.New[protocol.Record](hub.Config{})
 	defer h.Close()
 	st, err := store.Open(context.Background(), store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: h})
 	if err != nil {

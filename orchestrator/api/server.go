@@ -53,7 +53,7 @@ type Runner interface {
 	StartNode(ctx context.Context, userID, sessionID, nodeID string) error
 	// Deliver appends in to the session log as an input record of nodeID
 	// and queues it for the node's stdin; it returns the appended record.
-	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error)
 	// Running tells whether a node's agent process runs: the API refuses to
 	// mark a node that does not run as running or thinking.
 	Running(nodeID string) bool
@@ -67,14 +67,14 @@ type Runner interface {
 }
 
 // The hub is the store's publisher.
-var _ store.Publisher = (*hub.Hub[store.Record])(nil)
+var _ store.Publisher = (*hub.Hub[protocol.Record])(nil)
 
 // Config is everything a Server needs. Store and Hub are required.
 type Config struct {
 	// Addr is the listen address, e.g. "127.0.0.1:8080" or "127.0.0.1:0".
 	Addr  string
 	Store *store.Store
-	Hub   *hub.Hub[store.Record]
+	Hub   *hub.Hub[protocol.Record]
 	// Runner runs the agents (nil: no runtime; inputs are only appended,
 	// start/stop answer 503, logs are empty).
 	Runner Runner
@@ -159,7 +159,7 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	store *store.Store
-	hub   *hub.Hub[store.Record]
+	hub   *hub.Hub[protocol.Record]
 	e     *echo.Echo
 	ln    net.Listener
 	http  *http.Server

@@ -402,8 +402,8 @@ func (s *Server) moveNode(c echo.Context) error {
 }
 
 type recordPage struct {
-	Data      []store.Record `json:"data"`
-	NextAfter int64          `json:"next_after"`
+	Data      []protocol.Record `json:"data"`
+	NextAfter int64             `json:"next_after"`
 }
 
 func (s *Server) listMessages(c echo.Context) error {
@@ -429,7 +429,7 @@ func (s *Server) listMessages(c echo.Context) error {
 		next = recs[len(recs)-1].Seq
 	}
 	if recs == nil {
-		recs = []store.Record{}
+		recs = []protocol.Record{}
 	}
 	return c.JSON(http.StatusOK, recordPage{Data: recs, NextAfter: next})
 }
@@ -499,7 +499,7 @@ func (s *Server) deliver(c echo.Context, in protocol.Input) error {
 	if err != nil {
 		return err
 	}
-	recs, err := s.store.Append(ctx, sid, store.NewRecord{NodeID: nid, Kind: store.KindInput, Data: data})
+	recs, err := s.store.Append(ctx, sid, protocol.Record{NodeID: nid, Kind: protocol.KindInput, Data: data})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Providers.
@@ -64,7 +65,7 @@ type Store interface {
 	// sessions' totals.
 	RecordUsage(ctx context.Context, us ...store.Usage) error
 	// Append adds records to a session's log (the over-budget notice).
-	Append(ctx context.Context, sessionID string, recs ...store.NewRecord) ([]store.Record, error)
+	Append(ctx context.Context, sessionID string, recs ...protocol.Record) ([]protocol.Record, error)
 }
 
 var _ Store = (*store.Store)(nil)

@@ -20,24 +20,25 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // recorder is a store.Publisher keeping every record.
 type recorder struct {
 	mu   sync.Mutex
-	recs []store.Record
+	recs []protocol.Record
 }
 
-func (r *recorder) Publish(rec store.Record) {
+func (r *recorder) Publish(_ string, rec protocol.Record) {
 	r.mu.Lock()
 	r.recs = append(r.recs, rec)
 	r.mu.Unlock()
 }
 
-func (r *recorder) all() []store.Record {
+func (r *recorder) all() []protocol.Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]store.Record(nil), r.recs...)
+	return append([]protocol.Record(nil), r.recs...)
 }
 
 const nodeToken = "fp_node_secret_token"
@@ -241,8 +242,8 @@ func TestOpenRouterStream(t *testing.T) {
 	}
 	var seen bool
 	for _, r := range e.pub.all() {
-		var c store.NodeChange
-		if r.Kind == store.KindNode && json.Unmarshal(r.Data, &c) == nil && c.Op == store.OpUpdated && c.Node.Tokens == 150 && c.Node.CostUSD == 0.0125 {
+		var c protocol.NodeChange
+		if r.Kind == protocol.KindNode && json.Unmarshal(r.Data, &c) == nil && c.Op == protocol.OpUpdated && c.Node.Tokens == 150 && c.Node.CostUSD == 0.0125 {
 			seen = true
 		}
 	}
@@ -649,7 +650,7 @@ func TestBudget(t *testing.T) {
 	notices := func() []map[string]string {
 		var out []map[string]string
 		for _, r := range e.pub.all() {
-			if r.Kind == store.KindError && r.NodeID == e.caller.NodeID {
+			if r.Kind == protocol.KindError && r.NodeID == e.caller.NodeID {
 				var d map[string]string
 				_ = json.Unmarshal(r.Data, &d)
 				out = append(out, d)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // maxBatch bounds the requests written to the store in one go; meterLinger
@@ -254,7 +255,7 @@ func (g *Gateway) notice(ctx context.Context, c orchestrator.Caller, sp store.Sp
 
 	data, _ := json.Marshal(map[string]string{"message": msg, "source": "gateway"})
 	if _, err := g.cfg.Store.Append(context.WithoutCancel(ctx), c.SessionID,
-		store.NewRecord{NodeID: c.NodeID, Kind: store.KindError, Data: data}); err != nil {
+		protocol.Record{NodeID: c.NodeID, Kind: protocol.KindError, Data: data}); err != nil {
 		g.log.Warn("record the over-budget notice", "node", c.NodeID, "err", err)
 		g.noticeMu.Lock()
 		if g.noticed[c.NodeID] == state {

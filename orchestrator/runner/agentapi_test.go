@@ -196,7 +196,7 @@ func TestMissingProviderKey(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.agent, func(t *testing.T) {
 			r := &Runner{cfg: Config{ProviderKeys: keys}}
-			err := r.checkProviderKey(store.Node{AgentType: tt.agent})
+			err := r.checkProviderKey(store.Node{Node: protocol.Node{AgentType: tt.agent}})
 			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 				t.Fatalf("err %v, want one naming %q", err, tt.want)
 			}
@@ -232,7 +232,7 @@ func TestMissingProviderKey(t *testing.T) {
 	recs, _ := st.Records(ctx, s.ID, 0, 100, n.ID)
 	var msgs []string
 	for _, rec := range recs {
-		if rec.Kind == store.KindError {
+		if rec.Kind == protocol.KindError {
 			var e struct{ Message string }
 			json.Unmarshal(rec.Data, &e)
 			msgs = append(msgs, e.Message)

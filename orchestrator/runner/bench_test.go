@@ -88,7 +88,7 @@ func BenchmarkRelayToStore(b *testing.B) {
 	eff := exitEffects{done: make(chan struct{})}
 	b.ResetTimer()
 	r, err := relay.Start(context.Background(), relay.Config{
-		Node: relay.Node{SessionID: sid, ID: nid, ContainerID: "c"}, Log: storeLog{st: st}, Process: memProcess{frames: frames}, Effects: eff,
+		Node: relay.Node{SessionID: sid, ID: nid, ContainerID: "c"}, Log: storeLog{st}, Process: memProcess{frames: frames}, Effects: eff,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -112,7 +112,7 @@ func (r *Runner) appendCommand(ctx context.Context, node store.Node, ev protocol
 	ev.Type = protocol.TypeCommand
 	data, err := json.Marshal(ev)
 	if err == nil {
-		_, err = r.st.Append(context.WithoutCancel(ctx), node.SessionID, store.NewRecord{NodeID: node.ID, Kind: store.KindEvent, Data: data})
+		_, err = r.st.Append(context.WithoutCancel(ctx), node.SessionID, protocol.Record{NodeID: node.ID, Kind: protocol.KindEvent, Data: data})
 	}
 	if err != nil {
 		r.log.Warn("append clone progress", "node", node.ID, "err", err)

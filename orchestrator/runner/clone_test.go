@@ -58,11 +58,11 @@ func (e *env) sessionWithRepo(url string) (store.Session, store.Node) {
 	return s, n
 }
 
-func commandEvents(t *testing.T, recs []store.Record) []protocol.CommandEvent {
+func commandEvents(t *testing.T, recs []protocol.Record) []protocol.CommandEvent {
 	t.Helper()
 	var out []protocol.CommandEvent
 	for _, r := range recs {
-		if r.Kind != store.KindEvent {
+		if r.Kind != protocol.KindEvent {
 			continue
 		}
 		var ev protocol.CommandEvent
@@ -97,7 +97,7 @@ func TestCloneBeforeAgentStarts(t *testing.T) {
 	// The clone comes before anything the agent printed.
 	recs := e.records(n.ID)
 	for _, r := range recs {
-		if r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"text"`) {
+		if r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"text"`) {
 			t.Fatalf("agent text before the clone finished:\n%s", dump(recs))
 		}
 		if strings.Contains(string(r.Data), `"status":"done"`) && strings.Contains(string(r.Data), "git clone") {
@@ -126,7 +126,7 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 	}
 	var sawError bool
 	for _, r := range recs {
-		sawError = sawError || (r.Kind == store.KindError && strings.Contains(string(r.Data), "git clone"))
+		sawError = sawError || (r.Kind == protocol.KindError && strings.Contains(string(r.Data), "git clone"))
 	}
 	if !sawError {
 		t.Fatalf("no error record naming the clone:\n%s", dump(recs))

@@ -62,10 +62,10 @@ func gitAgent(t *testing.T) string {
 }
 
 // kindsOf lists the node's records as kind:type (node records left out).
-func kindsOf(recs []store.Record) []string {
+func kindsOf(recs []protocol.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if r.Kind == store.KindNode {
+		if r.Kind == protocol.KindNode {
 			continue
 		}
 		var d struct{ Type string }
@@ -121,9 +121,9 @@ func TestHandoffContinuation(t *testing.T) {
 		var ev struct{ Type, Status string }
 		json.Unmarshal(r.Data, &ev)
 		switch {
-		case r.Kind == store.KindEvent && ev.Type == protocol.TypeCommand && ev.Status == protocol.StepDone:
+		case r.Kind == protocol.KindEvent && ev.Type == protocol.TypeCommand && ev.Status == protocol.StepDone:
 			cmdSeq = r.Seq
-		case r.Kind == store.KindEvent && ev.Type == protocol.TypeCommit:
+		case r.Kind == protocol.KindEvent && ev.Type == protocol.TypeCommit:
 			commitRef = r.Ref
 		}
 	}
@@ -184,7 +184,7 @@ func TestHandoffContinuation(t *testing.T) {
 	var rescued protocol.CommitEvent
 	for _, r := range recs {
 		var ev protocol.CommitEvent
-		if r.Kind == store.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit && ev.Hash == head {
+		if r.Kind == protocol.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit && ev.Hash == head {
 			rescued = ev
 		}
 	}

@@ -115,11 +115,11 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // systemBlocks returns the node's system records of type typ.
-func systemBlocks(t *testing.T, recs []store.Record, typ string) []protocol.SystemData {
+func systemBlocks(t *testing.T, recs []protocol.Record, typ string) []protocol.SystemData {
 	t.Helper()
 	var out []protocol.SystemData
 	for _, r := range recs {
-		if r.Kind != store.KindSystem {
+		if r.Kind != protocol.KindSystem {
 			continue
 		}
 		var d protocol.SystemData
@@ -134,10 +134,10 @@ func systemBlocks(t *testing.T, recs []store.Record, typ string) []protocol.Syst
 }
 
 // systemInputs returns the contents of the node's system messages.
-func systemInputs(recs []store.Record) []string {
+func systemInputs(recs []protocol.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if r.Kind != store.KindInput {
+		if r.Kind != protocol.KindInput {
 			continue
 		}
 		var m protocol.MessageInput
@@ -194,7 +194,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	var commit *protocol.CommitEvent
 	for _, r := range recs {
 		var ev protocol.CommitEvent
-		if r.Kind == store.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit {
+		if r.Kind == protocol.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit {
 			commit = &ev
 		}
 	}
@@ -235,7 +235,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	// (the test agent echoes each line of the task, then of the message).
 	var kinds []string
 	for _, r := range recs {
-		if r.Kind != store.KindNode {
+		if r.Kind != protocol.KindNode {
 			var d struct{ Type string }
 			json.Unmarshal(r.Data, &d)
 			kinds = append(kinds, r.Kind+":"+d.Type)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Environment of the helper process of TestKill9Recovery.
@@ -111,7 +112,7 @@ func TestKill9Recovery(t *testing.T) {
 	inputs := func() int {
 		c := 0
 		for _, r := range e.records(root.ID) {
-			if r.Kind == store.KindInput {
+			if r.Kind == protocol.KindInput {
 				c++
 			}
 		}

@@ -213,10 +213,10 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	if c := count("first job"); c != 1 {
 		t.Fatalf("the first job ran %d times", c)
 	}
-	var resume *store.Record
+	var resume *protocol.Record
 	var inputs []string
 	for _, rc := range e.records(root.ID) {
-		if rc.Kind != store.KindInput {
+		if rc.Kind != protocol.KindInput {
 			continue
 		}
 		var m protocol.MessageInput
@@ -313,7 +313,7 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored, err := st.Records(ctx, s.ID, in.Seq-1, 1, "")
-	if err != nil || len(stored) != 1 || stored[0].Seq != in.Seq || !stored[0].At.Equal(in.At) || string(stored[0].Data) != string(in.Data) || in.SessionID != s.ID {
+	if err != nil || len(stored) != 1 || stored[0].Seq != in.Seq || !stored[0].At.Equal(in.At) || string(stored[0].Data) != string(in.Data) || in.NodeID != root.ID {
 		t.Fatalf("Deliver answered %+v; stored %+v, %v", in, stored, err)
 	}
 	e.waitFor("pong", func() bool { return hasText(e.records(root.ID), "pong") })
@@ -361,7 +361,7 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 	}
 	e.waitFor("the recovered line", func() bool { return hasText(e.records(root.ID), "printed while down") })
 	for _, rc := range e.records(root.ID) {
-		if rc.Kind == store.KindEvent && strings.Contains(string(rc.Data), "printed while down") {
+		if rc.Kind == protocol.KindEvent && strings.Contains(string(rc.Data), "printed while down") {
 			if want := printed.Truncate(time.Millisecond); !rc.At.Equal(want) {
 				t.Fatalf("recovered record at %v, want the time it was printed, %v", rc.At, want)
 			}

@@ -439,13 +439,13 @@ func (r *Runner) killGrace() time.Duration {
 // Deliver appends an input for a running node and writes it to its stdin.
 // To a node whose agent is being started it is delivered once the agent
 // runs, after its first message.
-func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error) {
+func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error) {
 	if err := r.waitStarting(ctx, nodeID); err != nil {
-		return store.Record{}, orchestrator.Errorf(orchestrator.EUnavailable, "node %s is still starting (its health checks run): %v; retry later", nodeID, err)
+		return protocol.Record{}, orchestrator.Errorf(orchestrator.EUnavailable, "node %s is still starting (its health checks run): %v; retry later", nodeID, err)
 	}
 	rel := r.relayOf(nodeID)
 	if rel == nil || rel.Node().SessionID != sessionID {
-		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: start the session first", nodeID)
+		return protocol.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: start the session first", nodeID)
 	}
 	rec, err := rel.Deliver(ctx, in)
 	if errors.Is(err, relay.ErrStopping) {
@@ -458,15 +458,15 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 	switch {
 	case err == nil:
 		// rec is the record as stored (the relay's Log returns it).
-		return store.Record{SessionID: sessionID, Seq: rec.Seq, Kind: rec.Kind, NodeID: rec.NodeID, At: rec.At, Data: rec.Data}, nil
+		return rec, nil
 	case errors.Is(err, relay.ErrMailboxFull):
-		return store.Record{}, orchestrator.Errorf(orchestrator.EUnavailable, "node %s: %v; retry later", nodeID, err)
+		return protocol.Record{}, orchestrator.Errorf(orchestrator.EUnavailable, "node %s: %v; retry later", nodeID, err)
 	case errors.Is(err, relay.ErrExited), errors.Is(err, relay.ErrClosed):
-		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running", nodeID)
+		return protocol.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running", nodeID)
 	case isInvalidInput(err):
-		return store.Record{}, orchestrator.Errorf(orchestrator.EInvalid, "%v", err)
+		return protocol.Record{}, orchestrator.Errorf(orchestrator.EInvalid, "%v", err)
 	default:
-		return store.Record{}, err
+		return protocol.Record{}, err
 	}
 }
 
@@ -676,7 +676,7 @@ func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node,
 		p.task, p.query = p.summary, p.summary
 	case startRestart:
 		if node.Generation > 1 {
-			if rec, err := r.st.LastRecordOf(ctx, node.SessionID, node.ID, store.KindSystem, protocol.SystemContinuation); err == nil {
+			if rec, err := r.st.LastRecordOf(ctx, node.SessionID, node.ID, protocol.KindSystem, protocol.SystemContinuation); err == nil {
 				var d protocol.SystemData
 				if json.Unmarshal(rec.Data, &d) == nil {
 					p.summary, p.query = d.Summary, d.Summary
@@ -850,7 +850,7 @@ func (r *Runner) firstTask(ctx context.Context, node store.Node) (string, error)
 		return "", err
 	}
 	for _, rec := range recs {
-		if rec.Kind != store.KindInput {
+		if rec.Kind != protocol.KindInput {
 			continue
 		}
 		in, err := protocol.DecodeInput(rec.Data)
@@ -914,7 +914,7 @@ func (r *Runner) attach(node store.Node, cursor string) error {
 	}
 	rel, err := relay.Start(r.ctx, relay.Config{
 		Node:   relay.Node{SessionID: node.SessionID, ID: node.ID, ParentID: parent, Name: node.Name, ContainerID: node.ContainerID},
-		Cursor: cursor, Log: storeLog{st: r.st}, Process: r.rt, Effects: r, LogDir: r.logs,
+		Cursor: cursor, Log: storeLog{r.st}, Process: r.rt, Effects: r, LogDir: r.logs,
 		Clock: r.cfg.Clock, Logger: r.log, Permanent: permanent,
 		MaxBatch: r.cfg.MaxBatch, MailboxLen: r.cfg.MailboxLen, MaxLine: r.cfg.MaxLine,
 		StopGrace: r.cfg.StopGrace, KillGrace: r.cfg.KillGrace,
@@ -1222,8 +1222,8 @@ func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
 
 // recordError appends a runtime error record for the node.
 func (r *Runner) recordError(ctx context.Context, node store.Node, msg string) {
-	data, _ := json.Marshal(map[string]string{"message": msg, "source": relay.SourceRuntime})
-	if _, err := r.st.Append(context.WithoutCancel(ctx), node.SessionID, store.NewRecord{NodeID: node.ID, Kind: store.KindError, Data: data}); err != nil {
+	data, _ := json.Marshal(protocol.ErrorData{Message: msg, Source: protocol.SourceRuntime})
+	if _, err := r.st.Append(context.WithoutCancel(ctx), node.SessionID, protocol.Record{NodeID: node.ID, Kind: protocol.KindError, Data: data}); err != nil {
 		r.log.Warn("append runtime error", "node", node.ID, "err", err)
 	}
 }

@@ -22,19 +22,19 @@ const testImage = "filepath/testagent:latest"
 // published records every record the store publishes, in publish order.
 type published struct {
 	mu   sync.Mutex
-	recs []store.Record
+	recs []protocol.Record
 }
 
-func (p *published) Publish(r store.Record) {
+func (p *published) Publish(_ string, r protocol.Record) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.recs = append(p.recs, r)
 }
 
-func (p *published) list() []store.Record {
+func (p *published) list() []protocol.Record {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]store.Record(nil), p.recs...)
+	return append([]protocol.Record(nil), p.recs...)
 }
 
 type env struct {
@@ -120,9 +120,9 @@ func (e *env) startRoot(task string) store.Node {
 	return n
 }
 
-func (e *env) records(nodeID string) []store.Record {
+func (e *env) records(nodeID string) []protocol.Record {
 	e.t.Helper()
-	var out []store.Record
+	var out []protocol.Record
 	after := int64(0)
 	for {
 		recs, err := e.st.Records(e.ctx, e.sid, after, store.MaxRecordsLimit, nodeID)
@@ -168,7 +168,7 @@ func (e *env) waitStatus(nodeID, status string) store.Node {
 	return n
 }
 
-func dump(recs []store.Record) string {
+func dump(recs []protocol.Record) string {
 	var b strings.Builder
 	for _, r := range recs {
 		d := string(r.Data)
@@ -180,10 +180,10 @@ func dump(recs []store.Record) string {
 	return b.String()
 }
 
-func texts(recs []store.Record) []string {
+func texts(recs []protocol.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if r.Kind != store.KindEvent {
+		if r.Kind != protocol.KindEvent {
 			continue
 		}
 		var ev struct{ Type, Content string }
@@ -195,7 +195,7 @@ func texts(recs []store.Record) []string {
 	return out
 }
 
-func hasText(recs []store.Record, s string) bool {
+func hasText(recs []protocol.Record, s string) bool {
 	for _, t := range texts(recs) {
 		if t == s {
 			return true
@@ -216,12 +216,12 @@ func TestMessageRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Kind != store.KindInput || rec.Seq == 0 || string(rec.Data) != `{"type":"message","from":"user","content":"echo pong"}` {
+	if rec.Kind != protocol.KindInput || rec.Seq == 0 || string(rec.Data) != `{"type":"message","from":"user","content":"echo pong"}` {
 		t.Fatalf("input record = %+v", rec)
 	}
 	e.waitFor("pong", func() bool { return hasText(e.records(root.ID), "pong") })
 	for _, r := range e.records(root.ID) {
-		if r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"pong"`) && r.Seq < rec.Seq {
+		if r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"pong"`) && r.Seq < rec.Seq {
 			t.Fatalf("reply seq %d before its input seq %d", r.Seq, rec.Seq)
 		}
 	}
@@ -303,7 +303,7 @@ func TestSpawnTree(t *testing.T) {
 		}
 		json.Unmarshal(r.Data, &d)
 		switch {
-		case r.Kind == store.KindNode && d.Op == store.OpCreated:
+		case r.Kind == protocol.KindNode && d.Op == protocol.OpCreated:
 			created[d.Node.ID] = r.Seq
 			if d.Node.ParentID != nil {
 				sp := spawned[*d.Node.ParentID]
@@ -312,7 +312,7 @@ func TestSpawnTree(t *testing.T) {
 				}
 				spawned[*d.Node.ParentID] = sp[1:]
 			}
-		case r.Kind == store.KindEvent:
+		case r.Kind == protocol.KindEvent:
 			if _, ok := created[r.NodeID]; !ok {
 				t.Fatalf("event of node %s at seq %d before the node was created", r.NodeID, r.Seq)
 			}
@@ -325,7 +325,7 @@ func TestSpawnTree(t *testing.T) {
 	e.waitFor("finish messages at the root", func() bool {
 		n := 0
 		for _, r := range e.records(root.ID) {
-			if r.Kind == store.KindInput && strings.Contains(string(r.Data), `"from":"system"`) && strings.Contains(string(r.Data), " finished") {
+			if r.Kind == protocol.KindInput && strings.Contains(string(r.Data), `"from":"system"`) && strings.Contains(string(r.Data), " finished") {
 				n++
 			}
 		}
@@ -346,7 +346,7 @@ func TestBadLinesKeepAgentRunning(t *testing.T) {
 	}
 	var errs []map[string]any
 	for _, r := range e.records(root.ID) {
-		if r.Kind == store.KindError {
+		if r.Kind == protocol.KindError {
 			var m map[string]any
 			json.Unmarshal(r.Data, &m)
 			errs = append(errs, m)
@@ -388,7 +388,7 @@ func TestCrash(t *testing.T) {
 	recs := e.records(root.ID)
 	last := recs[len(recs)-1]
 	for _, r := range recs {
-		if r.Kind == store.KindError {
+		if r.Kind == protocol.KindError {
 			last = r
 		}
 	}
@@ -471,7 +471,7 @@ func TestPauseResume(t *testing.T) {
 	for _, r := range e.records(root.ID) {
 		var ev struct{ Type, State string }
 		json.Unmarshal(r.Data, &ev)
-		if r.Kind == store.KindEvent && ev.Type == protocol.TypeStatus {
+		if r.Kind == protocol.KindEvent && ev.Type == protocol.TypeStatus {
 			states = append(states, ev.State)
 		}
 	}
@@ -557,7 +557,7 @@ func TestReconcileGhost(t *testing.T) {
 	}
 	found := false
 	for _, r := range e.records(root.ID) {
-		found = found || r.Kind == store.KindError && strings.Contains(string(r.Data), "is gone")
+		found = found || r.Kind == protocol.KindError && strings.Contains(string(r.Data), "is gone")
 	}
 	if !found {
 		t.Fatalf("no error record for the lost container:\n%s", dump(e.records(root.ID)))
@@ -725,7 +725,7 @@ func TestStartMissingImage(t *testing.T) {
 	}
 	found := false
 	for _, r := range e.records(n.ID) {
-		found = found || r.Kind == store.KindError && strings.Contains(string(r.Data), "no-such-image")
+		found = found || r.Kind == protocol.KindError && strings.Contains(string(r.Data), "no-such-image")
 	}
 	if !found {
 		t.Fatalf("no error record:\n%s", dump(e.records(n.ID)))
@@ -768,13 +768,13 @@ func TestLongLinesArriveWhileRunning(t *testing.T) {
 	var kinds []string
 	for _, r := range e.records(root.ID) {
 		switch {
-		case r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"text"`) && len(r.Data) > 30000:
+		case r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"text"`) && len(r.Data) > 30000:
 			kinds = append(kinds, "long")
-		case r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"middle"`):
+		case r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"middle"`):
 			kinds = append(kinds, "middle")
-		case r.Kind == store.KindError && strings.Contains(string(r.Data), "65536-byte line limit"):
+		case r.Kind == protocol.KindError && strings.Contains(string(r.Data), "65536-byte line limit"):
 			kinds = append(kinds, "cut")
-		case r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"after"`):
+		case r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"after"`):
 			kinds = append(kinds, "after")
 		}
 	}

@@ -146,7 +146,7 @@ const ContinuationMessage = "This agent continues the work of this node's previo
 // relay.
 func (r *Runner) prepare(ctx context.Context, p *startPlan) error {
 	rep := startReport{kind: p.kind, generation: p.node.Generation, summary: p.summary}
-	show := func(rec store.NewRecord) error {
+	show := func(rec protocol.Record) error {
 		if _, err := r.st.Append(ctx, p.node.SessionID, rec); err != nil {
 			return fmt.Errorf("append what ran before the agent: %w", err)
 		}
@@ -190,7 +190,7 @@ func (r *Runner) prepare(ctx context.Context, p *startPlan) error {
 		// before anything delivered to it, as it writes any input a crash
 		// caught between its append and its write.
 		data, _ := json.Marshal(protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromSystem, Content: msg})
-		if err := show(store.NewRecord{NodeID: p.node.ID, Kind: store.KindInput, Data: data}); err != nil {
+		if err := show(protocol.Record{NodeID: p.node.ID, Kind: protocol.KindInput, Data: data}); err != nil {
 			return err
 		}
 	}
@@ -230,12 +230,12 @@ func (r *Runner) memories(ctx context.Context, p *startPlan) []Memory {
 	return ms[:min(len(ms), limit)]
 }
 
-func (r *Runner) eventRecord(node store.Node, ev protocol.Event) store.NewRecord {
+func (r *Runner) eventRecord(node store.Node, ev protocol.Event) protocol.Record {
 	data, _ := json.Marshal(ev) // protocol structs: cannot fail
-	return store.NewRecord{NodeID: node.ID, Kind: store.KindEvent, Data: data}
+	return protocol.Record{NodeID: node.ID, Kind: protocol.KindEvent, Data: data}
 }
 
-func systemRecord(node store.Node, d protocol.SystemData) store.NewRecord {
+func systemRecord(node store.Node, d protocol.SystemData) protocol.Record {
 	data, _ := json.Marshal(d)
-	return store.NewRecord{NodeID: node.ID, Kind: store.KindSystem, Data: data}
+	return protocol.Record{NodeID: node.ID, Kind: protocol.KindSystem, Data: data}
 }

@@ -216,7 +216,7 @@ func (s *Store) RequestApproval(ctx context.Context, sessionID, nodeID string, i
 		}
 		created = true
 		rec := a.Record()
-		return tx.appendJSON(nodeID, KindSystem, protocol.SystemData{Type: protocol.SystemApproval, Text: text, Approval: &rec})
+		return tx.appendJSON(nodeID, protocol.KindSystem, protocol.SystemData{Type: protocol.SystemApproval, Text: text, Approval: &rec})
 	})
 	if err != nil {
 		return Approval{}, false, err
@@ -372,7 +372,7 @@ func answer(tx *Tx, sessionID, id string, d Decision, by string) (Approval, erro
 		text = fmt.Sprintf("%s by %s", a.Status, by)
 	}
 	rec := a.Record()
-	if err := tx.appendJSON(a.NodeID, KindSystem, protocol.SystemData{Type: protocol.SystemApproval, Text: text, Approval: &rec}); err != nil {
+	if err := tx.appendJSON(a.NodeID, protocol.KindSystem, protocol.SystemData{Type: protocol.SystemApproval, Text: text, Approval: &rec}); err != nil {
 		return Approval{}, err
 	}
 	if a.Always && a.Kind != "" {
@@ -417,7 +417,7 @@ func allowKind(tx *Tx, sessionID, nodeID, kind string) error {
 	if err := g.Exec(`UPDATE agent_node SET config = ?, updated_at = ? WHERE id = ?`, r.Config, r.UpdatedAt, nodeID).Error; err != nil {
 		return fmt.Errorf("update node %s config: %w", nodeID, err)
 	}
-	return tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpUpdated, Node: t.node(nodeID)})
+	return tx.appendJSON(nodeID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpUpdated, Node: t.node(nodeID).Node})
 }
 
 // ExpireApprovals denies every pending request whose time ran out by now

@@ -170,8 +170,8 @@ var (
 // other record). The relay stores events re-encoded from protocol's
 // structs, whose "type" comes first: a prefix test skips every other
 // record without decoding it.
-func auditStepOf(r Record) (auditStep, bool) {
-	if r.Kind != KindEvent || r.NodeID == "" || !(bytes.HasPrefix(r.Data, toolPrefix) || bytes.HasPrefix(r.Data, commandPrefix)) {
+func auditStepOf(r protocol.Record) (auditStep, bool) {
+	if r.Kind != protocol.KindEvent || r.NodeID == "" || !(bytes.HasPrefix(r.Data, toolPrefix) || bytes.HasPrefix(r.Data, commandPrefix)) {
 		return auditStep{}, false
 	}
 	var e auditStep
@@ -185,7 +185,7 @@ func auditStepOf(r Record) (auditStep, bool) {
 // command event of recs (just appended) that ends a call: its start is the
 // latest earlier start of the same node, tool name (or command line) not
 // ended since; without one the call starts when it ends.
-func (t *Tx) auditSteps(recs []Record) error {
+func (t *Tx) auditSteps(recs []protocol.Record) error {
 	for i, r := range recs {
 		e, ok := auditStepOf(r)
 		if !ok || (e.Status != protocol.StepDone && e.Status != protocol.StepError) {
@@ -251,11 +251,11 @@ func (t *Tx) auditSteps(recs []Record) error {
 // auditStart finds the start of the call that end ends: first among the
 // records appended before it in this batch, then in the node's earlier
 // records. It returns the start's time (end's own when none is found).
-func (t *Tx) auditStart(batch []Record, end Record, e auditStep) (time.Time, *auditStep, error) {
+func (t *Tx) auditStart(batch []protocol.Record, end protocol.Record, e auditStep) (time.Time, *auditStep, error) {
 	key, skip := e.key(), 0
 	// match reports whether r is the start sought, counting the calls of
 	// the same key that ended in between.
-	match := func(r Record) (*auditStep, bool) {
+	match := func(r protocol.Record) (*auditStep, bool) {
 		s, ok := auditStepOf(r)
 		if !ok || r.NodeID != end.NodeID || s.key() != key {
 			return nil, false
@@ -286,7 +286,7 @@ func (t *Tx) auditStart(batch []Record, end Record, e auditStep) (time.Time, *au
 	}
 	defer rows.Close()
 	for rows.Next() {
-		r := Record{NodeID: end.NodeID}
+		r := protocol.Record{NodeID: end.NodeID}
 		var at int64
 		var payload []byte
 		if err := rows.Scan(&r.Seq, &r.Kind, &payload, &at); err != nil {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // benchPayload is a typical agent text event.
@@ -42,9 +44,9 @@ func benchAppend(b *testing.B, batch int) {
 		b.Run(name, func(b *testing.B) {
 			s, sid := benchStore(b, sync)
 			ctx := context.Background()
-			recs := make([]NewRecord, batch)
+			recs := make([]protocol.Record, batch)
 			for i := range recs {
-				recs[i] = NewRecord{NodeID: "node-1", Kind: KindEvent, Data: benchPayload}
+				recs[i] = protocol.Record{NodeID: "node-1", Kind: protocol.KindEvent, Data: benchPayload}
 			}
 			stop := threadCPU()
 			for b.Loop() {
@@ -100,7 +102,7 @@ func BenchmarkRawSQLiteInsert(b *testing.B) {
 					}
 					for range batch {
 						seq++
-						if _, err := stmt.ExecContext(ctx, sid, seq, "node-1", KindEvent, payload, int64(1700000000000)); err != nil {
+						if _, err := stmt.ExecContext(ctx, sid, seq, "node-1", protocol.KindEvent, payload, int64(1700000000000)); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -135,9 +137,9 @@ func BenchmarkAppendParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	const batch = 16
-	recs := make([]NewRecord, batch)
+	recs := make([]protocol.Record, batch)
 	for i := range recs {
-		recs[i] = NewRecord{NodeID: "node-1", Kind: KindEvent, Data: benchPayload}
+		recs[i] = protocol.Record{NodeID: "node-1", Kind: protocol.KindEvent, Data: benchPayload}
 	}
 	b.SetParallelism(8)
 	b.ResetTimer()

@@ -252,7 +252,7 @@ func systemApprovals(t *testing.T, e *env, sessionID, nodeID string) []protocol.
 	}
 	var out []protocol.SystemData
 	for _, r := range recs {
-		if r.Kind != store.KindSystem {
+		if r.Kind != protocol.KindSystem {
 			continue
 		}
 		var d protocol.SystemData
@@ -276,13 +276,13 @@ func TestAuditFromEvents(t *testing.T) {
 	other := e.node(t, u.ID, s.ID, &n, "child")
 	t0 := e.clock.Now()
 	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
-	rec := func(node string, sec int, ev protocol.Event) store.NewRecord {
+	rec := func(node string, sec int, ev protocol.Event) protocol.Record {
 		b, _ := json.Marshal(ev)
-		return store.NewRecord{NodeID: node, Kind: store.KindEvent, Data: b, At: at(sec)}
+		return protocol.Record{NodeID: node, Kind: protocol.KindEvent, Data: b, At: at(sec)}
 	}
 	str := func(s string) *string { return &s }
 	exit := func(v float64) *float64 { return &v }
-	appendRecs := func(recs ...store.NewRecord) {
+	appendRecs := func(recs ...protocol.Record) {
 		t.Helper()
 		if _, err := e.s.AppendWithCursor(ctx, s.ID, n.ID, "c", recs...); err != nil {
 			t.Fatal(err)

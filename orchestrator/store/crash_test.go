@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // TestKillDurability appends in a child process that prints each seq after
@@ -91,7 +92,7 @@ func crashChild() {
 	sid := os.Getenv("STORE_CRASH_SESSION")
 	w := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
-		batch := []store.NewRecord{ev("x"), ev("y"), ev("z")}
+		batch := []protocol.Record{ev("x"), ev("y"), ev("z")}
 		recs, err := st.Append(ctx, sid, batch[:1+i%3]...)
 		if err != nil {
 			fmt.Println("append:", err)

@@ -93,10 +93,10 @@
 //	DeleteNode(ctx, userID, sessionID, nodeID) (removedIDs []string, err error)
 //	ActiveNodes(ctx) ([]Node, error)   // for reconcile at start-up
 //
-//	Append(ctx, sessionID, recs ...NewRecord) ([]Record, error)
-//	AppendWithCursor(ctx, sessionID, nodeID, cursor, recs...) ([]Record, error)   // + node log_cursor, one tx
-//	WithLog(ctx, sessionID, func(*Tx) error) ([]Record, error); (*Tx).DB(); (*Tx).Append(recs...)
-//	Records(ctx, sessionID, after, limit, nodeID) ([]Record, error); LastSeq(ctx, sessionID) (int64, error)
+//	Append(ctx, sessionID, recs ...protocol.Record) ([]protocol.Record, error)   // Seq assigned; At zero: now; Ref -k: k records back
+//	AppendWithCursor(ctx, sessionID, nodeID, cursor, recs...) ([]protocol.Record, error)   // + node log_cursor, one tx
+//	WithLog(ctx, sessionID, func(*Tx) error) ([]protocol.Record, error); (*Tx).DB(); (*Tx).Append(recs...)
+//	Records(ctx, sessionID, after, limit, nodeID) ([]protocol.Record, error); LastSeq(ctx, sessionID) (int64, error)
 //
 //	NormalizeRepo(gitURL) string   // a memory scope: host/path
 //	SetMemory(ctx, userID, repo, key, text, sessionID, nodeID) (Memory, error)   // kv_store upsert

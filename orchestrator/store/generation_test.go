@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -24,12 +23,12 @@ func TestContinueNode(t *testing.T) {
 
 	_, err := e.s.ContinueNode(ctx, s.ID, root.ID)
 	wantCode(t, err, orchestrator.EConflict, "")
-	_, err = e.s.LastRecordOf(ctx, s.ID, root.ID, store.KindEvent, protocol.TypeHandoff)
+	_, err = e.s.LastRecordOf(ctx, s.ID, root.ID, protocol.KindEvent, protocol.TypeHandoff)
 	wantCode(t, err, orchestrator.ENotFound, "")
 
 	handoff := func(nodeID, summary string) {
 		t.Helper()
-		if _, err := e.s.Append(ctx, s.ID, store.NewRecord{NodeID: nodeID, Kind: store.KindEvent,
+		if _, err := e.s.Append(ctx, s.ID, protocol.Record{NodeID: nodeID, Kind: protocol.KindEvent,
 			Data: mustJSON(t, protocol.HandoffEvent{Type: protocol.TypeHandoff, Summary: summary})}); err != nil {
 			t.Fatal(err)
 		}
@@ -42,14 +41,14 @@ func TestContinueNode(t *testing.T) {
 		t.Fatalf("continue: %+v, %v", c, err)
 	}
 	recs := e.pub.all()[before:]
-	if len(recs) != 2 || recs[0].Kind != store.KindNode || recs[1].Kind != store.KindSystem {
+	if len(recs) != 2 || recs[0].Kind != protocol.KindNode || recs[1].Kind != protocol.KindSystem {
 		t.Fatalf("records %+v", recs)
 	}
 	var sd protocol.SystemData
 	if err := json.Unmarshal(recs[1].Data, &sd); err != nil || sd.Type != protocol.SystemContinuation || sd.Generation != 2 || sd.Summary != "first half done" {
 		t.Fatalf("continuation record %s (%v)", recs[1].Data, err)
 	}
-	last, err := e.s.LastRecordOf(ctx, s.ID, root.ID, store.KindSystem, protocol.SystemContinuation)
+	last, err := e.s.LastRecordOf(ctx, s.ID, root.ID, protocol.KindSystem, protocol.SystemContinuation)
 	if err != nil || last.Seq != recs[1].Seq {
 		t.Fatalf("LastRecordOf: %+v, %v", last, err)
 	}

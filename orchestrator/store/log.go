@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Records limits.
@@ -92,7 +93,7 @@ type Tx struct {
 	sessionID string
 	now       time.Time
 	last      int64
-	recs      []Record
+	recs      []protocol.Record
 	checked   bool // the records given to Append were checked already
 }
 
@@ -108,7 +109,7 @@ func (t *Tx) Now() time.Time { return t.now }
 // order; if fn returns an error or the commit fails, nothing is stored or
 // published. Calls for the same session are serialized, so publish order is
 // seq order (DESIGN invariants 1 and 2). fn must not call Store methods.
-func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) error) ([]Record, error) {
+func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) error) ([]protocol.Record, error) {
 	st := s.acquireLog(sessionID)
 	failed := true
 	defer func() { s.releaseLog(sessionID, st, failed) }()
@@ -150,25 +151,26 @@ func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) e
 	}
 	st.last, st.known, failed = t.last, true, false
 	for _, r := range t.recs {
-		s.pub.Publish(r)
+		s.pub.Publish(sessionID, r)
 	}
 	return t.recs, nil
 }
 
 // Append stores records in the transaction with the next seqs and returns
-// them (published after commit by WithLog).
-func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
+// them as stored (published after commit by WithLog). Each record is read
+// as Append's input (Store.Append).
+func (t *Tx) Append(recs ...protocol.Record) ([]protocol.Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
 	if !t.checked {
 		for i := range recs {
-			if err := checkNewRecord(&recs[i]); err != nil {
+			if err := checkRecord(&recs[i]); err != nil {
 				return nil, err
 			}
 		}
 	}
-	out := make([]Record, len(recs))
+	out := make([]protocol.Record, len(recs))
 	now := ms(t.now)
 	// One record (the common case) goes through a statement prepared once on
 	// the write connection; batches use multi-row INSERTs.
@@ -178,7 +180,7 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 		if _, err := sqlTx.StmtContext(t.ctx, t.s.insertOne).ExecContext(t.ctx, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at); err != nil {
 			return nil, fmt.Errorf("append to session %s log: %w", t.sessionID, err)
 		}
-		out[0] = Record{SessionID: t.sessionID, Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: fromMS(at), Data: r.Data}
+		out[0] = protocol.Record{Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: fromMS(at), Data: r.Data}
 		if err := t.setRefs(recs, out); err != nil {
 			return nil, err
 		}
@@ -204,8 +206,7 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 		for i, r := range chunk {
 			seq, at := t.last+int64(start+i)+1, atOf(r, now)
 			args = append(args, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at)
-			out[start+i] = Record{SessionID: t.sessionID, Seq: seq, Kind: r.Kind, NodeID: r.NodeID,
-				At: fromMS(at), Data: r.Data}
+			out[start+i] = protocol.Record{Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: fromMS(at), Data: r.Data}
 		}
 		var err error
 		if stmt := t.s.insertN[n]; stmt != nil && sqlTx != nil {
@@ -229,7 +230,7 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 // setRefs stores the Ref of the records that have one (commits: rare, so a
 // statement each instead of a wider INSERT for every record), resolving a
 // relative Ref (-k: k records earlier in recs) to that record's seq.
-func (t *Tx) setRefs(recs []NewRecord, out []Record) error {
+func (t *Tx) setRefs(recs, out []protocol.Record) error {
 	for i, r := range recs {
 		ref := r.Ref
 		switch {
@@ -253,7 +254,7 @@ func (t *Tx) setRefs(recs []NewRecord, out []Record) error {
 }
 
 // atOf is the stored time of r: its At when given, else the append time.
-func atOf(r NewRecord, now int64) int64 {
+func atOf(r protocol.Record, now int64) int64 {
 	if r.At.IsZero() {
 		return now
 	}
@@ -266,13 +267,13 @@ func (t *Tx) appendJSON(nodeID, kind string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s record: %w", kind, err)
 	}
-	_, err = t.Append(NewRecord{NodeID: nodeID, Kind: kind, Data: b})
+	_, err = t.Append(protocol.Record{NodeID: nodeID, Kind: kind, Data: b})
 	return err
 }
 
-func checkNewRecord(r *NewRecord) error {
+func checkRecord(r *protocol.Record) error {
 	switch r.Kind {
-	case KindEvent, KindInput, KindNode, KindFile, KindError, KindSystem:
+	case protocol.KindEvent, protocol.KindInput, protocol.KindNode, protocol.KindFile, protocol.KindError, protocol.KindSystem:
 	default:
 		return orchestrator.FieldErrorf("kind", "record kind %q: want event, input, node, file or error", r.Kind)
 	}
@@ -285,14 +286,24 @@ func checkNewRecord(r *NewRecord) error {
 }
 
 // Append stores recs in sessionID's log in one transaction, assigning
-// consecutive seqs, and after the commit publishes them in seq order. Each
-// record's Data must be a JSON object. An unknown session is not_found.
-func (s *Store) Append(ctx context.Context, sessionID string, recs ...NewRecord) ([]Record, error) {
+// consecutive seqs, and after the commit publishes them in seq order. It
+// returns the records as stored. An unknown session is not_found.
+//
+// Of each record given, the store ignores Seq (it assigns the next one) and
+// reads: NodeID ("" for a session-level record); Kind (a protocol.Kind*
+// constant); Data (a JSON object); At, when the record's content happened
+// (for an agent's output line the container runtime's timestamp of it, so
+// that output recovered after a restart keeps the time it was printed;
+// zero: the append time; At is information, not order, and may go
+// backwards from one record to the next); Ref (> 0: the seq of an earlier
+// record it links to; -k: the record k places before it in the same call,
+// whose seq is not known until the append).
+func (s *Store) Append(ctx context.Context, sessionID string, recs ...protocol.Record) ([]protocol.Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
 	for i := range recs {
-		if err := checkNewRecord(&recs[i]); err != nil {
+		if err := checkRecord(&recs[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -308,7 +319,7 @@ func (s *Store) Append(ctx context.Context, sessionID string, recs ...NewRecord)
 // ascending; with nodeID != "" only that node's records. limit <= 0 means
 // DefaultRecordsLimit; it is capped at MaxRecordsLimit. It does not check
 // who owns the session: callers authorize first (GetSession).
-func (s *Store) Records(ctx context.Context, sessionID string, after int64, limit int, nodeID string) ([]Record, error) {
+func (s *Store) Records(ctx context.Context, sessionID string, after int64, limit int, nodeID string) ([]protocol.Record, error) {
 	if limit <= 0 {
 		limit = DefaultRecordsLimit
 	}
@@ -326,9 +337,9 @@ func (s *Store) Records(ctx context.Context, sessionID string, after int64, limi
 		return nil, fmt.Errorf("read session %s log: %w", sessionID, err)
 	}
 	defer rows.Close()
-	out := []Record{}
+	out := []protocol.Record{}
 	for rows.Next() {
-		r := Record{SessionID: sessionID}
+		var r protocol.Record
 		var payload []byte
 		var at int64
 		var ref sql.NullInt64
@@ -363,12 +374,12 @@ func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
 // ends a call adds its row to the node's audit (tool_calls) in the same
 // transaction. No "node" record is written for
 // the cursor. An unknown node is not_found.
-func (s *Store) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...NewRecord) ([]Record, error) {
+func (s *Store) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...protocol.Record) ([]protocol.Record, error) {
 	if len(cursor) > MaxLogCursorLen {
 		return nil, orchestrator.FieldErrorf("log_cursor", "log_cursor is longer than %d bytes", MaxLogCursorLen)
 	}
 	for i := range recs {
-		if err := checkNewRecord(&recs[i]); err != nil {
+		if err := checkRecord(&recs[i]); err != nil {
 			return nil, err
 		}
 	}

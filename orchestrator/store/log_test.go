@@ -12,10 +12,11 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
-func ev(text string) store.NewRecord {
-	return store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(fmt.Sprintf(`{"type":"text","content":%q}`, text))}
+func ev(text string) protocol.Record {
+	return protocol.Record{Kind: protocol.KindEvent, Data: json.RawMessage(fmt.Sprintf(`{"type":"text","content":%q}`, text))}
 }
 
 func TestAppendConcurrentOrder(t *testing.T) {
@@ -46,7 +47,7 @@ func TestAppendConcurrentOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perWriter {
-				recs := []store.NewRecord{ev(fmt.Sprintf("w%d-%d", w, i))}
+				recs := []protocol.Record{ev(fmt.Sprintf("w%d-%d", w, i))}
 				if i%5 == 0 { // some batches
 					recs = append(recs, ev("b1"), ev("b2"))
 				}
@@ -86,7 +87,7 @@ func TestAppendConcurrentOrder(t *testing.T) {
 		if err != nil || last != next[sid] {
 			t.Fatalf("last seq %d, published up to %d (%v)", last, next[sid], err)
 		}
-		var stored []store.Record
+		var stored []protocol.Record
 		for after := int64(0); ; {
 			page, err := e.s.Records(ctx, sid, after, 37, "")
 			if err != nil {
@@ -125,13 +126,13 @@ func TestAppendInvalidLeavesNothing(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		recs  []store.NewRecord
+		recs  []protocol.Record
 		field string
 	}{
-		{"bad json in batch", []store.NewRecord{ev("ok"), {Kind: store.KindEvent, Data: json.RawMessage(`{"a":`)}}, "data"},
-		{"not an object", []store.NewRecord{{Kind: store.KindEvent, Data: json.RawMessage(`[1]`)}}, "data"},
-		{"empty", []store.NewRecord{{Kind: store.KindEvent}}, "data"},
-		{"bad kind", []store.NewRecord{ev("ok"), {Kind: "chat", Data: json.RawMessage(`{}`)}}, "kind"},
+		{"bad json in batch", []protocol.Record{ev("ok"), {Kind: protocol.KindEvent, Data: json.RawMessage(`{"a":`)}}, "data"},
+		{"not an object", []protocol.Record{{Kind: protocol.KindEvent, Data: json.RawMessage(`[1]`)}}, "data"},
+		{"empty", []protocol.Record{{Kind: protocol.KindEvent}}, "data"},
+		{"bad kind", []protocol.Record{ev("ok"), {Kind: "chat", Data: json.RawMessage(`{}`)}}, "kind"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,10 +205,10 @@ func TestRecordRefs(t *testing.T) {
 	e := newEnv(t)
 	u := e.user(t, "alice")
 	s := e.session(t, u.ID, "s")
-	commit := func(ref int64) store.NewRecord {
-		return store.NewRecord{NodeID: "n1", Kind: store.KindEvent, Ref: ref, Data: json.RawMessage(`{"type":"commit","hash":"h","message":"m"}`)}
+	commit := func(ref int64) protocol.Record {
+		return protocol.Record{NodeID: "n1", Kind: protocol.KindEvent, Ref: ref, Data: json.RawMessage(`{"type":"commit","hash":"h","message":"m"}`)}
 	}
-	cmd := store.NewRecord{NodeID: "n1", Kind: store.KindEvent, Data: json.RawMessage(`{"type":"command","cmd":"git commit","status":"done"}`)}
+	cmd := protocol.Record{NodeID: "n1", Kind: protocol.KindEvent, Data: json.RawMessage(`{"type":"command","cmd":"git commit","status":"done"}`)}
 	first, err := e.s.Append(ctx, s.ID, cmd, ev("x"), commit(-2))
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +236,7 @@ func TestRecordRefs(t *testing.T) {
 		t.Fatalf("JSON of a record without a ref: %s", b)
 	}
 	before := dump(t, e.s)
-	for _, bad := range [][]store.NewRecord{{ev("y"), commit(-2)}, {commit(5)}, {commit(99)}} {
+	for _, bad := range [][]protocol.Record{{ev("y"), commit(-2)}, {commit(5)}, {commit(99)}} {
 		_, err := e.s.Append(ctx, s.ID, bad...)
 		wantCode(t, err, orchestrator.EInvalid, "ref")
 	}
@@ -323,7 +324,7 @@ func TestAppendKeepsGivenAt(t *testing.T) {
 	printed := time.Date(2025, 12, 31, 23, 59, 58, 123_000_000, time.UTC)
 	r1, r2, r3 := ev("recovered"), ev("now"), ev("older")
 	r1.At, r3.At = printed, printed.Add(-time.Second)
-	for _, batch := range [][]store.NewRecord{{r1}, {r1, r2, r3}} {
+	for _, batch := range [][]protocol.Record{{r1}, {r1, r2, r3}} {
 		got, err := e.s.Append(ctx, s.ID, batch...)
 		if err != nil {
 			t.Fatal(err)

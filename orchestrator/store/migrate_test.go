@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 func TestMigrationUpgradeInPlace(t *testing.T) {
@@ -49,7 +50,7 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	}
 	u := store.User{ID: d.user}
 	s := store.Session{ID: d.session}
-	root := store.Node{ID: d.root}
+	root := store.Node{Node: protocol.Node{ID: d.root}}
 
 	// The new binary: every embedded migration plus one more that changes a
 	// table holding data.
@@ -95,12 +96,12 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 		t.Fatalf("child after upgrade: started %v, %v", n.StartedAt, err)
 	}
 	// The seq continues after the upgrade.
-	next, err := st.Append(ctx, s.ID, store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)})
+	next, err := st.Append(ctx, s.ID, protocol.Record{Kind: protocol.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)})
 	if err != nil || next[0].Seq != 3 {
 		t.Fatalf("append after upgrade %+v, %v", next, err)
 	}
 	// 0007: the rebuilt log takes system records and keeps its node index.
-	if _, err := st.Append(ctx, s.ID, store.NewRecord{NodeID: d.root, Kind: store.KindSystem, Data: json.RawMessage(`{"type":"check","text":"ok"}`)}); err != nil {
+	if _, err := st.Append(ctx, s.ID, protocol.Record{NodeID: d.root, Kind: protocol.KindSystem, Data: json.RawMessage(`{"type":"check","text":"ok"}`)}); err != nil {
 		t.Fatalf("system record after upgrade: %v", err)
 	}
 	// 0009: sessions have no checks, nodes are generation 1, records
@@ -111,7 +112,7 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	if n, err := st.NodeByID(ctx, d.child); err != nil || n.Generation != 1 {
 		t.Fatalf("child after upgrade: generation %d, %v", n.Generation, err)
 	}
-	if recs, err := st.Append(ctx, s.ID, store.NewRecord{NodeID: d.root, Kind: store.KindEvent, Ref: 3,
+	if recs, err := st.Append(ctx, s.ID, protocol.Record{NodeID: d.root, Kind: protocol.KindEvent, Ref: 3,
 		Data: json.RawMessage(`{"type":"commit","hash":"abc","message":"m"}`)}); err != nil || recs[0].Ref != 3 {
 		t.Fatalf("record with a ref after upgrade: %+v, %v", recs, err)
 	}

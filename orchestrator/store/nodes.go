@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Limits on node fields.
@@ -54,14 +55,14 @@ const nodeCols = `id, session_id, parent_id, name, agent_type, model, image, sta
 	container_id, sort_order, tokens, cost_usd, log_cursor, exit_code, started_at, generation, created_at, updated_at`
 
 func (r *nodeRow) node() Node {
-	return Node{
+	return Node{Node: protocol.Node{
 		ID: r.ID, SessionID: r.SessionID, ParentID: r.ParentID, Name: r.Name, AgentType: r.AgentType,
 		Model: r.Model, Image: r.Image, Status: r.Status, ContextPct: r.ContextPct,
 		Config: json.RawMessage(r.Config), ContainerID: r.ContainerID, SortOrder: r.SortOrder,
-		Tokens: r.Tokens, CostUSD: r.CostUSD, ExitCode: r.ExitCode, LogCursor: r.LogCursor, StartedAt: fromMSPtr(r.StartedAt),
+		Tokens: r.Tokens, CostUSD: r.CostUSD, ExitCode: r.ExitCode,
 		Generation: r.Generation, SubtreeTokens: r.Tokens, SubtreeCostUSD: r.CostUSD,
 		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt),
-	}
+	}, LogCursor: r.LogCursor, StartedAt: fromMSPtr(r.StartedAt)}
 }
 
 // rollup is what a node's subtree adds up to.
@@ -382,16 +383,16 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 		r.Generation = 1
 		created = r.node()
 		created.Done, created.Total = 0, 1
-		if err := tx.appendJSON(r.ID, KindNode, NodeChange{Op: OpCreated, Node: created}); err != nil {
+		if err := tx.appendJSON(r.ID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpCreated, Node: created.Node}); err != nil {
 			return err
 		}
 		if in.Task != "" {
-			from := "user"
+			from := protocol.FromUser
 			if parentKey != "" {
-				from = "parent"
+				from = protocol.FromParent
 			}
-			msg := map[string]string{"type": "message", "from": from, "content": in.Task}
-			if err := tx.appendJSON(r.ID, KindInput, msg); err != nil {
+			msg := protocol.MessageInput{Type: protocol.TypeMessage, From: from, Content: in.Task}
+			if err := tx.appendJSON(r.ID, protocol.KindInput, msg); err != nil {
 				return err
 			}
 		}
@@ -656,7 +657,7 @@ func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
 	}
 	out := t.node(nodeID)
 	if visible {
-		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpUpdated, Node: out}); err != nil {
+		if err := tx.appendJSON(nodeID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpUpdated, Node: out.Node}); err != nil {
 			return Node{}, err
 		}
 	}
@@ -771,12 +772,12 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 			}
 		}
 		out = t.node(nodeID)
-		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpMoved, Node: out}); err != nil {
+		if err := tx.appendJSON(nodeID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpMoved, Node: out.Node}); err != nil {
 			return err
 		}
 		sort.Strings(changed)
 		for _, id := range changed {
-			if err := tx.appendJSON(id, KindNode, NodeChange{Op: OpUpdated, Node: t.node(id)}); err != nil {
+			if err := tx.appendJSON(id, protocol.KindNode, protocol.NodeChange{Op: protocol.OpUpdated, Node: t.node(id).Node}); err != nil {
 				return err
 			}
 		}
@@ -842,7 +843,7 @@ func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string
 		for _, id := range ids {
 			delete(t.byID, id)
 		}
-		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpDeleted, Node: gone, IDs: ids}); err != nil {
+		if err := tx.appendJSON(nodeID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpDeleted, Node: gone.Node, IDs: ids}); err != nil {
 			return err
 		}
 		for i, k := range siblings {
@@ -853,7 +854,7 @@ func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string
 			if err := g.Exec(`UPDATE agent_node SET sort_order = ?, updated_at = ? WHERE id = ?`, i, now, k.ID).Error; err != nil {
 				return fmt.Errorf("renumber node %s: %w", k.ID, err)
 			}
-			if err := tx.appendJSON(k.ID, KindNode, NodeChange{Op: OpUpdated, Node: t.node(k.ID)}); err != nil {
+			if err := tx.appendJSON(k.ID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpUpdated, Node: t.node(k.ID).Node}); err != nil {
 				return err
 			}
 		}

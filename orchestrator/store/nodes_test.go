@@ -11,6 +11,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 func names(nodes []store.Node) []string {
@@ -244,7 +245,7 @@ func TestGeneration(t *testing.T) {
 		t.Fatalf("patch generation: %+v, %v", got, err)
 	}
 	recs := e.pub.all()[before:]
-	if len(recs) != 1 || recs[0].Kind != store.KindNode || !strings.Contains(string(recs[0].Data), `"generation":2`) {
+	if len(recs) != 1 || recs[0].Kind != protocol.KindNode || !strings.Contains(string(recs[0].Data), `"generation":2`) {
 		t.Fatalf("records of the patch: %+v", recs)
 	}
 	_, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{Generation: ptr(0)})
@@ -284,7 +285,7 @@ func TestUpdateNode(t *testing.T) {
 		t.Fatalf("clear = %+v, %v", n, err)
 	}
 	recs, _ := e.s.Records(ctx, s.ID, last, 0, root.ID)
-	if len(recs) != 1 || recs[0].Kind != store.KindNode {
+	if len(recs) != 1 || recs[0].Kind != protocol.KindNode {
 		t.Fatalf("records after %d = %+v", last, recs)
 	}
 	// StartedAt: set once, by the first MarkStarted; no record.
@@ -439,15 +440,15 @@ func TestMoveNode(t *testing.T) {
 	if len(recs) == 0 {
 		t.Fatal("no records for move")
 	}
-	var first store.NodeChange
+	var first protocol.NodeChange
 	_ = json.Unmarshal(recs[0].Data, &first)
-	if first.Op != store.OpMoved || first.Node.ID != n["a2"].ID || first.Node.SortOrder != 0 {
+	if first.Op != protocol.OpMoved || first.Node.ID != n["a2"].ID || first.Node.SortOrder != 0 {
 		t.Fatalf("first record %s", recs[0].Data)
 	}
 	for _, r := range recs[1:] {
-		var ch store.NodeChange
+		var ch protocol.NodeChange
 		_ = json.Unmarshal(r.Data, &ch)
-		if ch.Op != store.OpUpdated {
+		if ch.Op != protocol.OpUpdated {
 			t.Fatalf("record %s", r.Data)
 		}
 	}
@@ -476,8 +477,8 @@ func TestDeleteNode(t *testing.T) {
 		t.Fatalf("b not renumbered: %d", b.SortOrder)
 	}
 	recs, _ := e.s.Records(ctx, s.ID, 0, 0, n["a"].ID)
-	var del store.NodeChange
-	if err := json.Unmarshal(recs[len(recs)-1].Data, &del); err != nil || del.Op != store.OpDeleted || len(del.IDs) != 3 {
+	var del protocol.NodeChange
+	if err := json.Unmarshal(recs[len(recs)-1].Data, &del); err != nil || del.Op != protocol.OpDeleted || len(del.IDs) != 3 {
 		t.Fatalf("deleted record %s", recs[len(recs)-1].Data)
 	}
 

@@ -34,21 +34,21 @@ func TestJSONMatchesProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.s.Append(ctx, sess.ID,
-		store.NewRecord{NodeID: b.ID, Kind: store.KindEvent, Data: mustJSON(t, protocol.TextEvent{Type: "text", Content: "hi"})},
-		store.NewRecord{NodeID: b.ID, Kind: store.KindInput, Data: mustJSON(t, protocol.SignalInput{Type: "signal", Action: "pause"})},
-		store.NewRecord{NodeID: b.ID, Kind: store.KindError, Data: mustJSON(t, protocol.ErrorData{Message: "agent exited with code 2", Source: protocol.SourceExit, ExitCode: &code})},
-		store.NewRecord{Kind: store.KindFile, Data: mustJSON(t, protocol.FileChange{Op: protocol.FileCreated, Path: "/a.txt", Size: 1})},
-		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "go vet ./... passed"})},
-		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "go vet ./... failed",
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindEvent, Data: mustJSON(t, protocol.TextEvent{Type: "text", Content: "hi"})},
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindInput, Data: mustJSON(t, protocol.SignalInput{Type: "signal", Action: "pause"})},
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindError, Data: mustJSON(t, protocol.ErrorData{Message: "agent exited with code 2", Source: protocol.SourceExit, ExitCode: &code})},
+		protocol.Record{Kind: protocol.KindFile, Data: mustJSON(t, protocol.FileChange{Op: protocol.FileCreated, Path: "/a.txt", Size: 1})},
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "go vet ./... passed"})},
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "go vet ./... failed",
 			Command: "go vet ./...", Exit: &code, Output: "x declared and not used", DurationMS: 1200})},
-		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "timed out",
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemCheck, Text: "timed out",
 			Command: "sleep 100", Output: "", DurationMS: 1000, TimedOut: true})},
-		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemMemory, Text: "1 memory",
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemMemory, Text: "1 memory",
 			Memories: []protocol.Memory{{Key: "k", Text: "use make"}}})},
-		store.NewRecord{NodeID: b.ID, Kind: store.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemContinuation, Text: "continuation",
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindSystem, Data: mustJSON(t, protocol.SystemData{Type: protocol.SystemContinuation, Text: "continuation",
 			Generation: 2, Summary: "went far"})},
-		store.NewRecord{NodeID: b.ID, Kind: store.KindEvent, Data: mustJSON(t, protocol.CommandEvent{Type: "command", Cmd: "git commit -am x", Status: "done"})},
-		store.NewRecord{NodeID: b.ID, Kind: store.KindEvent, Ref: -1, Data: mustJSON(t, protocol.CommitEvent{Type: "commit", Hash: "abc", Message: "x"})},
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindEvent, Data: mustJSON(t, protocol.CommandEvent{Type: "command", Cmd: "git commit -am x", Status: "done"})},
+		protocol.Record{NodeID: b.ID, Kind: protocol.KindEvent, Ref: -1, Data: mustJSON(t, protocol.CommitEvent{Type: "commit", Hash: "abc", Message: "x"})},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestJSONMatchesProtocol(t *testing.T) {
 			refs++
 		}
 		kinds[r.Kind] = true
-		if err := schematest.Validate(recordSchema, r); err != nil {
+		if err := schematest.Validate(recordSchema, r.Record); err != nil {
 			t.Errorf("record %d (%s) %s: %v", r.Seq, r.Kind, r.Data, err)
 		}
 	}

@@ -20,13 +20,14 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
-// Publisher receives every committed log record, after its transaction
-// committed, in seq order per session. hub.Hub satisfies it. Publish must not
-// block: it runs while the session's log lock is held.
+// Publisher receives every committed log record of a session, after its
+// transaction committed, in seq order per session. hub.Hub satisfies it.
+// Publish must not block: it runs while the session's log lock is held.
 type Publisher interface {
-	Publish(Record)
+	Publish(sessionID string, rec protocol.Record)
 }
 
 // Synchronous settings for Config.Synchronous.
@@ -249,7 +250,7 @@ func dsn(cfg Config, readOnly bool) string {
 
 type nopPublisher struct{}
 
-func (nopPublisher) Publish(Record) {}
+func (nopPublisher) Publish(string, protocol.Record) {}
 
 // Close closes the database. It is safe to call more than once.
 func (s *Store) Close() error {

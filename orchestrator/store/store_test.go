@@ -14,24 +14,31 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // recorder is a Publisher that keeps everything it is given.
 type recorder struct {
 	mu   sync.Mutex
-	recs []store.Record
+	recs []published
 }
 
-func (r *recorder) Publish(rec store.Record) {
+// published is a record as the store published it, with its session.
+type published struct {
+	SessionID string
+	protocol.Record
+}
+
+func (r *recorder) Publish(sessionID string, rec protocol.Record) {
 	r.mu.Lock()
-	r.recs = append(r.recs, rec)
+	r.recs = append(r.recs, published{sessionID, rec})
 	r.mu.Unlock()
 }
 
-func (r *recorder) all() []store.Record {
+func (r *recorder) all() []published {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]store.Record(nil), r.recs...)
+	return append([]published(nil), r.recs...)
 }
 
 // clock is an injectable time source.
@@ -345,7 +352,7 @@ func TestDeleteSessionCascades(t *testing.T) {
 	if _, _, err := e.s.CreateNodeAPIKey(ctx, u.ID, s.ID, root.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Append(ctx, s.ID, store.NewRecord{Kind: store.KindEvent, NodeID: root.ID, Data: json.RawMessage(`{"type":"text","content":"hi"}`)}); err != nil {
+	if _, err := e.s.Append(ctx, s.ID, protocol.Record{Kind: protocol.KindEvent, NodeID: root.ID, Data: json.RawMessage(`{"type":"text","content":"hi"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.s.DeleteSession(ctx, u.ID, s.ID); err != nil {
@@ -364,12 +371,12 @@ func TestDeleteSessionCascades(t *testing.T) {
 	if _, err := e.s.GetNode(ctx, u.ID, keep.ID, keepRoot.ID); err != nil {
 		t.Fatalf("other session damaged: %v", err)
 	}
-	_, err := e.s.Append(ctx, s.ID, store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(`{}`)})
+	_, err := e.s.Append(ctx, s.ID, protocol.Record{Kind: protocol.KindEvent, Data: json.RawMessage(`{}`)})
 	wantCode(t, err, orchestrator.ENotFound, "")
 }
 
 // The hub is the Publisher the server wires in.
-var _ store.Publisher = (*hub.Hub[store.Record])(nil)
+var _ store.Publisher = (*hub.Hub[protocol.Record])(nil)
 
 func TestCloseTwice(t *testing.T) {
 	s, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "c.db")})
@@ -386,7 +393,7 @@ func TestCloseTwice(t *testing.T) {
 
 func TestPublishesToHub(t *testing.T) {
 	ctx := context.Background()
-	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	h := hub.New[protocol.Record](hub.Config{})
 	defer h.Close()
 	s, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "h.db"), Publisher: h})
 	if err != nil {
@@ -396,12 +403,12 @@ func TestPublishesToHub(t *testing.T) {
 	u, _ := s.CreateUser(ctx, "alice", false)
 	sess, _ := s.CreateSession(ctx, u.ID, store.NewSession{Name: "s"})
 	sub := h.Subscribe(sess.ID)
-	if _, err := s.Append(ctx, sess.ID, store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"hi"}`)}); err != nil {
+	if _, err := s.Append(ctx, sess.ID, protocol.Record{Kind: protocol.KindEvent, Data: json.RawMessage(`{"type":"text","content":"hi"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case r := <-sub.C():
-		if r.Seq != 1 || r.SessionID != sess.ID {
+		if r.Seq != 1 || string(r.Data) != `{"type":"text","content":"hi"}` {
 			t.Fatalf("got %+v", r)
 		}
 	case <-time.After(10 * time.Second):

@@ -10,6 +10,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // TestTreeRandomOps applies a seeded random sequence of creates, updates,
@@ -77,15 +78,15 @@ func treeRandomOps(t *testing.T, seed uint64) {
 	}
 	replayed := map[string]view{}
 	for _, r := range e.pub.all() {
-		if r.Kind != store.KindNode {
+		if r.Kind != protocol.KindNode {
 			continue
 		}
-		var ch store.NodeChange
+		var ch protocol.NodeChange
 		if err := json.Unmarshal(r.Data, &ch); err != nil {
 			t.Fatal(err)
 		}
 		switch ch.Op {
-		case store.OpDeleted:
+		case protocol.OpDeleted:
 			for _, id := range ch.IDs {
 				delete(replayed, id)
 			}

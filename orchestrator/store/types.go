@@ -25,24 +25,6 @@ const (
 	NodeError    = protocol.StateError
 )
 
-// Record kinds.
-const (
-	KindEvent  = protocol.KindEvent  // a validated FAP event from the agent
-	KindInput  = protocol.KindInput  // an input written to the agent's stdin
-	KindNode   = protocol.KindNode   // a tree change: {"op","node"[,"ids"]}
-	KindFile   = protocol.KindFile   // a VFS change: {"op","path","size"}
-	KindError  = protocol.KindError  // a protocol or runtime error
-	KindSystem = protocol.KindSystem // a block filepath adds to a node's chat
-)
-
-// Node record ops (the "op" of a KindNode record).
-const (
-	OpCreated = protocol.OpCreated
-	OpUpdated = protocol.OpUpdated
-	OpMoved   = protocol.OpMoved
-	OpDeleted = protocol.OpDeleted
-)
-
 // User is an account.
 type User struct {
 	ID        string    `json:"id"`
@@ -110,40 +92,10 @@ type NewSession struct {
 	Checks     []Check `json:"checks,omitempty"`
 }
 
-// Node is one agent in a session's tree. Its JSON is protocol.Node's
-// (schema_test.go checks it against the record schema).
+// Node is one agent in a session's tree: protocol.Node, as the API and
+// "node" records carry it, and what only the runner and relays read.
 type Node struct {
-	ID          string          `json:"id"`
-	SessionID   string          `json:"session_id"`
-	ParentID    *string         `json:"parent_id"`
-	Name        string          `json:"name"`
-	AgentType   string          `json:"agent_type"`
-	Model       string          `json:"model"`
-	Image       string          `json:"image"`
-	Status      string          `json:"status"`
-	ContextPct  *float64        `json:"context_pct"`
-	Config      json.RawMessage `json:"config"`
-	ContainerID string          `json:"container_id"`
-	SortOrder   int             `json:"sort_order"`
-	Tokens      int64           `json:"tokens"`   // prompt (cached or not) + completion tokens, metered by the gateway
-	CostUSD     float64         `json:"cost_usd"` // USD the upstream reported for those requests (0 when none did)
-	ExitCode    *int            `json:"exit_code"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	// Done and Total count the leaves of the node's subtree (a leaf counts
-	// itself): Total leaves, Done of them with status done.
-	Done  int `json:"done"`
-	Total int `json:"total"`
-	// Generation is the node's agent session number: 1 for its first
-	// agent, N+1 for the continuation after generation N handed off.
-	Generation int `json:"generation"`
-	// SubtreeTokens and SubtreeCostUSD add Tokens and CostUSD over the
-	// node and its descendants;
-	// DescendantActive says a descendant is running or thinking. Like Done
-	// and Total they are computed from the tree (not by NodeByID).
-	SubtreeTokens    int64   `json:"subtree_tokens"`
-	SubtreeCostUSD   float64 `json:"subtree_cost_usd"`
-	DescendantActive bool    `json:"descendant_active"`
+	protocol.Node
 	// LogCursor is the relay's opaque position in the container log.
 	LogCursor string `json:"-"`
 	// StartedAt is when the node's agent was first started (nil: never):
@@ -184,43 +136,4 @@ type NodePatch struct {
 	// metering; never from a request body).
 	AddTokens  int64   `json:"-"`
 	AddCostUSD float64 `json:"-"`
-}
-
-// Record is one entry of a session's log. Its JSON is protocol.Record's
-// (schema_test.go checks it against the record schema).
-type Record struct {
-	SessionID string          `json:"-"` // the log it belongs to (the hub's key)
-	Seq       int64           `json:"seq"`
-	Kind      string          `json:"kind"`
-	NodeID    string          `json:"node_id"`
-	At        time.Time       `json:"at"`
-	Data      json.RawMessage `json:"data"`
-	// Ref is the seq of an earlier record of the node this one refers to
-	// (a commit's tool or command record); 0: none.
-	Ref int64 `json:"ref,omitempty"`
-}
-
-// NewRecord is the input of Append: the store assigns Seq, and At unless
-// it is given.
-type NewRecord struct {
-	NodeID string          // "" for a session-level record
-	Kind   string          // one of the Kind constants
-	Data   json.RawMessage // a JSON object
-	// At is when the record's content happened: for an agent's output line,
-	// the container runtime's timestamp of it, so that output recovered
-	// after a restart keeps the time it was printed. Zero: the append time.
-	// At is information, not order: seq is the order, and At may go
-	// backwards from one record to the next.
-	At time.Time
-	// Ref links the record to an earlier one (Record.Ref): > 0 is that
-	// record's seq; -k is the record k places before this one in the same
-	// Append call (whose seq is not known until the append).
-	Ref int64
-}
-
-// NodeChange is the data of a KindNode record.
-type NodeChange struct {
-	Op   string   `json:"op"`
-	Node Node     `json:"node"`
-	IDs  []string `json:"ids,omitempty"` // for OpDeleted: every removed id
 }

@@ -10,21 +10,22 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // nodeRecords returns the "updated" node records published for nodeID.
-func nodeRecords(t *testing.T, e *env, nodeID string) []store.NodeChange {
+func nodeRecords(t *testing.T, e *env, nodeID string) []protocol.NodeChange {
 	t.Helper()
-	var out []store.NodeChange
+	var out []protocol.NodeChange
 	for _, r := range e.pub.all() {
-		if r.Kind != store.KindNode || r.NodeID != nodeID {
+		if r.Kind != protocol.KindNode || r.NodeID != nodeID {
 			continue
 		}
-		var c store.NodeChange
+		var c protocol.NodeChange
 		if err := json.Unmarshal(r.Data, &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.Op == store.OpUpdated {
+		if c.Op == protocol.OpUpdated {
 			out = append(out, c)
 		}
 	}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // LastText is the content of the root's last seeded record; the benchmark
@@ -180,7 +181,7 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 
 	// Records: the root gets rootRecords, the others share the rest; they are
 	// interleaved round-robin like agents working at the same time.
-	per := make([][]store.NewRecord, len(nodes))
+	per := make([][]protocol.Record, len(nodes))
 	per[0] = script(root.ID, o.rootRecords, workerNames(kids), true)
 	rest := o.records - o.rootRecords
 	if len(nodes) == 1 {
@@ -192,7 +193,7 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 		per[i] = script(nodes[i].ID, n, nil, false)
 		rest -= n
 	}
-	var batch []store.NewRecord
+	var batch []protocol.Record
 	total := 0
 	flush := func() error {
 		if len(batch) == 0 {
@@ -238,35 +239,35 @@ func workerNames(kids []store.Node) []string {
 // script returns n records of one node: a realistic cycle of a user message,
 // text, a tool call, a command, commits and (for a parent) a workers strip.
 // With last, the final record is the text LastText.
-func script(nodeID string, n int, workers []string, last bool) []store.NewRecord {
-	out := make([]store.NewRecord, 0, n)
+func script(nodeID string, n int, workers []string, last bool) []protocol.Record {
+	out := make([]protocol.Record, 0, n)
 	add := func(kind string, v any) {
 		if len(out) < n {
 			b, _ := json.Marshal(v)
-			out = append(out, store.NewRecord{NodeID: nodeID, Kind: kind, Data: b})
+			out = append(out, protocol.Record{NodeID: nodeID, Kind: kind, Data: b})
 		}
 	}
 	for i := 1; len(out) < n; i++ {
-		add(store.KindInput, map[string]any{"type": "message", "from": "user", "content": fmt.Sprintf("step %d: look at pkg%d and fix the failing test", i, i%17)})
-		add(store.KindEvent, map[string]any{"type": "text", "content": fmt.Sprintf("Reading `pkg%d/handler.go` first. The failure in **step %d** looks like a missing nil check.", i%17, i)})
+		add(protocol.KindInput, map[string]any{"type": "message", "from": "user", "content": fmt.Sprintf("step %d: look at pkg%d and fix the failing test", i, i%17)})
+		add(protocol.KindEvent, map[string]any{"type": "text", "content": fmt.Sprintf("Reading `pkg%d/handler.go` first. The failure in **step %d** looks like a missing nil check.", i%17, i)})
 		path := fmt.Sprintf("/workspace/pkg%d/handler.go", i%17)
-		add(store.KindEvent, map[string]any{"type": "tool", "name": "read", "path": path, "status": "start"})
-		add(store.KindEvent, map[string]any{"type": "tool", "name": "read", "path": path, "status": "done", "output": fmt.Sprintf("package pkg%d\n\nfunc Handle(r *Request) error {\n\treturn r.Body.Close()\n}\n", i%17)})
-		add(store.KindEvent, map[string]any{"type": "command", "cmd": "go test ./...", "status": "start"})
-		add(store.KindEvent, map[string]any{"type": "command", "cmd": "go test ./...", "status": "done", "exit": i % 5 / 4, "stdout": fmt.Sprintf("ok  \tpkg%d\t0.%03ds\n", i%17, i%1000)})
-		add(store.KindEvent, map[string]any{"type": "commit", "hash": fmt.Sprintf("%040x", i*7919), "message": fmt.Sprintf("pkg%d: nil check in Handle (step %d)", i%17, i)})
+		add(protocol.KindEvent, map[string]any{"type": "tool", "name": "read", "path": path, "status": "start"})
+		add(protocol.KindEvent, map[string]any{"type": "tool", "name": "read", "path": path, "status": "done", "output": fmt.Sprintf("package pkg%d\n\nfunc Handle(r *Request) error {\n\treturn r.Body.Close()\n}\n", i%17)})
+		add(protocol.KindEvent, map[string]any{"type": "command", "cmd": "go test ./...", "status": "start"})
+		add(protocol.KindEvent, map[string]any{"type": "command", "cmd": "go test ./...", "status": "done", "exit": i % 5 / 4, "stdout": fmt.Sprintf("ok  \tpkg%d\t0.%03ds\n", i%17, i%1000)})
+		add(protocol.KindEvent, map[string]any{"type": "commit", "hash": fmt.Sprintf("%040x", i*7919), "message": fmt.Sprintf("pkg%d: nil check in Handle (step %d)", i%17, i)})
 		if len(workers) > 0 && i%4 == 0 {
 			ws := make([]map[string]string, 0, 6)
 			for j := 0; j < 6 && j < len(workers); j++ {
 				ws = append(ws, map[string]string{"name": workers[(i+j)%len(workers)], "status": []string{"done", "running", "thinking"}[j%3]})
 			}
-			add(store.KindEvent, map[string]any{"type": "workers", "workers": ws})
+			add(protocol.KindEvent, map[string]any{"type": "workers", "workers": ws})
 		}
-		add(store.KindEvent, map[string]any{"type": "text", "content": fmt.Sprintf("Step %d done: the test passes now.", i)})
+		add(protocol.KindEvent, map[string]any{"type": "text", "content": fmt.Sprintf("Step %d done: the test passes now.", i)})
 	}
 	if last && n > 0 {
 		b, _ := json.Marshal(map[string]any{"type": "text", "content": LastText})
-		out[n-1] = store.NewRecord{NodeID: nodeID, Kind: store.KindEvent, Data: b}
+		out[n-1] = protocol.Record{NodeID: nodeID, Kind: protocol.KindEvent, Data: b}
 	}
 	return out
 }
