@@ -29,6 +29,10 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -160,20 +164,24 @@ func (t *tap) watch(r *run) {
 // dir: plain workspace directories instead of FUSE, which is off the event
 // path), on the docker or the process runtime.
 type server struct {
-	b        *testing.B
-	ctx      context.Context
-	dir      string
-	st       *store.Store
-	hub      *hub.Hub[protocol.Record]
-	tap      *tap
-	rt       containers.Runtime
-	run      *runner.Runner
-	srv      *api.Server
-	ws       string
-	uid, key string
-	image    string
-	agent    string // the test agent binary (process runtime)
-	sessions []string
+	b         *testing.B
+	ctx       context.Context
+	dir       string
+	st        *store.Store
+	users     *identity.Store
+	sessStore *sessions.Store
+	collab    *collab.Store
+	audit     *audit.Store
+	hub       *hub.Hub[protocol.Record]
+	tap       *tap
+	rt        containers.Runtime
+	run       *runner.Runner
+	srv       *api.Server
+	ws        string
+	uid, key  string
+	image     string
+	agent     string // the test agent binary (process runtime)
+	sessions  []string
 }
 
 func newServer(b *testing.B, kind string) *server {
@@ -204,7 +212,7 @@ func newServer(b *testing.B, kind string) *server {
 			b.Fatal(err)
 		}
 		s.rt, closeRT, s.image = p, p.Close, "local"
-		rcfg.Cmd = func(store.Node) []string { return []string{s.agent} }
+		rcfg.Cmd = func(sessions.Node) []string { return []string{s.agent} }
 	default:
 		b.Fatalf("unknown runtime %q", kind)
 	}
@@ -212,22 +220,24 @@ func newServer(b *testing.B, kind string) *server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rcfg.Store, rcfg.Runtime = s.st, s.rt
+	s.users, s.sessStore, s.audit = identity.New(s.st), sessions.New(s.st, sessions.Config{}), audit.New(s.st)
+	s.collab = collab.New(s.st, s.sessStore, collab.Config{})
+	rcfg.Store, rcfg.Users, rcfg.Sessions, rcfg.Collab, rcfg.Runtime = s.st, s.users, s.sessStore, s.collab, s.rt
 	if s.run, err = runner.New(rcfg); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.run.Reconcile(ctx); err != nil {
 		b.Fatal(err)
 	}
-	u, err := s.st.CreateUser(ctx, "bench", false) // before Run: no first-start bootstrap
+	u, err := s.users.CreateUser(ctx, "bench", false) // before Run: no first-start bootstrap
 	if err != nil {
 		b.Fatal(err)
 	}
 	s.uid = u.ID
-	if s.key, _, err = s.st.CreateAPIKey(ctx, u.ID, "bench"); err != nil {
+	if s.key, _, err = s.users.CreateAPIKey(ctx, u.ID, "bench"); err != nil {
 		b.Fatal(err)
 	}
-	s.srv, err = api.New(api.Config{Addr: "127.0.0.1:0", Store: s.st, Hub: s.hub, Runner: s.run, Logger: log, Stdout: io.Discard})
+	s.srv, err = api.New(api.Config{Addr: "127.0.0.1:0", Store: s.st, Users: s.users, Sessions: s.sessStore, Collab: s.collab, Audit: s.audit, Hub: s.hub, Runner: s.run, Logger: log, Stdout: io.Discard})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -269,11 +279,11 @@ func buildAgent(b *testing.B) string {
 // session creates a session whose root runs the test agent with task.
 func (s *server) session(task string) (sid, root string) {
 	s.b.Helper()
-	sess, err := s.st.CreateSession(s.ctx, s.uid, store.NewSession{Name: "bench"})
+	sess, err := s.sessStore.CreateSession(s.ctx, s.uid, sessions.NewSession{Name: "bench"})
 	if err != nil {
 		s.b.Fatal(err)
 	}
-	n, err := s.st.CreateNode(s.ctx, s.uid, sess.ID, store.NewNode{Name: "root", AgentType: runner.AgentCustom, Image: s.image, Task: task})
+	n, err := s.sessStore.CreateNode(s.ctx, s.uid, sess.ID, sessions.NewNode{Name: "root", AgentType: runner.AgentCustom, Image: s.image, Task: task})
 	if err != nil {
 		s.b.Fatal(err)
 	}

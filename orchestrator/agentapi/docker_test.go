@@ -92,7 +92,7 @@ func TestContainerListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	s, err := New(Config{Auth: f.st, Netns: d})
+	s, err := New(Config{Auth: f.users, Netns: d})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -20,7 +19,7 @@ func TestSessionChecksAPI(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	var s store.Session
+	var s protocol.Session
 	if err := json.Unmarshal(r.body, &s); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // collabRoutes are the user's side of agents working together: the
@@ -23,17 +25,17 @@ func collabRoutes() []route {
 }
 
 func (s *Server) listApprovals(c echo.Context) error {
-	limit, err := queryInt(c, "limit", store.DefaultApprovalsList, 1, store.MaxApprovalsList)
+	limit, err := queryInt(c, "limit", collab.DefaultApprovalsList, 1, collab.MaxApprovalsList)
 	if err != nil {
 		return err
 	}
 	status := c.QueryParam("status")
 	switch status {
-	case "", store.ApprovalPending, store.ApprovalApproved, store.ApprovalDenied:
+	case "", protocol.ApprovalPending, protocol.ApprovalApproved, protocol.ApprovalDenied:
 	default:
 		return badRequest("status", "query parameter \"status\" must be pending, approved or denied, not %q", status)
 	}
-	as, err := s.store.Approvals(c.Request().Context(), user(c).ID, c.Param("id"), status, int(limit))
+	as, err := s.collab.Approvals(c.Request().Context(), user(c).ID, c.Param("id"), status, int(limit))
 	if err != nil {
 		return err
 	}
@@ -49,7 +51,7 @@ func (s *Server) answerApproval(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	var d store.Decision
+	var d collab.Decision
 	switch {
 	case req.Decision == nil:
 		return orchestrator.FieldErrorf("decision", "field \"decision\" is required: approve, deny or always")
@@ -62,7 +64,7 @@ func (s *Server) answerApproval(c echo.Context) error {
 		return orchestrator.FieldErrorf("decision", "field \"decision\" must be approve, deny or always, not %q", *req.Decision)
 	}
 	u := user(c)
-	a, err := s.store.AnswerApproval(c.Request().Context(), u.ID, c.Param("id"), c.Param("approval"), d, u.Name)
+	a, err := s.collab.AnswerApproval(c.Request().Context(), u.ID, c.Param("id"), c.Param("approval"), d, u.Name)
 	if err != nil {
 		return err
 	}
@@ -70,7 +72,7 @@ func (s *Server) answerApproval(c echo.Context) error {
 }
 
 type auditPage struct {
-	Data []store.ToolCall `json:"data"`
+	Data []audit.ToolCall `json:"data"`
 	// NextBefore is the before of the next (older) page; 0: no more.
 	NextBefore int64 `json:"next_before"`
 }
@@ -80,16 +82,16 @@ func (s *Server) nodeAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", store.DefaultAuditLimit, 1, store.MaxAuditLimit)
+	limit, err := queryInt(c, "limit", audit.DefaultLimit, 1, audit.MaxLimit)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
-	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+	if _, err := s.sessions.GetNode(ctx, user(c).ID, sid, nid); err != nil {
 		return err
 	}
-	calls, err := s.store.ToolCalls(ctx, sid, nid, before, int(limit))
+	calls, err := s.audit.ToolCalls(ctx, sid, nid, before, int(limit))
 	if err != nil {
 		return err
 	}
@@ -101,7 +103,7 @@ func (s *Server) nodeAudit(c echo.Context) error {
 }
 
 func (s *Server) listMemories(c echo.Context) error {
-	limit, err := queryInt(c, "limit", store.DefaultMemoryLimit, 1, store.MaxMemoryLimit)
+	limit, err := queryInt(c, "limit", collab.DefaultMemoryLimit, 1, collab.MaxMemoryLimit)
 	if err != nil {
 		return err
 	}
@@ -109,17 +111,17 @@ func (s *Server) listMemories(c echo.Context) error {
 	q := strings.TrimSpace(c.QueryParam("q"))
 	var repo *string
 	if c.QueryParams().Has("repo") {
-		r := store.NormalizeRepo(c.QueryParam("repo"))
+		r := collab.NormalizeRepo(c.QueryParam("repo"))
 		repo = &r
 	}
-	var ms []store.Memory
+	var ms []collab.Memory
 	switch {
 	case q != "" && repo == nil:
 		return badRequest("repo", "a search (q) needs repo: the repository's git URL, or repo= for sessions without one")
 	case q != "":
-		ms, err = s.store.SearchMemories(ctx, uid, *repo, q, int(limit))
+		ms, err = s.collab.SearchMemories(ctx, uid, *repo, q, int(limit))
 	default:
-		ms, err = s.store.Memories(ctx, uid, repo, int(limit))
+		ms, err = s.collab.Memories(ctx, uid, repo, int(limit))
 	}
 	if err != nil {
 		return err
@@ -128,7 +130,7 @@ func (s *Server) listMemories(c echo.Context) error {
 }
 
 func (s *Server) deleteMemory(c echo.Context) error {
-	if err := s.store.DeleteMemory(c.Request().Context(), user(c).ID, c.Param("memory")); err != nil {
+	if err := s.collab.DeleteMemory(c.Request().Context(), user(c).ID, c.Param("memory")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

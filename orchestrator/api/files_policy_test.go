@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -18,11 +18,11 @@ func TestFilesNodeKeyAllowedPaths(t *testing.T) {
 	ctx := context.Background()
 	a := e.account("alice")
 	s, root := e.session(a)
-	n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
+	n, err := e.sessions.CreateNode(ctx, a.user.ID, s.ID, sessions.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, n.ID)
+	key, _, err := e.users.CreateNodeAPIKey(ctx, a.user.ID, s.ID, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestFilesNodeKeyAllowedPaths(t *testing.T) {
 		t.Fatalf("user key: %d %s", r.status, r.body)
 	}
 	// A node key of a node without allowed_paths reaches everything too.
-	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, root.ID)
+	rootKey, _, err := e.users.CreateNodeAPIKey(ctx, a.user.ID, s.ID, root.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +140,11 @@ func TestNodeKeyCannotWidenItsPolicy(t *testing.T) {
 	ctx := context.Background()
 	a := e.account("alice")
 	s, root := e.session(a)
-	n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
+	n, err := e.sessions.CreateNode(ctx, a.user.ID, s.ID, sessions.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, n.ID)
+	key, _, err := e.users.CreateNodeAPIKey(ctx, a.user.ID, s.ID, n.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestNodeKeyCannotWidenItsPolicy(t *testing.T) {
 	if r := e.do("PATCH", p, key, `{"name":"renamed"}`); r.status != 200 {
 		t.Fatalf("node key renaming itself: %d %s", r.status, r.body)
 	}
-	got, err := e.st.GetNode(ctx, a.user.ID, s.ID, n.ID)
+	got, err := e.sessions.GetNode(ctx, a.user.ID, s.ID, n.ID)
 	if err != nil || !strings.Contains(string(got.Config), `"/src"`) {
 		t.Fatalf("config now %s, %v", got.Config, err)
 	}
@@ -191,7 +191,7 @@ func TestAllowedPathsValidated(t *testing.T) {
 			t.Errorf("create with allowed_paths %.40s: %d %s, want 422", bad, r.status, r.body)
 		}
 	}
-	n, err := e.st.NodeByID(context.Background(), root.ID)
+	n, err := e.sessions.NodeByID(context.Background(), root.ID)
 	if err != nil || string(n.Config) != `{"allowed_paths":["/src","/docs/api"]}` {
 		t.Fatalf("config after the refused patches: %s %v", n.Config, err)
 	}

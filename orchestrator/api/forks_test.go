@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // A child created with workspace "fork" works on its own copy: the diff
@@ -34,7 +35,7 @@ func TestForkDiffMergeAPI(t *testing.T) {
 	if r.status != http.StatusCreated {
 		t.Fatalf("create forked child: %d %s", r.status, r.body)
 	}
-	var child store.Node
+	var child sessions.Node
 	if err := json.Unmarshal(r.body, &child); err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +66,11 @@ func TestForkDiffMergeAPI(t *testing.T) {
 	}
 
 	// who may merge
-	childKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
+	childKey, _, err := e.users.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
+	rootKey, _, err := e.users.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestForkDiffMergeAPI(t *testing.T) {
 	}
 	// and the session list never shows a fork's workspace
 	r = e.do(http.MethodGet, "/api/v1/sessions", alice.key, "")
-	var list struct{ Data []store.Session }
+	var list struct{ Data []protocol.Session }
 	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Data) != 1 {
 		t.Fatalf("sessions: %s", r.body)
 	}
@@ -144,7 +145,7 @@ func TestForkedNodeKeyFilesAreItsFork(t *testing.T) {
 	if r.status != http.StatusCreated {
 		t.Fatalf("create forked child: %d %s", r.status, r.body)
 	}
-	var child store.Node
+	var child sessions.Node
 	if err := json.Unmarshal(r.body, &child); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestForkedNodeKeyFilesAreItsFork(t *testing.T) {
 	if _, _, err := sfs.WriteFile(ctx, "/a.txt", []byte("parent\n"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	childKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
+	childKey, _, err := e.users.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestForkedNodeKeyFilesAreItsFork(t *testing.T) {
 		t.Fatalf("the child's write is not in its fork: %q %v", b, err)
 	}
 	// the parent's key still reaches the session's workspace
-	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
+	rootKey, _, err := e.users.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,13 +201,13 @@ func TestMergeByMovedParentRefused(t *testing.T) {
 	alice := e.account("alice")
 	s, root := e.session(alice)
 	sfs := e.files.Session(s.ID)
-	spawn := func(name string) store.Node {
+	spawn := func(name string) sessions.Node {
 		t.Helper()
 		r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes", alice.key, `{"agent_type":"shelley","name":"`+name+`","parent_id":"`+root.ID+`","workspace":"fork"}`)
 		if r.status != http.StatusCreated {
 			t.Fatalf("create %s: %d %s", name, r.status, r.body)
 		}
-		var n store.Node
+		var n sessions.Node
 		if err := json.Unmarshal(r.body, &n); err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +224,7 @@ func TestMergeByMovedParentRefused(t *testing.T) {
 	if r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes/"+b.ID+"/move", alice.key, `{"parent_id":"`+a.ID+`","sort_order":0}`); r.status != http.StatusOK {
 		t.Fatalf("move b under a: %d %s", r.status, r.body)
 	}
-	aKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, a.ID)
+	aKey, _, err := e.users.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

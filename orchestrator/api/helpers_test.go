@@ -20,6 +20,10 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -44,15 +48,19 @@ func (s *syncBuffer) String() string {
 
 // testEnv is a real server on 127.0.0.1:0 over a real SQLite store.
 type testEnv struct {
-	t      testing.TB
-	srv    *api.Server
-	st     *store.Store
-	hub    *hub.Hub[protocol.Record]
-	files  *vfs.VFS
-	base   string
-	stdout *syncBuffer
-	login  string // the first-start login URL
-	runErr chan error
+	t        testing.TB
+	srv      *api.Server
+	st       *store.Store
+	users    *identity.Store
+	sessions *sessions.Store
+	collab   *collab.Store
+	audit    *audit.Store
+	hub      *hub.Hub[protocol.Record]
+	files    *vfs.VFS
+	base     string
+	stdout   *syncBuffer
+	login    string // the first-start login URL
+	runErr   chan error
 }
 
 // publisherFunc adapts a function to store.Publisher.
@@ -96,10 +104,12 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 		pub = o.publisher(h)
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub, Now: o.now, SecretsKey: o.secrets})
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub, Now: o.now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
+	users, ss, aud := identity.New(st), sessions.New(st, sessions.Config{}), audit.New(st)
+	cs := collab.New(st, ss, collab.Config{SecretsKey: o.secrets})
 	out := &syncBuffer{}
 	level := slog.LevelWarn
 	if os.Getenv("API_TEST_DEBUG") != "" {
@@ -113,12 +123,16 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	o.files.ReadDB, o.files.Logger = readDB, logger
 	files := vfs.New(st.SQL(), o.files)
 	cfg := api.Config{
-		Addr:   "127.0.0.1:0",
-		Store:  st,
-		Hub:    h,
-		Files:  files,
-		Stdout: out,
-		Logger: logger,
+		Addr:     "127.0.0.1:0",
+		Store:    st,
+		Users:    users,
+		Sessions: ss,
+		Collab:   cs,
+		Audit:    aud,
+		Hub:      h,
+		Files:    files,
+		Stdout:   out,
+		Logger:   logger,
 		// Tests send no DNS queries: names resolve to nothing (a session's
 		// git host that does not resolve is accepted at creation); an
 		// address is checked as it is.
@@ -131,7 +145,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	e := &testEnv{t: t, srv: srv, st: st, hub: h, files: files, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
+	e := &testEnv{t: t, srv: srv, st: st, users: users, sessions: ss, collab: cs, audit: aud, hub: h, files: files, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
 	go func() { e.runErr <- srv.Run(ctx) }()
 	t.Cleanup(func() {
 		srv.Close()
@@ -163,18 +177,18 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 // account is a user with an API key.
 type account struct {
-	user store.User
+	user identity.User
 	key  string
 }
 
 func (e *testEnv) account(name string) account {
 	e.t.Helper()
 	ctx := context.Background()
-	u, err := e.st.CreateUser(ctx, name, false)
+	u, err := e.users.CreateUser(ctx, name, false)
 	if err != nil {
 		e.t.Fatalf("create user %s: %v", name, err)
 	}
-	key, _, err := e.st.CreateAPIKey(ctx, u.ID, "test")
+	key, _, err := e.users.CreateAPIKey(ctx, u.ID, "test")
 	if err != nil {
 		e.t.Fatalf("create api key: %v", err)
 	}
@@ -182,14 +196,14 @@ func (e *testEnv) account(name string) account {
 }
 
 // session creates a session with one root node for a.
-func (e *testEnv) session(a account) (store.Session, store.Node) {
+func (e *testEnv) session(a account) (protocol.Session, sessions.Node) {
 	e.t.Helper()
 	ctx := context.Background()
-	s, err := e.st.CreateSession(ctx, a.user.ID, store.NewSession{Name: "s"})
+	s, err := e.sessions.CreateSession(ctx, a.user.ID, sessions.NewSession{Name: "s"})
 	if err != nil {
 		e.t.Fatalf("create session: %v", err)
 	}
-	n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "shelley"})
+	n, err := e.sessions.CreateNode(ctx, a.user.ID, s.ID, sessions.NewNode{AgentType: "shelley"})
 	if err != nil {
 		e.t.Fatalf("create node: %v", err)
 	}
@@ -267,8 +281,8 @@ func appendEvents(t testing.TB, st *store.Store, sid, nid string, n int) {
 	}
 }
 
-func storeNewNode(parent string) store.NewNode {
-	return store.NewNode{AgentType: "pi", ParentID: &parent}
+func storeNewNode(parent string) sessions.NewNode {
+	return sessions.NewNode{AgentType: "pi", ParentID: &parent}
 }
 
 // noDNS resolves no name.

@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
 // subtree returns the ids of node id and its descendants in nodes.
-func subtree(nodes []store.Node, id string) map[string]bool {
+func subtree(nodes []sessions.Node, id string) map[string]bool {
 	kids := map[string][]string{}
 	found := false
 	for _, n := range nodes {
@@ -35,8 +36,8 @@ func subtree(nodes []store.Node, id string) map[string]bool {
 
 // nodeScope returns what node key p may read: its node and its
 // descendants (DESIGN invariant 9).
-func (s *Server) nodeScope(ctx context.Context, p store.Principal) (map[string]bool, error) {
-	nodes, err := s.store.Tree(ctx, p.User.ID, p.SessionID)
+func (s *Server) nodeScope(ctx context.Context, p identity.Principal) (map[string]bool, error) {
+	nodes, err := s.sessions.Tree(ctx, p.User.ID, p.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func (s *Server) nodeScope(ctx context.Context, p store.Principal) (map[string]b
 // spawned later is included). Not safe for concurrent use: one per stream.
 type recordScope struct {
 	s     *Server
-	p     store.Principal
+	p     identity.Principal
 	nodes map[string]bool
 	files *vfs.FS // nil: no file records
 	// seen is the session's last seq before the last reload: the tree read
@@ -58,7 +59,7 @@ type recordScope struct {
 	seen int64
 }
 
-func (s *Server) newRecordScope(ctx context.Context, p store.Principal) (*recordScope, error) {
+func (s *Server) newRecordScope(ctx context.Context, p identity.Principal) (*recordScope, error) {
 	sc := &recordScope{s: s, p: p}
 	if err := sc.reload(ctx); err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func (sc *recordScope) reload(ctx context.Context) error {
 	if sc.s.cfg.Files == nil {
 		return nil
 	}
-	n, err := sc.s.store.NodeByID(ctx, sc.p.NodeID)
+	n, err := sc.s.sessions.NodeByID(ctx, sc.p.NodeID)
 	if err != nil {
 		return err
 	}

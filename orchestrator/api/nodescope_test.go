@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -20,7 +20,7 @@ type nodeTree struct {
 	e                             *testEnv
 	a                             account
 	sid                           string
-	root, me, grandchild, sibling store.Node
+	root, me, grandchild, sibling sessions.Node
 	key                           string // me's node key
 }
 
@@ -30,8 +30,8 @@ func newNodeTree(t *testing.T) *nodeTree {
 	ctx := context.Background()
 	a := e.account("alice")
 	s, root := e.session(a)
-	child := func(parent string, config string) store.Node {
-		n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &parent, Config: json.RawMessage(config)})
+	child := func(parent string, config string) sessions.Node {
+		n, err := e.sessions.CreateNode(ctx, a.user.ID, s.ID, sessions.NewNode{AgentType: "pi", ParentID: &parent, Config: json.RawMessage(config)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,12 +41,12 @@ func newNodeTree(t *testing.T) *nodeTree {
 	tr.me = child(root.ID, `{"allowed_paths":["/src"]}`)
 	tr.grandchild = child(tr.me.ID, `{}`)
 	tr.sibling = child(root.ID, `{}`)
-	key, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, tr.me.ID)
+	key, _, err := e.users.CreateNodeAPIKey(ctx, a.user.ID, s.ID, tr.me.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr.key = key
-	for _, n := range []store.Node{root, tr.me, tr.grandchild, tr.sibling} {
+	for _, n := range []sessions.Node{root, tr.me, tr.grandchild, tr.sibling} {
 		appendEvents(t, e.st, s.ID, n.ID, 2)
 	}
 	return tr
@@ -62,7 +62,7 @@ func TestNodeKeyReadsItsSubtree(t *testing.T) {
 	sp := "/api/v1/sessions/" + tr.sid
 
 	r := e.do("GET", sp+"/tree", tr.key, "")
-	var tree struct{ Data []store.Node }
+	var tree struct{ Data []sessions.Node }
 	if err := json.Unmarshal(r.body, &tree); r.status != 200 || err != nil {
 		t.Fatalf("tree: %d %s", r.status, r.body)
 	}
@@ -137,7 +137,7 @@ func TestNodeKeyReadsItsSubtree(t *testing.T) {
 			t.Fatalf("a node key's message was stored as the user's: %s", rec.Data)
 		}
 	}
-	if n, err := e.st.NodeByID(context.Background(), tr.me.ID); err != nil || n.ParentID == nil || *n.ParentID != tr.root.ID {
+	if n, err := e.sessions.NodeByID(context.Background(), tr.me.ID); err != nil || n.ParentID == nil || *n.ParentID != tr.root.ID {
 		t.Fatalf("the node key's node after the refused calls: %+v %v", n, err)
 	}
 }
@@ -199,7 +199,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 
 	// Live: a child of the grandchild is spawned and speaks; the sibling
 	// speaks; files change inside and outside.
-	late, err := e.st.CreateNode(ctx, tr.a.user.ID, tr.sid, store.NewNode{AgentType: "pi", ParentID: &tr.grandchild.ID})
+	late, err := e.sessions.CreateNode(ctx, tr.a.user.ID, tr.sid, sessions.NewNode{AgentType: "pi", ParentID: &tr.grandchild.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 
 	// The grandchild moves under the sibling: the node key is told, then
 	// hears no more of it (nor of its child).
-	if _, err := e.st.MoveNode(ctx, tr.a.user.ID, tr.sid, tr.grandchild.ID, &tr.sibling.ID, 0); err != nil {
+	if _, err := e.sessions.MoveNode(ctx, tr.a.user.ID, tr.sid, tr.grandchild.ID, &tr.sibling.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	event(tr.grandchild.ID)

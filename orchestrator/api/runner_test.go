@@ -10,6 +10,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -20,6 +21,7 @@ type fakeRunner struct {
 	deliver     func(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error)
 	logs        func(ctx context.Context, sessionID, nodeID string, tail int) ([]byte, error)
 	st          *store.Store
+	sessions    *sessions.Store
 	calls       []string
 	running     map[string]bool
 }
@@ -48,13 +50,13 @@ func (f *fakeRunner) Deliver(ctx context.Context, s, n string, in protocol.Input
 // DeleteNode and DeleteSession record whether the node/session still
 // existed in the store when called.
 func (f *fakeRunner) DeleteNode(ctx context.Context, u, s, n string) error {
-	_, err := f.st.GetNode(ctx, u, s, n)
+	_, err := f.sessions.GetNode(ctx, u, s, n)
 	f.calls = append(f.calls, "remove node, exists="+strconv.FormatBool(err == nil))
 	return nil
 }
 
 func (f *fakeRunner) DeleteSession(ctx context.Context, u, s string) error {
-	_, err := f.st.GetSession(ctx, u, s)
+	_, err := f.sessions.GetSession(ctx, u, s)
 	f.calls = append(f.calls, "remove session, exists="+strconv.FormatBool(err == nil))
 	return nil
 }
@@ -88,7 +90,7 @@ func TestRunnerIsCalled(t *testing.T) {
 	r := &fakeRunner{}
 	r.start = func(ctx context.Context, u, s string) error {
 		r.calls = append(r.calls, "start")
-		return r.st.UpdateSessionStatus(ctx, s, store.SessionRunning)
+		return r.sessions.UpdateSessionStatus(ctx, s, protocol.SessionRunning)
 	}
 	r.stop = func(ctx context.Context, u, s string) error {
 		r.calls = append(r.calls, "stop")
@@ -108,7 +110,7 @@ func TestRunnerIsCalled(t *testing.T) {
 		return []byte("agent stderr\n"), nil
 	}
 	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
-	r.st = e.st
+	r.st, r.sessions = e.st, e.sessions
 	a := e.account("alice")
 	s, n := e.session(a)
 	sp := "/api/v1/sessions/" + s.ID
@@ -171,7 +173,7 @@ func TestAllowedPathsOfARunningNode(t *testing.T) {
 	if rep := e.do("PATCH", p, a.key, `{"config":{"allowed_paths":["/src","/secret"],"approvals":{"bash":"allow"}}}`); rep.status != 200 {
 		t.Fatalf("PATCH of other config on a running node: %d %s", rep.status, rep.body)
 	}
-	got, err := e.st.NodeByID(context.Background(), n.ID)
+	got, err := e.sessions.NodeByID(context.Background(), n.ID)
 	if err != nil || !contains(got.Config, `"allowed_paths":["/src","/secret"]`) {
 		t.Fatalf("config: %s %v", got.Config, err)
 	}

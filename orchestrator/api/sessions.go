@@ -12,7 +12,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -50,9 +50,9 @@ func (s *Server) listModels(c echo.Context) error {
 }
 
 type newSessionReq struct {
-	Name       *string       `json:"name"`
-	GitRepoURL *string       `json:"git_repo_url"`
-	Checks     []store.Check `json:"checks"`
+	Name       *string          `json:"name"`
+	GitRepoURL *string          `json:"git_repo_url"`
+	Checks     []protocol.Check `json:"checks"`
 }
 
 func (s *Server) createSession(c echo.Context) error {
@@ -63,11 +63,11 @@ func (s *Server) createSession(c echo.Context) error {
 	if req.Name == nil {
 		return orchestrator.FieldErrorf("name", "field \"name\" is required")
 	}
-	in := store.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL, Checks: req.Checks}
+	in := sessions.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL, Checks: req.Checks}
 	if u := req.GitRepoURL; u != nil && strings.TrimSpace(*u) != "" && !s.cfg.GitAllowPrivate {
 		// A host only the server's network reaches is refused (the clone
 		// checks it again), after the URL's form.
-		valid, err := store.ValidateGitURL(*u)
+		valid, err := sessions.ValidateGitURL(*u)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func (s *Server) createSession(c echo.Context) error {
 			return err
 		}
 	}
-	sess, err := s.store.CreateSession(c.Request().Context(), user(c).ID, in)
+	sess, err := s.sessions.CreateSession(c.Request().Context(), user(c).ID, in)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (s *Server) createSession(c echo.Context) error {
 }
 
 func (s *Server) listSessions(c echo.Context) error {
-	ss, err := s.store.ListSessions(c.Request().Context(), user(c).ID)
+	ss, err := s.sessions.ListSessions(c.Request().Context(), user(c).ID)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (s *Server) listSessions(c echo.Context) error {
 }
 
 func (s *Server) getSession(c echo.Context) error {
-	sess, err := s.store.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
+	sess, err := s.sessions.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (s *Server) patchSession(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	var p store.SessionPatch
+	var p sessions.SessionPatch
 	if req.BudgetTokens != nil {
 		p.Budget.SetTokens = true
 		if string(req.BudgetTokens) != "null" {
@@ -144,7 +144,7 @@ func (s *Server) patchSession(c echo.Context) error {
 			}
 		}
 	}
-	sess, err := s.store.PatchSession(c.Request().Context(), user(c).ID, c.Param("id"), p)
+	sess, err := s.sessions.PatchSession(c.Request().Context(), user(c).ID, c.Param("id"), p)
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func (s *Server) patchSession(c echo.Context) error {
 func (s *Server) deleteSession(c echo.Context) error {
 	ctx := c.Request().Context()
 	uid, sid := user(c).ID, c.Param("id")
-	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+	if _, err := s.sessions.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
 	if s.cfg.Runner != nil {
@@ -162,7 +162,7 @@ func (s *Server) deleteSession(c echo.Context) error {
 			return err
 		}
 	}
-	if err := s.store.DeleteSession(ctx, uid, sid); err != nil {
+	if err := s.sessions.DeleteSession(ctx, uid, sid); err != nil {
 		return err
 	}
 	if s.hub != nil {
@@ -189,7 +189,7 @@ func (s *Server) stopSession(c echo.Context) error {
 func (s *Server) lifecycle(c echo.Context, do func(r Runner, uid, sid string) error) error {
 	ctx := c.Request().Context()
 	uid, sid := user(c).ID, c.Param("id")
-	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+	if _, err := s.sessions.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
 	if s.cfg.Runner == nil {
@@ -198,7 +198,7 @@ func (s *Server) lifecycle(c echo.Context, do func(r Runner, uid, sid string) er
 	if err := do(s.cfg.Runner, uid, sid); err != nil {
 		return err
 	}
-	sess, err := s.store.GetSession(ctx, uid, sid)
+	sess, err := s.sessions.GetSession(ctx, uid, sid)
 	if err != nil {
 		return err
 	}
@@ -206,14 +206,14 @@ func (s *Server) lifecycle(c echo.Context, do func(r Runner, uid, sid string) er
 }
 
 func (s *Server) getTree(c echo.Context) error {
-	nodes, err := s.store.Tree(c.Request().Context(), user(c).ID, c.Param("id"))
+	nodes, err := s.sessions.Tree(c.Request().Context(), user(c).ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
 	if p := principal(c); p.NodeID != "" {
 		// A node key sees its own node and its descendants.
 		scope := subtree(nodes, p.NodeID)
-		nodes = slices.DeleteFunc(nodes, func(n store.Node) bool { return !scope[n.ID] })
+		nodes = slices.DeleteFunc(nodes, func(n sessions.Node) bool { return !scope[n.ID] })
 	}
 	return c.JSON(http.StatusOK, list(nodes))
 }
@@ -259,16 +259,16 @@ func (s *Server) createNode(c echo.Context) error {
 	if err := s.needVendorKey(c, c.Param("id"), *req.AgentType); err != nil {
 		return err
 	}
-	in := store.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
+	in := sessions.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
 	ctx := c.Request().Context()
-	n, err := s.store.CreateNode(ctx, user(c).ID, c.Param("id"), in)
+	n, err := s.sessions.CreateNode(ctx, user(c).ID, c.Param("id"), in)
 	if err != nil {
 		return err
 	}
 	if fork {
 		if _, err := s.cfg.Files.ForkForNode(ctx, n.SessionID, *req.ParentID, n.ID); err != nil {
 			// no node without the workspace it was asked for
-			if _, derr := s.store.DeleteNode(context.WithoutCancel(ctx), user(c).ID, n.SessionID, n.ID); derr != nil {
+			if _, derr := s.sessions.DeleteNode(context.WithoutCancel(ctx), user(c).ID, n.SessionID, n.ID); derr != nil {
 				s.log.Warn("delete a node whose workspace fork failed", "node", n.ID, "err", derr)
 			}
 			return err
@@ -280,7 +280,7 @@ func (s *Server) createNode(c echo.Context) error {
 		if err := s.cfg.Runner.StartNode(ctx, user(c).ID, n.SessionID, n.ID); err != nil {
 			s.log.Warn("start spawned node", "node", n.ID, "err", err)
 		}
-		if fresh, err := s.store.GetNode(ctx, user(c).ID, n.SessionID, n.ID); err == nil {
+		if fresh, err := s.sessions.GetNode(ctx, user(c).ID, n.SessionID, n.ID); err == nil {
 			n = fresh
 		}
 	}
@@ -316,21 +316,21 @@ func (s *Server) patchNode(c echo.Context) error {
 		// The config holds the node's allowed_paths: only the user sets it.
 		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot change a node's config", p.NodeID)
 	}
-	if req.Status != nil && (*req.Status == store.NodeRunning || *req.Status == store.NodeThinking) {
+	if req.Status != nil && (*req.Status == protocol.StateRunning || *req.Status == protocol.StateThinking) {
 		// Invariant 6: running means a container runs; only the agent
 		// itself reports what it is doing while it runs.
 		if s.cfg.Runner != nil && !s.cfg.Runner.Running(c.Param("node")) {
 			return orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: status %q is reported by a running agent, not set by hand", c.Param("node"), *req.Status)
 		}
 	}
-	p := store.NodePatch{Name: req.Name, Status: req.Status}
+	p := sessions.NodePatch{Name: req.Name, Status: req.Status}
 	if len(req.Config) > 0 && string(req.Config) != "null" {
 		p.Config = &req.Config
 		if err := s.allowedPathsSettable(c, req.Config); err != nil {
 			return err
 		}
 	}
-	n, err := s.store.UpdateNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), p)
+	n, err := s.sessions.UpdateNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), p)
 	if err != nil {
 		return err
 	}
@@ -347,7 +347,7 @@ func (s *Server) allowedPathsSettable(c echo.Context, config json.RawMessage) er
 	if s.cfg.Runner == nil || !s.cfg.Runner.Running(nid) {
 		return nil
 	}
-	n, err := s.store.GetNode(c.Request().Context(), user(c).ID, c.Param("id"), nid)
+	n, err := s.sessions.GetNode(c.Request().Context(), user(c).ID, c.Param("id"), nid)
 	if err != nil {
 		return err
 	}
@@ -368,14 +368,14 @@ func (s *Server) deleteNode(c echo.Context) error {
 	ctx := c.Request().Context()
 	uid, sid, nid := user(c).ID, c.Param("id"), c.Param("node")
 	if s.cfg.Runner != nil {
-		if _, err := s.store.GetNode(ctx, uid, sid, nid); err != nil {
+		if _, err := s.sessions.GetNode(ctx, uid, sid, nid); err != nil {
 			return err
 		}
 		if err := s.cfg.Runner.DeleteNode(ctx, uid, sid, nid); err != nil {
 			return err
 		}
 	}
-	if _, err := s.store.DeleteNode(ctx, uid, sid, nid); err != nil {
+	if _, err := s.sessions.DeleteNode(ctx, uid, sid, nid); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -394,7 +394,7 @@ func (s *Server) moveNode(c echo.Context) error {
 	if req.SortOrder == nil {
 		return orchestrator.FieldErrorf("sort_order", "field \"sort_order\" is required")
 	}
-	n, err := s.store.MoveNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), req.ParentID, *req.SortOrder)
+	n, err := s.sessions.MoveNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), req.ParentID, *req.SortOrder)
 	if err != nil {
 		return err
 	}
@@ -417,7 +417,7 @@ func (s *Server) listMessages(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
-	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+	if _, err := s.sessions.GetNode(ctx, user(c).ID, sid, nid); err != nil {
 		return err
 	}
 	recs, err := s.store.Records(ctx, sid, after, int(limit), nid)
@@ -480,7 +480,7 @@ func (s *Server) postSignal(c echo.Context) error {
 func (s *Server) deliver(c echo.Context, in protocol.Input) error {
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
-	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+	if _, err := s.sessions.GetNode(ctx, user(c).ID, sid, nid); err != nil {
 		return err
 	}
 	if s.cfg.Runner != nil {
@@ -513,7 +513,7 @@ func (s *Server) nodeLogs(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
-	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+	if _, err := s.sessions.GetNode(ctx, user(c).ID, sid, nid); err != nil {
 		return err
 	}
 	var b []byte

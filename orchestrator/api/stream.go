@@ -53,7 +53,7 @@ func (s *Server) stream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+	if _, err := s.sessions.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
 	// A client can only know seqs the session has: a larger after (a
@@ -84,7 +84,7 @@ func (s *Server) stream(c echo.Context) error {
 	defer sub.Close()
 	// A delete between the check above and Subscribe ended no subscription
 	// of ours: check again.
-	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+	if _, err := s.sessions.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
 

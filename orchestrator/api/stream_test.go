@@ -331,7 +331,7 @@ func TestStreamCookieAuth(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "")
 	ck := (&http.Response{Header: r.header}).Cookies()[0]
-	admin, err := e.st.UserByName(context.Background(), "admin")
+	admin, err := e.users.UserByName(context.Background(), "admin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -44,14 +46,15 @@ func (r *recorder) all() []protocol.Record {
 const nodeToken = "fp_node_secret_token"
 
 type env struct {
-	st     *store.Store
-	pub    *recorder
-	up     *fakellm.Server
-	gw     *gateway.Gateway
-	srv    *httptest.Server
-	caller orchestrator.Caller
-	user   store.User
-	clock  *fakeClock // of the spend cache
+	st       *store.Store
+	sessions *sessions.Store
+	pub      *recorder
+	up       *fakellm.Server
+	gw       *gateway.Gateway
+	srv      *httptest.Server
+	caller   orchestrator.Caller
+	user     identity.User
+	clock    *fakeClock // of the spend cache
 }
 
 type envOpts struct {
@@ -72,10 +75,10 @@ func newEnv(t testing.TB, o envOpts) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e.st = st
-	e.user, _ = st.CreateUser(ctx, "alice", false)
-	sess, _ := st.CreateSession(ctx, e.user.ID, store.NewSession{Name: "s"})
-	n, err := st.CreateNode(ctx, e.user.ID, sess.ID, store.NewNode{AgentType: "shelley"})
+	e.st, e.sessions = st, sessions.New(st, sessions.Config{})
+	e.user, _ = identity.New(st).CreateUser(ctx, "alice", false)
+	sess, _ := e.sessions.CreateSession(ctx, e.user.ID, sessions.NewSession{Name: "s"})
+	n, err := e.sessions.CreateNode(ctx, e.user.ID, sess.ID, sessions.NewNode{AgentType: "shelley"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 		OpenRouter: gateway.Upstream{APIKey: "or-key", BaseURL: e.up.URL + "/api/v1"},
 		Anthropic:  gateway.Upstream{APIKey: "ant-key", BaseURL: e.up.URL},
 		OpenAI:     gateway.Upstream{APIKey: "oai-key", BaseURL: e.up.URL + "/v1"},
-		Store:      st,
+		Store:      e.sessions,
+		Log:        st,
 		Now:        e.clock.Now,
 		Logger:     slog.New(slog.DiscardHandler),
 	}
@@ -146,19 +150,19 @@ func readAll(t *testing.T, resp *http.Response) string {
 }
 
 // usage flushes the gateway and returns the session's metered requests.
-func (e *env) usage(t *testing.T) []store.Usage {
+func (e *env) usage(t *testing.T) []sessions.Usage {
 	t.Helper()
 	e.gw.Flush()
-	us, err := e.st.SessionUsage(context.Background(), e.caller.SessionID, 0, 0)
+	us, err := e.sessions.SessionUsage(context.Background(), e.caller.SessionID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return us
 }
 
-func (e *env) node(t testing.TB) store.Node {
+func (e *env) node(t testing.TB) sessions.Node {
 	t.Helper()
-	n, err := e.st.NodeByID(context.Background(), e.caller.NodeID)
+	n, err := e.sessions.NodeByID(context.Background(), e.caller.NodeID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +611,7 @@ func TestUpstreamSilenceCutsTheStream(t *testing.T) {
 func TestBudget(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, envOpts{})
-	if _, err := e.st.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, store.BudgetPatch{SetTokens: true, Tokens: ptr(int64(100))}); err != nil {
+	if _, err := e.sessions.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, sessions.BudgetPatch{SetTokens: true, Tokens: ptr(int64(100))}); err != nil {
 		t.Fatal(err)
 	}
 	e.up.Fallback(func(fakellm.Request) fakellm.Turn {
@@ -667,7 +671,7 @@ func TestBudget(t *testing.T) {
 
 	// Raised: through again once the gateway reads the budget again (within
 	// its SpendTTL); used up again: one more notice.
-	if _, err := e.st.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, store.BudgetPatch{SetTokens: true, Tokens: ptr(int64(200))}); err != nil {
+	if _, err := e.sessions.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, sessions.BudgetPatch{SetTokens: true, Tokens: ptr(int64(200))}); err != nil {
 		t.Fatal(err)
 	}
 	if resp := chat(); resp.StatusCode != 429 {
@@ -688,7 +692,7 @@ func TestBudget(t *testing.T) {
 	}
 
 	// A dollar budget.
-	if _, err := e.st.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, store.BudgetPatch{SetTokens: true, SetUSD: true, USD: ptr(0.0)}); err != nil {
+	if _, err := e.sessions.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, sessions.BudgetPatch{SetTokens: true, SetUSD: true, USD: ptr(0.0)}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Add(gateway.DefaultSpendTTL)
@@ -761,7 +765,7 @@ func TestCloseWritesEverything(t *testing.T) {
 	if err := e.gw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	us, _ := e.st.SessionUsage(context.Background(), e.caller.SessionID, 0, 0)
+	us, _ := e.sessions.SessionUsage(context.Background(), e.caller.SessionID, 0, 0)
 	if len(us) != 6 {
 		t.Fatalf("%d rows after Close, want 6", len(us))
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -44,13 +44,13 @@ func gitFixture(t *testing.T) string {
 	return srv.URL + "/repo.git"
 }
 
-func (e *env) sessionWithRepo(url string) (store.Session, store.Node) {
+func (e *env) sessionWithRepo(url string) (protocol.Session, sessions.Node) {
 	e.t.Helper()
-	s, err := e.st.CreateSession(e.ctx, e.uid, store.NewSession{Name: "with repo", GitRepoURL: &url})
+	s, err := e.sessions.CreateSession(e.ctx, e.uid, sessions.NewSession{Name: "with repo", GitRepoURL: &url})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	n, err := e.st.CreateNode(e.ctx, e.uid, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo cloned"})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo cloned"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 		t.Fatalf("start: %v, want a git clone failure", err)
 	}
 	got := e.node(n.ID)
-	if got.Status != store.NodeError || got.ContainerID != "" || e.r.Running(n.ID) {
+	if got.Status != protocol.StateError || got.ContainerID != "" || e.r.Running(n.ID) {
 		t.Fatalf("node after a failed clone: status %s container %q running %v", got.Status, got.ContainerID, e.r.Running(n.ID))
 	}
 	recs := e.records(n.ID)
@@ -160,7 +160,7 @@ func TestCloneRefusesPrivateHosts(t *testing.T) {
 			if entries, _ := os.ReadDir(filepath.Join(e.dir, "nodes", n.ID)); len(entries) != 0 {
 				t.Fatalf("the workspace has %d entries after a refused clone", len(entries))
 			}
-			if got := e.node(n.ID); got.Status != store.NodeError || e.r.Running(n.ID) {
+			if got := e.node(n.ID); got.Status != protocol.StateError || e.r.Running(n.ID) {
 				t.Fatalf("node after a refused clone: %s running %v", got.Status, e.r.Running(n.ID))
 			}
 			cmds := commandEvents(t, e.records(n.ID))

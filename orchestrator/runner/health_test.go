@@ -14,6 +14,8 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -34,7 +36,7 @@ func (f *fakeMemories) Relevant(_ context.Context, userID, repoURL, query string
 
 // newProcessEnv is a runner on the process runtime (the test agent as a
 // local process, checks as local processes in the workspace directory).
-func newProcessEnv(t *testing.T, sess store.NewSession, mod func(*Config)) *env {
+func newProcessEnv(t *testing.T, sess sessions.NewSession, mod func(*Config)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -49,17 +51,19 @@ func newProcessEnv(t *testing.T, sess store.NewSession, mod func(*Config)) *env 
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	t.Cleanup(func() { st.Close() })
-	u, err := st.CreateUser(ctx, "dana", false)
+	u, err := ident.CreateUser(ctx, "dana", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := st.CreateSession(ctx, u.ID, sess)
+	s, err := ss.CreateSession(ctx, u.ID, sess)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ctx: ctx, dir: dir, st: st, uid: u.ID, sid: s.ID}
-	e.cfg = Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }, StopGrace: 2 * time.Second, KillGrace: time.Second}
+	e.useStore(st)
+	e.cfg = withNouns(Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(sessions.Node) []string { return []string{bin} }, StopGrace: 2 * time.Second, KillGrace: time.Second})
 	if mod != nil {
 		mod(&e.cfg)
 	}
@@ -72,9 +76,9 @@ func newProcessEnv(t *testing.T, sess store.NewSession, mod func(*Config)) *env 
 }
 
 // createRoot creates the root node (the test agent) without starting it.
-func (e *env) createRoot(task string) store.Node {
+func (e *env) createRoot(task string) sessions.Node {
 	e.t.Helper()
-	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: task})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: task})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -167,7 +171,7 @@ func goRepo(t *testing.T, dir string) {
 // the failing check does not stop the agent.
 func TestHealthChecksBeforeStart(t *testing.T) {
 	mem := &fakeMemories{mems: []Memory{{Key: "style", Text: "wrap errors with %w"}}}
-	e := newProcessEnv(t, store.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
+	e := newProcessEnv(t, sessions.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
 	root := e.createRoot("echo started")
 	ws := e.workspace(root.ID)
 	goRepo(t, ws)
@@ -245,7 +249,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	if got := strings.Join(kinds, " "); !strings.HasPrefix(got, want) {
 		t.Fatalf("records %s, want %s", got, want)
 	}
-	if n := e.node(root.ID); n.Status != store.NodeRunning || n.StartedAt == nil {
+	if n := e.node(root.ID); n.Status != protocol.StateRunning || n.StartedAt == nil {
 		t.Fatalf("node %s started %v", n.Status, n.StartedAt)
 	}
 
@@ -253,7 +257,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if err := e.r.StartNode(e.ctx, e.uid, e.sid, root.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +274,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 // TestCheckTimeLimit: a check that runs past its time limit is stopped and
 // shown as timed out; the agent starts anyway and is told.
 func TestCheckTimeLimit(t *testing.T) {
-	e := newProcessEnv(t, store.NewSession{Name: "slow", Checks: []store.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
+	e := newProcessEnv(t, sessions.NewSession{Name: "slow", Checks: []protocol.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
 	root := e.createRoot("echo started")
 	started := time.Now()
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
@@ -294,7 +298,7 @@ func TestCheckTimeLimit(t *testing.T) {
 // start: the check's process ends, the node is idle without a container,
 // the session stopped; a message delivered meanwhile is refused.
 func TestStopWhileChecking(t *testing.T) {
-	e := newProcessEnv(t, store.NewSession{Name: "stop", Checks: []store.Check{{Command: "sleep 60"}}}, nil)
+	e := newProcessEnv(t, sessions.NewSession{Name: "stop", Checks: []protocol.Check{{Command: "sleep 60"}}}, nil)
 	root := e.createRoot("echo started")
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
@@ -314,11 +318,11 @@ func TestStopWhileChecking(t *testing.T) {
 	if err := <-delivered; err == nil {
 		t.Fatal("a message to a node whose start was stopped was delivered")
 	}
-	n := e.waitStatus(root.ID, store.NodeIdle)
+	n := e.waitStatus(root.ID, protocol.StateIdle)
 	if n.ContainerID != "" || n.StartedAt != nil || time.Since(stopped) > 20*time.Second {
 		t.Fatalf("after the stop: container %q, started %v, after %s", n.ContainerID, n.StartedAt, time.Since(stopped))
 	}
-	if sess, _ := e.st.SessionByID(e.ctx, e.sid); sess.Status != store.SessionStopped {
+	if sess, _ := e.sessions.SessionByID(e.ctx, e.sid); sess.Status != protocol.SessionStopped {
 		t.Fatalf("session %s", sess.Status)
 	}
 	if hasText(e.records(root.ID), "started") {

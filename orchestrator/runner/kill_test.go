@@ -14,6 +14,7 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -42,7 +43,7 @@ func TestHelperRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Store: st, Runtime: rt, DataDir: dir})
+	r, err := New(withNouns(Config{Store: st, Runtime: rt, DataDir: dir}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestKill9Recovery(t *testing.T) {
 	const n = 10000
 	e := newEnv(t, nil)
 	e.r.Close() // the helper processes are the orchestrator here
-	root, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo ready"})
+	root, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo ready"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestKill9Recovery(t *testing.T) {
 	kill(p)
 	t.Logf("kill -9 #2 with %d of %d flood events in the log", floods(), n)
 	p = spawn("")
-	e.waitFor("the node to finish", func() bool { return e.node(root.ID).Status == store.NodeDone })
+	e.waitFor("the node to finish", func() bool { return e.node(root.ID).Status == protocol.StateDone })
 	kill(p)
 	var fl []string
 	for _, s := range texts(e.records(root.ID)) {

@@ -4,13 +4,23 @@ import (
 	"context"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
 )
 
-// storeLog is the store as a relay.Log: its Append and AppendWithCursor,
-// and the node's inputs read from its records.
-type storeLog struct{ *store.Store }
+// storeLog is the store as a relay.Log: the log's Append, the sessions'
+// AppendWithCursor (records with the node's log cursor), and the node's
+// inputs read from its records.
+type storeLog struct {
+	*store.Store
+	sessions *sessions.Store
+}
+
+// AppendWithCursor is sessions.Store.AppendWithCursor.
+func (l storeLog) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...protocol.Record) ([]protocol.Record, error) {
+	return l.sessions.AppendWithCursor(ctx, sessionID, nodeID, cursor, recs...)
+}
 
 var _ relay.Log = storeLog{}
 

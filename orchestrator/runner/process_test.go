@@ -15,6 +15,8 @@ import (
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -79,30 +81,32 @@ func TestProcessRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	defer st.Close()
-	u, _ := st.CreateUser(ctx, "carol", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "process"})
-	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "spawn 1"})
+	u, _ := ident.CreateUser(ctx, "carol", false)
+	s, _ := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "process"})
+	root, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "spawn 1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }})
+	r, err := New(withNouns(Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(sessions.Node) []string { return []string{bin} }}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	e.useStore(st)
 	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("the child to finish", func() bool {
-		tree, _ := st.Tree(ctx, u.ID, s.ID)
-		return len(tree) == 2 && tree[1].Status == store.NodeDone && !r.Running(tree[1].ID)
+		tree, _ := ss.Tree(ctx, u.ID, s.ID)
+		return len(tree) == 2 && tree[1].Status == protocol.StateDone && !r.Running(tree[1].ID)
 	})
 	if _, err := r.Deliver(ctx, s.ID, root.ID, msg("echo pong; done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if !hasText(e.records(root.ID), "pong") {
 		t.Fatalf("no pong:\n%s", dump(e.records("")))
 	}
@@ -137,23 +141,25 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	defer st.Close()
-	u, _ := st.CreateUser(ctx, "carol", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "restarts"})
-	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo first job"})
+	u, _ := ident.CreateUser(ctx, "carol", false)
+	s, _ := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "restarts"})
+	root, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo first job"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Store: st, Runtime: rec, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }}
+	cfg := withNouns(Config{Store: st, Runtime: rec, DataDir: dir, Cmd: func(sessions.Node) []string { return []string{bin} }})
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
 	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	e.useStore(st)
 	authorized := func(key string) bool {
 		t.Helper()
-		p, err := st.AuthAPIKey(ctx, key)
+		p, err := ident.AuthAPIKey(ctx, key)
 		if err != nil && orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
 			t.Fatal(err)
 		}
@@ -187,7 +193,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	if _, err := r.Deliver(ctx, s.ID, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if authorized(key1) {
 		t.Fatal("the token still works after its container exited")
 	}
@@ -256,13 +262,13 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	if err := r.Reconcile(ctx); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
-	if n := e.node(root.ID); n.Status != store.NodeError || r.Running(root.ID) {
+	if n := e.node(root.ID); n.Status != protocol.StateError || r.Running(root.ID) {
 		t.Fatalf("lost node after reconcile: status %s, running %v", n.Status, r.Running(root.ID))
 	}
 	if authorized(key2) {
 		t.Fatal("the lost container's token still works")
 	}
-	if sess, err := st.SessionByID(ctx, s.ID); err != nil || sess.Status != store.SessionError {
+	if sess, err := ss.SessionByID(ctx, s.ID); err != nil || sess.Status != protocol.SessionError {
 		t.Fatalf("session after reconcile: %q, %v; want error (nothing runs, its root is error)", sess.Status, err)
 	}
 }
@@ -291,19 +297,21 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	u, _ := st.CreateUser(ctx, "carol", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "recovery"})
-	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo ready"})
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
+	u, _ := ident.CreateUser(ctx, "carol", false)
+	s, _ := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "recovery"})
+	root, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo ready"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }}
+	cfg := withNouns(Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(sessions.Node) []string { return []string{bin} }})
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
 	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	e.useStore(st)
 	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -388,19 +396,21 @@ func TestSettleRacesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	defer st.Close()
-	u, _ := st.CreateUser(ctx, "dave", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "race"})
-	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo up"})
+	u, _ := ident.CreateUser(ctx, "dave", false)
+	s, _ := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "race"})
+	root, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo up"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }})
+	r, err := New(withNouns(Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(sessions.Node) []string { return []string{bin} }}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	e.useStore(st)
 	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +434,7 @@ func TestSettleRacesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-settled
-	if sess, err := st.SessionByID(ctx, s.ID); err != nil || sess.Status != store.SessionRunning {
+	if sess, err := ss.SessionByID(ctx, s.ID); err != nil || sess.Status != protocol.SessionRunning {
 		t.Fatalf("session %q, %v with its agent running; want running", sess.Status, err)
 	}
 }

@@ -24,6 +24,9 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
 )
@@ -81,9 +84,12 @@ type AgentAPI interface {
 
 // Config configures a Runner.
 type Config struct {
-	Store   *store.Store       // required
-	Runtime containers.Runtime // required
-	DataDir string             // required: nodes/<id> workspaces (plain), logs/<id>.log
+	Store    *store.Store       // required: the sessions' logs
+	Users    *identity.Store    // required: the nodes' API keys
+	Sessions *sessions.Store    // required
+	Collab   *collab.Store      // required: approvals to withdraw, vendor secrets
+	Runtime  containers.Runtime // required
+	DataDir  string             // required: nodes/<id> workspaces (plain), logs/<id>.log
 	// Workspaces replaces the plain per-node directories (the FUSE seam).
 	Workspaces Workspaces
 	// WorkspacePropagation is passed to the runtime for /workspace
@@ -94,7 +100,7 @@ type Config struct {
 	LogMaxBytes          int64             // per-node stderr log bound (relay.DefaultLogMaxBytes)
 	// Cmd returns the argv for a node (containers.Spec.Cmd); nil: the
 	// image's own command. The process runtime needs it.
-	Cmd    func(store.Node) []string
+	Cmd    func(sessions.Node) []string
 	Logger *slog.Logger
 	// CloneTimeout bounds cloning the session's repository into the
 	// workspace before its first agent starts (DefaultCloneTimeout).
@@ -150,12 +156,15 @@ type Forks interface {
 
 // Runner implements the API's lifecycle interface and relay.Effects.
 type Runner struct {
-	cfg  Config
-	st   *store.Store
-	rt   containers.Runtime
-	ws   Workspaces
-	logs *relay.LogDir
-	log  *slog.Logger
+	cfg      Config
+	st       *store.Store
+	users    *identity.Store
+	sessions *sessions.Store
+	collab   *collab.Store
+	rt       containers.Runtime
+	ws       Workspaces
+	logs     *relay.LogDir
+	log      *slog.Logger
 	// instance is this data dir's id (<DataDir>/instance), the value of
 	// LabelInstance on every container the runner creates.
 	instance string
@@ -206,8 +215,8 @@ var _ relay.Effects = (*Runner)(nil)
 // New checks cfg and returns a Runner. Call Reconcile once before serving.
 func New(cfg Config) (*Runner, error) {
 	switch {
-	case cfg.Store == nil:
-		return nil, errors.New("runner config: Store is required")
+	case cfg.Store == nil || cfg.Users == nil || cfg.Sessions == nil || cfg.Collab == nil:
+		return nil, errors.New("runner config: Store, Users, Sessions and Collab are required")
 	case cfg.Runtime == nil:
 		return nil, errors.New("runner config: Runtime is required")
 	case cfg.DataDir == "":
@@ -235,7 +244,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.CheckConcurrency = DefaultCheckConcurrency
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runner{cfg: cfg, st: cfg.Store, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger, instance: instance,
+	return &Runner{cfg: cfg, st: cfg.Store, users: cfg.Users, sessions: cfg.Sessions, collab: cfg.Collab, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger, instance: instance,
 		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}, starting: map[string]*startJob{},
 		continuing: map[string]bool{}, checkSem: make(chan struct{}, cfg.CheckConcurrency)}, nil
 }
@@ -323,7 +332,7 @@ func (r *Runner) relayOf(nodeID string) *relay.Relay {
 // StartSession starts the container of the session's root node (a fresh
 // container if it ran before) and marks the session running.
 func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) error {
-	sess, err := r.st.GetSession(ctx, userID, sessionID)
+	sess, err := r.sessions.GetSession(ctx, userID, sessionID)
 	if err != nil {
 		return err
 	}
@@ -331,12 +340,12 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 		return orchestrator.Errorf(orchestrator.EConflict, "session %s has no root node: add an agent first", sessionID)
 	}
 	if !r.Running(*sess.RootNodeID) {
-		node, err := r.st.GetNode(ctx, userID, sessionID, *sess.RootNodeID)
+		node, err := r.sessions.GetNode(ctx, userID, sessionID, *sess.RootNodeID)
 		if err != nil {
 			return err
 		}
 		if err := r.startNode(ctx, sess, node); err != nil {
-			if serr := r.st.UpdateSessionStatus(context.WithoutCancel(ctx), sessionID, store.SessionError); serr != nil {
+			if serr := r.sessions.UpdateSessionStatus(context.WithoutCancel(ctx), sessionID, protocol.SessionError); serr != nil {
 				r.log.Warn("mark session error", "session", sessionID, "err", serr)
 			}
 			return err
@@ -349,7 +358,7 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 func (r *Runner) markRunning(ctx context.Context, sessionID string) error {
 	r.statusMu.Lock()
 	defer r.statusMu.Unlock()
-	return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionRunning)
+	return r.sessions.UpdateSessionStatus(ctx, sessionID, protocol.SessionRunning)
 }
 
 // StartNode starts nodeID's container when it is not running (a node just
@@ -357,11 +366,11 @@ func (r *Runner) markRunning(ctx context.Context, sessionID string) error {
 // marks the session running. A node that fails to start is marked error with
 // an error record naming the reason, and the error is returned.
 func (r *Runner) StartNode(ctx context.Context, userID, sessionID, nodeID string) error {
-	sess, err := r.st.GetSession(ctx, userID, sessionID)
+	sess, err := r.sessions.GetSession(ctx, userID, sessionID)
 	if err != nil {
 		return err
 	}
-	node, err := r.st.GetNode(ctx, userID, sessionID, nodeID)
+	node, err := r.sessions.GetNode(ctx, userID, sessionID, nodeID)
 	if err != nil {
 		return err
 	}
@@ -369,9 +378,9 @@ func (r *Runner) StartNode(ctx context.Context, userID, sessionID, nodeID string
 		return nil
 	}
 	if err := r.startNode(ctx, sess, node); err != nil {
-		if sess.RootNodeID != nil && *sess.RootNodeID == nodeID && sess.Status != store.SessionRunning {
+		if sess.RootNodeID != nil && *sess.RootNodeID == nodeID && sess.Status != protocol.SessionRunning {
 			// Nothing runs: the session shows that its agent failed.
-			if serr := r.st.UpdateSessionStatus(context.WithoutCancel(ctx), sessionID, store.SessionError); serr != nil {
+			if serr := r.sessions.UpdateSessionStatus(context.WithoutCancel(ctx), sessionID, protocol.SessionError); serr != nil {
 				r.log.Warn("mark session error", "session", sessionID, "err", serr)
 			}
 		}
@@ -387,7 +396,7 @@ func (r *Runner) StartNode(ctx context.Context, userID, sessionID, nodeID string
 // period. A node whose relay cannot take the signal (mailbox full) is
 // stopped through the runtime at once. It marks the session stopped.
 func (r *Runner) StopSession(ctx context.Context, userID, sessionID string) error {
-	nodes, err := r.st.Tree(ctx, userID, sessionID)
+	nodes, err := r.sessions.Tree(ctx, userID, sessionID)
 	if err != nil {
 		return err
 	}
@@ -417,7 +426,7 @@ func (r *Runner) StopSession(ctx context.Context, userID, sessionID string) erro
 		})
 	}
 	wg.Wait()
-	return r.st.UpdateSessionStatus(ctx, sessionID, store.SessionStopped)
+	return r.sessions.UpdateSessionStatus(ctx, sessionID, protocol.SessionStopped)
 }
 
 // goTracked runs f in a goroutine Close waits for, unless Close has begun.
@@ -500,7 +509,7 @@ func (r *Runner) nextRelay(ctx context.Context, sessionID, nodeID string, old *r
 		case cur != nil && cur != old:
 			return cur, nil
 		case cur == nil && time.Now().After(deadline):
-			sess, err := r.st.SessionByID(ctx, sessionID)
+			sess, err := r.sessions.SessionByID(ctx, sessionID)
 			if err != nil {
 				return nil, err
 			}
@@ -529,14 +538,14 @@ func isInvalidInput(err error) bool {
 }
 
 // DeleteNode removes the containers, workspaces and logs of nodeID's
-// subtree; call it before store.DeleteNode.
+// subtree; call it before sessions.Store.DeleteNode.
 func (r *Runner) DeleteNode(ctx context.Context, userID, sessionID, nodeID string) error {
-	nodes, err := r.st.Tree(ctx, userID, sessionID)
+	nodes, err := r.sessions.Tree(ctx, userID, sessionID)
 	if err != nil {
 		return err
 	}
-	kids := map[string][]store.Node{}
-	byID := map[string]store.Node{}
+	kids := map[string][]sessions.Node{}
+	byID := map[string]sessions.Node{}
 	for _, n := range nodes {
 		byID[n.ID] = n
 		if n.ParentID != nil {
@@ -547,9 +556,9 @@ func (r *Runner) DeleteNode(ctx context.Context, userID, sessionID, nodeID strin
 	if !ok {
 		return orchestrator.Errorf(orchestrator.ENotFound, "node %s not found", nodeID)
 	}
-	var subtree []store.Node
-	var walk func(n store.Node)
-	walk = func(n store.Node) {
+	var subtree []sessions.Node
+	var walk func(n sessions.Node)
+	walk = func(n sessions.Node) {
 		subtree = append(subtree, n)
 		for _, k := range kids[n.ID] {
 			walk(k)
@@ -561,9 +570,9 @@ func (r *Runner) DeleteNode(ctx context.Context, userID, sessionID, nodeID strin
 
 // DeleteSession removes every container, workspace and log of the session
 // (also containers whose node is unknown); call it before
-// store.DeleteSession.
+// sessions.Store.DeleteSession.
 func (r *Runner) DeleteSession(ctx context.Context, userID, sessionID string) error {
-	nodes, err := r.st.Tree(ctx, userID, sessionID)
+	nodes, err := r.sessions.Tree(ctx, userID, sessionID)
 	if err != nil {
 		return err
 	}
@@ -588,7 +597,7 @@ func (r *Runner) DeleteSession(ctx context.Context, userID, sessionID string) er
 	return errors.Join(errs...)
 }
 
-func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
+func (r *Runner) removeNodes(ctx context.Context, nodes []sessions.Node) error {
 	var errs []error
 	for _, n := range nodes {
 		r.cancelStart(ctx, n.ID)
@@ -620,7 +629,7 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []store.Node) error {
 
 // startNode starts a fresh agent for node: its first (with its task) or a
 // restart (with the resume message).
-func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.Node) error {
+func (r *Runner) startNode(ctx context.Context, sess protocol.Session, node sessions.Node) error {
 	p := &startPlan{kind: startRestart}
 	if node.StartedAt == nil {
 		p.kind = startFirst
@@ -634,14 +643,14 @@ func (r *Runner) startNode(ctx context.Context, sess store.Session, node store.N
 // id is saved before anything starts, so that a crash in between leaves
 // something Reconcile finds. What fails here is returned (and recorded on
 // the node); what fails later is recorded on the node.
-func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node, p *startPlan) (err error) {
+func (r *Runner) start(ctx context.Context, sess protocol.Session, node sessions.Node, p *startPlan) (err error) {
 	defer func() {
 		if err != nil {
 			ctx := context.WithoutCancel(ctx)
 			r.releaseWorkspace(node.ID) // no container of this start runs
 			r.recordError(ctx, node, "start agent: "+err.Error())
-			st := store.NodeError
-			if _, perr := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &st}); perr != nil {
+			st := protocol.StateError
+			if _, perr := r.sessions.PatchNode(ctx, node.SessionID, node.ID, sessions.NodePatch{Status: &st}); perr != nil {
 				r.log.Warn("mark node error", "node", node.ID, "err", perr)
 			}
 		}
@@ -696,7 +705,7 @@ func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node,
 	if err := r.revokeTokens(ctx, node.ID); err != nil {
 		return err
 	}
-	key, _, err := r.st.CreateNodeAPIKey(ctx, sess.UserID, sess.ID, node.ID)
+	key, _, err := r.users.CreateNodeAPIKey(ctx, sess.UserID, sess.ID, node.ID)
 	if err != nil {
 		return fmt.Errorf("create node api key: %w", err)
 	}
@@ -765,8 +774,8 @@ func (r *Runner) start(ctx context.Context, sess store.Session, node store.Node,
 		r.rt.Remove(context.WithoutCancel(ctx), id)
 		return err
 	}
-	running, cursor := store.NodeRunning, relay.Cursor{Input: last}.String()
-	node, err = r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{
+	running, cursor := protocol.StateRunning, relay.Cursor{Input: last}.String()
+	node, err = r.sessions.PatchNode(ctx, node.SessionID, node.ID, sessions.NodePatch{
 		ContainerID: &id, LogCursor: &cursor, Status: &running, ClearExitCode: true, ClearContextPct: true,
 	})
 	if err != nil {
@@ -813,12 +822,12 @@ func (r *Runner) launch(p *startPlan) error {
 		if rerr := r.revokeTokens(wctx, node.ID); rerr != nil {
 			r.log.Warn("revoke the token of a node that did not start", "node", node.ID, "err", rerr)
 		}
-		status, empty := store.NodeIdle, ""
+		status, empty := protocol.StateIdle, ""
 		if !stopped {
-			status = store.NodeError
+			status = protocol.StateError
 			r.recordError(wctx, node, "start agent: "+err.Error())
 		}
-		if _, perr := r.st.PatchNode(wctx, node.SessionID, node.ID, store.NodePatch{Status: &status, ContainerID: &empty}); perr != nil && !permanent(perr) {
+		if _, perr := r.sessions.PatchNode(wctx, node.SessionID, node.ID, sessions.NodePatch{Status: &status, ContainerID: &empty}); perr != nil && !permanent(perr) {
 			r.log.Warn("mark a node that did not start", "node", node.ID, "err", perr)
 		}
 		if serr := r.settleSession(wctx, node.SessionID); serr != nil && !permanent(serr) {
@@ -832,19 +841,19 @@ func (r *Runner) launch(p *startPlan) error {
 // revokeTokens deletes the node's container tokens (DESIGN invariant 9: a
 // token dies with its container).
 func (r *Runner) revokeTokens(ctx context.Context, nodeID string) error {
-	if _, err := r.st.DeleteNodeAPIKeys(ctx, nodeID); err != nil {
+	if _, err := r.users.DeleteNodeAPIKeys(ctx, nodeID); err != nil {
 		return fmt.Errorf("revoke the node's token: %w", err)
 	}
 	// Nobody is left to receive an answer to the requests it was waiting
 	// on: withdraw them, so the inbox does not ask a person about them.
-	if _, err := r.st.WithdrawNodeApprovals(ctx, nodeID); err != nil {
+	if _, err := r.collab.WithdrawNodeApprovals(ctx, nodeID); err != nil {
 		return fmt.Errorf("withdraw the node's pending approvals: %w", err)
 	}
 	return nil
 }
 
 // firstTask is the content of the node's first input message (its task).
-func (r *Runner) firstTask(ctx context.Context, node store.Node) (string, error) {
+func (r *Runner) firstTask(ctx context.Context, node sessions.Node) (string, error) {
 	recs, err := r.st.Records(ctx, node.SessionID, 0, 4, node.ID)
 	if err != nil {
 		return "", err
@@ -863,7 +872,7 @@ func (r *Runner) firstTask(ctx context.Context, node store.Node) (string, error)
 
 // checkProviderKey refuses a catalog agent whose LLM provider's key the
 // orchestrator does not have: it could start, but never think.
-func (r *Runner) checkProviderKey(node store.Node) error {
+func (r *Runner) checkProviderKey(node sessions.Node) error {
 	if r.cfg.ProviderKeys == nil || node.AgentType == AgentCustom {
 		return nil
 	}
@@ -879,12 +888,12 @@ func (r *Runner) checkProviderKey(node store.Node) error {
 // vendorKey is the environment giving a catalog agent that runs on its
 // vendor's service (Agent.VendorKey) its key, a secret of the session; an
 // error naming the key when the session has none.
-func (r *Runner) vendorKey(ctx context.Context, node store.Node) (map[string]string, error) {
+func (r *Runner) vendorKey(ctx context.Context, node sessions.Node) (map[string]string, error) {
 	agent, ok := orchestrator.AgentByType(node.AgentType)
 	if node.AgentType == AgentCustom || !ok || agent.VendorKey == "" {
 		return nil, nil
 	}
-	v, err := r.st.OpenSessionSecret(ctx, node.SessionID, agent.VendorKey)
+	v, err := r.collab.OpenSessionSecret(ctx, node.SessionID, agent.VendorKey)
 	if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
 		return nil, orchestrator.FieldErrorf("agent_type", "the %s agent runs on %s's own service and needs %s: set it on the session (PUT /api/v1/sessions/%s/secrets/%s, or in the spawn dialog) and send the node a message",
 			agent.Type, agent.Name, agent.VendorKey, node.SessionID, agent.VendorKey)
@@ -897,7 +906,7 @@ func (r *Runner) vendorKey(ctx context.Context, node store.Node) (map[string]str
 
 // attach starts the relay of a node whose container exists, after opening
 // the container's agent-facing API listener.
-func (r *Runner) attach(node store.Node, cursor string) error {
+func (r *Runner) attach(node sessions.Node, cursor string) error {
 	parent := ""
 	if node.ParentID != nil {
 		parent = *node.ParentID
@@ -914,7 +923,7 @@ func (r *Runner) attach(node store.Node, cursor string) error {
 	}
 	rel, err := relay.Start(r.ctx, relay.Config{
 		Node:   relay.Node{SessionID: node.SessionID, ID: node.ID, ParentID: parent, Name: node.Name, ContainerID: node.ContainerID},
-		Cursor: cursor, Log: storeLog{r.st}, Process: r.rt, Effects: r, LogDir: r.logs,
+		Cursor: cursor, Log: storeLog{r.st, r.sessions}, Process: r.rt, Effects: r, LogDir: r.logs,
 		Clock: r.cfg.Clock, Logger: r.log, Permanent: permanent,
 		MaxBatch: r.cfg.MaxBatch, MailboxLen: r.cfg.MailboxLen, MaxLine: r.cfg.MaxLine,
 		StopGrace: r.cfg.StopGrace, KillGrace: r.cfg.KillGrace,
@@ -959,7 +968,7 @@ func (r *Runner) attach(node store.Node, cursor string) error {
 				// (without DeleteNode/DeleteSession): do their cleanup.
 				ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
 				defer cancel()
-				if err := r.removeNodes(ctx, []store.Node{node}); err != nil {
+				if err := r.removeNodes(ctx, []sessions.Node{node}); err != nil {
 					r.log.Warn("clean up a deleted node", "node", node.ID, "err", err)
 				}
 			}
@@ -972,7 +981,7 @@ func (r *Runner) attach(node store.Node, cursor string) error {
 // container that already exited gets none (its relay records the exit);
 // any other failure is an error record: the agent runs, but cannot reach
 // FILEPATH_API_URL.
-func (r *Runner) openAPI(node store.Node) {
+func (r *Runner) openAPI(node sessions.Node) {
 	if r.cfg.AgentAPI == nil || node.ContainerID == "" {
 		return
 	}
@@ -1019,25 +1028,25 @@ func (r *Runner) Spawn(ctx context.Context, parent relay.Node, ev protocol.Spawn
 // SpawnChild is Spawn for the agent API, which appends the spawn event
 // itself: it returns the child, also when only its start failed (the child
 // then has status error and an error record saying why, and err is set).
-func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev protocol.SpawnEvent) (store.Node, error) {
-	sess, err := r.st.SessionByID(ctx, sessionID)
+func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev protocol.SpawnEvent) (sessions.Node, error) {
+	sess, err := r.sessions.SessionByID(ctx, sessionID)
 	if err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
-	pnode, err := r.st.NodeByID(ctx, parentID)
+	pnode, err := r.sessions.NodeByID(ctx, parentID)
 	if err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
 	if pnode.SessionID != sessionID {
-		return store.Node{}, orchestrator.Errorf(orchestrator.ENotFound, "node %s not found in session %s", parentID, sessionID)
+		return sessions.Node{}, orchestrator.Errorf(orchestrator.ENotFound, "node %s not found in session %s", parentID, sessionID)
 	}
-	in := store.NewNode{Name: ev.Name, AgentType: ev.Agent, Model: ev.Model, ParentID: &pnode.ID}
+	in := sessions.NewNode{Name: ev.Name, AgentType: ev.Agent, Model: ev.Model, ParentID: &pnode.ID}
 	if ev.Task != nil {
 		in.Task = *ev.Task
 	}
 	fork := ev.Workspace != nil && *ev.Workspace == protocol.WorkspaceFork
 	if fork && r.cfg.Forks == nil {
-		return store.Node{}, orchestrator.FieldErrorf("workspace", "this orchestrator cannot fork workspaces (it runs without the session filesystem); spawn with workspace \"shared\"")
+		return sessions.Node{}, orchestrator.FieldErrorf("workspace", "this orchestrator cannot fork workspaces (it runs without the session filesystem); spawn with workspace \"shared\"")
 	}
 	// A child of a custom agent runs its parent's image unless the spawn
 	// names another catalog agent; a name the catalog does not know (a BYO
@@ -1047,17 +1056,17 @@ func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev 
 	} else if ev.Agent == AgentCustom {
 		in.Image = pnode.Image
 	}
-	child, err := r.st.CreateNode(ctx, sess.UserID, sess.ID, in)
+	child, err := r.sessions.CreateNode(ctx, sess.UserID, sess.ID, in)
 	if err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
 	if fork {
 		if err := r.cfg.Forks.ForkForNode(ctx, sess.ID, pnode.ID, child.ID); err != nil {
 			// no child without the workspace it was promised
-			if _, derr := r.st.DeleteNode(context.WithoutCancel(ctx), sess.UserID, sess.ID, child.ID); derr != nil {
+			if _, derr := r.sessions.DeleteNode(context.WithoutCancel(ctx), sess.UserID, sess.ID, child.ID); derr != nil {
 				r.log.Warn("delete a child whose workspace fork failed", "node", child.ID, "err", derr)
 			}
-			return store.Node{}, fmt.Errorf("fork the workspace: %w", err)
+			return sessions.Node{}, fmt.Errorf("fork the workspace: %w", err)
 		}
 	}
 	return child, r.startNode(ctx, sess, child)
@@ -1067,8 +1076,8 @@ func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev 
 // stops the agent; its exit starts the continuation), whatever the agent
 // said last, so that a restart in between finds it live and continues it.
 func (r *Runner) Handoff(ctx context.Context, node relay.Node, _ protocol.HandoffEvent) error {
-	running := store.NodeRunning
-	_, err := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &running})
+	running := protocol.StateRunning
+	_, err := r.sessions.PatchNode(ctx, node.SessionID, node.ID, sessions.NodePatch{Status: &running})
 	return err
 }
 
@@ -1079,14 +1088,14 @@ func (r *Runner) Handoff(ctx context.Context, node relay.Node, _ protocol.Handof
 func (r *Runner) continueNode(sessionID, nodeID string) {
 	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
 	defer cancel()
-	c, err := r.st.ContinueNode(ctx, sessionID, nodeID)
+	c, err := r.sessions.ContinueNode(ctx, sessionID, nodeID)
 	if err != nil {
 		if !permanent(err) && r.ctx.Err() == nil {
 			r.log.Warn("continue after a handoff", "node", nodeID, "err", err)
 		}
 		return
 	}
-	sess, err := r.st.SessionByID(ctx, sessionID)
+	sess, err := r.sessions.SessionByID(ctx, sessionID)
 	if err != nil {
 		return
 	}
@@ -1097,16 +1106,16 @@ func (r *Runner) continueNode(sessionID, nodeID string) {
 
 // StatusChanged implements relay.Effects.
 func (r *Runner) StatusChanged(ctx context.Context, node relay.Node, ev protocol.StatusEvent) error {
-	p := store.NodePatch{Status: &ev.State, ContextPct: ev.ContextPct}
-	_, err := r.st.PatchNode(ctx, node.SessionID, node.ID, p)
+	p := sessions.NodePatch{Status: &ev.State, ContextPct: ev.ContextPct}
+	_, err := r.sessions.PatchNode(ctx, node.SessionID, node.ID, p)
 	return err
 }
 
 // Done implements relay.Effects: the node is done and its parent, if it
 // runs, gets a system message "<name> finished: <summary>".
 func (r *Runner) Done(ctx context.Context, node relay.Node, ev protocol.DoneEvent) error {
-	done := store.NodeDone
-	if _, err := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{Status: &done}); err != nil {
+	done := protocol.StateDone
+	if _, err := r.sessions.PatchNode(ctx, node.SessionID, node.ID, sessions.NodePatch{Status: &done}); err != nil {
 		return err
 	}
 	if node.ParentID == "" {
@@ -1155,7 +1164,7 @@ func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) err
 		// orchestrator stop before the continuation starts), and the end
 		// of this relay starts its next generation.
 		if ex.Err == nil {
-			if _, err := r.st.PatchNode(ctx, node.SessionID, node.ID, store.NodePatch{ExitCode: &ex.Code}); err != nil {
+			if _, err := r.sessions.PatchNode(ctx, node.SessionID, node.ID, sessions.NodePatch{ExitCode: &ex.Code}); err != nil {
 				return err
 			}
 		}
@@ -1164,20 +1173,20 @@ func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) err
 		r.mu.Unlock()
 		return nil
 	}
-	status := store.NodeError
+	status := protocol.StateError
 	switch {
 	case ex.Clean():
-		status = store.NodeDone
+		status = protocol.StateDone
 	case ex.Stopped && ex.Done && ex.Err == nil:
-		status = store.NodeDone
+		status = protocol.StateDone
 	case ex.Stopped && ex.Err == nil:
-		status = store.NodeIdle
+		status = protocol.StateIdle
 	}
-	p := store.NodePatch{Status: &status}
+	p := sessions.NodePatch{Status: &status}
 	if ex.Err == nil {
 		p.ExitCode = &ex.Code
 	}
-	_, err := r.st.PatchNode(ctx, node.SessionID, node.ID, p)
+	_, err := r.sessions.PatchNode(ctx, node.SessionID, node.ID, p)
 	return err
 }
 
@@ -1207,21 +1216,21 @@ func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
 	if r.settleHook != nil {
 		r.settleHook()
 	}
-	sess, err := r.st.SessionByID(ctx, sessionID)
-	if err != nil || sess.Status != store.SessionRunning {
+	sess, err := r.sessions.SessionByID(ctx, sessionID)
+	if err != nil || sess.Status != protocol.SessionRunning {
 		return err
 	}
-	status := store.SessionStopped
+	status := protocol.SessionStopped
 	if sess.RootNodeID != nil {
-		if root, err := r.st.NodeByID(ctx, *sess.RootNodeID); err == nil && root.Status == store.NodeError {
-			status = store.SessionError
+		if root, err := r.sessions.NodeByID(ctx, *sess.RootNodeID); err == nil && root.Status == protocol.StateError {
+			status = protocol.SessionError
 		}
 	}
-	return r.st.UpdateSessionStatus(ctx, sessionID, status)
+	return r.sessions.UpdateSessionStatus(ctx, sessionID, status)
 }
 
 // recordError appends a runtime error record for the node.
-func (r *Runner) recordError(ctx context.Context, node store.Node, msg string) {
+func (r *Runner) recordError(ctx context.Context, node sessions.Node, msg string) {
 	data, _ := json.Marshal(protocol.ErrorData{Message: msg, Source: protocol.SourceRuntime})
 	if _, err := r.st.Append(context.WithoutCancel(ctx), node.SessionID, protocol.Record{NodeID: node.ID, Kind: protocol.KindError, Data: data}); err != nil {
 		r.log.Warn("append runtime error", "node", node.ID, "err", err)

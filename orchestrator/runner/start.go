@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -40,8 +40,8 @@ const (
 // decided, for the part that runs the health checks and starts the agent.
 type startPlan struct {
 	kind    startKind
-	sess    store.Session
-	node    store.Node
+	sess    protocol.Session
+	node    sessions.Node
 	image   string
 	dir     string // the workspace, as the host sees it
 	task    string // FILEPATH_TASK: the task (first start) or the summary (continuation)
@@ -200,7 +200,7 @@ func (r *Runner) prepare(ctx context.Context, p *startPlan) error {
 	if err := r.rt.Start(ctx, p.id); err != nil {
 		return err
 	}
-	node, err := r.st.PatchNode(ctx, p.node.SessionID, p.node.ID, store.NodePatch{MarkStarted: true})
+	node, err := r.sessions.PatchNode(ctx, p.node.SessionID, p.node.ID, sessions.NodePatch{MarkStarted: true})
 	if err != nil {
 		return err
 	}
@@ -230,12 +230,12 @@ func (r *Runner) memories(ctx context.Context, p *startPlan) []Memory {
 	return ms[:min(len(ms), limit)]
 }
 
-func (r *Runner) eventRecord(node store.Node, ev protocol.Event) protocol.Record {
+func (r *Runner) eventRecord(node sessions.Node, ev protocol.Event) protocol.Record {
 	data, _ := json.Marshal(ev) // protocol structs: cannot fail
 	return protocol.Record{NodeID: node.ID, Kind: protocol.KindEvent, Data: data}
 }
 
-func systemRecord(node store.Node, d protocol.SystemData) protocol.Record {
+func systemRecord(node sessions.Node, d protocol.SystemData) protocol.Record {
 	data, _ := json.Marshal(d)
 	return protocol.Record{NodeID: node.ID, Kind: protocol.KindSystem, Data: data}
 }

@@ -12,7 +12,7 @@ import (
 // before Reconcile, so that those containers see a live /workspace again.
 // Finished nodes are mounted only when they start again.
 func (r *Runner) LiveNodes(ctx context.Context) ([]string, error) {
-	nodes, err := r.st.ActiveNodes(ctx)
+	nodes, err := r.sessions.ActiveNodes(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -29,8 +31,9 @@ func TestKillDurability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := st.CreateUser(ctx, "alice", false)
-	sess, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "crash"})
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
+	u, _ := ident.CreateUser(ctx, "alice", false)
+	sess, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -104,6 +105,12 @@ func (t *Tx) DB() *gorm.DB { return t.g }
 // Now is the transaction's clock reading (the At of its records).
 func (t *Tx) Now() time.Time { return t.now }
 
+// Context is the context the transaction runs under.
+func (t *Tx) Context() context.Context { return t.ctx }
+
+// SessionID is the session whose log the transaction appends to.
+func (t *Tx) SessionID() string { return t.sessionID }
+
 // WithLog runs fn in one write transaction on sessionID's log and returns the
 // records fn appended. After the commit it publishes those records in seq
 // order; if fn returns an error or the commit fails, nothing is stored or
@@ -130,7 +137,7 @@ func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) e
 				return fmt.Errorf("read last seq: %w", err)
 			}
 			if row.Exists == 0 {
-				return notFound("session", sessionID)
+				return NotFound("session", sessionID)
 			}
 			t.last = row.Last
 		} else {
@@ -139,12 +146,12 @@ func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) e
 		return fn(t)
 	})
 	if err != nil {
-		if cached && isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		if cached && IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
 			// Most likely the session was deleted since its last seq was
 			// cached (otherwise its existence was checked in this transaction).
 			var n int64
 			if s.rdb.WithContext(ctx).Raw(`SELECT COUNT(*) FROM agent_session WHERE id = ?`, sessionID).Scan(&n).Error == nil && n == 0 {
-				return nil, notFound("session", sessionID)
+				return nil, NotFound("session", sessionID)
 			}
 		}
 		return nil, err
@@ -171,7 +178,7 @@ func (t *Tx) Append(recs ...protocol.Record) ([]protocol.Record, error) {
 		}
 	}
 	out := make([]protocol.Record, len(recs))
-	now := ms(t.now)
+	now := Millis(t.now)
 	// One record (the common case) goes through a statement prepared once on
 	// the write connection; batches use multi-row INSERTs.
 	if sqlTx, ok := t.g.Statement.ConnPool.(*sql.Tx); ok && len(recs) == 1 && t.s.insertOne != nil {
@@ -180,7 +187,7 @@ func (t *Tx) Append(recs ...protocol.Record) ([]protocol.Record, error) {
 		if _, err := sqlTx.StmtContext(t.ctx, t.s.insertOne).ExecContext(t.ctx, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at); err != nil {
 			return nil, fmt.Errorf("append to session %s log: %w", t.sessionID, err)
 		}
-		out[0] = protocol.Record{Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: fromMS(at), Data: r.Data}
+		out[0] = protocol.Record{Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: FromMillis(at), Data: r.Data}
 		if err := t.setRefs(recs, out); err != nil {
 			return nil, err
 		}
@@ -206,7 +213,7 @@ func (t *Tx) Append(recs ...protocol.Record) ([]protocol.Record, error) {
 		for i, r := range chunk {
 			seq, at := t.last+int64(start+i)+1, atOf(r, now)
 			args = append(args, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at)
-			out[start+i] = protocol.Record{Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: fromMS(at), Data: r.Data}
+			out[start+i] = protocol.Record{Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: FromMillis(at), Data: r.Data}
 		}
 		var err error
 		if stmt := t.s.insertN[n]; stmt != nil && sqlTx != nil {
@@ -258,11 +265,12 @@ func atOf(r protocol.Record, now int64) int64 {
 	if r.At.IsZero() {
 		return now
 	}
-	return ms(r.At)
+	return Millis(r.At)
 }
 
-// appendJSON appends one record whose data is v encoded as JSON.
-func (t *Tx) appendJSON(nodeID, kind string, v any) error {
+// AppendJSON appends one record of nodeID ("" : the session) whose data is
+// v (a protocol payload) encoded as JSON.
+func (t *Tx) AppendJSON(nodeID, kind string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s record: %w", kind, err)
@@ -302,6 +310,14 @@ func (s *Store) Append(ctx context.Context, sessionID string, recs ...protocol.R
 	if len(recs) == 0 {
 		return nil, nil
 	}
+	return s.AppendWith(ctx, sessionID, recs, nil)
+}
+
+// AppendWith is Append and more in the same transaction: after recs are
+// appended, fn (when not nil) runs with them as stored, and may make other
+// changes through tx (a node's log cursor, the audit rows of its tools).
+// The records are checked before the transaction begins.
+func (s *Store) AppendWith(ctx context.Context, sessionID string, recs []protocol.Record, fn func(tx *Tx, stored []protocol.Record) error) ([]protocol.Record, error) {
 	for i := range recs {
 		if err := checkRecord(&recs[i]); err != nil {
 			return nil, err
@@ -309,10 +325,22 @@ func (s *Store) Append(ctx context.Context, sessionID string, recs ...protocol.R
 	}
 	return s.WithLog(ctx, sessionID, func(tx *Tx) error {
 		tx.checked = true
-		_, err := tx.Append(recs...)
+		stored, err := tx.Append(recs...)
 		tx.checked = false
-		return err
+		if err != nil || fn == nil {
+			return err
+		}
+		return fn(tx, stored)
 	})
+}
+
+// EndLog runs del, which deletes the session sessionID (its log goes with it
+// by foreign-key cascade), holding the session's log lock, so that no append
+// interleaves with it, and forgets what the store cached of the log.
+func (s *Store) EndLog(sessionID string, del func() error) error {
+	st := s.acquireLog(sessionID)
+	defer s.releaseLog(sessionID, st, true)
+	return del()
 }
 
 // Records returns up to limit records of sessionID's log with seq > after,
@@ -347,7 +375,7 @@ func (s *Store) Records(ctx context.Context, sessionID string, after int64, limi
 			return nil, fmt.Errorf("read session %s log: %w", sessionID, err)
 		}
 		r.Data = json.RawMessage(payload)
-		r.At = fromMS(at)
+		r.At = FromMillis(at)
 		r.Ref = ref.Int64
 		out = append(out, r)
 	}
@@ -368,39 +396,25 @@ func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
 	return last, nil
 }
 
-// AppendWithCursor appends recs to sessionID's log and sets nodeID's
-// log_cursor in one transaction: a relay recovering a container's log stores
-// each line once, and its position with it. Each tool or command event that
-// ends a call adds its row to the node's audit (tool_calls) in the same
-// transaction. No "node" record is written for
-// the cursor. An unknown node is not_found.
-func (s *Store) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...protocol.Record) ([]protocol.Record, error) {
-	if len(cursor) > MaxLogCursorLen {
-		return nil, orchestrator.FieldErrorf("log_cursor", "log_cursor is longer than %d bytes", MaxLogCursorLen)
+// lastOfTypeSQL finds a node's last record of one kind whose data has one
+// "type" (newest first, through the node index).
+const lastOfTypeSQL = `SELECT seq, payload, created_at FROM session_log
+	WHERE session_id = ? AND node_id = ? AND kind = ? AND json_extract(payload, '$.type') = ?
+	ORDER BY seq DESC LIMIT 1`
+
+// LastRecordOf returns the node's last record of kind whose data has the
+// given "type" (e.g. the last handoff event); not_found when it has none.
+func (s *Store) LastRecordOf(ctx context.Context, sessionID, nodeID, kind, typ string) (protocol.Record, error) {
+	r := protocol.Record{NodeID: nodeID, Kind: kind}
+	var payload string
+	var at int64
+	err := s.rsql.QueryRowContext(ctx, lastOfTypeSQL, sessionID, nodeID, kind, typ).Scan(&r.Seq, &payload, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return protocol.Record{}, NotFound(kind+" "+typ+" of node", nodeID)
 	}
-	for i := range recs {
-		if err := checkRecord(&recs[i]); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return protocol.Record{}, fmt.Errorf("read the last %s %s of node %s: %w", kind, typ, nodeID, err)
 	}
-	return s.WithLog(ctx, sessionID, func(tx *Tx) error {
-		tx.checked = true
-		stored, err := tx.Append(recs...)
-		tx.checked = false
-		if err != nil {
-			return err
-		}
-		// A tool or command that ended gets its audit row with its record.
-		if err := tx.auditSteps(stored); err != nil {
-			return err
-		}
-		res := tx.DB().Exec(`UPDATE agent_node SET log_cursor = ? WHERE id = ? AND session_id = ?`, cursor, nodeID, sessionID)
-		if res.Error != nil {
-			return fmt.Errorf("set node %s log cursor: %w", nodeID, res.Error)
-		}
-		if res.RowsAffected != 1 {
-			return notFound("node", nodeID)
-		}
-		return nil
-	})
+	r.Data, r.At = json.RawMessage(payload), FromMillis(at)
+	return r, nil
 }

@@ -34,6 +34,8 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -122,34 +124,35 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	if o.nodes < 0 || o.children < 0 || (o.nodes > 0 && (o.records < o.rootRecords || o.rootRecords < 1)) {
 		return seeded{}, errors.New("want --nodes >= 0, --children >= 0 and 1 <= --root-records <= --records")
 	}
-	u, err := st.UserByName(ctx, o.user)
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
+	u, err := ident.UserByName(ctx, o.user)
 	if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
-		u, err = st.CreateUser(ctx, o.user, true)
+		u, err = ident.CreateUser(ctx, o.user, true)
 	}
 	if err != nil {
 		return seeded{}, fmt.Errorf("user %s: %w", o.user, err)
 	}
-	sess, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: o.name})
+	sess, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: o.name})
 	if err != nil {
 		return seeded{}, fmt.Errorf("create session: %w", err)
 	}
-	tok, err := st.CreateLoginToken(ctx, u.ID, 24*time.Hour)
+	tok, err := ident.CreateLoginToken(ctx, u.ID, 24*time.Hour)
 	if err != nil {
 		return seeded{}, fmt.Errorf("login token: %w", err)
 	}
 	if o.nodes == 0 { // an empty session: the benchmark's baseline
 		return seeded{Session: sess.ID, Login: "/login?token=" + tok}, nil
 	}
-	root, err := st.CreateNode(ctx, u.ID, sess.ID, store.NewNode{Name: "lead", AgentType: orchestrator.AgentCustom, Model: "claude-sonnet-4", Image: o.image})
+	root, err := ss.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{Name: "lead", AgentType: orchestrator.AgentCustom, Model: "claude-sonnet-4", Image: o.image})
 	if err != nil {
 		return seeded{}, fmt.Errorf("create root: %w", err)
 	}
 	// The tree: the root, o.children children, the rest grandchildren spread evenly.
 	agents := []string{"claude-code", "codex", "shelley", "pi", "cursor", "amp"}
-	nodes := []store.Node{root}
-	var kids []store.Node
+	nodes := []sessions.Node{root}
+	var kids []sessions.Node
 	for i := 0; i < o.children && len(nodes) < o.nodes; i++ {
-		n, err := st.CreateNode(ctx, u.ID, sess.ID, store.NewNode{Name: fmt.Sprintf("worker-%02d", i+1), AgentType: agents[i%len(agents)], ParentID: &root.ID})
+		n, err := ss.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{Name: fmt.Sprintf("worker-%02d", i+1), AgentType: agents[i%len(agents)], ParentID: &root.ID})
 		if err != nil {
 			return seeded{}, fmt.Errorf("create child: %w", err)
 		}
@@ -158,7 +161,7 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	}
 	for i := 0; len(nodes) < o.nodes && len(kids) > 0; i++ {
 		p := kids[i%len(kids)]
-		n, err := st.CreateNode(ctx, u.ID, sess.ID, store.NewNode{Name: fmt.Sprintf("%s-task-%02d", p.Name, i/len(kids)+1), AgentType: agents[(i+3)%len(agents)], ParentID: &p.ID})
+		n, err := ss.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{Name: fmt.Sprintf("%s-task-%02d", p.Name, i/len(kids)+1), AgentType: agents[(i+3)%len(agents)], ParentID: &p.ID})
 		if err != nil {
 			return seeded{}, fmt.Errorf("create grandchild: %w", err)
 		}
@@ -167,14 +170,14 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	// Statuses: only idle/done/error (a running node without a container would be
 	// marked lost by the runner's reconcile at start-up).
 	for i, n := range nodes[1:] {
-		s := store.NodeDone
+		s := protocol.StateDone
 		switch {
 		case i%7 == 3:
-			s = store.NodeIdle
+			s = protocol.StateIdle
 		case i%29 == 5:
-			s = store.NodeError
+			s = protocol.StateError
 		}
-		if _, err := st.PatchNode(ctx, sess.ID, n.ID, store.NodePatch{Status: &s}); err != nil {
+		if _, err := ss.PatchNode(ctx, sess.ID, n.ID, sessions.NodePatch{Status: &s}); err != nil {
 			return seeded{}, fmt.Errorf("node status: %w", err)
 		}
 	}
@@ -228,7 +231,7 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	return seeded{Session: sess.ID, Root: root.ID, Nodes: len(nodes), Records: total, Login: "/login?token=" + tok}, nil
 }
 
-func workerNames(kids []store.Node) []string {
+func workerNames(kids []sessions.Node) []string {
 	var names []string
 	for _, k := range kids {
 		names = append(names, k.Name)
@@ -281,7 +284,8 @@ func stream(ctx context.Context, st *store.Store, o options) (streamed, error) {
 	if o.session == "" {
 		return streamed{}, errors.New("--stream needs --session")
 	}
-	sess, err := st.SessionByID(ctx, o.session)
+	ss := sessions.New(st, sessions.Config{})
+	sess, err := ss.SessionByID(ctx, o.session)
 	if err != nil {
 		return streamed{}, fmt.Errorf("session %s: %w", o.session, err)
 	}

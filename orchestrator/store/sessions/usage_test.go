@@ -1,23 +1,23 @@
-package store_test
+package sessions_test
 
 import (
 	"context"
 	"encoding/json"
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
 // nodeRecords returns the "updated" node records published for nodeID.
-func nodeRecords(t *testing.T, e *env, nodeID string) []protocol.NodeChange {
+func nodeRecords(t *testing.T, e *storetest.Env, nodeID string) []protocol.NodeChange {
 	t.Helper()
 	var out []protocol.NodeChange
-	for _, r := range e.pub.all() {
+	for _, r := range e.Pub.All() {
 		if r.Kind != protocol.KindNode || r.NodeID != nodeID {
 			continue
 		}
@@ -37,33 +37,33 @@ func nodeRecords(t *testing.T, e *env, nodeID string) []protocol.NodeChange {
 // "updated" node record per node whose totals changed, with the new totals.
 func TestRecordUsage(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
-	root := e.node(t, u.ID, s.ID, nil, "root")
-	kid := e.node(t, u.ID, s.ID, &root, "kid")
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	root := e.Node(t, u.ID, s.ID, nil, "root")
+	kid := e.Node(t, u.ID, s.ID, &root, "kid")
 	ttfb := 12 * time.Millisecond
-	batch := []store.Usage{
+	batch := []sessions.Usage{
 		{UserID: u.ID, SessionID: s.ID, NodeID: root.ID, Provider: "openrouter", Endpoint: "chat/completions", Model: "m1",
-			InputTokens: 100, OutputTokens: 20, CacheReadTokens: 30, CostUSD: ptr(0.25), Status: 200, Streamed: true,
+			InputTokens: 100, OutputTokens: 20, CacheReadTokens: 30, CostUSD: storetest.Ptr(0.25), Status: 200, Streamed: true,
 			TTFB: &ttfb, Latency: 1500 * time.Millisecond},
 		{UserID: u.ID, SessionID: s.ID, NodeID: root.ID, Provider: "anthropic", Endpoint: "v1/messages", Model: "m2",
 			InputTokens: 5, OutputTokens: 7, CacheWriteTokens: 11, Status: 200, Latency: time.Second},
 		{UserID: u.ID, SessionID: s.ID, NodeID: kid.ID, Provider: "openai", Endpoint: "responses", Model: "m3",
-			InputTokens: 1, OutputTokens: 2, CostUSD: ptr(0.5), Status: 499, Streamed: true, Latency: time.Millisecond, Note: "client closed"},
+			InputTokens: 1, OutputTokens: 2, CostUSD: storetest.Ptr(0.5), Status: 499, Streamed: true, Latency: time.Millisecond, Note: "client closed"},
 		{UserID: u.ID, SessionID: s.ID, NodeID: kid.ID, Provider: "openai", Endpoint: "models", Status: 200},
 	}
-	if err := e.s.RecordUsage(ctx, batch...); err != nil {
+	if err := e.Sessions.RecordUsage(ctx, batch...); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := e.s.SessionUsage(ctx, s.ID, 0, 0)
+	rows, err := e.Sessions.SessionUsage(ctx, s.ID, 0, 0)
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("usage rows = %+v, %v", rows, err)
 	}
 	r0 := rows[0]
 	if r0.Provider != "openrouter" || r0.Endpoint != "chat/completions" || r0.Model != "m1" || r0.InputTokens != 100 ||
 		r0.OutputTokens != 20 || r0.CacheReadTokens != 30 || r0.CostUSD == nil || *r0.CostUSD != 0.25 || r0.Status != 200 ||
-		!r0.Streamed || r0.TTFB == nil || *r0.TTFB != ttfb || r0.Latency != 1500*time.Millisecond || !r0.At.Equal(e.clock.Now()) {
+		!r0.Streamed || r0.TTFB == nil || *r0.TTFB != ttfb || r0.Latency != 1500*time.Millisecond || !r0.At.Equal(e.Clock.Now()) {
 		t.Fatalf("row 0 = %+v", r0)
 	}
 	if rows[1].CostUSD != nil || rows[1].CacheWriteTokens != 11 || rows[1].TTFB != nil {
@@ -73,16 +73,16 @@ func TestRecordUsage(t *testing.T) {
 		t.Fatalf("row 2 = %+v", rows[2])
 	}
 
-	gotRoot, _ := e.s.GetNode(ctx, u.ID, s.ID, root.ID)
-	gotKid, _ := e.s.GetNode(ctx, u.ID, s.ID, kid.ID)
+	gotRoot, _ := e.Sessions.GetNode(ctx, u.ID, s.ID, root.ID)
+	gotKid, _ := e.Sessions.GetNode(ctx, u.ID, s.ID, kid.ID)
 	if gotRoot.Tokens != 173 || gotRoot.CostUSD != 0.25 || gotKid.Tokens != 3 || gotKid.CostUSD != 0.5 {
 		t.Fatalf("root tokens %d cost %v, kid tokens %d cost %v", gotRoot.Tokens, gotRoot.CostUSD, gotKid.Tokens, gotKid.CostUSD)
 	}
-	sess, _ := e.s.GetSession(ctx, u.ID, s.ID)
+	sess, _ := e.Sessions.GetSession(ctx, u.ID, s.ID)
 	if sess.TokensUsed != 176 || sess.CostUSD != 0.75 {
 		t.Fatalf("session used %d tokens, %v USD", sess.TokensUsed, sess.CostUSD)
 	}
-	for _, n := range []store.Node{gotRoot, gotKid} {
+	for _, n := range []sessions.Node{gotRoot, gotKid} {
 		recs := nodeRecords(t, e, n.ID)
 		if len(recs) != 1 || recs[0].Node.Tokens != n.Tokens || recs[0].Node.CostUSD != n.CostUSD {
 			t.Fatalf("node %s records = %+v, want one with tokens %d", n.Name, recs, n.Tokens)
@@ -90,14 +90,14 @@ func TestRecordUsage(t *testing.T) {
 	}
 
 	// A request that spent nothing changes no node: no record.
-	before := len(e.pub.all())
-	if err := e.s.RecordUsage(ctx, store.Usage{UserID: u.ID, SessionID: s.ID, NodeID: root.ID, Provider: "openai", Endpoint: "models", Status: 401}); err != nil {
+	before := len(e.Pub.All())
+	if err := e.Sessions.RecordUsage(ctx, sessions.Usage{UserID: u.ID, SessionID: s.ID, NodeID: root.ID, Provider: "openai", Endpoint: "models", Status: 401}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.pub.all()); n != before {
+	if n := len(e.Pub.All()); n != before {
 		t.Fatalf("a zero-usage row published %d records", n-before)
 	}
-	if rows, _ := e.s.SessionUsage(ctx, s.ID, rows[3].ID, 0); len(rows) != 1 || rows[0].Status != 401 {
+	if rows, _ := e.Sessions.SessionUsage(ctx, s.ID, rows[3].ID, 0); len(rows) != 1 || rows[0].Status != 401 {
 		t.Fatalf("rows after %d = %+v", rows[3].ID, rows)
 	}
 }
@@ -106,32 +106,32 @@ func TestRecordUsage(t *testing.T) {
 // session's total and its rows; the rows of a deleted session stay too.
 func TestRecordUsageOutlivesDeletion(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
-	root := e.node(t, u.ID, s.ID, nil, "root")
-	kid := e.node(t, u.ID, s.ID, &root, "kid")
-	if err := e.s.RecordUsage(ctx, store.Usage{UserID: u.ID, SessionID: s.ID, NodeID: kid.ID, Provider: "openai", Endpoint: "responses", InputTokens: 10, Status: 200}); err != nil {
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	root := e.Node(t, u.ID, s.ID, nil, "root")
+	kid := e.Node(t, u.ID, s.ID, &root, "kid")
+	if err := e.Sessions.RecordUsage(ctx, sessions.Usage{UserID: u.ID, SessionID: s.ID, NodeID: kid.ID, Provider: "openai", Endpoint: "responses", InputTokens: 10, Status: 200}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.DeleteNode(ctx, u.ID, s.ID, kid.ID); err != nil {
+	if _, err := e.Sessions.DeleteNode(ctx, u.ID, s.ID, kid.ID); err != nil {
 		t.Fatal(err)
 	}
 	// Metered after the deletion (the request was in flight).
-	if err := e.s.RecordUsage(ctx, store.Usage{UserID: u.ID, SessionID: s.ID, NodeID: kid.ID, Provider: "openai", Endpoint: "responses", OutputTokens: 5, Status: 200}); err != nil {
+	if err := e.Sessions.RecordUsage(ctx, sessions.Usage{UserID: u.ID, SessionID: s.ID, NodeID: kid.ID, Provider: "openai", Endpoint: "responses", OutputTokens: 5, Status: 200}); err != nil {
 		t.Fatal(err)
 	}
-	sess, _ := e.s.GetSession(ctx, u.ID, s.ID)
+	sess, _ := e.Sessions.GetSession(ctx, u.ID, s.ID)
 	if sess.TokensUsed != 15 {
 		t.Fatalf("session tokens_used = %d, want 15 (a deleted node's spend stays)", sess.TokensUsed)
 	}
-	if err := e.s.DeleteSession(ctx, u.ID, s.ID); err != nil {
+	if err := e.Sessions.DeleteSession(ctx, u.ID, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.RecordUsage(ctx, store.Usage{UserID: u.ID, SessionID: s.ID, NodeID: root.ID, Provider: "openai", Endpoint: "responses", OutputTokens: 1, Status: 200}); err != nil {
+	if err := e.Sessions.RecordUsage(ctx, sessions.Usage{UserID: u.ID, SessionID: s.ID, NodeID: root.ID, Provider: "openai", Endpoint: "responses", OutputTokens: 1, Status: 200}); err != nil {
 		t.Fatalf("usage of a deleted session: %v", err)
 	}
-	rows, err := e.s.SessionUsage(ctx, s.ID, 0, 0)
+	rows, err := e.Sessions.SessionUsage(ctx, s.ID, 0, 0)
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("rows of the deleted session = %d, %v; want 3", len(rows), err)
 	}
@@ -139,25 +139,25 @@ func TestRecordUsageOutlivesDeletion(t *testing.T) {
 
 func TestRecordUsageRefusesBadInput(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
-	n := e.node(t, u.ID, s.ID, nil, "root")
-	ok := store.Usage{UserID: u.ID, SessionID: s.ID, NodeID: n.ID, Provider: "openai", Endpoint: "responses", Status: 200}
-	for name, mut := range map[string]func(*store.Usage){
-		"negative tokens": func(u *store.Usage) { u.OutputTokens = -1 },
-		"NaN cost":        func(u *store.Usage) { u.CostUSD = ptr(math.NaN()) },
-		"negative cost":   func(u *store.Usage) { u.CostUSD = ptr(-0.1) },
-		"no node":         func(u *store.Usage) { u.NodeID = "" },
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	n := e.Node(t, u.ID, s.ID, nil, "root")
+	ok := sessions.Usage{UserID: u.ID, SessionID: s.ID, NodeID: n.ID, Provider: "openai", Endpoint: "responses", Status: 200}
+	for name, mut := range map[string]func(*sessions.Usage){
+		"negative tokens": func(u *sessions.Usage) { u.OutputTokens = -1 },
+		"NaN cost":        func(u *sessions.Usage) { u.CostUSD = storetest.Ptr(math.NaN()) },
+		"negative cost":   func(u *sessions.Usage) { u.CostUSD = storetest.Ptr(-0.1) },
+		"no node":         func(u *sessions.Usage) { u.NodeID = "" },
 	} {
 		bad := ok
 		mut(&bad)
 		// The good row of the same batch is not stored either.
-		if err := e.s.RecordUsage(ctx, ok, bad); orchestrator.ErrorCode(err) != orchestrator.EInvalid {
+		if err := e.Sessions.RecordUsage(ctx, ok, bad); orchestrator.ErrorCode(err) != orchestrator.EInvalid {
 			t.Errorf("%s: err %v, want invalid", name, err)
 		}
 	}
-	if rows, _ := e.s.SessionUsage(ctx, s.ID, 0, 0); len(rows) != 0 {
+	if rows, _ := e.Sessions.SessionUsage(ctx, s.ID, 0, 0); len(rows) != 0 {
 		t.Fatalf("stored %d rows of refused batches", len(rows))
 	}
 }
@@ -166,69 +166,64 @@ func TestRecordUsageRefusesBadInput(t *testing.T) {
 // owner changes or clears each limit; SessionSpend reports budget and spend.
 func TestSessionBudget(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	path := filepath.Join(t.TempDir(), "b.db")
-	st, err := store.Open(ctx, store.Config{Path: path, DefaultBudget: store.Budget{Tokens: ptr(int64(1000))}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	u, _ := st.CreateUser(ctx, "alice", false)
-	s, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "s"})
+	e := storetest.New(t)
+	st := storetest.NewWith(t, storetest.Options{Sessions: sessions.Config{DefaultBudget: sessions.Budget{Tokens: storetest.Ptr(int64(1000))}}})
+	u, _ := st.Users.CreateUser(ctx, "alice", false)
+	s, err := st.Sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "s"})
 	if err != nil || s.BudgetTokens == nil || *s.BudgetTokens != 1000 || s.BudgetUSD != nil {
 		t.Fatalf("new session budget = %v / %v, %v", s.BudgetTokens, s.BudgetUSD, err)
 	}
-	n, _ := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "shelley"})
-	if err := st.RecordUsage(ctx, store.Usage{UserID: u.ID, SessionID: s.ID, NodeID: n.ID, Provider: "openrouter", Endpoint: "chat/completions",
-		InputTokens: 999, CostUSD: ptr(1.5), Status: 200}); err != nil {
+	n, _ := st.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{AgentType: "shelley"})
+	if err := st.Sessions.RecordUsage(ctx, sessions.Usage{UserID: u.ID, SessionID: s.ID, NodeID: n.ID, Provider: "openrouter", Endpoint: "chat/completions",
+		InputTokens: 999, CostUSD: storetest.Ptr(1.5), Status: 200}); err != nil {
 		t.Fatal(err)
 	}
-	sp, err := st.SessionSpend(ctx, s.ID)
+	sp, err := st.Sessions.SessionSpend(ctx, s.ID)
 	if err != nil || sp.TokensUsed != 999 || sp.CostUSD != 1.5 {
 		t.Fatalf("spend = %+v, %v", sp, err)
 	}
 	if what, over := sp.Over(); over {
 		t.Fatalf("999 of 1000 tokens is over (%s)", what)
 	}
-	if err := st.RecordUsage(ctx, store.Usage{UserID: u.ID, SessionID: s.ID, NodeID: n.ID, Provider: "openrouter", Endpoint: "chat/completions", OutputTokens: 1, Status: 200}); err != nil {
+	if err := st.Sessions.RecordUsage(ctx, sessions.Usage{UserID: u.ID, SessionID: s.ID, NodeID: n.ID, Provider: "openrouter", Endpoint: "chat/completions", OutputTokens: 1, Status: 200}); err != nil {
 		t.Fatal(err)
 	}
-	sp, _ = st.SessionSpend(ctx, s.ID)
+	sp, _ = st.Sessions.SessionSpend(ctx, s.ID)
 	if what, over := sp.Over(); !over || what != "tokens" {
 		t.Fatalf("1000 of 1000 tokens: over=%v (%s)", over, what)
 	}
 
 	// Raise tokens, add a USD limit: over on dollars now.
-	s, err = st.SetSessionBudget(ctx, u.ID, s.ID, store.BudgetPatch{SetTokens: true, Tokens: ptr(int64(5000)), SetUSD: true, USD: ptr(1.5)})
+	s, err = st.Sessions.SetSessionBudget(ctx, u.ID, s.ID, sessions.BudgetPatch{SetTokens: true, Tokens: storetest.Ptr(int64(5000)), SetUSD: true, USD: storetest.Ptr(1.5)})
 	if err != nil || *s.BudgetTokens != 5000 || *s.BudgetUSD != 1.5 || s.TokensUsed != 1000 || s.CostUSD != 1.5 {
 		t.Fatalf("after set: %+v, %v", s, err)
 	}
-	sp, _ = st.SessionSpend(ctx, s.ID)
+	sp, _ = st.Sessions.SessionSpend(ctx, s.ID)
 	if what, over := sp.Over(); !over || what != "usd" {
 		t.Fatalf("$1.5 of $1.5: over=%v (%s)", over, what)
 	}
 	// Clearing USD leaves tokens as they are.
-	s, err = st.SetSessionBudget(ctx, u.ID, s.ID, store.BudgetPatch{SetUSD: true})
+	s, err = st.Sessions.SetSessionBudget(ctx, u.ID, s.ID, sessions.BudgetPatch{SetUSD: true})
 	if err != nil || s.BudgetUSD != nil || s.BudgetTokens == nil || *s.BudgetTokens != 5000 {
 		t.Fatalf("after clearing usd: %+v, %v", s, err)
 	}
-	if _, err := st.SetSessionBudget(ctx, u.ID, s.ID, store.BudgetPatch{SetTokens: true, Tokens: ptr(int64(-1))}); orchestrator.ErrorField(err) != "budget_tokens" {
+	if _, err := st.Sessions.SetSessionBudget(ctx, u.ID, s.ID, sessions.BudgetPatch{SetTokens: true, Tokens: storetest.Ptr(int64(-1))}); orchestrator.ErrorField(err) != "budget_tokens" {
 		t.Fatalf("negative budget: %v", err)
 	}
-	if _, err := st.SetSessionBudget(ctx, u.ID, s.ID, store.BudgetPatch{SetUSD: true, USD: ptr(math.Inf(1))}); orchestrator.ErrorField(err) != "budget_usd" {
+	if _, err := st.Sessions.SetSessionBudget(ctx, u.ID, s.ID, sessions.BudgetPatch{SetUSD: true, USD: storetest.Ptr(math.Inf(1))}); orchestrator.ErrorField(err) != "budget_usd" {
 		t.Fatalf("infinite budget: %v", err)
 	}
-	bob, _ := st.CreateUser(ctx, "bob", false)
-	if _, err := st.SetSessionBudget(ctx, bob.ID, s.ID, store.BudgetPatch{SetTokens: true}); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+	bob, _ := st.Users.CreateUser(ctx, "bob", false)
+	if _, err := st.Sessions.SetSessionBudget(ctx, bob.ID, s.ID, sessions.BudgetPatch{SetTokens: true}); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
 		t.Fatalf("another user's session: %v", err)
 	}
-	if _, err := st.SessionSpend(ctx, "nope"); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+	if _, err := st.Sessions.SessionSpend(ctx, "nope"); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
 		t.Fatalf("unknown session: %v", err)
 	}
 
 	// The default store has no default budget.
-	du := e.user(t, "carol")
-	ds := e.session(t, du.ID, "d")
+	du := e.User(t, "carol")
+	ds := e.Session(t, du.ID, "d")
 	if ds.BudgetTokens != nil || ds.BudgetUSD != nil {
 		t.Fatalf("no default: budget %v / %v", ds.BudgetTokens, ds.BudgetUSD)
 	}
