@@ -7,6 +7,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -86,7 +87,7 @@ func (sc *recordScope) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	allowed, err := vfs.AllowedPaths(n.Config)
+	allowed, err := paths.AllowedPaths(n.Config)
 	if err != nil {
 		return nil // an unreadable policy shows no files, as the API refuses them
 	}
@@ -108,7 +109,7 @@ func (sc *recordScope) allows(ctx context.Context, rec protocol.Record) (bool, e
 		if sc.files == nil || json.Unmarshal(rec.Data, &d) != nil {
 			return false, nil
 		}
-		p, err := vfs.CleanPath(d.Path)
+		p, err := paths.CleanPath(d.Path)
 		return err == nil && sc.files.Visible(p), nil
 	case protocol.KindNode:
 		var d struct {
