@@ -1,6 +1,20 @@
 // Package identity keeps who is who: users, their single-use login links,
 // browser sessions and API keys (a user's, or a node's: the token of one
-// agent's container).
+// agent's container). Every secret is stored as its sha256.
+//
+//	New(*store.Store) *Store
+//	CreateUser(ctx, name, admin) (User, error)   // conflict on a taken name
+//	UserByName(ctx, name); UserByID(ctx, id) (User, error); ListUsers(ctx); CountUsers(ctx) (int, error)
+//	CreateLoginToken(ctx, userID, ttl) (token string, err)   // single use
+//	ConsumeLoginToken(ctx, token) (User, error)               // unauthorized when used/expired/unknown
+//	CreateAPIKey(ctx, userID, name) (key string, APIKey, error)   // "fp_…", shown once
+//	CreateAPIKeyExpiring(ctx, userID, name, expiresAt) (key string, APIKey, error) // AuthAPIKey refuses it from expiresAt on (*APIKeyExpiredError)
+//	CreateNodeAPIKey(ctx, userID, sessionID, nodeID) (key string, APIKey, error); DeleteNodeAPIKeys(ctx, nodeID)
+//	AuthAPIKey(ctx, key) (Principal{User, SessionID, NodeID}, error)
+//	UserByAPIKey(ctx, key) (User, error)   // user keys only; node keys → unauthorized
+//	ListAPIKeys(ctx, userID) ([]APIKey, error); DeleteAPIKey(ctx, userID, keyID) error
+//	CreateWebSession(ctx, userID, ttl) (cookie string, err); UserByWebSession(ctx, cookie) (User, error)
+//	DeleteWebSession(ctx, cookie) error; DeleteWebSessionsOf(ctx, userID); DeleteExpired(ctx) (int64, error)
 package identity
 
 import (

@@ -1,8 +1,3 @@
-// Package sessions keeps agent sessions and their node trees: each tree
-// change in one transaction with its "node" record in the session's log, a
-// node's config (allowed paths, approval policies), its generations, the
-// relay's position in its container's log, and what its agents spent
-// through the LLM gateway against the session's budget.
 package sessions
 
 import (
