@@ -169,8 +169,15 @@ func (e *env) waitStatus(nodeID, status string) sessions.Node {
 	e.t.Helper()
 	var n sessions.Node
 	e.waitFor("node "+nodeID+" "+status, func() bool {
+		// Running first: once the relay is gone, Exited has written the
+		// node (status, exit code), and the read below sees it. Read the
+		// other way round, a node read before Exited's write (status done
+		// from the done event, no exit code yet) could pass.
+		if e.r.Running(nodeID) {
+			return false
+		}
 		n = e.node(nodeID)
-		return n.Status == status && !e.r.Running(nodeID)
+		return n.Status == status
 	})
 	return n
 }
