@@ -82,6 +82,7 @@ func TestUserLogout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	ident = identity.New(st)
 	for _, c := range []string{bob1, bob2} {
 		if _, err := ident.UserByWebSession(ctx, c); err == nil {
 			t.Fatal("a session of bob survived")
