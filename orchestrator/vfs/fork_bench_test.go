@@ -120,21 +120,6 @@ func BenchmarkFork10k(b *testing.B) {
 			}
 		}
 	})
-	b.Run("files=10000/fork+copy-all", func(b *testing.B) {
-		f := newFixture(b, Config{})
-		fill10k(b, f.fs, false)
-		ctx := context.Background()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			fk, err := f.v.Fork(ctx, f.sid, "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := f.v.Session(fk.ID).materializeAll(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 // BenchmarkNewDirs: a mount (changes with an origin: group commit) makes

@@ -33,9 +33,6 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 	if err != nil {
 		return MergeResult{}, err
 	}
-	if err := v.Session(ws).materializeAll(ctx); err != nil {
-		return MergeResult{}, err
-	}
 	pfs, err := v.Session(fk.Origin).ForNode(opt.NodeID, opt.Allowed)
 	if err != nil {
 		return MergeResult{}, err
@@ -214,6 +211,9 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c treediff
 		if err := fs.touch(ctx, tx, r.parent, now); err != nil {
 			return 0, err
 		}
+	}
+	if err := fs.ownIno(ctx, tx, r.attr.Ino); err != nil {
+		return 0, err
 	}
 	if r.attr.Mode != e.Mode {
 		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mode=? WHERE session_id=? AND ino=?`, e.Mode, fs.sid, r.attr.Ino); err != nil {

@@ -59,8 +59,8 @@ type VFS struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionState
 
-	chains sync.Map // workspace id -> []chainLevel (fork.go)
-	views  sync.Map // workspace id -> baseView, zero when not a lazy base (forklazy.go)
+	chains sync.Map // workspace id -> []chainLevel: where a fork reads data (fork.go)
+	layers sync.Map // workspace id -> []mlevel: where it reads metadata (layers.go)
 }
 
 // sessionState is the in-memory state of one session: its chunk size once
@@ -74,10 +74,6 @@ type sessionState struct {
 	resNext, resEnd int64
 	dirs            map[int64]dirLink // directory cache (dircache.go)
 	dirGen          uint64            // bumped whenever dirs is cleared by a rename
-	// lazy: the workspace's lazy-fork state once known (forklazy.go); nil
-	// for any other workspace
-	lazyKnown bool
-	lazy      *lazyState
 }
 
 // New returns a VFS over db, which must already have migration 0002 applied.
