@@ -119,6 +119,10 @@ func (v *VFS) checkLayered(ctx context.Context, sid string, lv []mlevel) error {
 	if err != nil {
 		return err
 	}
+	var meta int64
+	var orphans int
+	merr := tx.QueryRowContext(ctx, `SELECT used_bytes, (SELECT COUNT(*) FROM fs_orphan WHERE session_id=?1) FROM fs_meta WHERE session_id=?1`, sid).Scan(&meta, &orphans)
+	_ = tx.Rollback() // checkForkData reads in a transaction of its own
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if r, ok := t.inodes[RootIno]; !ok || !r.IsDir() {
@@ -176,10 +180,8 @@ func (v *VFS) checkLayered(ctx context.Context, sid string, lv []mlevel) error {
 		}
 	}
 	if lv[0].kind == lvOwn {
-		var meta int64
-		var orphans int
-		if err := tx.QueryRowContext(ctx, `SELECT used_bytes, (SELECT COUNT(*) FROM fs_orphan WHERE session_id=?1) FROM fs_meta WHERE session_id=?1`, sid).Scan(&meta, &orphans); err != nil {
-			bad("read meta: %v", err)
+		if merr != nil {
+			bad("read meta: %v", merr)
 		} else if orphans == 0 && meta != used {
 			bad("quota: used_bytes %d differs from the sum of file sizes %d", meta, used)
 		}
