@@ -114,6 +114,7 @@ func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error)
 	if err := v.Sync(ctx, false); err != nil {
 		return ForkInfo{}, err
 	}
+	v.scheduleCompact(ctx, info.Base)
 	return info, nil
 }
 

@@ -303,10 +303,11 @@ func (o *lazyOps) step(fs *FS, m mtree) {
 	}
 }
 
-// TestLazyForkRandom makes forks (and forks of forks) of a tree with
-// directories, hard links and symlinks, then changes the origin and the
-// forks at random through the inode API, as a mount does, while the forks
-// have copied only the directories they used. Every workspace must match a
+// TestLazyForkRandom makes forks (and forks of forks, of forks) of a tree
+// with directories, hard links and symlinks, then changes the origin and
+// the forks at random through the inode API, as a mount does, while they
+// read through their layers, and compacts the fork points in between (as
+// the background compaction does after a fork of a fork). Every workspace must match a
 // model where each fork is a deep copy; then every one passes the
 // consistency check, the bases (views) included, and each fork's diff
 // lists exactly what differs from its fork point.
@@ -322,7 +323,12 @@ func TestLazyForkRandom(t *testing.T) {
 			}
 			for step := range 400 {
 				ws := ids[ops.rng.Intn(len(ids))]
-				if ops.rng.Intn(40) == 0 && len(ids) < 5 {
+				if ops.rng.Intn(50) == 0 {
+					if err := f.v.CompactForks(ctxT(t), f.sid); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if ops.rng.Intn(40) == 0 && len(ids) < 7 {
 					fk := mustFork(t, f.v, ws)
 					models[fk.ID] = models[ws].clone()
 					models[fk.Base] = models[ws].clone()
@@ -338,6 +344,15 @@ func TestLazyForkRandom(t *testing.T) {
 				}
 			}
 			checkAgainstModels(t, f, ids, models)
+			var deep, full int
+			if err := f.db.QueryRow(`SELECT (SELECT COUNT(*) FROM fs_fork b JOIN fs_fork o ON o.ws=b.parent_ws WHERE b.kind='base' AND o.kind='fork'),
+				(SELECT COUNT(*) FROM fs_fork WHERE full=1)`).Scan(&deep, &full); err != nil {
+				t.Fatal(err)
+			}
+			if deep > 0 && full == 0 {
+				t.Fatalf("%d fork points of forks, none compacted", deep)
+			}
+			t.Logf("%d fork points of forks, %d compacted", deep, full)
 		})
 	}
 }

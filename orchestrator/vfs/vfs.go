@@ -61,6 +61,14 @@ type VFS struct {
 
 	chains sync.Map // workspace id -> []chainLevel: where a fork reads data (fork.go)
 	layers sync.Map // workspace id -> []mlevel: where it reads metadata (layers.go)
+
+	// background compaction of fork points (compact.go); Close cancels
+	// and waits for it
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bgMu     sync.Mutex // guards bgClosed and bg.Add (leaf)
+	bgClosed bool
+	bg       sync.WaitGroup
 }
 
 // sessionState is the in-memory state of one session: its chunk size once
@@ -110,6 +118,7 @@ func New(db *sql.DB, cfg Config) *VFS {
 	}
 	v := &VFS{db: db, rq: &reader{db: rdb, c: rc}, wc: wc, cfg: cfg, sessions: map[string]*sessionState{}}
 	v.r = settlingReader{reader: v.rq, v: v}
+	v.bgCtx, v.bgCancel = context.WithCancel(context.Background())
 	return v
 }
 
@@ -250,6 +259,11 @@ func (v *VFS) tx(ctx context.Context, f func(*txn) error) error {
 // Close commits the open batch and releases the prepared statements; the
 // databases stay open.
 func (v *VFS) Close() {
+	v.bgMu.Lock()
+	v.bgClosed = true
+	v.bgMu.Unlock()
+	v.bgCancel()
+	v.bg.Wait()
 	if err := v.Sync(context.Background(), false); err != nil {
 		v.cfg.Logger.Error("vfs: close", "err", err)
 	}
