@@ -177,13 +177,22 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 		return ForkDiff{}, fmt.Errorf("diff: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	base, err := v.wsSnapshot(ctx, tx, fk.Base)
-	if err != nil {
+	var base, cur treediff.Tree
+	if lv, layered, err := v.Session(fk.ID).levels(ctx, tx); err != nil {
 		return ForkDiff{}, err
-	}
-	cur, err := v.wsSnapshot(ctx, tx, fk.ID)
-	if err != nil {
-		return ForkDiff{}, err
+	} else if layered {
+		// only what the fork's own rows touch (partial.go)
+		base, cur, err = v.partialTrees(ctx, tx, fk, lv)
+		if err != nil {
+			return ForkDiff{}, err
+		}
+	} else {
+		if base, err = v.wsSnapshot(ctx, tx, fk.Base); err != nil {
+			return ForkDiff{}, err
+		}
+		if cur, err = v.wsSnapshot(ctx, tx, fk.ID); err != nil {
+			return ForkDiff{}, err
+		}
 	}
 	chs, err := changes(v.sameIn(ctx, tx, fk), base, treediff.Fork, cur)
 	if err != nil {
