@@ -47,15 +47,7 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 	err = v.tx(ctx, func(tx *txn) error {
 		res = MergeResult{Fork: fk, Applied: []treediff.FileChange{}, Conflicts: []treediff.Conflict{}}
 		evs = evs[:0]
-		sb, err := v.wsSnapshot(ctx, tx, fk.Base)
-		if err != nil {
-			return err
-		}
-		sc, err := v.wsSnapshot(ctx, tx, fk.ID)
-		if err != nil {
-			return err
-		}
-		sp, err := v.wsSnapshot(ctx, tx, fk.Origin)
+		sb, sc, sp, err := v.mergeSnapshots(ctx, tx, fk)
 		if err != nil {
 			return err
 		}
@@ -250,4 +242,17 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c treediff
 	fs.changedData(tx, ino)
 	*evs = append(*evs, event{op: op, path: r.path, size: int64(len(data))})
 	return ino, nil
+}
+
+// mergeSnapshots reads the three trees a merge compares, whole (a layered
+// fork's and its fork point's through their levels: nothing is copied).
+func (v *VFS) mergeSnapshots(ctx context.Context, tx *txn, fk ForkInfo) (sb, sc, sp treediff.Tree, err error) {
+	if sb, err = v.wsSnapshot(ctx, tx, fk.Base); err != nil {
+		return
+	}
+	if sc, err = v.wsSnapshot(ctx, tx, fk.ID); err != nil {
+		return
+	}
+	sp, err = v.wsSnapshot(ctx, tx, fk.Origin)
+	return
 }

@@ -32,47 +32,75 @@ type partialSide struct {
 // partialTrees returns the trees of fork fk and its fork point restricted
 // to what the fork's own rows touch, read in q.
 func (v *VFS) partialTrees(ctx context.Context, q querier, fk ForkInfo, lv []mlevel) (treediff.Tree, treediff.Tree, error) {
-	sides := [2]*partialSide{
-		{fs: v.Session(fk.Base), lv: lv[1:]},
-		{fs: v.Session(fk.ID), lv: lv},
-	}
-	for _, s := range sides {
-		s.inodes, s.names, s.dirs, s.walked = map[int64]treediff.Entry{}, map[dkey]int64{}, map[int64]bool{RootIno: true}, map[int64]bool{}
-		if _, err := s.inode(ctx, q, RootIno); err != nil {
-			return treediff.Tree{}, treediff.Tree{}, err
-		}
-	}
-	var keys []dkey
-	var inos []int64
-	rows, err := q.QueryContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=?`, fk.ID)
+	sides := []*partialSide{{fs: v.Session(fk.Base), lv: lv[1:]}, {fs: v.Session(fk.ID), lv: lv}}
+	keys, inos, err := seeds(ctx, q, nil, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=?`, fk.ID, `SELECT ino FROM fs_inode WHERE session_id=? AND ino != 1`, fk.ID)
 	if err != nil {
-		return treediff.Tree{}, treediff.Tree{}, fmt.Errorf("diff: own names: %w", err)
+		return treediff.Tree{}, treediff.Tree{}, err
+	}
+	trees, err := partial(ctx, q, sides, keys, inos)
+	if err != nil {
+		return treediff.Tree{}, treediff.Tree{}, err
+	}
+	return trees[0], trees[1], nil
+}
+
+// seeds appends the keys and inodes two queries select to keys; an arg is
+// one argument or a []any of them.
+func seeds(ctx context.Context, q querier, keys []dkey, kq string, karg any, iq string, iarg any) ([]dkey, []int64, error) {
+	args := func(a any) []any {
+		if l, ok := a.([]any); ok {
+			return l
+		}
+		return []any{a}
+	}
+	rows, err := q.QueryContext(ctx, kq, args(karg)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("changed names: %w", err)
 	}
 	for rows.Next() {
 		var k dkey
 		if err := rows.Scan(&k.parent, &k.name); err != nil {
 			rows.Close()
-			return treediff.Tree{}, treediff.Tree{}, err
+			return nil, nil, err
 		}
 		keys = append(keys, k)
 	}
 	rows.Close()
-	if rows, err = q.QueryContext(ctx, `SELECT ino FROM fs_inode WHERE session_id=? AND ino != 1`, fk.ID); err != nil {
-		return treediff.Tree{}, treediff.Tree{}, fmt.Errorf("diff: own inodes: %w", err)
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	var inos []int64
+	if rows, err = q.QueryContext(ctx, iq, args(iarg)...); err != nil {
+		return nil, nil, fmt.Errorf("changed inodes: %w", err)
 	}
 	for rows.Next() {
 		var ino int64
 		if err := rows.Scan(&ino); err != nil {
 			rows.Close()
-			return treediff.Tree{}, treediff.Tree{}, err
+			return nil, nil, err
 		}
 		inos = append(inos, ino)
 	}
 	rows.Close()
-	// a worklist of keys to look at on both sides and inodes whose names
-	// to add on both sides, until nothing new comes
+	return keys, inos, rows.Err()
+}
+
+// partial builds the trees of sides restricted to the changed keys and
+// inodes, and what they lead to, until nothing new comes: every name of
+// each inode found (hard links, moves), the directories above each name,
+// and the subtree of a directory that is another inode at its key on
+// another side.
+func partial(ctx context.Context, q querier, sides []*partialSide, keys []dkey, inos []int64) ([]treediff.Tree, error) {
+	for _, s := range sides {
+		s.inodes, s.names, s.dirs, s.walked = map[int64]treediff.Entry{}, map[dkey]int64{}, map[int64]bool{RootIno: true}, map[int64]bool{}
+		if _, err := s.inode(ctx, q, RootIno); err != nil {
+			return nil, err
+		}
+	}
 	seenK := map[dkey]bool{}
 	seenI := map[int64]bool{}
+	got := make([]treediff.Entry, len(sides))
+	has := make([]bool, len(sides))
 	for len(keys) > 0 || len(inos) > 0 {
 		for len(inos) > 0 {
 			ino := inos[len(inos)-1]
@@ -84,7 +112,7 @@ func (v *VFS) partialTrees(ctx context.Context, q querier, fk ForkInfo, lv []mle
 			for _, s := range sides {
 				ks, err := s.namesOf(ctx, q, ino)
 				if err != nil {
-					return treediff.Tree{}, treediff.Tree{}, err
+					return nil, err
 				}
 				keys = append(keys, ks...)
 			}
@@ -96,12 +124,16 @@ func (v *VFS) partialTrees(ctx context.Context, q querier, fk ForkInfo, lv []mle
 				continue
 			}
 			seenK[k] = true
-			var got [2]treediff.Entry
-			var has [2]bool
 			for i, s := range sides {
+				has[i] = false
+				// the directory's path on every side that has it, so that
+				// no side lacks a path above a name another side has
+				if err := s.ancestors(ctx, q, k.parent); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return nil, err
+				}
 				ino, err := entryIno(ctx, q, s.lv, k.parent, k.name)
 				if err != nil {
-					return treediff.Tree{}, treediff.Tree{}, err
+					return nil, err
 				}
 				if ino == 0 {
 					continue
@@ -111,10 +143,10 @@ func (v *VFS) partialTrees(ctx context.Context, q querier, fk ForkInfo, lv []mle
 					continue
 				}
 				if err != nil {
-					return treediff.Tree{}, treediff.Tree{}, err
+					return nil, err
 				}
 				if err := s.ancestors(ctx, q, k.parent); err != nil {
-					return treediff.Tree{}, treediff.Tree{}, err
+					return nil, err
 				}
 				s.names[k] = ino
 				got[i], has[i] = e, true
@@ -123,19 +155,25 @@ func (v *VFS) partialTrees(ctx context.Context, q querier, fk ForkInfo, lv []mle
 				}
 			}
 			for i, s := range sides {
-				// a directory that is another inode on the other side:
+				if !has[i] || !got[i].IsDir() {
+					continue
+				}
+				// a directory that is another inode on another side:
 				// everything below it differs by path
-				if has[i] && got[i].IsDir() && (!has[1-i] || got[1-i].Ino != got[i].Ino) {
-					more, err := s.subtree(ctx, q, got[i].Ino)
-					if err != nil {
-						return treediff.Tree{}, treediff.Tree{}, err
+				for j := range sides {
+					if j != i && (!has[j] || got[j].Ino != got[i].Ino) {
+						more, err := s.subtree(ctx, q, got[i].Ino)
+						if err != nil {
+							return nil, err
+						}
+						keys = append(keys, more...)
+						break
 					}
-					keys = append(keys, more...)
 				}
 			}
 		}
 	}
-	var trees [2]treediff.Tree
+	trees := make([]treediff.Tree, len(sides))
 	for i, s := range sides {
 		names := make([]treediff.Name, 0, len(s.names))
 		for k, ino := range s.names {
@@ -143,7 +181,7 @@ func (v *VFS) partialTrees(ctx context.Context, q querier, fk ForkInfo, lv []mle
 		}
 		trees[i] = treediff.NewTree(RootIno, s.inodes, names)
 	}
-	return trees[0], trees[1], nil
+	return trees, nil
 }
 
 // inode reads inode ino (with its symlink target) into s.inodes.
@@ -176,7 +214,7 @@ func (s *partialSide) ancestors(ctx context.Context, q querier, dir int64) error
 	for !s.dirs[dir] {
 		parent, name, err := firstNameLayered(ctx, q, s.lv, dir)
 		if err != nil {
-			return fmt.Errorf("diff: path of %d: %w", dir, err)
+			return err // sql.ErrNoRows: dir is not on this side
 		}
 		if _, err := s.inode(ctx, q, dir); err != nil {
 			return err
