@@ -43,9 +43,10 @@ func newWorkspaceID() string {
 
 // Fork makes a copy-on-write fork of workspace origin (a session's or a
 // fork's) for nodeID ("" for none) in one transaction and returns it. It
-// copies no rows of files (forklazy.go): its cost does not depend on the
-// number of files nor on the bytes stored. Forking a fork that has not
-// copied all its directories yet copies them first.
+// copies no rows of files (layers.go): its cost does not depend on the
+// number of files nor on the bytes stored, and the fork copies none later
+// either: it reads through its fork point (doc.go, "Forks"). A fork point
+// of a fork is compacted in the background (compact.go).
 func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error) {
 	ofs := v.Session(origin)
 	if _, err := ofs.init(ctx); err != nil {
