@@ -182,14 +182,16 @@ func BenchmarkForkDiff100k(b *testing.B) {
 			}
 		}
 	}
+	round := 0
 	forkChanged := func(b *testing.B) ForkInfo {
+		round++
 		fk, err := f.v.Fork(ctx, f.sid, "")
 		if err != nil {
 			b.Fatal(err)
 		}
 		c := f.v.Session(fk.ID)
 		for i := range 100 {
-			mustWrite(b, c, fmt.Sprintf("/d%04d/f%03d.txt", (i/10)*97, i%10), []byte(fmt.Sprintf("changed %d\n", i)))
+			mustWrite(b, c, fmt.Sprintf("/d%04d/f%03d.txt", (i/10)*97, i%10), []byte(fmt.Sprintf("changed %d in round %d\n", i, round)))
 		}
 		return fk
 	}
