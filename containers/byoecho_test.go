@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 const byoEchoImage = "filepath/byo-echo:latest"
@@ -17,7 +17,7 @@ const byoEchoImage = "filepath/byo-echo:latest"
 // TestBYOEcho runs the tutorial's agent through the Docker runtime, hardened,
 // and checks each command's events.
 func TestBYOEcho(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
+	testkit.RequireImage(t, byoEchoImage)
 	d := dockerRuntime(t)
 	if d == nil {
 		t.Skip("docker tests disabled")
@@ -115,9 +115,9 @@ func TestBYOEcho(t *testing.T) {
 // workspace (as the FUSE workspace will be) and checks the agent sees it.
 // It needs root to make a shared bind mount for the workspace.
 func TestWorkspacePropagation(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
+	testkit.RequireImage(t, byoEchoImage)
 	if os.Geteuid() != 0 {
-		testenv.Missing(t, "root (to make a shared mount)")
+		testkit.Missing(t, "root (to make a shared mount)")
 	}
 	d := dockerRuntime(t)
 	if d == nil {

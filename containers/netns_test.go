@@ -13,7 +13,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // probeScript connects to 127.0.0.1:$1 from inside the container, retrying
@@ -38,7 +38,7 @@ echo "refused=$n waited_us=$(( (t1-t0)/1000 )) body=$body"
 // is closed the agent's connections are refused. It logs how long after the
 // container started the listener was up.
 func TestListenIn(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
+	testkit.RequireImage(t, byoEchoImage)
 	d := dockerRuntime(t)
 	if d == nil {
 		t.Skip("docker tests disabled")
@@ -108,7 +108,7 @@ func TestListenIn(t *testing.T) {
 // the moment its process starts is refused: the probe is the container's
 // first process and retries every millisecond.
 func TestListenInDelay(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
+	testkit.RequireImage(t, byoEchoImage)
 	d := dockerRuntime(t)
 	if d == nil {
 		t.Skip("docker tests disabled")

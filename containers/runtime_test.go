@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 const testImage = "filepath/testagent:latest"
@@ -101,10 +101,10 @@ func harnesses(t *testing.T) []harness {
 
 func dockerRuntime(t testing.TB) *Docker {
 	t.Helper()
-	if os.Getenv("FILEPATH_TEST_NO_DOCKER") == "1" && !testenv.InCI() {
+	if os.Getenv("FILEPATH_TEST_NO_DOCKER") == "1" && !testkit.InCI() {
 		return nil
 	}
-	testenv.RequireImage(t, testImage)
+	testkit.RequireImage(t, testImage)
 	if t.Skipped() {
 		return nil
 	}
@@ -603,7 +603,7 @@ func TestCharacterCutAtPieceBoundary(t *testing.T) {
 	rts := []runtimeCase{{"process", pr, Spec{SessionID: session, NodeID: "n-" + newID(), Cmd: script, WorkspaceDir: t.TempDir()}}}
 	const base = "filepath/base:bookworm"
 	if d := dockerRuntime(t); d != nil {
-		testenv.RequireImage(t, base)
+		testkit.RequireImage(t, base)
 		t.Cleanup(func() { cleanup(t, d, session) })
 		rts = append(rts, runtimeCase{"docker", d, Spec{SessionID: session, NodeID: "n-" + newID(), Image: base, Cmd: script, Network: "none"}})
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -33,7 +33,7 @@ var buildOnce sync.Once
 // returns the directory holding the two binaries.
 func e2eImages(t *testing.T) string {
 	t.Helper()
-	testenv.RequireImage(t, "filepath/base:bookworm")
+	testkit.RequireImage(t, "filepath/base:bookworm")
 	dir := filepath.Join(os.TempDir(), "filepath-cli-e2e")
 	var err error
 	buildOnce.Do(func() {
@@ -94,7 +94,7 @@ func runContainer(t *testing.T, agent, ws, state, transcript, task string) *cont
 	image := standIn
 	if agent == "amp" {
 		image = "filepath/agent-amp:latest"
-		testenv.RequireImage(t, image)
+		testkit.RequireImage(t, image)
 		args = append(args, "-v", filepath.Join(bins, "filepath-fake-cli")+":/usr/local/bin/amp:ro")
 	}
 	args = append(args, image)
@@ -201,7 +201,7 @@ func e2eNode(t *testing.T) (ws, state string) {
 }
 
 func TestContainerFileEditCommitsInTheWorkspace(t *testing.T) {
-	testenv.RequireDocker(t)
+	testkit.RequireDocker(t)
 	for _, agent := range []string{"amp", "cursor"} {
 		t.Run(agent, func(t *testing.T) {
 			ws, state := e2eNode(t)
@@ -223,7 +223,7 @@ func TestContainerFileEditCommitsInTheWorkspace(t *testing.T) {
 }
 
 func TestContainerRestartResumesFromTheStateVolume(t *testing.T) {
-	testenv.RequireDocker(t)
+	testkit.RequireDocker(t)
 	for _, agent := range []string{"amp", "cursor"} {
 		t.Run(agent, func(t *testing.T) {
 			ws, state := e2eNode(t)
@@ -244,7 +244,7 @@ func TestContainerRestartResumesFromTheStateVolume(t *testing.T) {
 }
 
 func TestContainerStopEndsWithinTheGrace(t *testing.T) {
-	testenv.RequireDocker(t)
+	testkit.RequireDocker(t)
 	for _, agent := range []string{"amp", "cursor"} {
 		t.Run(agent, func(t *testing.T) {
 			ws, state := e2eNode(t)

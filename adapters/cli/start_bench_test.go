@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // Container start to the first FAP event, for the real Claude Code and
@@ -23,7 +23,7 @@ import (
 //	go test -run='^$' -bench=ContainerStart -benchtime=1x -count=5 ./adapters/cli/
 
 func BenchmarkContainerStart(b *testing.B) {
-	testenv.RequireDocker(b)
+	testkit.RequireDocker(b)
 	dir := b.TempDir()
 	for _, x := range []struct{ out, pkg string }{{"filepath-cli-adapter", "."}, {"fakellm", "../../internal/cmd/fakellm"}} {
 		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, x.out), x.pkg)
@@ -35,7 +35,7 @@ func BenchmarkContainerStart(b *testing.B) {
 	for _, agent := range []string{"claude-code", "codex"} {
 		image := "filepath/agent-" + agent + ":latest"
 		b.Run(agent+"/adapter", func(b *testing.B) {
-			testenv.RequireImage(b, image)
+			testkit.RequireImage(b, image)
 			var first, text time.Duration
 			for range b.N {
 				f, t := startToEvents(b, "--init", "-v", filepath.Join(dir, "filepath-cli-adapter")+":/usr/local/bin/filepath-cli-adapter:ro",
@@ -50,7 +50,7 @@ func BenchmarkContainerStart(b *testing.B) {
 			b.ReportMetric(float64(text.Milliseconds())/float64(b.N), "ms/first-text")
 		})
 		b.Run(agent+"/bare", func(b *testing.B) {
-			testenv.RequireImage(b, image)
+			testkit.RequireImage(b, image)
 			var first time.Duration
 			for range b.N {
 				f, _ := startToEvents(b, "--entrypoint", "/bin/sh", image, "-c", "echo '{}'")

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // TestAgentAPIThroughServe runs the real orchestrator (Docker, agents
@@ -25,7 +25,7 @@ import (
 // configured gives the node an error naming FILEPATH_OPENROUTER_API_KEY. The agent tools
 // answer at $FILEPATH_API_URL/api/v1.
 func TestAgentAPIThroughServe(t *testing.T) {
-	testenv.RequireImage(t, "filepath/byo-echo:latest")
+	testkit.RequireImage(t, "filepath/byo-echo:latest")
 	for _, k := range []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
 		t.Setenv(k, "")
 		unsetenv(t, k)

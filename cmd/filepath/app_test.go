@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
@@ -67,8 +67,8 @@ func leftover(before map[string]string, ours bool) []string {
 // joined), and no other goroutine (the Docker client's connections, the
 // HTTP server's) shortly after. Close is safe twice.
 func TestServeLeavesNoGoroutines(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, "filepath/testagent:latest")
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, "filepath/testagent:latest")
 	agent := filepath.Join(t.TempDir(), "testagent")
 	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", agent, "../../adapters/testagent").CombinedOutput(); err != nil {
 		t.Fatalf("build testagent: %v\n%s", err, out)

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // cliImages are the CLI images (the real claude 2.1.x, codex 0.169) with
@@ -31,7 +31,7 @@ var (
 
 func buildCLIImage(t *testing.T, agent string) string {
 	t.Helper()
-	testenv.RequireImage(t, "filepath/agent-"+agent+":latest")
+	testkit.RequireImage(t, "filepath/agent-"+agent+":latest")
 	buildCLIMu.Lock()
 	defer buildCLIMu.Unlock()
 	err, done := buildCLIDone[agent]

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -32,7 +32,7 @@ var cliImageOnce sync.Map // agent type -> *sync.Once
 func cliImage(t *testing.T, agent string) {
 	t.Helper()
 	image := "filepath/agent-" + agent + ":latest"
-	testenv.RequireImage(t, image)
+	testkit.RequireImage(t, image)
 	once, _ := cliImageOnce.LoadOrStore(agent, &sync.Once{})
 	var err error
 	once.(*sync.Once).Do(func() {
@@ -356,7 +356,7 @@ func TestValidateAcceptsTheCLIAdaptersGoldenFAP(t *testing.T) {
 }
 
 func testCLIEndToEnd(t *testing.T, s cliScript) {
-	testenv.RequireDocker(t)
+	testkit.RequireDocker(t)
 	cliImage(t, s.agent)
 	up := fakellm.New()
 	defer up.Close()

@@ -17,7 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // collabImage is the shelley image with this tree's native agent
@@ -29,7 +29,7 @@ var buildCollabOnce sync.Once
 
 func buildCollabImage(t *testing.T) {
 	t.Helper()
-	testenv.RequireImage(t, "filepath/agent-shelley:latest")
+	testkit.RequireImage(t, "filepath/agent-shelley:latest")
 	var err error
 	buildCollabOnce.Do(func() {
 		dir := t.TempDir()

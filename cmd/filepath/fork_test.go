@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // TestForkedChildThroughServe runs the real orchestrator with FUSE
@@ -18,8 +18,8 @@ import (
 // log) leaves the parent's repository as it was; the diff route shows the
 // child's work and merge brings its commit into the parent's repository.
 func TestForkedChildThroughServe(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, "filepath/byo-echo:latest")
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, "filepath/byo-echo:latest")
 	data := t.TempDir()
 	t.Cleanup(func() { unmountUnder(filepath.Join(data, "mnt")) })
 	srv := startServer(t, data, "--network", "none")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // mountsUnder lists what /proc/self/mountinfo shows mounted at or below dir.
@@ -35,7 +35,7 @@ func mountsUnder(t *testing.T, dir string) []string {
 // stops (SIGTERM cancels Main's ctx) or fails to start, so the directory
 // can be removed at once.
 func TestServeLeavesNoMount(t *testing.T) {
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	for _, tt := range []struct {
 		name string
 		addr string

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // TestMain lets the test binary act as the real `filepath` binary when
@@ -193,9 +193,9 @@ func (c *client) commandDone(sid, nid, cmd string) string {
 // duplicated, and that its workspace is one mount (not one more per start)
 // while a finished agent's is none.
 func TestRestartKeepsAgentsAndWorkspaces(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, "filepath/byo-echo:latest")
-	testenv.RequireImage(t, "filepath/testagent:latest")
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, "filepath/byo-echo:latest")
+	testkit.RequireImage(t, "filepath/testagent:latest")
 	data := t.TempDir()
 	t.Cleanup(func() { unmountUnder(filepath.Join(data, "mnt")) })
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 )
 
@@ -49,9 +49,9 @@ const gatewayTimeout = 4 * time.Second
 // then the last good list with a note, and the bundled list with its
 // offline note on a server that never reached the upstream.
 func TestShelleyThroughGateway(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, shelleyImage)
-	testenv.RequireImage(t, "filepath/byo-echo:latest")
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, shelleyImage)
+	testkit.RequireImage(t, "filepath/byo-echo:latest")
 	for _, k := range []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY", "FILEPATH_SESSION_BUDGET_TOKENS", "FILEPATH_SESSION_BUDGET_USD"} {
 		t.Setenv(k, "")
 		unsetenv(t, k)

@@ -24,7 +24,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
@@ -190,7 +190,7 @@ func newServer(b *testing.B, kind string) *server {
 	var closeRT func() error
 	switch kind {
 	case "docker":
-		testenv.RequireImage(b, testImage)
+		testkit.RequireImage(b, testImage)
 		d, err := containers.NewDocker(ctx, containers.DockerConfig{Network: "none"})
 		if err != nil {
 			b.Fatal(err)
@@ -555,7 +555,7 @@ func BenchmarkE2ESpawn(b *testing.B) {
 			var once func() time.Duration
 			switch mode {
 			case "docker-run":
-				testenv.RequireImage(b, testImage)
+				testkit.RequireImage(b, testImage)
 				once = func() time.Duration {
 					return firstLine(b, "docker", "run", "--rm", "--pull", "never", "--network", "none", "-e", "FILEPATH_TASK=echo hi; done", testImage)
 				}

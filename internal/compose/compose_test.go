@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 const (
@@ -35,11 +35,11 @@ const (
 // /workspace (FUSE, propagated to the host) holds the clone; the agent
 // answers a message. Everything it starts is removed at the end.
 func TestCompose(t *testing.T) {
-	testenv.RequireFUSE(t) // root, which the shared mount below needs too
-	testenv.RequireImage(t, baseImage)
-	testenv.RequireImage(t, agent)
+	testkit.RequireFUSE(t) // root, which the shared mount below needs too
+	testkit.RequireImage(t, baseImage)
+	testkit.RequireImage(t, agent)
 	if _, err := exec.LookPath("docker-compose"); err != nil {
-		testenv.Missing(t, "docker-compose (apt-get install docker-compose)")
+		testkit.Missing(t, "docker-compose (apt-get install docker-compose)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

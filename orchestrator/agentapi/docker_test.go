@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 const byoEcho = "filepath/byo-echo:latest"
@@ -83,7 +83,7 @@ func (a *agent) run(cmd string) string {
 // sees it as its node; another node's token and a user key are refused;
 // after Close its connections are refused.
 func TestContainerListener(t *testing.T) {
-	testenv.RequireImage(t, byoEcho)
+	testkit.RequireImage(t, byoEcho)
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
@@ -30,8 +30,8 @@ import (
 //	go test -run '^$' -bench AgentToolsInContainer -benchtime 1x ./orchestrator/agenttools/
 func BenchmarkAgentToolsInContainer(b *testing.B) {
 	const image = "filepath/base:bookworm"
-	testenv.RequireDocker(b)
-	testenv.RequireImage(b, image)
+	testkit.RequireDocker(b)
+	testkit.RequireImage(b, image)
 	ctx := context.Background()
 	dir := b.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "agentbench"), "../../internal/cmd/agentbench")

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -65,7 +65,7 @@ func (e *env) run(nodeID, cmd string) string {
 // (runner Close, new runner, Reconcile) opens the listener again for the
 // still running container; when the container exits the listener closes.
 func TestAgentAPIInContainer(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
+	testkit.RequireImage(t, byoEchoImage)
 	var api *agentapi.Server
 	e := newEnv(t, func(c *Config) {
 		rt := c.Runtime.(*containers.Docker)

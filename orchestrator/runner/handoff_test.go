@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -30,7 +30,7 @@ var (
 // gitAgent builds gitAgentImage once per test binary.
 func gitAgent(t *testing.T) string {
 	t.Helper()
-	testenv.RequireImage(t, "filepath/base:bookworm")
+	testkit.RequireImage(t, "filepath/base:bookworm")
 	gitAgentOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "filepath-gitagent-")
 		if err != nil {

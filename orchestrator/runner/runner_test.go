@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
@@ -53,7 +53,7 @@ type env struct {
 
 func newEnv(t *testing.T, mod func(*Config)) *env {
 	t.Helper()
-	testenv.RequireImage(t, testImage)
+	testkit.RequireImage(t, testImage)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, dir: t.TempDir(), pub: &published{}}

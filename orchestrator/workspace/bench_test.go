@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -103,7 +103,7 @@ var (
 )
 
 func loopbackMount(b *testing.B, noOpen bool) string {
-	testenv.RequireFUSE(b)
+	testkit.RequireFUSE(b)
 	under, dir := b.TempDir(), b.TempDir()
 	root, err := fs.NewLoopbackRoot(under)
 	if err != nil {

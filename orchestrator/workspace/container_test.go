@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
@@ -72,8 +72,8 @@ func sharedDir(t *testing.T) string {
 }
 
 func TestContainerGit(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	mgr := newManager(t, sharedDir(t), e)
 	t.Cleanup(func() { mgr.Close() })
@@ -122,8 +122,8 @@ func TestContainerGit(t *testing.T) {
 // the container's kernel caches names, attributes and pages for 30 s; and
 // the other node sees the container's changes at once too.
 func TestContainerSeesOtherNodes(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	mgr := newManager(t, sharedDir(t), e)
 	t.Cleanup(func() { mgr.Close() })
@@ -167,8 +167,8 @@ func TestContainerSeesOtherNodes(t *testing.T) {
 // with "Permission denied" at once (not silently at close); the file is
 // unchanged. Removing it still works.
 func TestContainerReadonly(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	mgr := newManager(t, sharedDir(t), e)
 	t.Cleanup(func() { mgr.Close() })
@@ -198,8 +198,8 @@ func TestContainerReadonly(t *testing.T) {
 // path under /workspace works in the container and through the session
 // filesystem's path API (the REST API and the Files tab) alike.
 func TestContainerAbsoluteSymlink(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	mgr := newManager(t, sharedDir(t), e)
 	t.Cleanup(func() { mgr.Close() })
@@ -232,8 +232,8 @@ func TestContainerAbsoluteSymlink(t *testing.T) {
 // sees a working /workspace again with the data it had fsynced. The dead
 // layers earlier versions stacked at every start are cleared.
 func TestRestartRecovery(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	dir := sharedDir(t)
 	mgr := newManager(t, dir, e)
@@ -391,8 +391,8 @@ func wantLayers(t *testing.T, dir string, want int) {
 // path holds exactly one mount however often the server died, the finished
 // node's none.
 func TestRestartAfterKill(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	dir := sharedDir(t)
 	os.MkdirAll(dir, 0o755)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
@@ -75,7 +75,7 @@ func (e *env) mount(tb testing.TB, opts Options) *MountPoint {
 // mountUnshared mounts the session without a Fanout unless opts has one.
 func (e *env) mountUnshared(tb testing.TB, opts Options) *MountPoint {
 	tb.Helper()
-	testenv.RequireFUSE(tb)
+	testkit.RequireFUSE(tb)
 	dir := tb.TempDir()
 	m, err := Mount(ctxT(tb), dir, e.fs, opts)
 	if err != nil {

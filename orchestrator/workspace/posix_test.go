@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -677,7 +677,7 @@ func TestPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	m, err := Mount(ctx, t.TempDir(), restricted, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -741,7 +741,7 @@ func (c *countingFS) ReadAt(ctx context.Context, ino int64, p []byte, off int64)
 // not reach the VFS, and reads the right bytes.
 func TestNewFileFromPageCache(t *testing.T) {
 	e := newEnv(t, vfs.Config{})
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	cfs := &countingFS{FS: e.fs}
 	m, err := Mount(ctxT(t), t.TempDir(), cfs, Options{Fanout: e.fanout})
 	if err != nil {
