@@ -25,3 +25,25 @@ func (b *Buffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// Recorder keeps, in order, every value published to it: a fake of a
+// publisher or notifier interface with a Publish(T) method. Its methods are
+// safe for concurrent use.
+type Recorder[T any] struct {
+	mu   sync.Mutex
+	vals []T
+}
+
+// Publish appends v.
+func (r *Recorder[T]) Publish(v T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.vals = append(r.vals, v)
+}
+
+// All returns a copy of what was published so far.
+func (r *Recorder[T]) All() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]T(nil), r.vals...)
+}
