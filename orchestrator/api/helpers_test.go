@@ -1,10 +1,8 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,34 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
-
-// syncBuffer is a goroutine-safe bytes.Buffer for the server's stdout.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // testEnv is a real server on 127.0.0.1:0 over a real SQLite store.
 type testEnv struct {
@@ -49,7 +28,7 @@ type testEnv struct {
 	hub    *hub.Hub[store.Record]
 	files  *vfs.VFS
 	base   string
-	stdout *syncBuffer
+	stdout *testkit.Buffer
 	login  string // the first-start login URL
 	runErr chan error
 }
@@ -68,24 +47,6 @@ type envOpts struct {
 	secrets   []byte           // the store's secrets key
 }
 
-// fakeClock is a settable clock for the store.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func newEnv(t testing.TB, o envOpts) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
@@ -99,7 +60,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	level := slog.LevelWarn
 	if os.Getenv("API_TEST_DEBUG") != "" {
 		level = slog.LevelDebug
@@ -143,21 +104,9 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	})
 	// Wait for the first-start login line (the bootstrap ran).
 	re := regexp.MustCompile(`(?m)^login: (http://\S+)$`)
-	waitFor(t, 10*time.Second, "login line on stdout", func() bool { return re.MatchString(out.String()) })
+	testkit.Eventually(t, 10*time.Second, "login line on stdout", func() bool { return re.MatchString(out.String()) })
 	e.login = re.FindStringSubmatch(out.String())[1]
 	return e
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // account is a user with an API key.
@@ -227,33 +176,12 @@ func (e *testEnv) do(method, path, key string, body string, hdr ...string) reply
 // doT is do reporting to t (fuzz targets must not use the F).
 func (e *testEnv) doT(t testing.TB, method, path, key string, body string, hdr ...string) reply {
 	t.Helper()
-	var rd io.Reader
+	var b any // none
 	if body != "" {
-		rd = strings.NewReader(body)
+		b = body
 	}
-	req, err := http.NewRequest(method, e.base+path, rd)
-	if err != nil {
-		t.Fatalf("new request: %v", err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read body: %v", err)
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	r := testkit.Request(t, noRedirect, method, e.base+path, key, b, hdr...)
+	return reply{status: r.Status, header: r.Header, body: r.Body}
 }
 
 // appendEvents appends n text events to the session log.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -176,7 +177,7 @@ func TestStreamGapFilledFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	waitFor(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	testkit.Eventually(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
 	appendEvents(t, e.st, s.ID, n.ID, 50)
 	want := last + 50
 	for last < want {
@@ -205,7 +206,7 @@ func TestStreamSlowClientDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	waitFor(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	testkit.Eventually(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
 
 	// 8 KiB records: enough to fill the loopback socket buffers so that the
 	// server's writes block and the hub buffer overflows.
@@ -242,7 +243,7 @@ func TestStreamSlowClientDropped(t *testing.T) {
 	if p50 > 10*base[len(base)/2]+5*time.Millisecond {
 		t.Errorf("the stuck client slowed the writer: p50 %v vs baseline %v", p50, base[len(base)/2])
 	}
-	waitFor(t, 10*time.Second, "the slow subscriber to be dropped", func() bool { return e.hub.Dropped() >= 1 })
+	testkit.Eventually(t, 10*time.Second, "the slow subscriber to be dropped", func() bool { return e.hub.Dropped() >= 1 })
 
 	last := start
 	for {
@@ -359,7 +360,7 @@ func TestStreamShutdownGoingAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	waitFor(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	testkit.Eventually(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
 	done := make(chan struct{})
 	go func() { defer close(done); e.srv.Close() }()
 	_, _, err = c.Read(ctx)
@@ -393,7 +394,7 @@ func TestStreamClosedWhenSessionDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer co.CloseNow()
-	waitFor(t, 5*time.Second, "subscriptions", func() bool {
+	testkit.Eventually(t, 5*time.Second, "subscriptions", func() bool {
 		return e.hub.Subscribers(s.ID) == 1 && e.hub.Subscribers(other.ID) == 1
 	})
 	if r := e.doT(t, "DELETE", "/api/v1/sessions/"+s.ID, a.key, ""); r.status != 204 {
@@ -462,7 +463,7 @@ func TestStreamPingTimeoutCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dead.CloseNow()
-	waitFor(t, 10*time.Second, "the silent client to be closed", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	testkit.Eventually(t, 10*time.Second, "the silent client to be closed", func() bool { return e.hub.Subscribers(s.ID) == 1 })
 	time.Sleep(time.Second) // many ping intervals: the reading client must survive them
 	if readCtx.Err() != nil || e.hub.Subscribers(s.ID) != 1 {
 		t.Fatal("the reading client was closed")
