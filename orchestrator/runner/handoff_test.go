@@ -2,13 +2,9 @@ package runner
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
@@ -22,42 +18,13 @@ import (
 // checks can run in the agent's own image.
 const gitAgentImage = "filepath/test-testagent-git:e2e"
 
-var (
-	gitAgentOnce sync.Once
-	gitAgentErr  error
-)
-
-// gitAgent builds gitAgentImage once per test binary.
+// gitAgent builds gitAgentImage (the test agent on the Debian base, which
+// has git) once per test binary.
 func gitAgent(t *testing.T) string {
 	t.Helper()
 	testkit.RequireImage(t, "filepath/base:bookworm")
-	gitAgentOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "filepath-gitagent-")
-		if err != nil {
-			gitAgentErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", filepath.Join(dir, "testagent"), "../../adapters/testagent")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			gitAgentErr = fmt.Errorf("build testagent: %v\n%s", err, out)
-			return
-		}
-		df := "FROM filepath/base:bookworm\nCOPY testagent /usr/local/bin/testagent\nENTRYPOINT [\"/usr/local/bin/testagent\"]\n"
-		if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
-			gitAgentErr = err
-			return
-		}
-		cmd := exec.Command("docker", "build", "-q", "-t", gitAgentImage, dir)
-		cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			gitAgentErr = fmt.Errorf("docker build %s: %v\n%s", gitAgentImage, err, out)
-		}
-	})
-	if gitAgentErr != nil {
-		t.Fatal(gitAgentErr)
-	}
+	testkit.Image(t, gitAgentImage, "FROM filepath/base:bookworm\nCOPY testagent /usr/local/bin/testagent\nENTRYPOINT [\"/usr/local/bin/testagent\"]\n",
+		map[string]string{"testagent": testkit.Program(t, "../../adapters/testagent")})
 	return gitAgentImage
 }
 

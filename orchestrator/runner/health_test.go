@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -30,45 +29,6 @@ func (f *fakeMemories) Relevant(_ context.Context, userID, repoURL, query string
 	defer f.mu.Unlock()
 	f.queries = append(f.queries, userID+"|"+repoURL+"|"+query)
 	return f.mems, f.err
-}
-
-// newProcessEnv is a runner on the process runtime (the test agent as a
-// local process, checks as local processes in the workspace directory).
-func newProcessEnv(t *testing.T, sess store.NewSession, mod func(*Config)) *env {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	dir := t.TempDir()
-	bin := buildTestagent(t, ctx, dir)
-	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	u, err := st.CreateUser(ctx, "dana", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := st.CreateSession(ctx, u.ID, sess)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: ctx, dir: dir, st: st, uid: u.ID, sid: s.ID}
-	e.cfg = Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }, StopGrace: 2 * time.Second, KillGrace: time.Second}
-	if mod != nil {
-		mod(&e.cfg)
-	}
-	e.r, err = New(e.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.r.Close() })
-	return e
 }
 
 // createRoot creates the root node (the test agent) without starting it.
@@ -167,7 +127,7 @@ func goRepo(t *testing.T, dir string) {
 // the failing check does not stop the agent.
 func TestHealthChecksBeforeStart(t *testing.T) {
 	mem := &fakeMemories{mems: []Memory{{Key: "style", Text: "wrap errors with %w"}}}
-	e := newProcessEnv(t, store.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
 	root := e.createRoot("echo started")
 	ws := e.workspace(root.ID)
 	goRepo(t, ws)
@@ -270,7 +230,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 // TestCheckTimeLimit: a check that runs past its time limit is stopped and
 // shown as timed out; the agent starts anyway and is told.
 func TestCheckTimeLimit(t *testing.T) {
-	e := newProcessEnv(t, store.NewSession{Name: "slow", Checks: []store.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "slow", Checks: []store.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
 	root := e.createRoot("echo started")
 	started := time.Now()
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
@@ -294,7 +254,7 @@ func TestCheckTimeLimit(t *testing.T) {
 // start: the check's process ends, the node is idle without a container,
 // the session stopped; a message delivered meanwhile is refused.
 func TestStopWhileChecking(t *testing.T) {
-	e := newProcessEnv(t, store.NewSession{Name: "stop", Checks: []store.Check{{Command: "sleep 60"}}}, nil)
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "stop", Checks: []store.Check{{Command: "sleep 60"}}}, nil)
 	root := e.createRoot("echo started")
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
@@ -53,12 +54,10 @@ func TestHelperRunner(t *testing.T) {
 		if err := r.StartSession(ctx, f[0], f[1]); err != nil {
 			t.Fatal(err)
 		}
-		for {
-			if _, err := r.Deliver(ctx, f[1], f[2], msg(f[3])); err == nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.Eventually(t, time.Minute, "the message to be delivered", func() bool {
+			_, err := r.Deliver(ctx, f[1], f[2], msg(f[3]))
+			return err == nil
+		})
 	}
 	fmt.Println("helper ready")
 	<-ctx.Done()
