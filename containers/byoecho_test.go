@@ -1,13 +1,11 @@
 package containers
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 )
@@ -18,14 +16,7 @@ const byoEchoImage = "filepath/byo-echo:latest"
 // and checks each command's events.
 func TestBYOEcho(t *testing.T) {
 	testkit.RequireImage(t, byoEchoImage)
-	d := dockerRuntime(t)
-	if d == nil {
-		t.Skip("docker tests disabled")
-	}
-	session := "test-" + newID()
-	t.Cleanup(func() { cleanup(t, d, session) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	d, session, ctx := dockerSession(t)
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# hi\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -37,10 +28,7 @@ func TestBYOEcho(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	r, err := d.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := follow(t, ctx, d, id)
 	defer r.Close()
 	type ev map[string]any
 	next := func(typ string) ev {
@@ -119,14 +107,7 @@ func TestWorkspacePropagation(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testkit.Missing(t, "root (to make a shared mount)")
 	}
-	d := dockerRuntime(t)
-	if d == nil {
-		t.Skip("docker tests disabled")
-	}
-	session := "test-" + newID()
-	t.Cleanup(func() { cleanup(t, d, session) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	d, session, ctx := dockerSession(t)
 	ws := t.TempDir()
 	sh := func(args ...string) {
 		t.Helper()
@@ -145,10 +126,7 @@ func TestWorkspacePropagation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	r, err := d.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := follow(t, ctx, d, id)
 	defer r.Close()
 
 	sub := filepath.Join(ws, "sub")

@@ -9,10 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -30,40 +27,8 @@ type harness struct {
 	spec func(task string) Spec
 }
 
-var (
-	agentOnce sync.Once
-	agentPath string
-	agentErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if agentPath != "" {
-		os.RemoveAll(filepath.Dir(agentPath))
-	}
-	os.Exit(code)
-}
-
-// testAgent builds adapters/testagent once for the process runtime.
-func testAgent(t testing.TB) string {
-	t.Helper()
-	agentOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "filepath-testagent-")
-		if err != nil {
-			agentErr = err
-			return
-		}
-		agentPath = filepath.Join(dir, "testagent")
-		out, err := exec.Command("go", "build", "-o", agentPath, "../adapters/testagent").CombinedOutput()
-		if err != nil {
-			agentErr = fmt.Errorf("go build testagent: %v\n%s", err, out)
-		}
-	})
-	if agentErr != nil {
-		t.Fatal(agentErr)
-	}
-	return agentPath
-}
+// testAgent is adapters/testagent built for the process runtime.
+func testAgent(t testing.TB) string { return testkit.Program(t, "../adapters/testagent") }
 
 func newID() string {
 	var b [6]byte
@@ -116,6 +81,22 @@ func dockerRuntime(t testing.TB) *Docker {
 	return d
 }
 
+// dockerSession is the Docker runtime (the test is skipped where it is
+// disabled), a new session whose containers are removed when the test
+// ends, and a context of a minute.
+func dockerSession(t testing.TB) (*Docker, string, context.Context) {
+	t.Helper()
+	d := dockerRuntime(t)
+	if d == nil {
+		t.Skip("docker tests disabled")
+	}
+	session := "test-" + newID()
+	t.Cleanup(func() { cleanup(t, d, session) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return d, session, ctx
+}
+
 // cleanup removes every container of the test session.
 func cleanup(t testing.TB, rt Runtime, session string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -132,8 +113,18 @@ func cleanup(t testing.TB, rt Runtime, session string) {
 	}
 }
 
+// follow follows the agent's stdout.
+func follow(t testing.TB, ctx context.Context, rt Runtime, id string) *LogReader {
+	t.Helper()
+	r, err := rt.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
+	if err != nil {
+		t.Fatalf("logs: %v", err)
+	}
+	return r
+}
+
 // run creates and starts an agent.
-func run(t *testing.T, ctx context.Context, h harness, spec Spec) string {
+func run(t testing.TB, ctx context.Context, h harness, spec Spec) string {
 	t.Helper()
 	id, err := h.rt.Create(ctx, spec)
 	if err != nil {
@@ -145,7 +136,7 @@ func run(t *testing.T, ctx context.Context, h harness, spec Spec) string {
 	return id
 }
 
-func wait(t *testing.T, ctx context.Context, rt Runtime, id string) int {
+func wait(t testing.TB, ctx context.Context, rt Runtime, id string) int {
 	t.Helper()
 	code, err := rt.Wait(ctx, id)
 	if err != nil {
@@ -383,17 +374,10 @@ func testStdinResume(t *testing.T, h harness) {
 		t.Fatal(err)
 	}
 	// Make sure flood ran before resuming (a non-following read).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Eventually(t, 20*time.Second, "flood to print", func() bool {
 		ls := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
-		if len(ls) > 0 && text(ls[len(ls)-1]) == "flood 5" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("flood never printed: %d lines", len(ls))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(ls) > 0 && text(ls[len(ls)-1]) == "flood 5"
+	})
 
 	r, err = h.rt.Logs(ctx, id, LogOptions{Stdout: true, Follow: true, Since: cur.Time})
 	if err != nil {
