@@ -3,16 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 func TestParseServe(t *testing.T) {
@@ -156,46 +155,26 @@ func TestParseServe(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a goroutine-safe buffer.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeEndToEnd runs `filepath serve` through Main on 127.0.0.1:0, logs
 // in, uses `apikey create` and `user add/login`, and stops it with ctx.
 func TestServeEndToEnd(t *testing.T) {
-	data := t.TempDir()
 	// serve makes <data>/mnt a shared mount point for the FUSE workspaces and
-	// leaves it (a restarted orchestrator reuses it); the test removes it.
-	t.Cleanup(func() { syscall.Unmount(filepath.Join(data, "mnt"), syscall.MNT_DETACH) })
+	// leaves it (a restarted orchestrator reuses it); DataDir removes it.
+	data := testkit.DataDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &testkit.Buffer{}, &testkit.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn"}, nil, out, errOut)
 	}()
 	re := regexp.MustCompile(`(?m)^login: (http://(\S+?))/login\?token=\S+$`)
-	deadline := time.Now().Add(20 * time.Second)
-	for !re.MatchString(out.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no login line; stdout %q stderr %q", out.String(), errOut.String())
+	testkit.EventuallyNil(t, 20*time.Second, "the login line", func() error {
+		if !re.MatchString(out.String()) {
+			return fmt.Errorf("stdout %q stderr %q", out.String(), errOut.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := strings.Count(out.String(), "\n"); n != 1 {
 		t.Fatalf("stdout has %d lines, want exactly the login line: %q", n, out.String())
 	}
@@ -220,16 +199,8 @@ func TestServeEndToEnd(t *testing.T) {
 	if strings.Count(keyOut.String(), "\n") != 1 || key == "" {
 		t.Fatalf("apikey create printed %q, want the key alone", keyOut.String())
 	}
-	req, _ := http.NewRequest("GET", base+"/api/v1/me", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err = client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(b), `"admin"`) {
-		t.Fatalf("me: %d %s", resp.StatusCode, b)
+	if me := testkit.Request(t, client, "GET", base+"/api/v1/me", key, nil); me.Status != 200 || !strings.Contains(string(me.Body), `"admin"`) {
+		t.Fatalf("me: %d %s", me.Status, me.Body)
 	}
 
 	tests := []struct {
@@ -272,18 +243,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("serve exit %d: %s", code, errOut.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
-}
-func unsetenv(t *testing.T, k string) {
-	t.Helper()
-	if err := os.Unsetenv(k); err != nil {
-		t.Fatal(err)
+	if code := testkit.Recv(t, done, 20*time.Second, "serve to stop"); code != 0 {
+		t.Fatalf("serve exit %d: %s", code, errOut.String())
 	}
 }
