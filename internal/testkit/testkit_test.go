@@ -1,10 +1,15 @@
 package testkit
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +133,68 @@ func TestDataDirDetachesMounts(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("data dir left: %v", err)
+	}
+}
+
+func TestDecode(t *testing.T) {
+	r, w := io.Pipe()
+	d := Decode(t, r, func(b []byte) (int, error) { return strconv.Atoi(string(b)) })
+	go func() { io.WriteString(w, "1\n2\n3\n"); w.Close() }()
+	if got := d.Wait(t, 10*time.Second, "three numbers", func(v []int) bool { return len(v) == 3 }); got[0]+got[1]+got[2] != 6 {
+		t.Fatalf("decoded %v", got)
+	}
+	Recv(t, d.Done(), 10*time.Second, "the end of the reader")
+	if l := d.Lines(); strings.Join(l, ",") != "1,2,3" {
+		t.Fatalf("lines %q", l)
+	}
+	msg := failure(t, func(tb testing.TB) {
+		d.Wait(tb, 10*time.Millisecond, "a fourth", func(v []int) bool { return len(v) == 4 })
+	})
+	if msg != "timed out after 10ms waiting for a fourth: the lines so far:\n1\n2\n3" {
+		t.Fatalf("failed with %q", msg)
+	}
+}
+
+func TestRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, `{"auth":%q,"type":%q,"x":%q,"body":%q}`, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), r.Header.Get("X"), b)
+	}))
+	defer srv.Close()
+	var got struct{ Auth, Type, X, Body string }
+	Request(t, nil, "POST", srv.URL, "k", map[string]int{"a": 1}, "X", "y").JSON(t, &got)
+	if got.Auth != "Bearer k" || got.Type != "application/json" || got.X != "y" || got.Body != `{"a":1}` {
+		t.Fatalf("the server saw %+v", got)
+	}
+	Request(t, nil, "GET", srv.URL, "", nil).JSON(t, &got)
+	if got.Auth != "" || got.Type != "" || got.Body != "" {
+		t.Fatalf("a bare GET: the server saw %+v", got)
+	}
+	Request(t, nil, "PUT", srv.URL, "", "raw", "Content-Type", "text/plain").JSON(t, &got)
+	if got.Type != "text/plain" || got.Body != "raw" {
+		t.Fatalf("a raw body: the server saw %+v", got)
+	}
+}
+
+func TestWantErr(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		err    error
+		want   string
+		wanted bool
+		fails  string
+	}{
+		{name: "none wanted, none came", want: ""},
+		{name: "the one wanted", err: errors.New("disk full on /x"), want: "disk full", wanted: true},
+		{name: "another one", err: errors.New("permission denied"), want: "disk full", fails: `error permission denied, want one holding "disk full"`},
+		{name: "none came", want: "disk full", fails: `error <nil>, want one holding "disk full"`},
+		{name: "one came unwanted", err: errors.New("boom"), fails: "error boom, want none"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var wanted bool
+			if msg := failure(t, func(tb testing.TB) { wanted = WantErr(tb, tt.err, tt.want) }); msg != tt.fails || wanted != tt.wanted {
+				t.Fatalf("failed with %q, reported %v", msg, wanted)
+			}
+		})
 	}
 }
