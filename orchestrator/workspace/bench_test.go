@@ -138,14 +138,7 @@ func loopbackMount(b *testing.B, noOpen bool) string {
 	b.Cleanup(func() {
 		// The kernel may still hold the mount busy for a moment after the
 		// last file closes: retry, and say so if it stays (a leaked mount).
-		var err error
-		for range 20 {
-			if err = server.Unmount(); err == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		b.Errorf("unmount the loopback at %s: %v", dir, err)
+		testkit.EventuallyNil(b, 2*time.Second, "unmount the loopback at "+dir, server.Unmount)
 	})
 	return dir
 }

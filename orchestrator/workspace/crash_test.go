@@ -55,7 +55,13 @@ func TestCrashDuringCreates(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Kill it mid-burst, once the burst has fsynced files (a fixed 700 ms
+	// could pass before any under load).
+	testkit.Eventually(t, time.Minute, "the burst to fsync files", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(synced) >= 20
+	})
 	kill()
 	ClearMounts(ws)
 	wg.Wait()

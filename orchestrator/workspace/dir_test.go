@@ -78,7 +78,7 @@ func TestListingSeesOtherMounts(t *testing.T) {
 	}
 	soon := func(what, want string) {
 		t.Helper()
-		checkFor(t, 2*time.Second, what, func() error {
+		testkit.EventuallyNil(t, 2*time.Second, what, func() error {
 			if got := names(mb.Dir()); got != want {
 				return fmt.Errorf("b lists %s, want %s", got, want)
 			}

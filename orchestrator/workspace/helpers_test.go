@@ -96,19 +96,3 @@ func (e *env) check(tb testing.TB) {
 		tb.Errorf("vfs consistency: %v", err)
 	}
 }
-
-// checkFor polls cond until it holds or the deadline passes.
-func checkFor(tb testing.TB, d time.Duration, what string, cond func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
