@@ -2,10 +2,10 @@ package main
 
 import (
 	"io"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 )
 
@@ -70,14 +70,8 @@ func TestParseServeLLM(t *testing.T) {
 				}
 			}
 			c, err := parseServe(tt.args, io.Discard)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
+			if testkit.WantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			tt.check(t, c.LLM)
 		})

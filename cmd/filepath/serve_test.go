@@ -141,14 +141,8 @@ func TestParseServe(t *testing.T) {
 				}
 			}
 			c, err := parseServe(tt.args, io.Discard)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
+			if testkit.WantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			tt.check(t, c)
 		})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -213,13 +215,7 @@ func TestChildKillEndsTheWholeProcessGroup(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("kill took %v", took)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the grandchild %d outlived the kill", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, fmt.Sprintf("the grandchild %d to end with the kill", pid), func() bool { return syscall.Kill(pid, 0) != nil })
 }
 
 func TestChildThatLeavesAProcessHoldingStdoutStillEnds(t *testing.T) {
@@ -228,11 +224,7 @@ func TestChildThatLeavesAProcessHoldingStdoutStillEnds(t *testing.T) {
 	if got := readAll(t, c); !slices.Equal(got, []string{"bye"}) {
 		t.Errorf("lines %q", got)
 	}
-	select {
-	case <-c.Done():
-	case <-time.After(drainWait + 5*time.Second):
-		t.Fatal("Done did not close")
-	}
+	testkit.Recv(t, c.Done(), drainWait+5*time.Second, "Done to close")
 }
 
 func TestChildDropsAnOverlongLineAndGoesOn(t *testing.T) {
