@@ -34,7 +34,7 @@ func TestApprovalsInbox(t *testing.T) {
 	if r := e.do("GET", base+"?status=maybe", alice.key, ""); r.status != 400 {
 		t.Fatalf("bad status filter: %d %s", r.status, r.body)
 	}
-	nodeKey, _, _ := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
+	nodeKey := e.nodeKey(alice, s.ID, root.ID)
 	if r := e.do("POST", base+"/"+a1.ID, nodeKey, `{"decision":"approve"}`); r.status != 403 {
 		t.Fatalf("a node key answers its own request: %d %s", r.status, r.body)
 	}

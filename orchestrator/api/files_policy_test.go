@@ -18,14 +18,8 @@ func TestFilesNodeKeyAllowedPaths(t *testing.T) {
 	ctx := context.Background()
 	a := e.account("alice")
 	s, root := e.session(a)
-	n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, n.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := e.child(a, s.ID, root.ID, store.NewNode{AgentType: "pi", Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
+	key := e.nodeKey(a, s.ID, n.ID)
 	fs := e.files.Session(s.ID)
 	for p, content := range map[string]string{"/src/a.rs": "fn a() {}\n", "/src/b.txt": "needle in src\n", "/docs/moved.rs": "secret\n", "/docs/notes.txt": "needle in docs\n", "/top.txt": "needle at top\n"} {
 		if _, _, err := fs.WriteFile(ctx, p, []byte(content), vfs.WriteOptions{}); err != nil {
@@ -124,11 +118,7 @@ func TestFilesNodeKeyAllowedPaths(t *testing.T) {
 		t.Fatalf("user key: %d %s", r.status, r.body)
 	}
 	// A node key of a node without allowed_paths reaches everything too.
-	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, root.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := e.do("GET", base+"/docs/moved.rs", rootKey, ""); r.status != 200 {
+	if r := e.do("GET", base+"/docs/moved.rs", e.nodeKey(a, s.ID, root.ID), ""); r.status != 200 {
 		t.Fatalf("unrestricted node key: %d %s", r.status, r.body)
 	}
 }
@@ -140,14 +130,8 @@ func TestNodeKeyCannotWidenItsPolicy(t *testing.T) {
 	ctx := context.Background()
 	a := e.account("alice")
 	s, root := e.session(a)
-	n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, n.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := e.child(a, s.ID, root.ID, store.NewNode{AgentType: "pi", Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
+	key := e.nodeKey(a, s.ID, n.ID)
 	p := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID
 	if r := e.do("PATCH", p, key, `{"config":{"allowed_paths":["/"]}}`); r.status != 403 {
 		t.Fatalf("node key widening its allowed_paths: %d %s", r.status, r.body)

@@ -144,6 +144,52 @@ func (e *testEnv) session(a account) (store.Session, store.Node) {
 	return s, n
 }
 
+// nodeKey makes a container token of node nid in a's session sid.
+func (e *testEnv) nodeKey(a account, sid, nid string) string {
+	e.t.Helper()
+	key, _, err := e.st.CreateNodeAPIKey(context.Background(), a.user.ID, sid, nid)
+	if err != nil {
+		e.t.Fatalf("create node key: %v", err)
+	}
+	return key
+}
+
+// child creates a node under parent in a's session sid (in's other fields
+// as given).
+func (e *testEnv) child(a account, sid, parent string, in store.NewNode) store.Node {
+	e.t.Helper()
+	in.ParentID = &parent
+	n, err := e.st.CreateNode(context.Background(), a.user.ID, sid, in)
+	if err != nil {
+		e.t.Fatalf("create node: %v", err)
+	}
+	return n
+}
+
+// forkedChild spawns through the API, as a, a shelley child of parent
+// (named name unless "") that works on a fork of its parent's workspace,
+// and returns it with its fork.
+func (e *testEnv) forkedChild(a account, sid, parent, name string) (store.Node, vfs.ForkInfo) {
+	e.t.Helper()
+	body := `{"agent_type":"shelley","parent_id":"` + parent + `","workspace":"fork"`
+	if name != "" {
+		body += `,"name":"` + name + `"`
+	}
+	r := e.do(http.MethodPost, "/api/v1/sessions/"+sid+"/nodes", a.key, body+"}")
+	if r.status != http.StatusCreated {
+		e.t.Fatalf("create forked child %s: %d %s", name, r.status, r.body)
+	}
+	var n store.Node
+	if err := json.Unmarshal(r.body, &n); err != nil {
+		e.t.Fatal(err)
+	}
+	fk, err := e.files.ForkOfNode(context.Background(), n.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n, fk
+}
+
 type reply struct {
 	status int
 	header http.Header

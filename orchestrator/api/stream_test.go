@@ -49,6 +49,19 @@ func (e *testEnv) stream(t *testing.T, ctx context.Context, sid string, after in
 	return c
 }
 
+// live dials the session stream after its last record, as the only
+// client, and waits until the hub has it; it returns that last seq too.
+func (e *testEnv) live(t *testing.T, ctx context.Context, sid, key string) (*websocket.Conn, int64) {
+	t.Helper()
+	last, err := e.st.LastSeq(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.stream(t, ctx, sid, last, key)
+	testkit.Eventually(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(sid) == 1 })
+	return c, last
+}
+
 // readThrough reads the records after last up to want, failing on an
 // error, a gap or a duplicate.
 func readThrough(t *testing.T, ctx context.Context, c *websocket.Conn, last, want int64) {
@@ -199,9 +212,7 @@ func TestStreamGapFilledFromStore(t *testing.T) {
 	s, n := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	last, _ := e.st.LastSeq(ctx, s.ID)
-	c := e.stream(t, ctx, s.ID, last, a.key)
-	testkit.Eventually(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	c, last := e.live(t, ctx, s.ID, a.key)
 	appendEvents(t, e.st, s.ID, n.ID, 50)
 	readThrough(t, ctx, c, last, last+50)
 }
@@ -214,9 +225,7 @@ func TestStreamSlowClientDropped(t *testing.T) {
 	s, n_node := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start, _ := e.st.LastSeq(ctx, s.ID)
-	c := e.stream(t, ctx, s.ID, start, a.key)
-	testkit.Eventually(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	c, start := e.live(t, ctx, s.ID, a.key)
 
 	// 8 KiB records: enough to fill the loopback socket buffers so that the
 	// server's writes block and the hub buffer overflows.
@@ -350,9 +359,7 @@ func TestStreamShutdownGoingAway(t *testing.T) {
 	s, _ := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	last, _ := e.st.LastSeq(ctx, s.ID)
-	c := e.stream(t, ctx, s.ID, last, a.key)
-	testkit.Eventually(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	c, _ := e.live(t, ctx, s.ID, a.key)
 	done := make(chan struct{})
 	go func() { defer close(done); e.srv.Close() }()
 	_, _, err := c.Read(ctx)
