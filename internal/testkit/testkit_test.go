@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -196,5 +197,17 @@ func TestWantErr(t *testing.T) {
 				t.Fatalf("failed with %q, reported %v", msg, wanted)
 			}
 		})
+	}
+}
+
+func TestGitRepo(t *testing.T) {
+	url := GitRepo(t, map[string]string{"a.txt": "A\n", "dir/b.txt": "B\n"})
+	dir := t.TempDir()
+	Git(t, dir, "clone", "-q", url, "c")
+	if got := Git(t, filepath.Join(dir, "c"), "log", "--format=%an %s %D"); got != "test initial HEAD -> main, origin/main, origin/HEAD" {
+		t.Fatalf("log %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "c", "dir", "b.txt")); err != nil || string(b) != "B\n" {
+		t.Fatalf("dir/b.txt: %q %v", b, err)
 	}
 }

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -35,4 +36,21 @@ func WantText(t testing.TB, out string, want, absent []string) {
 			t.Errorf("output has %q:\n%.800s", a, out)
 		}
 	}
+}
+
+// Lines returns the lines of a golden file that are neither blank nor
+// comments (starting with #).
+func Lines(t testing.TB, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
 }
