@@ -243,34 +243,6 @@ func fixScript() []fakellm.Turn {
 	}
 }
 
-// fixEvents are the events of fixScript, in order.
-var fixEvents = []string{
-	"status thinking",
-	"text Let me look at the code first.",
-	"status running",
-	"tool read_file start calc.go", "tool read_file done calc.go",
-	"tool read_file start /workspace/calc_test.go", "tool read_file done calc_test.go",
-	"status thinking", "status running",
-	"tool edit_file start calc_test.go", "tool edit_file done calc_test.go",
-	"status thinking", "status running",
-	"command start go test ./...", "command done go test ./... exit 1",
-	"status thinking",
-	"text The new test fails: Abs does not handle negative numbers.",
-	"status running",
-	"tool edit_file start calc.go", "tool edit_file done calc.go",
-	"status thinking", "status running",
-	"command start go test ./...", "command done go test ./... exit 0",
-	"status thinking", "status running",
-	"command start git add -A", "command done git add -A exit 0",
-	"command start git commit -m 'Abs: return the absolute value of negative numbers'",
-	"command done git commit -m 'Abs: return the absolute value of negative numbers' exit 0",
-	"commit Abs: return the absolute value of negative numbers",
-	"status thinking",
-	"text Added TestAbsNegative, which failed, and fixed Abs; go test passes and the change is committed.",
-	"status idle",
-	"done",
-}
-
 func TestFixATest(t *testing.T) {
 	gitEnv(t)
 	dir := t.TempDir()
@@ -286,7 +258,7 @@ func TestFixATest(t *testing.T) {
 	h.waitFor("done", 1, isType(protocol.TypeDone))
 	evs := h.snapshot()
 	const commitMsg = "Abs: return the absolute value of negative numbers"
-	sameLines(t, transcriptOf(evs), fixEvents)
+	sameLines(t, transcriptOf(evs), testkit.Lines(t, "testdata/fix-a-test/events.txt"))
 
 	// The files, the commit and its event.
 	if got := readTestFile(t, filepath.Join(dir, "calc.go")); !strings.Contains(got, "if n < 0 {\n\t\treturn -n\n\t}") {

@@ -279,17 +279,7 @@ func TestValidateAcceptsTheCLIAdaptersGoldenFAP(t *testing.T) {
 		t.Fatalf("golden files: %d, %v", len(files), err)
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lines []string
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "#") {
-				lines = append(lines, l)
-			}
-		}
-		validateAll(t, f, lines)
+		validateAll(t, f, testkit.Lines(t, f))
 	}
 }
 

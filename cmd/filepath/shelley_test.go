@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -285,36 +282,6 @@ const (
 	fixMessage = "Abs: return the absolute value of negative numbers"
 )
 
-// gitRepo serves a repository holding files, one commit "initial", over
-// git's dumb HTTP protocol on 127.0.0.1 and returns its URL.
-func gitRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	work, served := t.TempDir(), t.TempDir()
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.invalid",
-			"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git(work, "init", "-q", "-b", "main")
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(work, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(work, "add", "-A")
-	git(work, "commit", "-q", "-m", "initial")
-	git(served, "clone", "-q", "--bare", work, "repo.git")
-	git(filepath.Join(served, "repo.git"), "update-server-info")
-	srv := httptest.NewServer(http.FileServer(http.Dir(served)))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/repo.git"
-}
-
 func toolArgs(args map[string]any) string {
 	b, _ := json.Marshal(args)
 	return string(b)
@@ -342,34 +309,6 @@ var fixTurns = []fakellm.Turn{
 		Usage: fakellm.Usage{Input: 120, CacheRead: 2300, Output: 30, Cost: 0.0010}},
 }
 
-// fixEvents are the agent's events for fixTurns, in order.
-var fixEvents = []string{
-	"status thinking",
-	"text Let me look at the code first.",
-	"status running",
-	"tool read_file start calc.go", "tool read_file done calc.go",
-	"tool read_file start /workspace/calc_test.go", "tool read_file done calc_test.go",
-	"status thinking", "status running",
-	"tool edit_file start calc_test.go", "tool edit_file done calc_test.go",
-	"status thinking", "status running",
-	"command start go test ./...", "command done go test ./... exit 1",
-	"status thinking",
-	"text The new test fails: Abs does not handle negative numbers.",
-	"status running",
-	"tool edit_file start calc.go", "tool edit_file done calc.go",
-	"status thinking", "status running",
-	"command start go test ./...", "command done go test ./... exit 0",
-	"status thinking", "status running",
-	"command start git add -A", "command done git add -A exit 0",
-	"command start git commit -m '" + fixMessage + "'",
-	"command done git commit -m '" + fixMessage + "' exit 0",
-	"commit " + fixMessage,
-	"status thinking",
-	"text Added TestAbsNegative, which failed, and fixed Abs; go test passes and the change is committed.",
-	"status idle",
-	"done",
-}
-
 // fixATest: shelley adds a failing test to a cloned Go repository and
 // fixes it. The files are in the container's /workspace and in the session
 // filesystem (API), the commit in git log and as a commit record linked to
@@ -385,7 +324,7 @@ func (e *shelleyEnv) fixATest(t *testing.T) {
 		}
 		return fakellm.Turn{Text: "Nothing more to do."}
 	})
-	repo := gitRepo(t, map[string]string{"go.mod": "module calc\n\ngo 1.21\n", "calc.go": calcGo, "calc_test.go": calcTestGo})
+	repo := testkit.GitRepo(t, map[string]string{"go.mod": "module calc\n\ngo 1.21\n", "calc.go": calcGo, "calc_test.go": calcTestGo})
 	c, sid := e.session(t, map[string]any{"name": "fix a test", "git_repo_url": repo, "checks": []map[string]any{{"command": "test -f go.mod"}}})
 	node := spawnShelley(c, sid, "fixer", task, "")
 	// go test builds the standard library in a fresh container: minutes.
@@ -396,6 +335,8 @@ func (e *shelleyEnv) fixATest(t *testing.T) {
 	}
 
 	// The clone before the agent starts, then the agent's events.
+	// The native agent's events for fixTurns, its own tests' golden file.
+	fixEvents := testkit.Lines(t, "../../adapters/native/testdata/fix-a-test/events.txt")
 	want := append([]string{"command start git clone " + repo + " /workspace", "command done git clone " + repo + " /workspace exit 0"}, fixEvents...)
 	if got := transcript(recs); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n%s\n\nwant:\n%s\n\nrecords:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), records(recs))
@@ -729,7 +670,7 @@ func (e *shelleyEnv) handoff(t *testing.T) {
 	})
 	e.agents.add("HANDOFF NOTE:", func([]chatMsg) fakellm.Turn { return gen2 })
 
-	repo := gitRepo(t, map[string]string{"parse.go": "package parse\n"})
+	repo := testkit.GitRepo(t, map[string]string{"parse.go": "package parse\n"})
 	c, sid := e.session(t, map[string]any{"name": "handoff", "git_repo_url": repo,
 		"checks": []map[string]any{{"command": "echo '" + lintOut + "' >&2; exit 2"}}})
 	// The parent clones the repository and finishes: the rescue commit

@@ -73,9 +73,9 @@ func TestHandoffContinuation(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(ws, "parse.go"), "package parse\n")
-	git(t, ws, "init", "-q")
-	git(t, ws, "add", "-A")
-	git(t, ws, "commit", "-q", "-m", "start")
+	testkit.Git(t, ws, "init", "-q")
+	testkit.Git(t, ws, "add", "-A")
+	testkit.Git(t, ws, "commit", "-q", "-m", "start")
 
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
@@ -140,11 +140,11 @@ func TestHandoffContinuation(t *testing.T) {
 	}
 
 	// The rescue commit holds the file, names the node and why.
-	head := git(t, ws, "rev-parse", "HEAD")
-	if files := git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "notes.txt" {
+	head := testkit.Git(t, ws, "rev-parse", "HEAD")
+	if files := testkit.Git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "notes.txt" {
 		t.Fatalf("rescue commit has %q", files)
 	}
-	subject := git(t, ws, "log", "-1", "--format=%s")
+	subject := testkit.Git(t, ws, "log", "-1", "--format=%s")
 	if !strings.Contains(subject, root.ID) || !strings.Contains(subject, "continuation (generation 2)") {
 		t.Fatalf("rescue commit message %q", subject)
 	}

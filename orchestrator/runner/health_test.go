@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -50,18 +50,6 @@ func (e *env) workspace(nodeID string) string {
 		e.t.Fatal(err)
 	}
 	return dir
-}
-
-// git runs git in dir on the host.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -114,9 +102,9 @@ func goRepo(t *testing.T, dir string) {
 	t.Helper()
 	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/h\n\ngo 1.21\n")
 	writeFile(t, filepath.Join(dir, "main.go"), "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Printf(\"%d\\n\", \"not a number\")\n}\n")
-	git(t, dir, "init", "-q")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "start")
+	testkit.Git(t, dir, "init", "-q")
+	testkit.Git(t, dir, "add", "-A")
+	testkit.Git(t, dir, "commit", "-q", "-m", "start")
 }
 
 // TestHealthChecksBeforeStart: before its agent starts, a node's workspace
@@ -140,17 +128,17 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	recs := e.records(root.ID)
 
 	// The rescue commit: in the repository, and shown as a commit event.
-	if st := git(t, ws, "status", "--porcelain"); st != "" {
+	if st := testkit.Git(t, ws, "status", "--porcelain"); st != "" {
 		t.Fatalf("workspace not clean after the rescue:\n%s", st)
 	}
-	subject := git(t, ws, "log", "-1", "--format=%an|%s")
+	subject := testkit.Git(t, ws, "log", "-1", "--format=%an|%s")
 	if !strings.HasPrefix(subject, "filepath|filepath: rescue uncommitted work of agent \"root\" (node "+root.ID+") before its start") {
 		t.Fatalf("rescue commit %q", subject)
 	}
-	if files := git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "wip.go" {
+	if files := testkit.Git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "wip.go" {
 		t.Fatalf("rescue commit has %q", files)
 	}
-	head := git(t, ws, "rev-parse", "HEAD")
+	head := testkit.Git(t, ws, "rev-parse", "HEAD")
 	var commit *protocol.CommitEvent
 	for _, r := range recs {
 		var ev protocol.CommitEvent
