@@ -23,13 +23,7 @@ func TestBYOEcho(t *testing.T) {
 	}
 	id := run(t, ctx, harness{rt: d}, Spec{SessionID: session, NodeID: "root", Image: byoEchoImage, WorkspaceDir: ws,
 		Network: "none", Env: map[string]string{"FILEPATH_TASK": "hello", "FILEPATH_AGENT_TYPE": "custom", "FILEPATH_MODEL": "m1"}})
-	in, err := d.AttachStdin(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	r := follow(t, ctx, d, id)
-	defer r.Close()
+	in, r := attach(t, ctx, d, id)
 	type ev map[string]any
 	next := func(typ string) ev {
 		t.Helper()
@@ -121,13 +115,7 @@ func TestWorkspacePropagation(t *testing.T) {
 
 	id := run(t, ctx, harness{rt: d}, Spec{SessionID: session, NodeID: "root", Image: byoEchoImage,
 		WorkspaceDir: ws, WorkspacePropagation: "rslave", Network: "none"})
-	in, err := d.AttachStdin(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	r := follow(t, ctx, d, id)
-	defer r.Close()
+	in, r := attach(t, ctx, d, id)
 
 	sub := filepath.Join(ws, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {

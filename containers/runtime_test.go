@@ -113,6 +113,31 @@ func cleanup(t testing.TB, rt Runtime, session string) {
 	}
 }
 
+// finished runs the test agent with task on h until it exits, and returns
+// a context of a minute and the container's id.
+func finished(t *testing.T, h harness, task string) (context.Context, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	id := run(t, ctx, h, h.spec(task))
+	wait(t, ctx, h.rt, id)
+	return ctx, id
+}
+
+// attach attaches to the agent's stdin and follows its stdout, both closed
+// when the test ends.
+func attach(t *testing.T, ctx context.Context, rt Runtime, id string) (io.Writer, *LogReader) {
+	t.Helper()
+	in, err := rt.AttachStdin(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	r := follow(t, ctx, rt, id)
+	t.Cleanup(func() { r.Close() })
+	return in, r
+}
+
 // follow follows the agent's stdout.
 func follow(t testing.TB, ctx context.Context, rt Runtime, id string) *LogReader {
 	t.Helper()
@@ -252,10 +277,7 @@ func testLines(t *testing.T, h harness) {
 // not valid UTF-8 as U+FFFD (and a real U+FFFD unchanged: the two cannot be
 // told apart); the process runtime behaves the same.
 func testInvalidUTF8(t *testing.T, h harness) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	id := run(t, ctx, h, h.spec("utf8; echo real \ufffd here; done"))
-	wait(t, ctx, h.rt, id)
+	ctx, id := finished(t, h, "utf8; echo real \ufffd here; done")
 	ls := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
 	// The raw bytes of each line (decoding the JSON would replace invalid
 	// bytes by itself).
@@ -310,10 +332,7 @@ func testLongLines(t *testing.T, h harness) {
 // testSince checks that resuming from any cursor yields exactly the lines
 // after it, and that Since is inclusive.
 func testSince(t *testing.T, h harness) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	id := run(t, ctx, h, h.spec("flood 300; done"))
-	wait(t, ctx, h.rt, id)
+	ctx, id := finished(t, h, "flood 300; done")
 	all := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
 	if len(all) != 301 {
 		t.Fatalf("got %d lines, want 301", len(all))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"testing"
 	"time"
 
@@ -10,9 +9,6 @@ import (
 )
 
 func TestParseServeLLM(t *testing.T) {
-	vars := []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_OPENROUTER_BASE_URL", "FILEPATH_ANTHROPIC_API_KEY",
-		"FILEPATH_ANTHROPIC_BASE_URL", "FILEPATH_OPENAI_API_KEY", "FILEPATH_OPENAI_BASE_URL", "FILEPATH_SESSION_BUDGET_TOKENS",
-		"FILEPATH_SESSION_BUDGET_USD", "FILEPATH_GATEWAY_MAX_BODY", "FILEPATH_GATEWAY_TIMEOUT", "FILEPATH_MODELS_TTL"}
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -63,13 +59,7 @@ func TestParseServeLLM(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range vars {
-				t.Setenv(k, tt.env[k])
-				if _, ok := tt.env[k]; !ok {
-					unsetenv(t, k)
-				}
-			}
-			c, err := parseServe(tt.args, io.Discard)
+			c, err := parseServeEnv(t, tt.env, tt.args)
 			if testkit.WantErr(t, err, tt.wantErr) {
 				return
 			}

@@ -14,6 +14,26 @@ import (
 	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
+// serveVars are the variables serve reads.
+var serveVars = []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
+	"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_CHECK_TIMEOUT", "FILEPATH_CHECK_TIMEOUT_MAX",
+	"FILEPATH_APPROVAL_TIMEOUT", "FILEPATH_GIT_ALLOW_PRIVATE",
+	"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_OPENROUTER_BASE_URL", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_ANTHROPIC_BASE_URL", "FILEPATH_OPENAI_API_KEY", "FILEPATH_OPENAI_BASE_URL",
+	"FILEPATH_SESSION_BUDGET_TOKENS", "FILEPATH_SESSION_BUDGET_USD", "FILEPATH_GATEWAY_MAX_BODY", "FILEPATH_GATEWAY_TIMEOUT", "FILEPATH_MODELS_TTL"}
+
+// parseServeEnv parses serve's args with exactly env's variables of
+// serveVars set.
+func parseServeEnv(t *testing.T, env map[string]string, args []string) (serveConfig, error) {
+	t.Helper()
+	for _, k := range serveVars {
+		t.Setenv(k, env[k])
+		if _, ok := env[k]; !ok {
+			unsetenv(t, k)
+		}
+	}
+	return parseServe(args, io.Discard)
+}
+
 func TestParseServe(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -131,16 +151,7 @@ func TestParseServe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
-				"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_CHECK_TIMEOUT", "FILEPATH_CHECK_TIMEOUT_MAX",
-				"FILEPATH_APPROVAL_TIMEOUT", "FILEPATH_GIT_ALLOW_PRIVATE",
-				"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
-				t.Setenv(k, tt.env[k])
-				if _, ok := tt.env[k]; !ok {
-					unsetenv(t, k)
-				}
-			}
-			c, err := parseServe(tt.args, io.Discard)
+			c, err := parseServeEnv(t, tt.env, tt.args)
 			if testkit.WantErr(t, err, tt.wantErr) {
 				return
 			}

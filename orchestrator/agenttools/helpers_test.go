@@ -214,6 +214,16 @@ func (f *fixture) call(who, method, path string, body any) answer {
 	return a
 }
 
+// spawn has who spawn a child named name (task "t") through the REST tool.
+func (f *fixture) spawn(who, name string) answer {
+	f.t.Helper()
+	a := f.call(who, "POST", "/api/v1/children", map[string]any{"name": name, "task": "t"})
+	if a.status != 201 {
+		f.t.Fatalf("spawn %s: %d %s", name, a.status, a.raw)
+	}
+	return a
+}
+
 // tokenTransport adds a node's token to every request (an MCP client).
 type tokenTransport struct{ key string }
 

@@ -130,10 +130,7 @@ func TestSendMessage(t *testing.T) {
 // node record, no polling), or when its timeout passes.
 func TestWaitForChildren(t *testing.T) {
 	f := newFixture(t)
-	second := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "second", "task": "t"})
-	if second.status != 201 {
-		t.Fatalf("spawn: %d %s", second.status, second.raw)
-	}
+	second := f.spawn("parent", "second")
 	got := make(chan answer, 1)
 	go func() { got <- f.call("parent", "GET", "/api/v1/children/wait?timeout=10m", nil) }()
 	testkit.Eventually(t, 10*time.Second, "the wait to arm its deadline", func() bool { return f.clock.Armed(10 * time.Minute) })
@@ -369,10 +366,7 @@ func TestSpawnInheritsAllowedPaths(t *testing.T) {
 // make the child ambiguous: the caller's own child wins.
 func TestSpawnNameClash(t *testing.T) {
 	f := newFixture(t)
-	first := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"})
-	if first.status != 201 {
-		t.Fatalf("spawn: %d %s", first.status, first.raw)
-	}
+	first := f.spawn("parent", "w1")
 	again := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"})
 	if again.status != 409 || !strings.Contains(again.errMessage(), `"w1"`) {
 		t.Fatalf("second child named w1: %d %s, want 409 naming it", again.status, again.raw)

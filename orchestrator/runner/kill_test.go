@@ -129,18 +129,5 @@ func TestKill9Recovery(t *testing.T) {
 	p = spawn("")
 	e.waitFor("the node to finish", func() bool { return e.node(root.ID).Status == store.NodeDone })
 	kill(p)
-	var fl []string
-	for _, s := range texts(e.records(root.ID)) {
-		if strings.HasPrefix(s, "flood ") {
-			fl = append(fl, s)
-		}
-	}
-	if len(fl) != n {
-		t.Fatalf("%d flood events after two kill -9, want %d", len(fl), n)
-	}
-	for i, s := range fl {
-		if want := fmt.Sprintf("flood %d", i%(n/2)+1); s != want {
-			t.Fatalf("flood event %d = %q, want %q (lost or duplicated)", i, s, want)
-		}
-	}
+	wantFloods(t, texts(e.records(root.ID)), n)
 }

@@ -497,9 +497,15 @@ func TestRestartRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitStatus(root.ID, store.NodeDone)
-	got := texts(e.records(root.ID))
+	wantFloods(t, texts(e.records(root.ID)), n)
+}
+
+// wantFloods checks that texts hold the n events of two floods of n/2
+// ("flood 1" … "flood n/2", twice), in order: none lost or duplicated.
+func wantFloods(t *testing.T, texts []string, n int) {
+	t.Helper()
 	var fl []string
-	for _, s := range got {
+	for _, s := range texts {
 		if strings.HasPrefix(s, "flood ") {
 			fl = append(fl, s)
 		}
