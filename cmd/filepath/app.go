@@ -24,6 +24,8 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
 )
 
@@ -93,7 +95,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	}
 
 	// The session filesystem; its changes become coalesced `file` records.
-	coal := vfs.NewCoalescer(logAppender{a.st}, 200*time.Millisecond, nil, log)
+	coal := events.NewCoalescer(logAppender{a.st}, 200*time.Millisecond, nil, log)
 	coalCtx, stopCoal := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopCoal, a.coalDone = stopCoal, make(chan struct{})
 	go func() { defer close(a.coalDone); coal.Run(coalCtx) }()
@@ -191,7 +193,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 				if err != nil {
 					return nil, err
 				}
-				allowed, err := vfs.AllowedPaths(n.Config)
+				allowed, err := paths.AllowedPaths(n.Config)
 				if err != nil {
 					return nil, err
 				}

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,12 +224,35 @@ func (e *testEnv) do(method, path, key string, body string, hdr ...string) reply
 // doT is do reporting to t (fuzz targets must not use the F).
 func (e *testEnv) doT(t testing.TB, method, path, key string, body string, hdr ...string) reply {
 	t.Helper()
-	var b any // none
+	var rd io.Reader
 	if body != "" {
-		b = body
+		rd = strings.NewReader(body)
 	}
-	r := testkit.Request(t, noRedirect, method, e.base+path, key, b, hdr...)
-	return reply{status: r.Status, header: r.Header, body: r.Body}
+	req, err := http.NewRequest(method, e.base+path, rd)
+	if err != nil {
+		t.Fatalf("new request: %v", err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	rep := reply{status: resp.StatusCode, header: resp.Header, body: b}
+	checkAnswer(t, req, body, rep)
+	return rep
 }
 
 // appendEvents appends n text events to the session log.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // subtree returns the ids of node id and its descendants in nodes.
@@ -84,7 +85,7 @@ func (sc *recordScope) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	allowed, err := vfs.AllowedPaths(n.Config)
+	allowed, err := paths.AllowedPaths(n.Config)
 	if err != nil {
 		return nil // an unreadable policy shows no files, as the API refuses them
 	}
@@ -106,7 +107,7 @@ func (sc *recordScope) allows(ctx context.Context, rec store.Record) (bool, erro
 		if sc.files == nil || json.Unmarshal(rec.Data, &d) != nil {
 			return false, nil
 		}
-		p, err := vfs.CleanPath(d.Path)
+		p, err := paths.CleanPath(d.Path)
 		return err == nil && sc.files.Visible(p), nil
 	case store.KindNode:
 		var d struct {

@@ -9,11 +9,11 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
 	"github.com/filepath-dev/filepath/internal/testkit"
-	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
+	"github.com/filepath-dev/filepath/orchestrator/models"
 )
 
-func modelIDs(l api.ModelList) []string {
+func modelIDs(l models.List) []string {
 	var ids []string
 	for _, p := range l.Providers {
 		for _, m := range p.Models {

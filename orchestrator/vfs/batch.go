@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 )
 
 // Group commit. Every change (VFS.tx) runs inside one open write
@@ -56,12 +58,12 @@ type batch struct {
 // touched is what the open batch changed in one session.
 type touched struct {
 	inos    map[int64]bool
-	entries map[Entry]bool
+	entries map[events.Entry]bool
 }
 
 // note records a change's Change in the batch's touched set.
 func (b *batch) note(t *txn) {
-	if t.sid == "" || t.changes.empty() {
+	if t.sid == "" || t.changes.Empty() {
 		return
 	}
 	if b.touched == nil {
@@ -69,7 +71,7 @@ func (b *batch) note(t *txn) {
 	}
 	tc := b.touched[t.sid]
 	if tc == nil {
-		tc = &touched{inos: map[int64]bool{}, entries: map[Entry]bool{}}
+		tc = &touched{inos: map[int64]bool{}, entries: map[events.Entry]bool{}}
 		b.touched[t.sid] = tc
 	}
 	for _, e := range t.changes.Entries {
@@ -128,7 +130,7 @@ func (v *VFS) batched(ctx context.Context, f func(*txn) error) error {
 		f()
 	}
 	var err error
-	if originOf(ctx) == nil || b.ops >= v.cfg.BatchOps || b.bytes >= batchBytes {
+	if events.Origin(ctx) == nil || b.ops >= v.cfg.BatchOps || b.bytes >= batchBytes {
 		err = v.commitLocked(ctx)
 	}
 	b.mu.Unlock()
@@ -282,7 +284,7 @@ func (fs *FS) settleIno(ctx context.Context, ino int64) bool {
 
 // settleEntry settles for a lookup of name in parent.
 func (fs *FS) settleEntry(ctx context.Context, parent int64, name string) bool {
-	return fs.v.settle(ctx, fs.sid, func(t *touched) bool { return t.entries[Entry{parent, name}] })
+	return fs.v.settle(ctx, fs.sid, func(t *touched) bool { return t.entries[events.Entry{Parent: parent, Name: name}] })
 }
 
 // settleAll settles for a read of anything.

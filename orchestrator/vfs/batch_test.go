@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 )
 
 // TestGroupCommit: changes made through a mount (an origin) share one open
@@ -16,7 +18,7 @@ func TestGroupCommit(t *testing.T) {
 	if _, err := f.fs.GetAttr(ctx, RootIno); err != nil { // the root, committed
 		t.Fatal(err)
 	}
-	mctx := WithOrigin(ctx, "mount")
+	mctx := events.WithOrigin(ctx, "mount")
 	committed := func() int {
 		t.Helper()
 		var n int
@@ -91,7 +93,7 @@ func TestGroupCommit(t *testing.T) {
 func TestBatchCommitsOnTimer(t *testing.T) {
 	f := newFixture(t, Config{BatchDelay: 5 * time.Millisecond})
 	ctx := ctxT(t)
-	if _, err := f.fs.Mkdir(WithOrigin(ctx, "mount"), RootIno, "d", 0o755); err != nil {
+	if _, err := f.fs.Mkdir(events.WithOrigin(ctx, "mount"), RootIno, "d", 0o755); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // allocated returns the bytes f allocates on the Go heap.
@@ -151,7 +153,7 @@ func TestDeepTreeLinear(t *testing.T) {
 	ratios("chain beyond the limit", beyond(2500), beyond(5000))
 }
 
-// TestPathLimit: no call makes a path longer than MaxPathLen, the limit
+// TestPathLimit: no call makes a path longer than paths.MaxPathLen, the limit
 // the path API puts on the paths it is given: not the inode API the mount
 // uses (create, mkdir, symlink, link, rename, also of a directory whose
 // subtree would go over), nor the path API through a symlink (write,
@@ -160,9 +162,9 @@ func TestPathLimit(t *testing.T) {
 	f := newFixture(t, Config{})
 	ctx := ctxT(t)
 	fs := f.fs
-	deep := strings.Repeat("/d", MaxPathLen/2-1) // 4094 bytes
+	deep := strings.Repeat("/d", paths.MaxPathLen/2-1) // 4094 bytes
 	if _, _, err := fs.WriteFile(ctx, deep+"/f", []byte("x"), WriteOptions{}); err != nil {
-		t.Fatalf("a file at exactly %d bytes: %v", MaxPathLen, err)
+		t.Fatalf("a file at exactly %d bytes: %v", paths.MaxPathLen, err)
 	}
 	bottom, err := fs.resolveAttr(ctx, deep)
 	if err != nil {
@@ -180,7 +182,7 @@ func TestPathLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := fs.Mkdir(ctx, bottom.Ino, "e", 0o755); err != nil {
-		t.Fatalf("mkdir at exactly %d bytes: %v", MaxPathLen, err)
+		t.Fatalf("mkdir at exactly %d bytes: %v", paths.MaxPathLen, err)
 	}
 	if err := fs.Rmdir(ctx, bottom.Ino, "e"); err != nil {
 		t.Fatal(err)

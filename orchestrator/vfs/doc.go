@@ -1,7 +1,28 @@
-// Package vfs is the session virtual filesystem: agentfs inode storage in SQLite,
-// an inode-level API for the FUSE mount, a path-level API (which
-// orchestrator/api serves over REST), path security, audit, key-value state,
-// live file events and agentfs export. It knows nothing of HTTP.
+// Package vfs is the session filesystem: the agentfs inode store in SQLite
+// (inodes, names, chunked data, group commit, the directory cache,
+// copy-on-write forks) with the operations that are transactions of it:
+// the inode API the FUSE mount calls (inode*.go), the path API the REST
+// layer serves (pathapi.go, grep.go), fork diff and merge (fork*.go,
+// diff.go, merge.go), the enforcement of a node's allowed paths and its
+// audit (policy.go, audit.go), key-value state and tool calls (state.go),
+// agentfs export and import (export.go) and Check. It knows nothing of HTTP
+// or FUSE.
+//
+// What needs no transaction of the store lives in packages below it, which
+// know nothing of it (internal/layering tests the arrows): paths (the rules
+// of session paths, the allowed-paths policy), errno (the error: an errno
+// and a code), events (the Coalescer of file events; the change notices a
+// mount's cache needs), treediff (comparing a fork's trees: its changes and
+// the merge's plan) and textdiff (unified diffs).
+//
+// The path API, diff and merge stay with the store: each change is one
+// transaction that resolves paths, makes and removes inodes and names,
+// writes chunks, counts the quota and records invalidations and file
+// events, through the same unexported steps the inode API uses (resolve,
+// mknod, writeChunks, deleteTree, addUsage, ...). A package of their own
+// would need those steps as an exported transaction API, which every user
+// of vfs (the mount, the REST layer) could then call around the rules the
+// store keeps; what of them is pure (treediff, paths) is outside.
 //
 // Storage (orchestrator/store/migrations/0002_vfs.sql) follows agentfs-spec.md
 // with every table scoped by session_id and inode numbers per session
@@ -33,20 +54,23 @@
 // ends are a gap, never reused. ReserveIno hands one out ahead of time for
 // CreateFile, which creates a file with its first data in one transaction.
 // A per-session cache of the directory tree
-// as parent links (paths.go), cleared by every rename and import, gives
+// as parent links (dircache.go), cleared by every rename and import, gives
 // event paths and path lengths without walking to the root.
 //
-// Paths are at most MaxPathLen (4096) bytes through both APIs: the path API
-// checks the paths it is given, and no call (mkdir, create, symlink, link,
-// rename, also of a directory with deep contents, copy) makes a longer one.
+// Paths are at most paths.MaxPathLen (4096) bytes through both APIs: the
+// path API checks the paths it is given, and no call (mkdir, create,
+// symlink, link, rename, also of a directory with deep contents, copy)
+// makes a longer one.
 // Grep, copy, delete, move and export do work in proportion to the tree: no
 // path is built per entry, and a copied, deleted or newly made directory
 // gives one file event, which stands for everything in it.
 //
-// After each commit the Invalidator (SetInvalidator) learns which names and
-// inodes the transaction touched, with the origin its context carries
-// (WithOrigin): the workspace Fanout turns that into FUSE invalidation
-// notices for the session's other mounts, so their kernels may cache long.
+// After each commit the Notifier (Config.Notifier, an events.Coalescer)
+// learns the file events of the change, and the Invalidator
+// (SetInvalidator) which names and inodes it touched, with the origin its
+// context carries (events.WithOrigin): the workspace Fanout turns that into
+// FUSE invalidation notices for the session's other mounts, so their
+// kernels may cache long.
 //
 // Every change is one savepoint in a batch of changes that commits a few
 // milliseconds later (group commit, batch.go); a change without an origin
@@ -56,7 +80,7 @@
 // fs_dentry (migration 0010). Directory nlink is the dentry count (1), as agentfs defines
 // it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.
 //
-// # Forks (fork.go, forkdata.go, diff.go, merge.go; migration 0012)
+// # Forks (fork.go, forklazy.go, forkdata.go, diff.go, merge.go, treediff; migration 0012)
 //
 // A fork is a copy-on-write copy of a workspace. Every workspace, a fork
 // too, is keyed by an agent_session id (the fs_* foreign keys), so a fork
@@ -132,7 +156,7 @@
 // (it moved, and this is a copy); a new inode at a path is otherwise judged
 // by what it holds. Hard links stay per path in the diff: each name is listed with
 // what a reader of it sees (an added name of an existing file shows its
-// whole text as added), and FileChange.Links gives the file's other paths
+// whole text as added), and treediff.FileChange.Links gives the file's other paths
 // in the fork.
 //
 // Merge applies the fork's changes to the workspace it was forked from in

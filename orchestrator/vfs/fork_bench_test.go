@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 )
 
 // fill10k writes benchFiles files of 1 KiB in directories of 100, plus a
@@ -144,7 +146,7 @@ func BenchmarkNewDirs(b *testing.B) {
 	for _, kind := range []string{"session", "lazy-fork"} {
 		b.Run(kind, func(b *testing.B) {
 			f := newFixture(b, Config{})
-			ctx := WithOrigin(context.Background(), "mount")
+			ctx := events.WithOrigin(context.Background(), "mount")
 			mustWrite(b, f.fs, "/x", []byte("x"))
 			fs := f.fs
 			if kind == "lazy-fork" {

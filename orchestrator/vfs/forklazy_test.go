@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 )
 
 // The model of a workspace for the lazy-fork tests: paths to nodes; the
@@ -514,7 +517,7 @@ func TestLazyForkAfterRestart(t *testing.T) {
 // new fork at once reads as its origin did.
 func TestForkFromABatchedCallerIsVisible(t *testing.T) {
 	f := newFixture(t, Config{BatchDelay: time.Hour}) // only a commit makes changes visible
-	ctx := WithOrigin(ctxT(t), "a mount")
+	ctx := events.WithOrigin(ctxT(t), "a mount")
 	mustWrite(t, f.fs, "/a/1", []byte("one"))
 	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)
@@ -557,15 +560,15 @@ func checkAgainstModels(t *testing.T, f *fixture, ids []string, models map[strin
 			b := base[p]
 			switch {
 			case b == nil:
-				want[p] = DiffAdded
+				want[p] = treediff.Added
 			case b.kind != n.kind || b.mode != n.mode || b.target != n.target ||
 				(n.kind == 'f' && !bytes.Equal(b.file.data, n.file.data)):
-				want[p] = DiffChanged
+				want[p] = treediff.Changed
 			}
 		}
 		for p := range base {
 			if cur[p] == nil {
-				want[p] = DiffDeleted
+				want[p] = treediff.Deleted
 			}
 		}
 		if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {

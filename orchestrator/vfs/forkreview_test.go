@@ -10,17 +10,21 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 )
 
 // A lazy fork refuses, as any workspace does, to rename a directory to a
 // longer name when a path below it, in directories the fork has not copied
-// yet, would then be longer than MaxPathLen: the check reads those names
+// yet, would then be longer than paths.MaxPathLen: the check reads those names
 // through the fork point's view. The fork is left as it was.
 func TestLazyForkRenameKeepsPathLimit(t *testing.T) {
 	f := newFixture(t, Config{})
 	ctx := ctxT(t)
-	deep := "/s" + strings.Repeat("/d", MaxPathLen/2-2) // 4094 bytes
-	mustWrite(t, f.fs, deep+"/f", []byte("x"))          // exactly MaxPathLen
+	deep := "/s" + strings.Repeat("/d", paths.MaxPathLen/2-2) // 4094 bytes
+	mustWrite(t, f.fs, deep+"/f", []byte("x"))                // exactly paths.MaxPathLen
 	mustWrite(t, f.fs, "/t/g", []byte("y"))
 	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)
@@ -314,7 +318,7 @@ func TestLazyForkMergeThenChange(t *testing.T) {
 	for _, ch := range d.Changes {
 		got[ch.Path] = ch.Op
 	}
-	want := map[string]string{"/a/x": DiffChanged, "/b/hx": DiffChanged, "/a/y": DiffChanged, "/c/d/new": DiffAdded, "/b/sub": DiffAdded}
+	want := map[string]string{"/a/x": treediff.Changed, "/b/hx": treediff.Changed, "/a/y": treediff.Changed, "/c/d/new": treediff.Added, "/b/sub": treediff.Added}
 	if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {
 		t.Fatalf("diff after merges: %v, want %v", sortedMap(got), sortedMap(want))
 	}
@@ -392,7 +396,7 @@ func TestLazyForkNewDirKeepsGroupCommit(t *testing.T) {
 	mustWrite(t, f.fs, "/a/x", []byte("x"))
 	fk := mustFork(t, f.v, f.sid)
 	c := f.v.Session(fk.ID)
-	mctx := WithOrigin(ctx, "mount")
+	mctx := events.WithOrigin(ctx, "mount")
 	if _, err := c.Lookup(mctx, RootIno, "a"); err != nil { // copies the root, committed
 		t.Fatal(err)
 	}

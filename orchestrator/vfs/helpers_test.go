@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,3 +143,6 @@ func ctxT(tb testing.TB) context.Context {
 	tb.Cleanup(cancel)
 	return ctx
 }
+
+// isUnder reports whether p is below dir.
+func isUnder(p, dir string) bool { return strings.HasPrefix(p, dir+"/") }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 )
 
 // invalRecorder is an Invalidator that keeps every report.
@@ -16,10 +18,10 @@ type invalRecorder struct {
 type invalReport struct {
 	sid    string
 	origin any
-	ch     Change
+	ch     events.Change
 }
 
-func (r *invalRecorder) Invalidate(sid string, origin any, ch Change) {
+func (r *invalRecorder) Invalidate(sid string, origin any, ch events.Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, invalReport{sid, origin, ch})
@@ -49,7 +51,7 @@ func (r *invalRecorder) none(t *testing.T, what string) {
 
 func wantEntry(t *testing.T, rep invalReport, parent int64, name string) {
 	t.Helper()
-	if !slices.Contains(rep.ch.Entries, Entry{parent, name}) {
+	if !slices.Contains(rep.ch.Entries, events.Entry{Parent: parent, Name: name}) {
 		t.Fatalf("entries %v lack %d/%s", rep.ch.Entries, parent, name)
 	}
 	if !slices.Contains(rep.ch.Attrs, parent) {
@@ -66,7 +68,7 @@ func TestInvalidatorReports(t *testing.T) {
 	rec := &invalRecorder{}
 	f.v.SetInvalidator(rec)
 	origin := &struct{ name string }{"mount a"}
-	ctx := WithOrigin(ctxT(t), origin)
+	ctx := events.WithOrigin(ctxT(t), origin)
 
 	d, err := f.fs.Mkdir(ctx, RootIno, "d", 0o755)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 )
 
 // linkName adds name new (in the root) for the inode at path old of fs.
@@ -201,7 +203,7 @@ func TestMergeLinkToFileBothEdited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Conflict{{Path: "/f", Fork: DiffChanged, Parent: DiffChanged}, {Path: "/g", Fork: DiffAdded, Parent: DiffChanged}}
+	want := []treediff.Conflict{{Path: "/f", Fork: treediff.Changed, Parent: treediff.Changed}, {Path: "/g", Fork: treediff.Added, Parent: treediff.Changed}}
 	if len(m.Applied) != 0 || len(m.Conflicts) != 2 || m.Conflicts[0] != want[0] || m.Conflicts[1] != want[1] {
 		t.Fatalf("applied %+v, conflicts %+v", m.Applied, m.Conflicts)
 	}
@@ -312,7 +314,7 @@ func TestMergeSameSizeEditsConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Conflicts) != 1 || m.Conflicts[0] != (Conflict{Path: "/f", Fork: DiffChanged, Parent: DiffChanged}) {
+	if len(m.Conflicts) != 1 || m.Conflicts[0] != (treediff.Conflict{Path: "/f", Fork: treediff.Changed, Parent: treediff.Changed}) {
 		t.Fatalf("applied %+v, conflicts %+v", m.Applied, m.Conflicts)
 	}
 	wantContent(t, f.fs, "/f", []byte("prnt\n"))
@@ -394,11 +396,11 @@ func TestMergeRandomKeepsLinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(m2.Applied) != 0 || fmt.Sprint(m2.Conflicts) != fmt.Sprint(m.Conflicts) {
-				first := map[Conflict]bool{}
+				first := map[treediff.Conflict]bool{}
 				for _, c := range m.Conflicts {
 					first[c] = true
 				}
-				var extra []Conflict
+				var extra []treediff.Conflict
 				for _, c := range m2.Conflicts {
 					if !first[c] {
 						extra = append(extra, c)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // FileInfo describes a file or directory for the path-level API (and REST).
@@ -47,7 +49,7 @@ func baseName(p string) string {
 
 // cleanFor validates p and checks the node policy for op.
 func (fs *FS) cleanFor(ctx context.Context, op, p string, write bool) (string, error) {
-	c, err := CleanPath(p)
+	c, err := paths.CleanPath(p)
 	if err != nil {
 		return "", err
 	}
@@ -236,8 +238,8 @@ func (fs *FS) List(ctx context.Context, p string) ([]FileInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", p, err)
 		}
-		cp := joinPath(p, name)
-		if !fs.allowedPath(joinPath(r.path, name), false) {
+		cp := paths.Join(p, name)
+		if !fs.allowedPath(paths.Join(r.path, name), false) {
 			continue
 		}
 		info := infoOf(cp, name, a)
@@ -309,7 +311,7 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			if opt.IfMatch != "" {
 				return preconditionFailed(p)
 			}
-			if err := checkPathLen(r.path); err != nil {
+			if err := paths.CheckLen(r.path); err != nil {
 				return err
 			}
 			perm := opt.Perm
@@ -323,7 +325,7 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			r.attr, created = a, true
 		} else {
 			if r.attr.IsDir() {
-				return errorf(syscall.EISDIR, p, "%s is a directory", p).withCode(orchestrator.EConflict)
+				return errorf(syscall.EISDIR, p, "%s is a directory", p).WithCode(orchestrator.EConflict)
 			}
 			if opt.Mode == WriteCreate {
 				return errorf(syscall.EEXIST, p, "%s already exists", p)
@@ -358,9 +360,9 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 				return fmt.Errorf("write %s: %w", p, err)
 			}
 			fs.changedData(tx, ino)
-			op := OpModified
+			op := protocol.FileModified
 			if created {
-				op = OpCreated
+				op = protocol.FileCreated
 			}
 			evs = append(evs, event{op: op, path: r.path, size: int64(len(data))})
 		}
@@ -381,7 +383,7 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 }
 
 func preconditionFailed(p string) error {
-	return errorf(syscall.EINVAL, p, "%s has changed: its hash does not match If-Match", p).withCode(orchestrator.EPreconditionFailed)
+	return errorf(syscall.EINVAL, p, "%s has changed: its hash does not match If-Match", p).WithCode(orchestrator.EPreconditionFailed)
 }
 
 func (fs *FS) notifyAll(evs []event) {
@@ -416,14 +418,14 @@ func (fs *FS) MkdirAll(ctx context.Context, p string, exclusive bool) (FileInfo,
 		if err := fs.checkPathTx("mkdir", r.path, true); err != nil {
 			return err
 		}
-		if err := checkPathLen(r.path); err != nil {
+		if err := paths.CheckLen(r.path); err != nil {
 			return err
 		}
 		if _, err := fs.mknod(ctx, tx, r.parent, r.name, ModeDir|0o755, ""); err != nil {
 			return err
 		}
 		created = true
-		evs = append(evs, event{op: OpCreated, path: r.path})
+		evs = append(evs, event{op: protocol.FileCreated, path: r.path})
 		return nil
 	})
 	if err != nil {
@@ -462,7 +464,7 @@ func (fs *FS) Delete(ctx context.Context, p string, recursive bool) error {
 			}
 		}
 		// One event: a deleted directory's stands for everything in it.
-		evs = append(evs, event{op: OpDeleted, path: r.path})
+		evs = append(evs, event{op: protocol.FileDeleted, path: r.path})
 		if err := fs.deleteTree(ctx, tx, r.parent, r.name, r.attr); err != nil {
 			return err
 		}
@@ -539,7 +541,7 @@ func (fs *FS) Move(ctx context.Context, src, dst string) (FileInfo, error) {
 		if err != nil {
 			return err
 		}
-		evs = append(evs, event{op: OpDeleted, path: rs.path}, event{op: OpCreated, path: rd.path, size: rs.attr.Size})
+		evs = append(evs, event{op: protocol.FileDeleted, path: rs.path}, event{op: protocol.FileCreated, path: rd.path, size: rs.attr.Size})
 		_, err = fs.rename(ctx, tx, rs.parent, rs.name, rd.parent, rd.name, RenameNoReplace)
 		return err
 	})
@@ -572,19 +574,10 @@ func (fs *FS) resolveTransfer(ctx context.Context, tx *txn, op, src, dst string,
 	if rd.exists {
 		return rs, rd, errorf(syscall.EEXIST, dst, "%s already exists", dst)
 	}
-	if err := checkPathLen(rd.path); err != nil {
+	if err := paths.CheckLen(rd.path); err != nil {
 		return rs, rd, err
 	}
 	return rs, rd, fs.checkPathTx(op, rd.path, true)
-}
-
-// checkPathLen refuses a new entry whose canonical path (which symlinks can
-// make longer than the path asked for) is longer than MaxPathLen.
-func checkPathLen(p string) error {
-	if len(p) > MaxPathLen {
-		return errorf(syscall.ENAMETOOLONG, p, "the path %s would be longer than %d bytes", trunc(p), MaxPathLen)
-	}
-	return nil
 }
 
 // lstat is Stat without following a final symlink.
@@ -638,7 +631,7 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 			}
 		}
 		// One event: a created directory's stands for everything in it.
-		evs = append(evs, event{op: OpCreated, path: rd.path, size: rs.attr.Size})
+		evs = append(evs, event{op: protocol.FileCreated, path: rd.path, size: rs.attr.Size})
 		return fs.copyTree(ctx, tx, rs.attr, rd.parent, rd.name, len(rd.path))
 	})
 	if err != nil {
@@ -650,10 +643,10 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 
 // copyTree copies inode a as the entry name of parent, whose path has
 // length plen, and for a directory everything below it, each new path
-// within MaxPathLen.
+// within paths.MaxPathLen.
 func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name string, plen int) error {
-	if plen > MaxPathLen {
-		return errorf(syscall.ENAMETOOLONG, name, "the copy would have a path longer than %d bytes (at %s)", MaxPathLen, trunc(name))
+	if plen > paths.MaxPathLen {
+		return errorf(syscall.ENAMETOOLONG, name, "the copy would have a path longer than %d bytes (at %s)", paths.MaxPathLen, paths.Trunc(name))
 	}
 	var target string
 	if a.IsSymlink() {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // resolved is the result of walking a path: the entry's parent directory and
@@ -17,20 +20,14 @@ type resolved struct {
 	exists bool
 }
 
-// WorkspaceRoot is where a session's files appear in an agent's container.
-// An absolute symlink target means what it means there: /workspace/a/b is
-// the session path /a/b, and anything outside /workspace is outside the
-// session.
-const WorkspaceRoot = "/workspace"
-
 // resolve walks the cleaned path p from the root. Symlinks in the middle are
 // always followed, the last one only when followLast is set. A symlink's
-// absolute target is a container path: under WorkspaceRoot it is the session
+// absolute target is a container path: under paths.WorkspaceRoot it is the session
 // path below it; anywhere else, like ".." above the root, it is an error
-// ("symlink escapes the workspace", EACCES, audited); more than MaxSymlinks
+// ("symlink escapes the workspace", EACCES, audited); more than paths.MaxSymlinks
 // hops is ELOOP.
 // With mk set (q must then be a transaction), missing directories are
-// created (each within MaxPathLen) and the event of the first one appended
+// created (each within paths.MaxPathLen) and the event of the first one appended
 // to *mk: a created directory's event stands for everything below it. The
 // walk keeps the canonical path in one buffer, so resolving a deep path
 // costs its length, not its length times its depth.
@@ -52,13 +49,11 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 		b := make([]byte, 0, len(buf)+1+len(name))
 		return string(append(append(append(b, buf...), '/'), name...))
 	}
-	segs := splitPath(p)
+	segs := paths.Split(p)
 	hops := 0
 	made := false
 	escape := func(why string) error {
-		e := errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s%s", p, why)
-		e.audit = &auditRec{sid: fs.sid, nodeID: fs.nodeID, op: "resolve", path: p, allowed: fs.allowed, at: fs.v.cfg.Now()}
-		return e
+		return fs.audited(errorf(syscall.EACCES, p, "symlink escapes the workspace resolving %s%s", p, why), "resolve", p)
 	}
 	for len(segs) > 0 {
 		name := segs[0]
@@ -88,8 +83,8 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			if !ok {
 				return resolved{}, fmt.Errorf("resolve %s: creating directories needs a transaction", p)
 			}
-			if childLen(max(len(buf), 1), name) > MaxPathLen {
-				return resolved{}, errorf(syscall.ENAMETOOLONG, p, "the path of %s would be longer than %d bytes", trunc(p), MaxPathLen)
+			if childLen(max(len(buf), 1), name) > paths.MaxPathLen {
+				return resolved{}, errorf(syscall.ENAMETOOLONG, p, "the path of %s would be longer than %d bytes", paths.Trunc(p), paths.MaxPathLen)
 			}
 			if fs.allowed != nil {
 				if err := fs.checkPathTx("mkdir", child(name), true); err != nil {
@@ -102,25 +97,25 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			}
 			if !made {
 				made = true
-				*mk = append(*mk, event{op: OpCreated, path: child(name)})
+				*mk = append(*mk, event{op: protocol.FileCreated, path: child(name)})
 			}
 		} else if err != nil {
 			return resolved{}, err
 		}
 		if a.IsSymlink() && (!last || followLast) {
 			hops++
-			if hops > MaxSymlinks {
+			if hops > paths.MaxSymlinks {
 				return resolved{}, errorf(syscall.ELOOP, p, "too many levels of symbolic links resolving %s", p)
 			}
 			target, err := fs.readlink(ctx, q, a.Ino)
 			if err != nil {
 				return resolved{}, err
 			}
-			tsegs := splitPath(target)
+			tsegs := paths.Split(target)
 			if strings.HasPrefix(target, "/") {
-				rest, ok := underWorkspace(tsegs)
+				rest, ok := paths.UnderWorkspace(tsegs)
 				if !ok {
-					return resolved{}, escape(": " + trunc(target) + " is outside " + WorkspaceRoot)
+					return resolved{}, escape(": " + paths.Trunc(target) + " is outside " + paths.WorkspaceRoot)
 				}
 				stack, buf, tsegs = stack[:1], buf[:0], rest
 			}
@@ -150,17 +145,4 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 		r.parent = stack[len(stack)-2].ino
 	}
 	return r, nil
-}
-
-// underWorkspace returns the segments of an absolute container path (split)
-// below WorkspaceRoot, or false when it is not under it. Leading "." and
-// ".." stay at the container's root, as the kernel resolves them.
-func underWorkspace(segs []string) ([]string, bool) {
-	for len(segs) > 0 && (segs[0] == "." || segs[0] == "..") {
-		segs = segs[1:]
-	}
-	if len(segs) == 0 || segs[0] != WorkspaceRoot[1:] {
-		return nil, false
-	}
-	return segs[1:], true
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 )
 
 // stmtCache keeps prepared statements by SQL text. Preparing on the writer
@@ -94,7 +96,7 @@ type txn struct {
 	dirs        map[int64]dirLink
 	// sid and changes: what the transaction changed, for the Invalidator
 	sid     string
-	changes Change
+	changes events.Change
 	// written counts the bytes of file data written (group commit: a
 	// batch with much data commits early)
 	written int64

@@ -14,6 +14,7 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -355,7 +356,7 @@ func BenchmarkGrep(b *testing.B) {
 // lookup): the floor the mount cannot go below.
 func BenchmarkVFSDirect(b *testing.B) {
 	e := newEnv(b, vfs.Config{MaxFileSize: 1 << 30, SessionQuota: 4 << 30})
-	ctx := vfs.WithOrigin(ctxT(b), "bench")
+	ctx := events.WithOrigin(ctxT(b), "bench")
 	data := []byte("small file content, about sixty bytes long, like a config\n")
 	buf := make([]byte, 4096)
 	var create, read, stat time.Duration

@@ -7,6 +7,7 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 )
 
 // TestContainerForkGit: a node spawned with workspace "fork" mounts its
@@ -78,9 +79,9 @@ func TestContainerForkGit(t *testing.T) {
 	for _, ch := range d.Changes {
 		switch ch.Path {
 		case "/README":
-			readme = ch.Op == vfs.DiffChanged && strings.Contains(ch.Diff, "-hello\n+from the child\n")
+			readme = ch.Op == treediff.Changed && strings.Contains(ch.Diff, "-hello\n+from the child\n")
 		case "/child.txt":
-			child = ch.Op == vfs.DiffAdded
+			child = ch.Op == treediff.Added
 		}
 	}
 	if !readme || !child {

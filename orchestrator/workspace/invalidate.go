@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -34,7 +35,7 @@ var _ vfs.Invalidator = (*Fanout)(nil)
 // A mount that let such a wait time out (its notices wait on a busy
 // directory) is not waited for again until it has caught up, so that one
 // stuck mount does not slow every API change down.
-func (f *Fanout) Invalidate(sessionID string, origin any, ch vfs.Change) {
+func (f *Fanout) Invalidate(sessionID string, origin any, ch events.Change) {
 	var w *waiter
 	var pushed func() // holds the waiter open until every push is made
 	if origin == nil {
@@ -143,7 +144,7 @@ type invalQueue struct {
 // invalItem is a change made elsewhere, a change this mount made that its
 // kernel did not see (self), or a notice to send again.
 type invalItem struct {
-	ch    vfs.Change
+	ch    events.Change
 	self  bool   // the mount's own attribute cache knows: no generation bump
 	retry int    // earlier attempts of a notice that failed with ENOENT
 	done  func() // called once the item is handled
@@ -289,9 +290,9 @@ func (m *MountPoint) inodeNotice(ino int64, data bool, retries int) {
 	}
 	st := m.notify.InodeNotify(id, off, 0)
 	if st == fuse.ENOENT && retries < maxRetries && m.recent(ino) {
-		ch := vfs.Change{Attrs: []int64{ino}}
+		ch := events.Change{Attrs: []int64{ino}}
 		if data {
-			ch = vfs.Change{Data: []int64{ino}}
+			ch = events.Change{Data: []int64{ino}}
 		}
 		m.retries.after(retryAfter<<retries, func() {
 			m.inval.push(invalItem{ch: ch, retry: retries + 1})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -83,7 +84,7 @@ func TestNoticeRetriedForInodeJustHanded(t *testing.T) {
 
 	m.handed(42)
 	gen := m.gen.Load()
-	m.inval.push(invalItem{ch: vfs.Change{Data: []int64{42, 43}, Entries: []vfs.Entry{{Parent: 1, Name: "f"}}}})
+	m.inval.push(invalItem{ch: events.Change{Data: []int64{42, 43}, Entries: []events.Entry{{Parent: 1, Name: "f"}}}})
 	testkit.EventuallyNil(t, 2*time.Second, "the notices, and the one about 42 again", func() error {
 		if k.count("inode 42 0") != 2 || k.count("inode 43 0") != 1 || k.count("entry 1/f") != 1 {
 			return fmt.Errorf("log %v", k.snapshot())
@@ -260,7 +261,7 @@ func TestStoppedMountReportsQueuedDone(t *testing.T) {
 		m := &MountPoint{opts: Options{Fanout: &Fanout{}}.withDefaults(), notify: k, done: make(chan struct{}), replied: map[int64]time.Time{}}
 		m.inval.wake = make(chan struct{}, 1)
 		called := 0
-		m.inval.push(invalItem{ch: vfs.Change{Attrs: []int64{5}}, done: func() { called++ }})
+		m.inval.push(invalItem{ch: events.Change{Attrs: []int64{5}}, done: func() { called++ }})
 		close(m.done) // the server stopped before the goroutine ran
 		m.invalidator(m.done)
 		if called != 1 {
@@ -280,7 +281,7 @@ func TestStoppedMountCancelsRetries(t *testing.T) {
 	ended := make(chan struct{})
 	go func() { defer close(ended); m.invalidator(stop) }()
 	m.handed(42) // the kernel does not know 42 yet: its notice is retried
-	m.inval.push(invalItem{ch: vfs.Change{Data: []int64{42}}})
+	m.inval.push(invalItem{ch: events.Change{Data: []int64{42}}})
 	testkit.EventuallyNil(t, 2*time.Second, "a retry scheduled", func() error {
 		if m.retries.len() == 0 {
 			return fmt.Errorf("no retry pending; log %v", k.snapshot())

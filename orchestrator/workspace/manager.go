@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +25,7 @@ import (
 const Propagation = "rslave"
 
 // ContainerPath is where the workspace appears inside a container.
-const ContainerPath = vfs.WorkspaceRoot
+const ContainerPath = paths.WorkspaceRoot
 
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -63,7 +64,7 @@ type handle struct{ _ byte }
 // not retry (most do not). It names this mount as the origin of the
 // changes made, which the Fanout does not tell back to it.
 func (n *node) ctx(ctx context.Context) context.Context {
-	return vfs.WithOrigin(context.WithoutCancel(ctx), n.m)
+	return events.WithOrigin(context.WithoutCancel(ctx), n.m)
 }
 
 // blockSize is the st_blksize reported; tools size their buffers by it.
@@ -153,7 +154,7 @@ func (n *node) OnForget() {
 	if !n.m.unhold(n.ino) {
 		return
 	}
-	if err := n.m.fs.Release(vfs.WithOrigin(context.Background(), n.m), n.ino); err != nil {
+	if err := n.m.fs.Release(events.WithOrigin(context.Background(), n.m), n.ino); err != nil {
 		n.m.opts.Logger.Warn("workspace: forget", "dir", n.m.dir, "ino", n.ino, "err", err)
 	}
 }

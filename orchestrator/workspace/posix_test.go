@@ -17,6 +17,7 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"golang.org/x/sys/unix"
 )
 
@@ -932,7 +933,7 @@ func TestAbsoluteSymlink(t *testing.T) {
 func TestMountPathLimit(t *testing.T) {
 	e := newEnv(t, vfs.Config{})
 	ctx := ctxT(t)
-	const depth = vfs.MaxPathLen/2 - 1
+	const depth = paths.MaxPathLen/2 - 1
 	deep := strings.Repeat("/d", depth) // 4094 bytes
 	if _, _, err := e.fs.WriteFile(ctx, deep+"/f", []byte("x"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
@@ -960,7 +961,7 @@ func TestMountPathLimit(t *testing.T) {
 	}
 	defer unix.Close(fd)
 	if err := unix.Mkdirat(fd, "e", 0o755); err != nil {
-		t.Fatalf("mkdir at exactly %d bytes: %v", vfs.MaxPathLen, err)
+		t.Fatalf("mkdir at exactly %d bytes: %v", paths.MaxPathLen, err)
 	}
 	if err := unix.Unlinkat(fd, "e", unix.AT_REMOVEDIR); err != nil {
 		t.Fatal(err)

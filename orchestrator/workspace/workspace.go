@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -313,7 +314,7 @@ func (m *MountPoint) releaseHolds() {
 	}
 	clear(m.holds)
 	m.hmu.Unlock()
-	ctx := vfs.WithOrigin(context.Background(), m)
+	ctx := events.WithOrigin(context.Background(), m)
 	for _, ino := range inos {
 		if err := m.fs.Release(ctx, ino); err != nil {
 			m.opts.Logger.Warn("workspace: release at unmount", "dir", m.dir, "ino", ino, "err", err)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // dirLink is one directory in the session's directory cache: its parent,
@@ -20,7 +22,7 @@ type dirLink struct {
 }
 
 // maxDirPaths bounds the per-session directory cache (entries); names are
-// at most MaxNameLen bytes, so the cache stays under about 1.2 MB.
+// at most paths.MaxNameLen bytes, so the cache stays under about 1.2 MB.
 const maxDirPaths = 4096
 
 // childLen returns the length of the path of name in a directory whose
@@ -154,8 +156,8 @@ func (fs *FS) dirInfo(ctx context.Context, q querier, ino int64) (dirLink, error
 			break
 		}
 		// Every level adds at least two bytes ("/" and a name).
-		if len(missing) > MaxPathLen/2 {
-			return dirLink{}, errorf(syscall.ENAMETOOLONG, "", "the path of directory %d is longer than %d bytes", ino, MaxPathLen)
+		if len(missing) > paths.MaxPathLen/2 {
+			return dirLink{}, errorf(syscall.ENAMETOOLONG, "", "the path of directory %d is longer than %d bytes", ino, paths.MaxPathLen)
 		}
 		s := step{ino: cur}
 		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&s.parent, &s.name)
@@ -206,27 +208,27 @@ func (fs *FS) dirPath(ctx context.Context, q querier, ino int64) (string, error)
 }
 
 // checkNewPath refuses a new entry name in directory parent whose path
-// would be longer than MaxPathLen, the limit the path API applies.
+// would be longer than paths.MaxPathLen, the limit the path API applies.
 func (fs *FS) checkNewPath(ctx context.Context, q querier, parent int64, name string) error {
 	l, err := fs.dirInfo(ctx, q, parent)
-	if err == nil && childLen(l.plen, name) <= MaxPathLen {
+	if err == nil && childLen(l.plen, name) <= paths.MaxPathLen {
 		return nil
 	}
 	if err != nil && !IsErrno(err, syscall.ENAMETOOLONG) {
 		return err
 	}
-	return errorf(syscall.ENAMETOOLONG, name, "the path of %s would be longer than %d bytes", trunc(name), MaxPathLen)
+	return errorf(syscall.ENAMETOOLONG, name, "the path of %s would be longer than %d bytes", paths.Trunc(name), paths.MaxPathLen)
 }
 
 // checkMovedTree refuses moving directory ino (whose path now has length
 // oldLen) to a path of length newLen when a path below it would then be
-// longer than MaxPathLen. Only a move to a longer path needs the look at
+// longer than paths.MaxPathLen. Only a move to a longer path needs the look at
 // the subtree, and the look stops at the first path too long.
 func (fs *FS) checkMovedTree(ctx context.Context, q querier, ino int64, oldLen, newLen int, name string) error {
 	if newLen <= oldLen {
 		return nil
 	}
-	room := MaxPathLen - newLen // the longest relative path that still fits
+	room := paths.MaxPathLen - newLen // the longest relative path that still fits
 	ls, err := fs.lazy(ctx)
 	if err != nil {
 		return err
@@ -269,7 +271,7 @@ func (fs *FS) checkMovedTree(ctx context.Context, q querier, ino int64, oldLen, 
 		return fmt.Errorf("check the paths below %s: %w", name, err)
 	}
 	if n > 0 {
-		return errorf(syscall.ENAMETOOLONG, name, "moving %s there would make a path below it longer than %d bytes", trunc(name), MaxPathLen)
+		return errorf(syscall.ENAMETOOLONG, name, "moving %s there would make a path below it longer than %d bytes", paths.Trunc(name), paths.MaxPathLen)
 	}
 	return nil
 }

@@ -1,9 +1,7 @@
-package vfs
+package events
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -11,52 +9,6 @@ import (
 
 	"github.com/filepath-dev/filepath/protocol"
 )
-
-// event is a change to report after commit. Its path is resolved inside the
-// transaction (from parent+name, or from ino).
-type event struct {
-	op     string
-	ino    int64
-	parent int64
-	name   string
-	path   string
-	size   int64
-}
-
-func (fs *FS) resolveEvent(ctx context.Context, tx *txn, ev *event) error {
-	if fs.v.cfg.Notifier == nil || ev.op == "" {
-		return nil
-	}
-	parent, name := ev.parent, ev.name
-	if name == "" {
-		// the first name of a written file (pathOf's choice for hard links)
-		err := tx.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, ev.ino).Scan(&parent, &name)
-		if err == sql.ErrNoRows {
-			ev.op = "" // an orphan being written: it has no path
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("path of inode %d: %w", ev.ino, err)
-		}
-	}
-	dir, err := fs.dirPath(ctx, tx, parent)
-	if err != nil {
-		ev.op = "" // a directory without a name (orphan): nothing to report
-		return nil
-	}
-	ev.path = joinPath(dir, name)
-	return nil
-}
-
-func (fs *FS) notify(ev event) {
-	if fs.v.cfg.Notifier == nil || ev.op == "" || ev.path == "" {
-		return
-	}
-	if fork, err := fs.isFork(context.Background(), fs.v.rq); fork || err != nil {
-		return // a fork's changes are its diff, not the session's file records
-	}
-	fs.v.cfg.Notifier.FileChanged(fs.sid, ev.op, ev.path, ev.size)
-}
 
 // Appender durably records a file change in the session log (the store's
 // Append satisfies it through a small adapter).
@@ -67,8 +19,9 @@ type Appender interface {
 // FileEvent is the data of a "file" log record, defined once in protocol.
 type FileEvent = protocol.FileChange
 
-// Coalescer is a Notifier that collects changes per session and path for a
-// window and then appends one record per path with the net operation:
+// Coalescer is the session filesystem's Notifier (vfs.Config.Notifier):
+// it collects changes per session and path for a window and then appends
+// one record per path with the net operation:
 // created+modified is created, created+deleted is nothing, modified×N is one
 // modified, deleted+created is modified. Run owns the flushing goroutine.
 type Coalescer struct {
@@ -105,8 +58,6 @@ func NewCoalescer(out Appender, window time.Duration, now func() time.Time, log 
 	return &Coalescer{window: window, now: now, out: out, log: log, pending: map[string]map[string]*pendingChange{}}
 }
 
-var _ Notifier = (*Coalescer)(nil)
-
 // FileChanged records a change; it never blocks on the Appender.
 func (c *Coalescer) FileChanged(sessionID, op, path string, size int64) {
 	c.mu.Lock()
@@ -129,24 +80,24 @@ func (c *Coalescer) FileChanged(sessionID, op, path string, size int64) {
 // merge returns the net op after next, given the window's first op and the net op so far.
 func merge(start, cur, next string) string {
 	switch next {
-	case OpDeleted:
-		if start == OpCreated {
+	case protocol.FileDeleted:
+		if start == protocol.FileCreated {
 			return "" // born and gone inside the window
 		}
-		return OpDeleted
-	case OpCreated:
-		if cur == OpDeleted || (cur == "" && start != OpCreated) {
-			return OpModified // replaced
+		return protocol.FileDeleted
+	case protocol.FileCreated:
+		if cur == protocol.FileDeleted || (cur == "" && start != protocol.FileCreated) {
+			return protocol.FileModified // replaced
 		}
-		if start == OpCreated {
-			return OpCreated
+		if start == protocol.FileCreated {
+			return protocol.FileCreated
 		}
-		return OpModified
+		return protocol.FileModified
 	default: // modified
-		if cur == OpCreated || (cur == "" && start == OpCreated) {
-			return OpCreated
+		if cur == protocol.FileCreated || (cur == "" && start == protocol.FileCreated) {
+			return protocol.FileCreated
 		}
-		return OpModified
+		return protocol.FileModified
 	}
 }
 

@@ -1,4 +1,6 @@
-package vfs
+// Package textdiff renders the unified text diff of two versions of a file
+// (a fork's changes, orchestrator/vfs Diff).
+package textdiff
 
 import (
 	"bytes"
@@ -7,12 +9,12 @@ import (
 	"unicode/utf8"
 )
 
-// MaxTextDiffSize is the largest file (either side) given a text diff.
-const MaxTextDiffSize = 1 << 20
+// MaxSize is the largest file (either side) given a text diff.
+const MaxSize = 1 << 20
 
-// isText reports whether b is shown as text: valid UTF-8 without NUL bytes.
-func isText(b []byte) bool {
-	return len(b) <= MaxTextDiffSize && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
+// IsText reports whether b is shown as text: valid UTF-8 without NUL bytes.
+func IsText(b []byte) bool {
+	return len(b) <= MaxSize && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }
 
 // splitLines splits b after each newline; a last line without one is kept.
@@ -146,9 +148,9 @@ func middleEdits(a, b []string) []editOp {
 	return rev
 }
 
-// UnifiedDiff returns a unified diff of old and new (labelled a/path and
+// Unified returns a unified diff of old and new (labelled a/path and
 // b/path) with three lines of context; "" when they are equal.
-func UnifiedDiff(path string, old, new []byte) string {
+func Unified(path string, old, new []byte) string {
 	a, b := splitLines(old), splitLines(new)
 	ops := lineEdits(a, b)
 	const ctxLines = 3

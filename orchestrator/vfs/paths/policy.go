@@ -1,7 +1,8 @@
-package vfs
+package paths
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/filepath-dev/filepath/orchestrator"
 )
@@ -10,7 +11,7 @@ import (
 // ({"allowed_paths": ["/src", "/docs"]}): the only parts of the session's
 // files the node may touch, through its mount and through the API with its
 // key. None (the default) is the whole workspace. Pass the result to
-// FS.ForNode, which validates each path.
+// vfs.FS.ForNode, which validates each path.
 func AllowedPaths(config json.RawMessage) ([]string, error) {
 	if len(config) == 0 {
 		return nil, nil
@@ -28,7 +29,20 @@ func AllowedPaths(config json.RawMessage) ([]string, error) {
 	return paths, nil
 }
 
-// Visible reports whether p (a clean path) can be seen through fs: it is
-// inside an allowed path or leads to one, as in a listing of its parent.
-// Without a policy everything is visible.
-func (fs *FS) Visible(p string) bool { return fs.allowedPath(p, false) }
+// Allowed reports whether the clean path p may be used under a policy of
+// clean prefixes (nil: the whole workspace): inside an allowed prefix, or,
+// to read (list, walk through), an ancestor of one.
+func Allowed(prefixes []string, p string, write bool) bool {
+	if prefixes == nil {
+		return true
+	}
+	for _, a := range prefixes {
+		if p == a || strings.HasPrefix(p, a+"/") {
+			return true
+		}
+		if !write && (p == "/" || strings.HasPrefix(a, p+"/")) {
+			return true
+		}
+	}
+	return false
+}

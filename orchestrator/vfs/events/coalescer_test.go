@@ -1,0 +1,75 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+)
+
+type fakeAppender struct {
+	mu   sync.Mutex
+	recs []string
+}
+
+func (a *fakeAppender) Append(ctx context.Context, sid, kind string, data any) error {
+	b, _ := json.Marshal(data)
+	a.mu.Lock()
+	a.recs = append(a.recs, sid+" "+kind+" "+string(b))
+	a.mu.Unlock()
+	return nil
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func TestCoalescer(t *testing.T) {
+	type ch struct{ op, path string }
+	tests := []struct {
+		name    string
+		changes []ch
+		want    []string
+	}{
+		{name: "created then modified", changes: []ch{{"created", "/a"}, {"modified", "/a"}, {"modified", "/a"}}, want: []string{`s file {"op":"created","path":"/a","size":3}`}},
+		{name: "created then deleted", changes: []ch{{"created", "/a"}, {"modified", "/a"}, {"deleted", "/a"}}},
+		{name: "modified many", changes: []ch{{"modified", "/a"}, {"modified", "/a"}, {"modified", "/a"}}, want: []string{`s file {"op":"modified","path":"/a","size":3}`}},
+		{name: "modified then deleted", changes: []ch{{"modified", "/a"}, {"deleted", "/a"}}, want: []string{`s file {"op":"deleted","path":"/a","size":2}`}},
+		{name: "deleted then created", changes: []ch{{"deleted", "/a"}, {"created", "/a"}}, want: []string{`s file {"op":"modified","path":"/a","size":2}`}},
+		{name: "created deleted created", changes: []ch{{"created", "/a"}, {"deleted", "/a"}, {"created", "/a"}}, want: []string{`s file {"op":"created","path":"/a","size":3}`}},
+		{name: "two paths in order", changes: []ch{{"created", "/b"}, {"created", "/a"}, {"modified", "/b"}}, want: []string{`s file {"op":"created","path":"/b","size":3}`, `s file {"op":"created","path":"/a","size":2}`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			app := &fakeAppender{}
+			clk := &fakeClock{t: time.Unix(1000, 0)}
+			c := NewCoalescer(app, 200*time.Millisecond, clk.Now, nil)
+			for i, x := range tc.changes {
+				c.FileChanged("s", x.op, x.path, int64(i+1))
+			}
+			c.Flush(context.Background(), false)
+			if len(app.recs) != 0 {
+				t.Fatalf("flushed inside the window: %v", app.recs)
+			}
+			clk.Add(200 * time.Millisecond)
+			c.Flush(context.Background(), false)
+			if len(app.recs) != len(tc.want) {
+				t.Fatalf("got %q, want %q", app.recs, tc.want)
+			}
+			for i := range tc.want {
+				if app.recs[i] != tc.want[i] {
+					t.Fatalf("got %q, want %q", app.recs, tc.want)
+				}
+			}
+		})
+	}
+}
