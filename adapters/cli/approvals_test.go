@@ -83,6 +83,8 @@ func (f *fakeInbox) serve(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("wait") == "" {
 			f.t.Errorf("GET %s without wait: the adapter should long poll", r.URL)
 		}
+		// The fake's long poll: the answer as soon as there is one, else
+		// "pending" after 300 ms, like the API's (which waits on a channel).
 		deadline := time.Now().Add(300 * time.Millisecond)
 		for {
 			f.mu.Lock()
@@ -103,7 +105,7 @@ func (f *fakeInbox) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		slow := f.slowDelete
 		f.mu.Unlock()
-		time.Sleep(slow)
+		time.Sleep(slow) // time is the point: a DELETE that takes a while
 		f.mu.Lock()
 		f.withdrawn++
 		f.status = "denied"

@@ -69,7 +69,8 @@ func BenchmarkHandoff(b *testing.B) {
 		b.Fatal(err)
 	}
 	// firstEventAfter waits for the node's first event after seq and returns
-	// its time (the time Docker stamped on the line).
+	// its time (the time Docker stamped on the line). The benchmark's waits
+	// poll every 2 ms, finer than testkit.Eventually: they are timed.
 	firstEventAfter := func(after int64, what string) time.Time {
 		deadline := time.Now().Add(time.Minute)
 		for time.Now().Before(deadline) {
