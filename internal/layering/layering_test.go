@@ -34,12 +34,16 @@ func TestImportArrows(t *testing.T) {
 		// The model catalogue is a leaf the gateway and the API share (its
 		// test checks the agent catalog's defaults against it).
 		"orchestrator/models": {"orchestrator/models", "=orchestrator"},
+		// The shared test kit: the standard library only, so that the
+		// tests of every layer above may use it.
+		"internal/testkit/...": {"internal/testkit"},
 	}
 	for pkgs, ok := range allowed {
 		check(t, pkgs, ok, "-deps")
-		// Their tests may use the test helpers besides (fakellm: the scripted
-		// LLM upstream the native agents are tested against).
-		check(t, pkgs, append(ok, "internal/testenv", "internal/fakellm"), "-deps", "-test")
+		// Their tests may use the test helpers besides (testkit: the shared
+		// test kit; fakellm: the scripted LLM upstream the native agents are
+		// tested against).
+		check(t, pkgs, append(ok, "internal/testkit", "internal/fakellm"), "-deps", "-test")
 	}
 }
 
@@ -57,11 +61,11 @@ func TestStoreArrows(t *testing.T) {
 		"orchestrator/store/audit":     append([]string{"orchestrator/store/audit"}, base...),
 		"orchestrator/store/sessions":  append([]string{"orchestrator/store/sessions", "orchestrator/store/audit"}, base...),
 		"orchestrator/store/collab":    append([]string{"orchestrator/store/collab", "orchestrator/store/sessions", "orchestrator/store/audit"}, base...),
-		"orchestrator/store/storetest": append([]string{"orchestrator/store"}, base...),
+		"orchestrator/store/storetest": append([]string{"orchestrator/store", "internal/testkit"}, base...),
 	}
 	for pkgs, ok := range allowed {
 		check(t, pkgs, ok, "-deps")
-		check(t, pkgs, append(ok, "orchestrator/store", "orchestrator/hub", "internal/schematest", "internal/testenv"), "-deps", "-test")
+		check(t, pkgs, append(ok, "orchestrator/store", "orchestrator/hub", "internal/schematest", "internal/testkit"), "-deps", "-test")
 	}
 }
 

@@ -27,25 +27,16 @@ type nodeTree struct {
 func newNodeTree(t *testing.T) *nodeTree {
 	t.Helper()
 	e := newEnv(t, envOpts{})
-	ctx := context.Background()
 	a := e.account("alice")
 	s, root := e.session(a)
 	child := func(parent string, config string) sessions.Node {
-		n, err := e.sessions.CreateNode(ctx, a.user.ID, s.ID, sessions.NewNode{AgentType: "pi", ParentID: &parent, Config: json.RawMessage(config)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return e.child(a, s.ID, parent, sessions.NewNode{AgentType: "pi", Config: json.RawMessage(config)})
 	}
 	tr := &nodeTree{e: e, a: a, sid: s.ID, root: root}
 	tr.me = child(root.ID, `{"allowed_paths":["/src"]}`)
 	tr.grandchild = child(tr.me.ID, `{}`)
 	tr.sibling = child(root.ID, `{}`)
-	key, _, err := e.users.CreateNodeAPIKey(ctx, a.user.ID, s.ID, tr.me.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.key = key
+	tr.key = e.nodeKey(a, s.ID, tr.me.ID)
 	for _, n := range []sessions.Node{root, tr.me, tr.grandchild, tr.sibling} {
 		appendEvents(t, e.st, s.ID, n.ID, 2)
 	}

@@ -48,15 +48,15 @@ func TestMemories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Clock.Add(time.Second)
+	e.Clock.Advance(time.Second)
 	if _, err := e.Collab.SetMemory(ctx, alice.ID, repo, "build", "make build; the race tests need cgo", "s1", "n1"); err != nil {
 		t.Fatal(err)
 	}
-	e.Clock.Add(time.Second)
+	e.Clock.Advance(time.Second)
 	if _, err := e.Collab.SetMemory(ctx, alice.ID, repo, "style", "gofmt before every commit", "s1", "n1"); err != nil {
 		t.Fatal(err)
 	}
-	e.Clock.Add(time.Second)
+	e.Clock.Advance(time.Second)
 	// The same key again: updated in place, created_at kept.
 	up, err := e.Collab.SetMemory(ctx, alice.ID, repo, "tests", "run go test -race -count=1 on the packages you touch", "s2", "n2")
 	if err != nil {
@@ -191,7 +191,7 @@ func TestApprovals(t *testing.T) {
 	if n, err := e.Collab.ExpireApprovals(ctx, e.Clock.Now()); err != nil || n != 0 {
 		t.Fatalf("expire before due: %d %v", n, err)
 	}
-	e.Clock.Add(time.Minute)
+	e.Clock.Advance(time.Minute)
 	if n, err := e.Collab.ExpireApprovals(ctx, e.Clock.Now()); err != nil || n != 1 {
 		t.Fatalf("expire when due: %d %v", n, err)
 	}

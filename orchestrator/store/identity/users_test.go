@@ -57,7 +57,7 @@ func TestLoginToken(t *testing.T) {
 	storetest.WantCode(t, err, orchestrator.EUnauthorized, "")
 
 	tok2, _ := e.Users.CreateLoginToken(ctx, u.ID, time.Minute)
-	e.Clock.Add(time.Minute)
+	e.Clock.Advance(time.Minute)
 	_, err = e.Users.ConsumeLoginToken(ctx, tok2)
 	storetest.WantCode(t, err, orchestrator.EUnauthorized, "")
 	_, err = e.Users.ConsumeLoginToken(ctx, "nonsense")
@@ -82,7 +82,7 @@ func TestWebSession(t *testing.T) {
 	if got, err := e.Users.UserByWebSession(ctx, c); err != nil || got.ID != u.ID {
 		t.Fatalf("by cookie %+v, %v", got, err)
 	}
-	e.Clock.Add(time.Hour)
+	e.Clock.Advance(time.Hour)
 	_, err = e.Users.UserByWebSession(ctx, c)
 	storetest.WantCode(t, err, orchestrator.EUnauthorized, "")
 	c2, _ := e.Users.CreateWebSession(ctx, u.ID, time.Hour)
@@ -209,14 +209,14 @@ func TestAPIKeyExpiry(t *testing.T) {
 	}
 
 	// Just before its expiry it works.
-	e.Clock.Add(time.Hour - time.Millisecond)
+	e.Clock.Advance(time.Hour - time.Millisecond)
 	if got, err := e.Users.UserByAPIKey(ctx, key); err != nil || got.ID != u.ID {
 		t.Fatalf("key before its expiry: %+v, %v", got, err)
 	}
 	usedAt := e.Clock.Now()
 
 	// From its expiry on it does not, and says why.
-	e.Clock.Add(time.Millisecond)
+	e.Clock.Advance(time.Millisecond)
 	for _, auth := range []func() error{
 		func() error { _, err := e.Users.AuthAPIKey(ctx, key); return err },
 		func() error { _, err := e.Users.UserByAPIKey(ctx, key); return err },
@@ -228,7 +228,7 @@ func TestAPIKeyExpiry(t *testing.T) {
 			t.Fatalf("expired key: %v (%T)", err, err)
 		}
 	}
-	e.Clock.Add(24 * time.Hour)
+	e.Clock.Advance(24 * time.Hour)
 	if _, err := e.Users.AuthAPIKey(ctx, key); orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
 		t.Fatalf("expired key a day later: %v", err)
 	}
@@ -265,7 +265,7 @@ func TestAPIKeyExpiry(t *testing.T) {
 	if err != nil || nk.ExpiresAt != nil {
 		t.Fatalf("node key %+v, %v", nk, err)
 	}
-	e.Clock.Add(10 * 365 * 24 * time.Hour)
+	e.Clock.Advance(10 * 365 * 24 * time.Hour)
 	if p, err := e.Users.AuthAPIKey(ctx, nkey); err != nil || p.NodeID != root.ID {
 		t.Fatalf("node key ten years on: %+v, %v", p, err)
 	}

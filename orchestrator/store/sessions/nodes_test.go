@@ -296,7 +296,7 @@ func TestUpdateNode(t *testing.T) {
 		t.Fatalf("mark started = %+v, %v", n.StartedAt, err)
 	}
 	first := *n.StartedAt
-	e.Clock.Add(time.Minute)
+	e.Clock.Advance(time.Minute)
 	if n, err = e.Sessions.PatchNode(ctx, s.ID, root.ID, sessions.NodePatch{MarkStarted: true}); err != nil || !n.StartedAt.Equal(first) {
 		t.Fatalf("mark started again = %v, %v; want %v", n.StartedAt, err, first)
 	}

@@ -31,7 +31,7 @@ func TestSessionCRUD(t *testing.T) {
 	if err != nil || got.ID != s.ID || got.NodeCount != 0 {
 		t.Fatalf("get = %+v, %v", got, err)
 	}
-	e.Clock.Add(time.Second)
+	e.Clock.Advance(time.Second)
 	s2 := e.Session(t, u.ID, "second")
 	list, err := e.Sessions.ListSessions(ctx, u.ID)
 	if err != nil || len(list) != 2 || list[0].ID != s2.ID || list[1].ID != s.ID {
@@ -42,7 +42,7 @@ func TestSessionCRUD(t *testing.T) {
 	if got.NodeCount != 1 || got.RootNodeID == nil || *got.RootNodeID != root.ID {
 		t.Fatalf("after root: %+v", got)
 	}
-	e.Clock.Add(time.Minute)
+	e.Clock.Advance(time.Minute)
 	if err := e.Sessions.UpdateSessionStatus(ctx, s.ID, protocol.SessionRunning); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
@@ -33,9 +34,9 @@ type Env struct {
 	Sessions *sessions.Store
 	Collab   *collab.Store
 	Audit    *audit.Store
-	Pub      *Recorder // every record published
-	Clock    *Clock    // the store's clock, from Start
-	Path     string    // the database file
+	Pub      *Recorder      // every record published
+	Clock    *testkit.Clock // the store's clock, from Start
+	Path     string         // the database file
 }
 
 // Options change what New opens.
@@ -53,7 +54,7 @@ func New(t testing.TB) *Env { return NewWith(t, Options{}) }
 // NewWith is New with options.
 func NewWith(t testing.TB, o Options) *Env {
 	t.Helper()
-	e := &Env{Pub: &Recorder{}, Clock: &Clock{t: Start}, Path: filepath.Join(t.TempDir(), "filepath.db")}
+	e := &Env{Pub: &Recorder{}, Clock: testkit.NewClock(Start), Path: filepath.Join(t.TempDir(), "filepath.db")}
 	cfg := store.Config{Path: e.Path, Publisher: e.Pub, Now: e.Clock.Now}
 	if o.Store != nil {
 		o.Store(&cfg)
@@ -138,26 +139,6 @@ func (r *Recorder) All() []Published {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Published(nil), r.recs...)
-}
-
-// Clock is a clock that moves only when told.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// Now returns the clock's reading.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Add moves the clock on by d.
-func (c *Clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 // WantCode fails t unless err has the coded error's code and, when field is
