@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -55,7 +56,7 @@ func TestPausedHoldsMessages(t *testing.T) {
 		`stdin {"type":"message","from":"user","content":"hello?"}`,
 		`stdin {"type":"signal","action":"resume"}`,
 	}
-	checkFor(t, "the held messages on stdin", func() bool { return len(h.tr.list()) >= len(want) })
+	testkit.Eventually(t, 10*time.Second, "the held messages on stdin", func() bool { return len(h.tr.list()) >= len(want) })
 	if got := h.tr.list(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("trace:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -93,8 +94,8 @@ func TestStopThawsPaused(t *testing.T) {
 func TestPausedAcrossRestart(t *testing.T) {
 	h := newHarness()
 	h.log.Append(context.Background(), testNode.SessionID,
-		Record{Kind: KindInput, NodeID: testNode.ID, Data: []byte(`{"type":"signal","action":"pause"}`)},
-		Record{Kind: KindInput, NodeID: testNode.ID, Data: []byte(`{"type":"message","from":"user","content":"waiting"}`)},
+		protocol.Record{Kind: protocol.KindInput, NodeID: testNode.ID, Data: []byte(`{"type":"signal","action":"pause"}`)},
+		protocol.Record{Kind: protocol.KindInput, NodeID: testNode.ID, Data: []byte(`{"type":"message","from":"user","content":"waiting"}`)},
 	)
 	h.cfg.Cursor = "o=0:0,e=0:0,i=1,p"
 	r := h.start(t)
@@ -110,7 +111,7 @@ func TestPausedAcrossRestart(t *testing.T) {
 	want := `{"type":"message","from":"user","content":"waiting"}` + "\n" +
 		`{"type":"message","from":"user","content":"later"}` + "\n" +
 		`{"type":"signal","action":"resume"}` + "\n"
-	checkFor(t, "the held messages after the resume", func() bool { return h.c.stdinText() == want })
+	testkit.Eventually(t, 10*time.Second, "the held messages after the resume", func() bool { return h.c.stdinText() == want })
 }
 
 // TestDoneAnsweringStop: a done the agent writes after it was told to stop
@@ -148,7 +149,7 @@ func TestDoneAnsweringStop(t *testing.T) {
 					ns++
 					h.c.emit(containers.Stdout, ns, s)
 					n := len(h.log.records())
-					checkFor(t, "the event's record", func() bool { return len(h.log.records()) > n })
+					testkit.Eventually(t, 10*time.Second, "the event's record", func() bool { return len(h.log.records()) > n })
 				}
 			}
 			h.c.exit(0, nil)

@@ -105,7 +105,7 @@ func (s *Server) filesOf(c echo.Context) (*vfs.FS, error) {
 			return nil, orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and reaches only its own workspace", p.NodeID)
 		}
 		if p.NodeID == "" {
-			n, err := s.store.GetNode(ctx, user(c).ID, c.Param("id"), node)
+			n, err := s.sessions.GetNode(ctx, user(c).ID, c.Param("id"), node)
 			if err != nil {
 				return nil, err
 			}
@@ -119,7 +119,7 @@ func (s *Server) filesOf(c echo.Context) (*vfs.FS, error) {
 	if p.NodeID == "" {
 		return fs, nil
 	}
-	n, err := s.store.NodeByID(ctx, p.NodeID)
+	n, err := s.sessions.NodeByID(ctx, p.NodeID)
 	if err != nil {
 		return nil, err
 	}

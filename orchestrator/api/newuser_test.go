@@ -9,8 +9,9 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/api"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // TestNodeFiles: below /nodes/{node}/fs the user reads and writes that
@@ -29,11 +30,11 @@ func TestNodeFiles(t *testing.T) {
 	if r.status != http.StatusCreated {
 		t.Fatalf("create forked child: %d %s", r.status, r.body)
 	}
-	var child store.Node
+	var child sessions.Node
 	if err := json.Unmarshal(r.body, &child); err != nil {
 		t.Fatal(err)
 	}
-	if child.Workspace != store.WorkspaceFork || root.Workspace != store.WorkspaceShared {
+	if child.Workspace != protocol.WorkspaceFork || root.Workspace != protocol.WorkspaceShared {
 		t.Fatalf("workspaces: child %q root %q", child.Workspace, root.Workspace)
 	}
 	nodeFS := "/api/v1/sessions/" + s.ID + "/nodes/" + child.ID + "/fs"
@@ -63,14 +64,14 @@ func TestNodeFiles(t *testing.T) {
 	if r := e.do(http.MethodGet, nodeFS+"/only-in-fork.txt", bob.key, ""); r.status != http.StatusNotFound {
 		t.Fatalf("bob: %d", r.status)
 	}
-	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
+	rootKey, _, err := e.users.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := e.do(http.MethodGet, nodeFS+"/only-in-fork.txt", rootKey, ""); r.status != http.StatusForbidden {
 		t.Fatalf("the root's key read its child's workspace: %d %s", r.status, r.body)
 	}
-	childKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
+	childKey, _, err := e.users.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
