@@ -37,7 +37,7 @@ func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (treediff.Tr
 	}
 	for rows.Next() {
 		var e treediff.Entry
-		if err := rows.Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Sha); err != nil {
+		if err := rows.Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Sha, &e.Rdev); err != nil {
 			rows.Close()
 			return treediff.Tree{}, err
 		}
@@ -124,6 +124,8 @@ func (v *VFS) same(ctx context.Context, q querier, wa string, a treediff.Entry, 
 		return true, nil
 	case ModeSymlink:
 		return a.Target == b.Target, nil
+	case ModeFIFO, ModeSocket, ModeCharDev, ModeBlkDev:
+		return a.Rdev == b.Rdev, nil // a special file has no content
 	}
 	return v.sameContent(ctx, q, wa, a, wb, b, related)
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
-
-	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // dirLink is one directory in the session's directory cache: its parent,
@@ -24,6 +22,12 @@ type dirLink struct {
 // maxDirPaths bounds the per-session directory cache (entries); names are
 // at most paths.MaxNameLen bytes, so the cache stays under about 1.2 MB.
 const maxDirPaths = 4096
+
+// maxDepth is how many levels a walk to the root goes at most before it
+// takes the tree for broken (a cycle, which no call makes). A directory
+// may be as deep as anyone makes it: the kernel limits the path a call is
+// given (PATH_MAX), not how deep a file lies, and so does this package.
+const maxDepth = 1 << 20
 
 // childLen returns the length of the path of name in a directory whose
 // path has length plen.
@@ -155,9 +159,8 @@ func (fs *FS) dirInfo(ctx context.Context, q querier, ino int64) (dirLink, error
 			base = l
 			break
 		}
-		// Every level adds at least two bytes ("/" and a name).
-		if len(missing) > paths.MaxPathLen/2 {
-			return dirLink{}, errorf(syscall.ENAMETOOLONG, "", "the path of directory %d is longer than %d bytes", ino, paths.MaxPathLen)
+		if len(missing) > maxDepth {
+			return dirLink{}, errorf(syscall.ELOOP, "", "directory %d is more than %d levels deep", ino, maxDepth)
 		}
 		s := step{ino: cur}
 		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&s.parent, &s.name)
@@ -205,73 +208,4 @@ func (fs *FS) dirPath(ctx context.Context, q querier, ino int64) (string, error)
 		return fs.walkPath(ctx, q, ino)
 	}
 	return string(buf), nil
-}
-
-// checkNewPath refuses a new entry name in directory parent whose path
-// would be longer than paths.MaxPathLen, the limit the path API applies.
-func (fs *FS) checkNewPath(ctx context.Context, q querier, parent int64, name string) error {
-	l, err := fs.dirInfo(ctx, q, parent)
-	if err == nil && childLen(l.plen, name) <= paths.MaxPathLen {
-		return nil
-	}
-	if err != nil && !IsErrno(err, syscall.ENAMETOOLONG) {
-		return err
-	}
-	return errorf(syscall.ENAMETOOLONG, name, "the path of %s would be longer than %d bytes", paths.Trunc(name), paths.MaxPathLen)
-}
-
-// checkMovedTree refuses moving directory ino (whose path now has length
-// oldLen) to a path of length newLen when a path below it would then be
-// longer than paths.MaxPathLen. Only a move to a longer path needs the look at
-// the subtree, and the look stops at the first path too long.
-func (fs *FS) checkMovedTree(ctx context.Context, q querier, ino int64, oldLen, newLen int, name string) error {
-	if newLen <= oldLen {
-		return nil
-	}
-	room := paths.MaxPathLen - newLen // the longest relative path that still fits
-	ls, err := fs.lazy(ctx)
-	if err != nil {
-		return err
-	}
-	var n int
-	if ls == nil {
-		err = q.QueryRowContext(ctx, `WITH RECURSIVE sub(ino, len) AS (
-			SELECT ?2, 0
-			UNION ALL
-			SELECT d.ino, sub.len + 1 + length(CAST(d.name AS BLOB)) FROM sub CROSS JOIN fs_dentry d
-			WHERE d.session_id = ?1 AND d.parent_ino = sub.ino AND sub.len <= ?3
-		)
-		SELECT COUNT(*) FROM (SELECT 1 FROM sub WHERE len > ?3 LIMIT 1)`, fs.sid, ino, room).Scan(&n)
-	} else {
-		// A lazy fork (forklazy.go): the names of a directory it has not
-		// copied (below its base's next inode, not in fs_fork_dir) are in
-		// its base's view; it has none of its own there, nor below
-		// (until it has copied everything: lazy = 0).
-		b := ls.base
-		err = q.QueryRowContext(ctx, `WITH RECURSIVE sub(ino, len) AS (
-			SELECT ?2, 0
-			UNION ALL
-			SELECT d.ino, sub.len + 1 + length(CAST(d.name AS BLOB)) FROM sub CROSS JOIN fs_dentry d
-			WHERE d.session_id = ?1 AND d.parent_ino = sub.ino AND sub.len <= ?3
-			UNION ALL
-			SELECT s.ino, sub.len + 1 + length(CAST(s.name AS BLOB)) FROM sub CROSS JOIN fs_fork_dentry s
-			WHERE s.ws = ?4 AND s.parent_ino = sub.ino AND sub.len <= ?3 AND sub.ino < ?6
-			  AND NOT EXISTS (SELECT 1 FROM fs_fork_dir c WHERE c.ws = ?1 AND c.ino = sub.ino)
-			  AND EXISTS (SELECT 1 FROM fs_fork k WHERE k.ws = ?1 AND k.lazy = 1)
-			UNION ALL
-			SELECT o.ino, sub.len + 1 + length(CAST(o.name AS BLOB)) FROM sub CROSS JOIN fs_dentry o
-			WHERE o.session_id = ?5 AND o.parent_ino = sub.ino AND o.id <= ?7 AND sub.len <= ?3 AND sub.ino < ?6
-			  AND NOT EXISTS (SELECT 1 FROM fs_fork_dir c WHERE c.ws = ?1 AND c.ino = sub.ino)
-			  AND NOT EXISTS (SELECT 1 FROM fs_fork_dentry x WHERE x.ws = ?4 AND x.orig_id = o.id)
-			  AND EXISTS (SELECT 1 FROM fs_fork k WHERE k.ws = ?1 AND k.lazy = 1)
-		)
-		SELECT COUNT(*) FROM (SELECT 1 FROM sub WHERE len > ?3 LIMIT 1)`, fs.sid, ino, room, b.ws, b.origin, b.next, b.maxDentry).Scan(&n)
-	}
-	if err != nil {
-		return fmt.Errorf("check the paths below %s: %w", name, err)
-	}
-	if n > 0 {
-		return errorf(syscall.ENAMETOOLONG, name, "moving %s there would make a path below it longer than %d bytes", paths.Trunc(name), paths.MaxPathLen)
-	}
-	return nil
 }

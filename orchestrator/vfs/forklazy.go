@@ -177,8 +177,8 @@ const viewEntries = `SELECT name, ino FROM fs_fork_dentry WHERE ws=?1 AND parent
 	  AND NOT EXISTS (SELECT 1 FROM fs_fork_dentry s WHERE s.ws=?1 AND s.orig_id=d.id)`
 
 // inodeCols are the columns of fs_inode a copy carries (all but session_id);
-// migration 0013's triggers list the same.
-const inodeCols = `ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns, is_readonly, sha256, data_gen, nlink`
+// the save-before-change triggers (migrations 0013, 0030) list the same.
+const inodeCols = `ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns, is_readonly, sha256, data_gen, nlink, rdev`
 
 // copyDir copies directory dir's names, and the inodes and symlink targets
 // they name that fork ws does not have yet, from base view bv into ws, and
@@ -308,7 +308,7 @@ type viewQueries struct {
 func (q viewQueries) nodeArgs() []any { return q.args[:min(3, len(q.args))] }
 
 // inodeViewCols are the inode columns a snapshot reads (diff.go).
-const inodeViewCols = `ino, mode, size, data_gen, COALESCE(sha256, '')`
+const inodeViewCols = `ino, mode, size, data_gen, COALESCE(sha256, ''), rdev`
 
 // viewRows selects cols of a lazy base's rows of table (keyed by session_id
 // and ino): its saved rows (?1), then its origin's (?2) below its next
@@ -367,8 +367,9 @@ func (v *VFS) checkView(ctx context.Context, bv baseView) error {
 	}
 	var errs []error
 	type inode struct {
-		mode uint32
-		n    int64 // names in the view
+		mode    uint32
+		n       int64 // names in the view
+		subdirs int64 // of a directory
 	}
 	inodes := map[int64]*inode{}
 	nlink := map[int64]int64{}
@@ -422,6 +423,9 @@ func (v *VFS) checkView(ctx context.Context, bv baseView) error {
 			errs = append(errs, fmt.Errorf("view rule 2: %q names missing inode %d", k.name, ino))
 		} else {
 			i.n++
+			if p := inodes[k.parent]; p != nil && i.mode&ModeType == ModeDir {
+				p.subdirs++
+			}
 		}
 	}
 	rows.Close()
@@ -430,8 +434,8 @@ func (v *VFS) checkView(ctx context.Context, bv baseView) error {
 	}
 	for ino, i := range inodes {
 		// an origin's orphan at the fork has no name and is not in use
-		if i.n > 0 && i.n != nlink[ino] {
-			errs = append(errs, fmt.Errorf("view nlink: inode %d has %d names, link count %d", ino, i.n, nlink[ino]))
+		if (i.n > 0 || ino == RootIno) && i.n+i.subdirs != nlink[ino] {
+			errs = append(errs, fmt.Errorf("view nlink: inode %d has %d names and %d subdirectories, link count %d", ino, i.n, i.subdirs, nlink[ino]))
 		}
 	}
 	return errors.Join(errs...)

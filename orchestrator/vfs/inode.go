@@ -231,8 +231,8 @@ func (fs *FS) walkPath(ctx context.Context, q querier, ino int64) (string, error
 	var parts []string
 	n := 0
 	for cur := ino; cur != RootIno; {
-		if len(parts) > paths.MaxPathLen/2 {
-			return "", errorf(syscall.ENAMETOOLONG, "", "the path of inode %d is longer than %d bytes", ino, paths.MaxPathLen)
+		if len(parts) > maxDepth {
+			return "", errorf(syscall.ELOOP, "", "inode %d is more than %d levels deep", ino, maxDepth)
 		}
 		var name string
 		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&cur, &name)

@@ -113,8 +113,12 @@ func (fs *FS) WriteAtAttr(ctx context.Context, ino int64, p []byte, off int64) (
 			}
 			return fmt.Errorf("read inode %d: %w", ino, err)
 		}
-		if mode&ModeType != ModeRegular {
-			return errorf(syscall.EISDIR, "", "inode %d is not a regular file", ino)
+		switch mode & ModeType {
+		case ModeRegular:
+		case ModeDir:
+			return errorf(syscall.EISDIR, "", "inode %d is a directory", ino)
+		default:
+			return errorf(syscall.EINVAL, "", "inode %d is not a regular file", ino)
 		}
 		if ro != 0 {
 			return errorf(syscall.EACCES, "", "file is readonly")
