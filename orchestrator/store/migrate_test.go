@@ -276,7 +276,7 @@ func TestMigrationDirLinks(t *testing.T) {
 		want int
 	}{
 		{"s-1", 1, 1}, {"s-1", 2, 3}, {"s-1", 3, 1}, {"s-1", 4, 1}, {"s-1", 5, 1}, // /a has b and c
-		{"ws-b", 2, 2}, // the view's /a (saved): b only
+		{"ws-b", 2, 2},                 // the view's /a (saved): b only
 		{"ws-f", 1, 1}, {"ws-f", 2, 2}, // the fork's /a, not copied: the view's
 	} {
 		if got := nlink(tt.ws, tt.ino); got != tt.want {
@@ -286,8 +286,8 @@ func TestMigrationDirLinks(t *testing.T) {
 	for _, q := range []string{
 		`INSERT INTO fs_inode (session_id, ino, mode, atime, mtime, ctime, rdev) VALUES ('s-1', 6, 16877, 3, 3, 3, 0), ('s-1', 7, 8576, 3, 3, 3, 259)`,
 		`INSERT INTO fs_dentry (session_id, name, parent_ino, ino) VALUES ('s-1', 'e', 1, 6), ('s-1', 'null', 6, 7)`, // mkdir /e, mknod /e/null
-		`UPDATE fs_dentry SET parent_ino=6 WHERE session_id='s-1' AND name='b'`,                                 // mv /a/b /e/b
-		`DELETE FROM fs_dentry WHERE session_id='s-1' AND name='c'`,                                             // rmdir /a/c
+		`UPDATE fs_dentry SET parent_ino=6 WHERE session_id='s-1' AND name='b'`,                                      // mv /a/b /e/b
+		`DELETE FROM fs_dentry WHERE session_id='s-1' AND name='c'`,                                                  // rmdir /a/c
 	} {
 		if _, err := st.SQL().ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)

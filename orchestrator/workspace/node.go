@@ -46,6 +46,7 @@ var (
 	_ fs.NodeOpener      = (*node)(nil)
 	_ fs.NodeReader      = (*node)(nil)
 	_ fs.NodeWriter      = (*node)(nil)
+	_ fs.NodeAllocater   = (*node)(nil)
 	_ fs.NodeFlusher     = (*node)(nil)
 	_ fs.NodeReleaser    = (*node)(nil)
 	_ fs.NodeFsyncer     = (*node)(nil)
@@ -455,6 +456,25 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 		return 0, errno(err)
 	}
 	return uint32(c), 0
+}
+
+// Allocate is fallocate(2): the VFS stores holes as zeros, so it extends
+// the file (or zeroes a range) and reserves nothing (vfs.FS.Allocate).
+func (n *node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
+	ctx = n.ctx(ctx)
+	if off > 1<<62 || size > 1<<62 {
+		return syscall.EFBIG
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	gen := n.m.gen.Load()
+	a, err := n.m.fs.Allocate(ctx, n.ino, int64(off), int64(size), mode)
+	if err != nil {
+		n.seenAt = time.Time{}
+		return errno(err)
+	}
+	n.remember(&a, gen)
+	return 0
 }
 
 // attrWriter is implemented by an FS (as *vfs.FS does) whose write returns

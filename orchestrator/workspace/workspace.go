@@ -39,6 +39,7 @@ type FS interface {
 	Rename(ctx context.Context, oldParent int64, oldName string, newParent int64, newName string, flags uint32) error
 	ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, error)
 	WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int, error)
+	Allocate(ctx context.Context, ino int64, off, length int64, mode uint32) (Attr, error)
 	Fsync(ctx context.Context, ino int64) error
 	Statfs(ctx context.Context) (Statfs, error)
 	// Open and Release bracket the time the kernel knows an inode (from
