@@ -41,7 +41,7 @@ func fileRoutes() []route {
 	}
 	for _, p := range []string{"", "/", "/*"} {
 		rs = append(rs,
-			route{http.MethodGet, base + p, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream or ?download=true; If-None-Match → 304) or list a directory", status: 200, resp: "FileOrList", respRaw: true, query: []string{"download"}}},
+			route{http.MethodGet, base + p, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream or ?download=true; If-None-Match → 304) or list a directory. A path is at most 4096 bytes and each name 255 (422 past them), though the mount makes files deeper; a FIFO, socket or device is listed with its type, and reading one is a 409", status: 200, resp: "FileOrList", respRaw: true, query: []string{"download"}}},
 			route{http.MethodHead, base + p, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200}},
 			route{http.MethodPost, base + p, (*Server).fsPost, opDoc{summary: "Create a file (JSON, or the raw bytes as application/octet-stream) or a directory ({\"is_directory\": true}); missing parents are created", status: 201, req: "FileWrite", reqRaw: true, resp: "FileContent"}},
 			route{http.MethodPut, base + p, (*Server).fsPut, opDoc{summary: "Update a file's content or readonly flag (If-Match: <hash> for a conditional write)", status: 200, req: "FileWrite", reqRaw: true, resp: "FileInfo"}},

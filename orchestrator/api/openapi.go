@@ -171,6 +171,9 @@ func handSchemas() map[string]any {
 	fileProps := func(content bool) map[string]any {
 		m := map[string]any{
 			"session_id": tStr, "path": tStr, "name": tStr, "is_directory": tBool, "is_symlink": tBool,
+			"type": map[string]any{"enum": []any{"file", "directory", "symlink", "fifo", "socket", "char-device", "block-device"},
+				"description": "what the entry is; only a file has content (a special file, made through a mount, is refused with 409 when read or written)"},
+			"device": map[string]any{"type": "string", "description": "a device's number, major:minor"},
 			"target":      map[string]any{"type": "string", "description": "a symlink's target"},
 			"is_readonly": tBool, "size_bytes": tInt, "mode": tInt,
 			"hash":       map[string]any{"type": "string", "description": "sha256 of a file's content, also its ETag"},
@@ -182,7 +185,7 @@ func handSchemas() map[string]any {
 		}
 		return m
 	}
-	fileInfo := []string{"path", "name", "is_directory", "is_readonly", "size_bytes", "mode", "created_at", "updated_at"}
+	fileInfo := []string{"path", "name", "is_directory", "type", "is_readonly", "size_bytes", "mode", "created_at", "updated_at"}
 	grepMatch := obj([]string{"path", "line_number", "line"}, map[string]any{"path": tStr, "line_number": tInt, "line": tStr})
 	audit := obj([]string{"id", "name", "started_at", "completed_at", "duration_ms"}, map[string]any{
 		"id": tInt, "name": tStr, "parameters": tObj, "result": tObj, "error": tStr,
@@ -193,7 +196,7 @@ func handSchemas() map[string]any {
 		"id": tStr, "base": tStr, "origin": tStr, "session_id": tStr, "node_id": tStr, "created_at": tTime,
 	})
 	fileChange := obj([]string{"path", "op", "kind", "old_size", "new_size"}, map[string]any{
-		"path": tStr, "op": changeOp, "kind": map[string]any{"enum": []any{"file", "dir", "symlink"}},
+		"path": tStr, "op": changeOp, "kind": map[string]any{"enum": []any{"file", "dir", "symlink", "fifo", "socket", "char-device", "block-device"}},
 		"old_size": tInt, "new_size": tInt, "binary": tBool,
 		"diff":         map[string]any{"type": "string", "description": "unified diff of a text file"},
 		"text_omitted": map[string]any{"type": "boolean", "description": "a text file listed without its diff: the answer's diffs reached 4 MiB"},

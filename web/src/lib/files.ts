@@ -5,12 +5,19 @@ import type { FileRecord, LogRecord } from './protocol';
 
 export type { FileRecord };
 
+/** FsType is what an entry is; only a file has content. FIFOs, sockets and devices are made by
+ * programs through an agent's /workspace (a mount), and are listed as what they are. */
+export type FsType = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
+
 /** FsEntry is a file or directory as the VFS API describes it (FileInfo). */
 export interface FsEntry {
 	path: string;
 	name: string;
 	is_directory: boolean;
 	is_symlink?: boolean;
+	type?: FsType;
+	/** device is a device's number, major:minor. */
+	device?: string;
 	target?: string;
 	is_readonly: boolean;
 	size_bytes: number;
@@ -122,6 +129,26 @@ export function fileType(name: string): string {
 	const dot = name.lastIndexOf('.');
 	const ext = dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
 	return TYPES[ext] ?? (ext ? `.${ext} file` : 'binary file');
+}
+
+/** isSpecial reports whether e is a FIFO, a socket or a device: it has no content to show. */
+export function isSpecial(e: FsEntry): boolean {
+	return e.type === 'fifo' || e.type === 'socket' || e.type === 'char-device' || e.type === 'block-device';
+}
+
+/** specialLabel names a special file's type as a reader would ("named pipe (FIFO)", "device 1:3"). */
+export function specialLabel(e: FsEntry): string {
+	switch (e.type) {
+		case 'fifo':
+			return 'named pipe (FIFO)';
+		case 'socket':
+			return 'Unix socket';
+		case 'char-device':
+			return `character device ${e.device ?? ''}`.trim();
+		case 'block-device':
+			return `block device ${e.device ?? ''}`.trim();
+	}
+	return '';
 }
 
 /** FsClient is the session VFS API of one session. */
