@@ -173,7 +173,7 @@ func handSchemas() map[string]any {
 			"session_id": tStr, "path": tStr, "name": tStr, "is_directory": tBool, "is_symlink": tBool,
 			"type": map[string]any{"enum": []any{"file", "directory", "symlink", "fifo", "socket", "char-device", "block-device"},
 				"description": "what the entry is; only a file has content (a special file, made through a mount, is refused with 409 when read or written)"},
-			"device": map[string]any{"type": "string", "description": "a device's number, major:minor"},
+			"device":      map[string]any{"type": "string", "description": "a device's number, major:minor"},
 			"target":      map[string]any{"type": "string", "description": "a symlink's target"},
 			"is_readonly": tBool, "size_bytes": tInt, "mode": tInt,
 			"hash":       map[string]any{"type": "string", "description": "sha256 of a file's content, also its ETag"},

@@ -21,7 +21,18 @@ import (
 // 127.0.0.1 and returns its URL.
 func gitFixture(t *testing.T) string {
 	t.Helper()
-	work, served := t.TempDir(), t.TempDir()
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# fixture\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return serveRepo(t, work)
+}
+
+// serveRepo commits the files of work as a repository's first commit and
+// serves it over git's dumb HTTP protocol on 127.0.0.1; it returns its URL.
+func serveRepo(t *testing.T, work string) string {
+	t.Helper()
+	served := t.TempDir()
 	git := func(dir string, args ...string) {
 		t.Helper()
 		cmd := exec.Command("git", args...)
@@ -32,10 +43,7 @@ func gitFixture(t *testing.T) string {
 		}
 	}
 	git(work, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# fixture\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(work, "add", "README.md")
+	git(work, "add", "-A")
 	git(work, "commit", "-q", "-m", "first")
 	git(served, "clone", "-q", "--bare", work, "repo.git")
 	git(filepath.Join(served, "repo.git"), "update-server-info")

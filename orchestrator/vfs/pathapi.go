@@ -291,6 +291,8 @@ type WriteOptions struct {
 	Readonly  *bool  // set the readonly flag
 	NoContent bool   // change only the flags, keep the content
 	Perm      uint32 // permission bits of a new file (0: 0644)
+	// Mtime is the written file's modification time (zero: now).
+	Mtime time.Time
 }
 
 // WriteFile creates or replaces file p with data in one transaction, creating
@@ -375,9 +377,15 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			if _, err := fs.writeChunks(ctx, tx, ino, cs, 0, data, 0); err != nil {
 				return err
 			}
-			s, ns := splitTime(fs.v.cfg.Now())
+			now := fs.v.cfg.Now()
+			mt := now
+			if !opt.Mtime.IsZero() {
+				mt = opt.Mtime
+			}
+			s, ns := splitTime(now)
+			ms, mns := splitTime(mt)
 			if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET size=?, sha256=?, data_gen=data_gen+1, mtime=?, mtime_ns=?, ctime=?, ctime_ns=? WHERE session_id=? AND ino=?`,
-				len(data), hexSum, s, ns, s, ns, fs.sid, ino); err != nil {
+				len(data), hexSum, ms, mns, s, ns, fs.sid, ino); err != nil {
 				return fmt.Errorf("write %s: %w", p, err)
 			}
 			fs.changedData(tx, ino)
