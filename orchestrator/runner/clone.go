@@ -90,7 +90,7 @@ func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.N
 		if cmd.Dir, err = r.cloneDir(node.ID); err != nil {
 			return false, err
 		}
-		defer os.RemoveAll(cmd.Dir)
+		defer r.removeClone(cmd.Dir)
 	}
 	cmd.Env = gc.Env
 	var out tailBuffer
@@ -166,6 +166,26 @@ func (r *Runner) cloneDir(nodeID string) (string, error) {
 		return "", fmt.Errorf("git clone: %w", err)
 	}
 	return dir, nil
+}
+
+// removeClone removes a host clone in the background: the agent need not
+// wait for it (Close does; once Close has begun, it is removed at once,
+// and what is left then goes at the next start: clearClones).
+func (r *Runner) removeClone(dir string) {
+	remove := func() {
+		if err := os.RemoveAll(dir); err != nil {
+			r.log.Warn("remove a host clone", "dir", dir, "err", err)
+		}
+	}
+	r.mu.Lock()
+	closed := r.closed
+	if !closed {
+		r.wg.Go(remove)
+	}
+	r.mu.Unlock()
+	if closed {
+		remove()
+	}
 }
 
 // importClone imports the checkout at hostDir, its .git too, into the
