@@ -46,12 +46,13 @@ lint: ## gofmt, go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-gen: web/node_modules/.package-lock.json ## regenerate the JSON Schema and the UI's TypeScript protocol types
-	$(GO) generate ./protocol/...
+gen: web/node_modules/.package-lock.json ## regenerate the JSON Schemas, the OpenAPI document and the UI's TypeScript types from them
+	$(GO) generate ./protocol/... ./orchestrator/api/...
 	cd web && npm run gen
 
 gen-check: web/node_modules/.package-lock.json ## fail when generated files are stale
 	$(GO) test -count=1 -run 'TestCommittedSchemasAreCurrent' ./protocol/internal/schemagen/
+	$(GO) test -count=1 -run 'TestCommittedOpenAPIIsCurrent' ./orchestrator/api/
 	cd web && npm run gen:check
 
 bench: ## benchmarks (numbers go to docs/benchmarks.md)

@@ -1,6 +1,6 @@
 // Package orchestrator holds the domain vocabulary shared by the orchestrator's
 // subpackages: the coded error type that every layer returns and only the HTTP
-// edge maps to a status.
+// edges map to a status (HTTPStatus).
 package orchestrator
 
 import (
@@ -8,7 +8,8 @@ import (
 	"fmt"
 )
 
-// Error codes. The API maps each to one HTTP status; nothing else does.
+// Error codes. HTTPStatus maps each to one HTTP status, for the user API
+// and the agent API alike; nothing else does.
 const (
 	EInvalid             = "invalid"              // 400 / 422: a field or argument is wrong
 	ENotFound            = "not_found"            // 404
@@ -20,7 +21,16 @@ const (
 	EUnauthorized        = "unauthorized"         // 401
 	EUnavailable         = "unavailable"          // 503: a dependency (Docker, FUSE) is missing
 	EInternal            = "internal"             // 500: a bug or an I/O failure
+	// EMethodNotAllowed is the HTTP edges' own: the route exists, but not
+	// with the request's method.
+	EMethodNotAllowed = "method_not_allowed" // 405
 )
+
+// ErrorCodes returns every error code above.
+func ErrorCodes() []string {
+	return []string{EInvalid, ENotFound, EConflict, ETooLarge, EForbidden, EPreconditionFailed,
+		EInsufficientStorage, EUnauthorized, EUnavailable, EInternal, EMethodNotAllowed}
+}
 
 // Error is an error with a code, a message a user can act on, and optionally
 // the request field it is about.

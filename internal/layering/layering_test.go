@@ -1,6 +1,7 @@
 // Package layering holds the test of DESIGN.md's import arrows:
 // protocol ← containers ← relay ← orchestrator ← cmd, and inside the
-// orchestrator those of the session filesystem (orchestrator/vfs).
+// orchestrator those of the session filesystem (orchestrator/vfs), the
+// model catalogue and the gateway.
 package layering
 
 import (
@@ -29,6 +30,9 @@ func TestImportArrows(t *testing.T) {
 		"orchestrator/vfs/events":   {"orchestrator/vfs/events", "protocol"},
 		"orchestrator/vfs/textdiff": {"orchestrator/vfs/textdiff"},
 		"orchestrator/vfs/treediff": {"orchestrator/vfs/treediff"},
+		// The model catalogue is a leaf the gateway and the API share (its
+		// test checks the agent catalog's defaults against it).
+		"orchestrator/models": {"orchestrator/models", "=orchestrator"},
 	}
 	for pkgs, ok := range allowed {
 		check(t, pkgs, ok, "-deps")
@@ -38,20 +42,55 @@ func TestImportArrows(t *testing.T) {
 	}
 }
 
-func check(t *testing.T, pkgs string, ok []string, flags ...string) {
+// TestOrchestratorArrows fails when a package of the orchestrator depends
+// (directly or not) on a sibling that builds on it: the edges the packages
+// serve, api among them, come last.
+func TestOrchestratorArrows(t *testing.T) {
+	forbidden := map[string][]string{
+		// the gateway serves agents; the model list it fetches lives in
+		// orchestrator/models, which the user API serves too
+		"orchestrator/gateway/...": {"orchestrator/api"},
+	}
+	for pkgs, no := range forbidden {
+		deny(t, pkgs, no, "-deps")
+		deny(t, pkgs, no, "-deps", "-test")
+	}
+}
+
+// deny fails when a package of pkgs depends on one of no.
+func deny(t *testing.T, pkgs string, no []string, flags ...string) {
+	t.Helper()
+	for _, dep := range deps(t, pkgs, flags...) {
+		if allowedDep(dep, no) {
+			t.Errorf("%s (go %v) depends on %s, which must not be", pkgs, flags, dep)
+		}
+	}
+}
+
+// deps lists the packages of this module that pkgs depend on (test
+// variants named as their package).
+func deps(t *testing.T, pkgs string, flags ...string) []string {
 	t.Helper()
 	args := append(append([]string{"list"}, flags...), "-f", "{{.ImportPath}}", "../../"+pkgs)
 	out, err := exec.Command("go", args...).Output()
 	if err != nil {
 		t.Fatalf("go %v: %v", args, err)
 	}
+	var rels []string
 	for _, dep := range strings.Fields(string(out)) {
 		rel, mine := strings.CutPrefix(dep, module)
 		if !mine {
 			continue
 		}
 		// test variants: "p [p.test]", "p_test", "p.test"
-		rel = strings.TrimSuffix(strings.TrimSuffix(rel, ".test"), "_test")
+		rels = append(rels, strings.TrimSuffix(strings.TrimSuffix(rel, ".test"), "_test"))
+	}
+	return rels
+}
+
+func check(t *testing.T, pkgs string, ok []string, flags ...string) {
+	t.Helper()
+	for _, rel := range deps(t, pkgs, flags...) {
 		if !allowedDep(rel, ok) {
 			t.Errorf("%s (go %v) depends on %s; DESIGN.md allows only %v", pkgs, flags, rel, ok)
 		}

@@ -1,7 +1,6 @@
 package agenttools
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,15 +138,13 @@ func (s *Server) REST() http.Handler {
 			probe.Method = m
 			if _, p := mux.Handler(probe); p != "" && m != r.Method {
 				w.Header().Set("Allow", m)
-				writeError(w, &orchestrator.Error{Code: codeMethodNotAllowed, Message: fmt.Sprintf("use %s %s", m, r.URL.Path)})
+				writeError(w, &orchestrator.Error{Code: orchestrator.EMethodNotAllowed, Message: fmt.Sprintf("use %s %s", m, r.URL.Path)})
 				return
 			}
 		}
 		writeError(w, orchestrator.Errorf(orchestrator.ENotFound, "no route %s %s on the agent API (docs/protocol.md, \"The agent API\")", r.Method, r.URL.Path))
 	})
 }
-
-const codeMethodNotAllowed = "method_not_allowed"
 
 type listBody[T any] struct {
 	Data []T `json:"data"`
@@ -160,54 +157,10 @@ func list[T any](v []T) listBody[T] {
 	return listBody[T]{Data: v}
 }
 
-// statusOf maps an error code to its HTTP status (the same mapping as the
-// user API's).
-func statusOf(err error) int {
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return 499
-	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return http.StatusRequestEntityTooLarge
-	}
-	switch orchestrator.ErrorCode(err) {
-	case orchestrator.EInvalid:
-		return http.StatusUnprocessableEntity
-	case orchestrator.ENotFound:
-		return http.StatusNotFound
-	case orchestrator.EConflict:
-		return http.StatusConflict
-	case orchestrator.ETooLarge:
-		return http.StatusRequestEntityTooLarge
-	case orchestrator.EForbidden:
-		return http.StatusForbidden
-	case orchestrator.EUnauthorized:
-		return http.StatusUnauthorized
-	case orchestrator.EUnavailable:
-		return http.StatusServiceUnavailable
-	case codeMethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	}
-	return http.StatusInternalServerError
-}
-
+// writeError answers err with its status and body as the user API does
+// (orchestrator.HTTPStatus and ErrorBodyOf).
 func writeError(w http.ResponseWriter, err error) {
-	status := statusOf(err)
-	msg := orchestrator.ErrorMessage(err)
-	code := orchestrator.ErrorCode(err)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		code, msg = orchestrator.ETooLarge, fmt.Sprintf("request body too large: the limit is %d bytes", mbe.Limit)
-	}
-	if status == 499 {
-		code, msg = "canceled", "the request was canceled"
-	}
-	body := map[string]any{"code": code, "message": msg}
-	if f := orchestrator.ErrorField(err); f != "" {
-		body["field"] = f
-	}
-	writeJSON(w, status, map[string]any{"error": body})
+	writeJSON(w, orchestrator.HTTPStatus(err), orchestrator.ErrorBodyOf(err))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

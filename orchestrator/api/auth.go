@@ -187,16 +187,18 @@ func principal(c echo.Context) store.Principal {
 // user returns the authenticated user set by authenticate.
 func user(c echo.Context) store.User { return principal(c).User }
 
-type meBody struct {
+// Me is the authenticated user (GET /me); a node's key names its session
+// and node too.
+type Me struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	SessionID string `json:"session_id,omitempty"` // node keys only
 	NodeID    string `json:"node_id,omitempty"`    // node keys only
 }
 
-func (s *Server) getMe(c echo.Context) error {
+func (s *Server) getMe(c echo.Context) (Me, error) {
 	p, _ := c.Get(userKey).(store.Principal)
-	return c.JSON(http.StatusOK, meBody{ID: p.User.ID, Name: p.User.Name, SessionID: p.SessionID, NodeID: p.NodeID})
+	return Me{ID: p.User.ID, Name: p.User.Name, SessionID: p.SessionID, NodeID: p.NodeID}, nil
 }
 
 var loginFailedPage = template.Must(template.New("login").Parse(`<!doctype html>
@@ -266,13 +268,13 @@ func (s *Server) logout(c echo.Context) error {
 	if err != nil || ck.Value == "" || c.Request().Header.Get(echo.HeaderAuthorization) != "" {
 		return badRequest("", "logout ends a browser session; this request authenticates with an API key, which stays valid until it is revoked (filepath apikey revoke) or expires")
 	}
-	all, err := queryBool(c, "all")
-	if err != nil {
+	var q logoutQuery
+	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	u := user(c)
-	if all {
+	if q.All {
 		n, err := s.store.DeleteWebSessionsOf(ctx, u.ID)
 		if err != nil {
 			return err
@@ -286,6 +288,11 @@ func (s *Server) logout(c echo.Context) error {
 	}
 	s.setSessionCookie(c, "", 0)
 	return c.NoContent(http.StatusNoContent)
+}
+
+// logoutQuery is the query of POST /logout.
+type logoutQuery struct {
+	All bool `query:"all" jsonschema_description:"true: end every browser session of the user"`
 }
 
 func (s *Server) loginFailed(c echo.Context, why string) error {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/invopop/jsonschema"
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
@@ -14,117 +15,137 @@ import (
 // approvals inbox of a session, the memories, a node's audit.
 func collabRoutes() []route {
 	return []route{
-		{http.MethodGet, "/sessions/:id/approvals", (*Server).listApprovals, opDoc{summary: "The session's approvals inbox: every agent's requests for permission, oldest first (status=pending: those waiting)", status: 200, resp: "ApprovalList", query: []string{"status", "limit"}}},
-		{http.MethodPost, "/sessions/:id/approvals/:approval", (*Server).answerApproval, opDoc{summary: "Answer a pending request: approve, deny, or always (approve, and allow its kind for its node from now on); the answer reaches the agent", status: 200, req: "ApprovalAnswer", resp: "ApprovalRequest"}},
-		{http.MethodGet, "/sessions/:id/nodes/:node/audit", (*Server).nodeAudit, opDoc{summary: "A node's audit, newest first: its tools and commands (start to end) and its agent-API calls; page with before=<the last id>", status: 200, resp: "AuditPage", query: []string{"before", "limit"}}},
-		{http.MethodGet, "/memories", (*Server).listMemories, opDoc{summary: "The user's memories (learnings agents kept per repository), newest first; repo selects one repository (\"\" : sessions without one), q searches it by words", status: 200, resp: "MemoryList", query: []string{"repo", "q", "limit"}}},
+		op(http.MethodGet, "/sessions/:id/approvals", (*Server).listApprovals, opDoc{summary: "The session's approvals inbox: every agent's requests for permission, oldest first (status=pending: those waiting)", status: 200, query: approvalsQuery{}}),
+		op(http.MethodPost, "/sessions/:id/approvals/:approval", (*Server).answerApproval, opDoc{summary: "Answer a pending request: approve, deny, or always (approve, and allow its kind for its node from now on); the answer reaches the agent", status: 200, req: AnswerApprovalRequest{}}),
+		op(http.MethodGet, "/sessions/:id/nodes/:node/audit", (*Server).nodeAudit, opDoc{summary: "A node's audit, newest first: its tools and commands (start to end) and its agent-API calls; page with before=<the last id>", status: 200, query: auditQuery{}}),
+		op(http.MethodGet, "/memories", (*Server).listMemories, opDoc{summary: "The user's memories (learnings agents kept per repository), newest first; repo selects one repository (\"\" : sessions without one), q searches it by words", status: 200, query: memoriesQuery{}}),
 		{http.MethodDelete, "/memories/:memory", (*Server).deleteMemory, opDoc{summary: "Delete a memory", status: 204}},
 	}
 }
 
-func (s *Server) listApprovals(c echo.Context) error {
-	limit, err := queryInt(c, "limit", store.DefaultApprovalsList, 1, store.MaxApprovalsList)
-	if err != nil {
-		return err
+// approvalsQuery is the query of GET /sessions/{id}/approvals.
+type approvalsQuery struct {
+	Status string `query:"status" jsonschema:"enum=pending,enum=approved,enum=denied" jsonschema_description:"pending, approved or denied (default: all)"`
+	Limit  int64  `query:"limit" jsonschema_description:"page size"`
+}
+
+func (approvalsQuery) JSONSchemaExtend(s *jsonschema.Schema) {
+	bound(s, "limit", 1, store.MaxApprovalsList, store.DefaultApprovalsList)
+}
+
+func (s *Server) listApprovals(c echo.Context) (listBody[store.Approval], error) {
+	var q approvalsQuery
+	if err := bindQuery(c, &q); err != nil {
+		return listBody[store.Approval]{}, err
 	}
-	status := c.QueryParam("status")
-	switch status {
+	switch q.Status {
 	case "", store.ApprovalPending, store.ApprovalApproved, store.ApprovalDenied:
 	default:
-		return badRequest("status", "query parameter \"status\" must be pending, approved or denied, not %q", status)
+		return listBody[store.Approval]{}, badRequest("status", "query parameter \"status\" must be pending, approved or denied, not %q", q.Status)
 	}
-	as, err := s.store.Approvals(c.Request().Context(), user(c).ID, c.Param("id"), status, int(limit))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list(as))
+	as, err := s.store.Approvals(c.Request().Context(), user(c).ID, c.Param("id"), q.Status, int(q.Limit))
+	return list(as), err
 }
 
-type approvalAnswerReq struct {
-	Decision *string `json:"decision"`
+// AnswerApprovalRequest is the body of POST .../approvals/{approval}.
+type AnswerApprovalRequest struct {
+	Decision *string `json:"decision" jsonschema:"enum=approve,enum=deny,enum=always" jsonschema_description:"always: approve, and allow the request's kind for its node from now on"`
 }
 
-func (s *Server) answerApproval(c echo.Context) error {
-	var req approvalAnswerReq
+func (s *Server) answerApproval(c echo.Context) (store.Approval, error) {
+	var req AnswerApprovalRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return err
+		return store.Approval{}, err
 	}
 	var d store.Decision
 	switch {
 	case req.Decision == nil:
-		return orchestrator.FieldErrorf("decision", "field \"decision\" is required: approve, deny or always")
+		return store.Approval{}, orchestrator.FieldErrorf("decision", "field \"decision\" is required: approve, deny or always")
 	case *req.Decision == "approve":
 		d.Approve = true
 	case *req.Decision == "always":
 		d.Approve, d.Always = true, true
 	case *req.Decision == "deny":
 	default:
-		return orchestrator.FieldErrorf("decision", "field \"decision\" must be approve, deny or always, not %q", *req.Decision)
+		return store.Approval{}, orchestrator.FieldErrorf("decision", "field \"decision\" must be approve, deny or always, not %q", *req.Decision)
 	}
 	u := user(c)
-	a, err := s.store.AnswerApproval(c.Request().Context(), u.ID, c.Param("id"), c.Param("approval"), d, u.Name)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, a)
+	return s.store.AnswerApproval(c.Request().Context(), u.ID, c.Param("id"), c.Param("approval"), d, u.Name)
 }
 
-type auditPage struct {
+// AuditPage is a page of a node's audit (GET .../audit), newest first.
+type AuditPage struct {
 	Data []store.ToolCall `json:"data"`
 	// NextBefore is the before of the next (older) page; 0: no more.
-	NextBefore int64 `json:"next_before"`
+	NextBefore int64 `json:"next_before" jsonschema_description:"the before of the next (older) page; 0: no more"`
 }
 
-func (s *Server) nodeAudit(c echo.Context) error {
-	before, err := queryInt(c, "before", 0, 0, 1<<62)
-	if err != nil {
-		return err
-	}
-	limit, err := queryInt(c, "limit", store.DefaultAuditLimit, 1, store.MaxAuditLimit)
-	if err != nil {
-		return err
+// auditQuery is the query of GET .../audit.
+type auditQuery struct {
+	Before int64 `query:"before" jsonschema_description:"return rows with an id below this (next_before of the previous page)"`
+	Limit  int64 `query:"limit" jsonschema_description:"page size"`
+}
+
+func (auditQuery) JSONSchemaExtend(s *jsonschema.Schema) {
+	bound(s, "before", 0, 1<<62, 0)
+	bound(s, "limit", 1, store.MaxAuditLimit, store.DefaultAuditLimit)
+}
+
+func (s *Server) nodeAudit(c echo.Context) (AuditPage, error) {
+	var q auditQuery
+	if err := bindQuery(c, &q); err != nil {
+		return AuditPage{}, err
 	}
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
 	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
-		return err
+		return AuditPage{}, err
 	}
-	calls, err := s.store.ToolCalls(ctx, sid, nid, before, int(limit))
+	calls, err := s.store.ToolCalls(ctx, sid, nid, q.Before, int(q.Limit))
 	if err != nil {
-		return err
+		return AuditPage{}, err
 	}
-	page := auditPage{Data: calls}
-	if len(calls) == int(limit) {
+	page := AuditPage{Data: calls}
+	if len(calls) == int(q.Limit) {
 		page.NextBefore = calls[len(calls)-1].ID
 	}
-	return c.JSON(http.StatusOK, page)
+	return page, nil
 }
 
-func (s *Server) listMemories(c echo.Context) error {
-	limit, err := queryInt(c, "limit", store.DefaultMemoryLimit, 1, store.MaxMemoryLimit)
-	if err != nil {
-		return err
+// memoriesQuery is the query of GET /memories.
+type memoriesQuery struct {
+	Repo  *string `query:"repo" jsonschema_description:"a repository's git URL (any form; normalised), or empty for sessions without one"`
+	Q     string  `query:"q" jsonschema_description:"words to search for in keys and texts"`
+	Limit int64   `query:"limit" jsonschema_description:"page size"`
+}
+
+func (memoriesQuery) JSONSchemaExtend(s *jsonschema.Schema) {
+	bound(s, "limit", 1, store.MaxMemoryLimit, store.DefaultMemoryLimit)
+}
+
+func (s *Server) listMemories(c echo.Context) (listBody[store.Memory], error) {
+	var q memoriesQuery
+	if err := bindQuery(c, &q); err != nil {
+		return listBody[store.Memory]{}, err
 	}
 	ctx, uid := c.Request().Context(), user(c).ID
-	q := strings.TrimSpace(c.QueryParam("q"))
+	words := strings.TrimSpace(q.Q)
 	var repo *string
-	if c.QueryParams().Has("repo") {
-		r := store.NormalizeRepo(c.QueryParam("repo"))
+	if q.Repo != nil {
+		r := store.NormalizeRepo(*q.Repo)
 		repo = &r
 	}
 	var ms []store.Memory
+	var err error
 	switch {
-	case q != "" && repo == nil:
-		return badRequest("repo", "a search (q) needs repo: the repository's git URL, or repo= for sessions without one")
-	case q != "":
-		ms, err = s.store.SearchMemories(ctx, uid, *repo, q, int(limit))
+	case words != "" && repo == nil:
+		return listBody[store.Memory]{}, badRequest("repo", "a search (q) needs repo: the repository's git URL, or repo= for sessions without one")
+	case words != "":
+		ms, err = s.store.SearchMemories(ctx, uid, *repo, words, int(q.Limit))
 	default:
-		ms, err = s.store.Memories(ctx, uid, repo, int(limit))
+		ms, err = s.store.Memories(ctx, uid, repo, int(q.Limit))
 	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list(ms))
+	return list(ms), err
 }
 
 func (s *Server) deleteMemory(c echo.Context) error {

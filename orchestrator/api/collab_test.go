@@ -23,6 +23,9 @@ func TestApprovalsInbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The inbox is oldest first, by creation time (milliseconds), then id:
+	// the second request is made in a later millisecond.
+	waitFor(t, time.Second, "the next millisecond", func() bool { return time.Now().Truncate(time.Millisecond).After(a1.CreatedAt) })
 	a2, _, _ := e.st.RequestApproval(ctx, s.ID, root.ID, store.NewApproval{Action: "bash: git push", Kind: "bash", Timeout: time.Minute})
 	base := "/api/v1/sessions/" + s.ID + "/approvals"
 

@@ -111,28 +111,35 @@ func limitBody(max int64) echo.MiddlewareFunc {
 	}
 }
 
-// queryInt parses an optional non-negative integer query parameter.
-func queryInt(c echo.Context, name string, def, min, max int64) (int64, error) {
-	v := c.QueryParam(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < min || n > max {
-		return 0, badRequest(name, "query parameter %q must be an integer from %d to %d, not %q", name, min, max, v)
-	}
-	return n, nil
+// Nullable is a request field that may be absent, null or a value (a
+// PATCH's): it keeps the JSON as sent, and Get reads it. Its schema is T's
+// (with a nullable tag on the field, and omitzero: it may be absent).
+type Nullable[T any] struct{ raw json.RawMessage }
+
+// UnmarshalJSON keeps b (null included) to be read by Get.
+func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
+	n.raw = append(json.RawMessage(nil), b...)
+	return nil
 }
 
-// queryBool parses an optional boolean query parameter (default false).
-func queryBool(c echo.Context, name string) (bool, error) {
-	v := c.QueryParam(name)
-	if v == "" {
-		return false, nil
+// IsZero reports whether the field was absent.
+func (n Nullable[T]) IsZero() bool { return n.raw == nil }
+
+// Get reports whether the field was sent and its value (nil: null); err
+// when the value is not a T.
+func (n Nullable[T]) Get() (set bool, v *T, err error) {
+	if n.raw == nil {
+		return false, nil, nil
 	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, badRequest(name, "query parameter %q must be true or false, not %q", name, v)
+	if string(n.raw) == "null" {
+		return true, nil, nil
 	}
-	return b, nil
+	v = new(T)
+	if err := json.Unmarshal(n.raw, v); err != nil {
+		return true, nil, err
+	}
+	return true, v, nil
 }
+
+// JSONSchemaAlias says that the field's schema is T's.
+func (Nullable[T]) JSONSchemaAlias() any { return *new(T) }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/invopop/jsonschema"
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
@@ -33,21 +34,32 @@ const (
 func fileRoutes() []route {
 	const base = "/sessions/:id/fs"
 	rs := []route{
-		{http.MethodPost, base + "/_/stat", (*Server).fsStat, opDoc{summary: "Metadata of a file or directory (symlinks followed)", status: 200, req: "FilePath", resp: "FileInfo"}},
-		{http.MethodPost, base + "/_/move", (*Server).fsMove, opDoc{summary: "Move or rename; parents of dst_path are created, dst_path must not exist", status: 200, req: "FileTransfer", resp: "FileInfo"}},
-		{http.MethodPost, base + "/_/copy", (*Server).fsCopy, opDoc{summary: "Copy a file or a directory recursively; dst_path must not exist", status: 201, req: "FileTransfer", resp: "FileInfo"}},
-		{http.MethodPost, base + "/_/grep", (*Server).fsGrep, opDoc{summary: "Search the text files (bounded: 100 files, 1000 matches)", status: 200, req: "GrepRequest", resp: "GrepResult"}},
-		{http.MethodGet, base + "/_/audit", (*Server).fsAudit, opDoc{summary: "The session's security audit records (refused paths, symlink escapes), newest first", status: 200, resp: "AuditList", query: []string{"limit"}}},
+		op(http.MethodPost, base+"/_/stat", (*Server).fsStat, opDoc{summary: "Metadata of a file or directory (symlinks followed)", status: 200, req: StatRequest{}}),
+		op(http.MethodPost, base+"/_/move", (*Server).fsMove, opDoc{summary: "Move or rename; parents of dst_path are created, dst_path must not exist", status: 200, req: TransferRequest{}}),
+		op(http.MethodPost, base+"/_/copy", (*Server).fsCopy, opDoc{summary: "Copy a file or a directory recursively; dst_path must not exist", status: 201, req: TransferRequest{}}),
+		op(http.MethodPost, base+"/_/grep", (*Server).fsGrep, opDoc{summary: "Search the text files (bounded: 100 files, 1000 matches)", status: 200, req: GrepRequest{}}),
+		op(http.MethodGet, base+"/_/audit", (*Server).fsAudit, opDoc{summary: "The session's security audit records (refused paths, symlink escapes), newest first", status: 200, query: fsAuditQuery{}}),
 	}
-	for _, p := range []string{"", "/", "/*"} {
+	// The root (base and base/) lists the top directory; its writes
+	// answer only errors (a path below / is required; the root cannot be
+	// deleted), so they document none.
+	for _, p := range []string{"", "/"} {
 		rs = append(rs,
-			route{http.MethodGet, base + p, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream or ?download=true; If-None-Match → 304) or list a directory. A path is at most 4096 bytes and each name 255 (422 past them), though the mount makes files deeper; a FIFO, socket or device is listed with its type, and reading one is a 409", status: 200, resp: "FileOrList", respRaw: true, query: []string{"download"}}},
-			route{http.MethodHead, base + p, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200}},
-			route{http.MethodPost, base + p, (*Server).fsPost, opDoc{summary: "Create a file (JSON, or the raw bytes as application/octet-stream) or a directory ({\"is_directory\": true}); missing parents are created", status: 201, req: "FileWrite", reqRaw: true, resp: "FileContent"}},
-			route{http.MethodPut, base + p, (*Server).fsPut, opDoc{summary: "Update a file's content or readonly flag (If-Match: <hash> for a conditional write)", status: 200, req: "FileWrite", reqRaw: true, resp: "FileInfo"}},
-			route{http.MethodDelete, base + p, (*Server).fsDelete, opDoc{summary: "Delete a file, or a directory with ?recursive=true", status: 204, query: []string{"recursive"}}},
+			route{http.MethodGet, base + p, (*Server).fsGet, opDoc{summary: "List the top directory", status: 200, resp: listBody[vfs.FileInfo]{}}},
+			route{http.MethodHead, base + p, (*Server).fsGet, opDoc{summary: "The headers of the top directory's list", status: 200}},
+			route{http.MethodPost, base + p, answer(201, (*Server).fsPost), opDoc{summary: "Refused: a file needs a path below /"}},
+			route{http.MethodPut, base + p, answer(200, (*Server).fsPut), opDoc{summary: "Refused: a file needs a path below /"}},
+			route{http.MethodDelete, base + p, (*Server).fsDelete, opDoc{summary: "Refused: the root cannot be deleted"}},
 		)
 	}
+	const path = base + "/*"
+	rs = append(rs,
+		route{http.MethodGet, path, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream or ?download=true; If-None-Match → 304) or list a directory. A path is at most 4096 bytes and each name 255 (422 past them), though the mount makes files deeper; a FIFO, socket or device is listed with its type, and reading one is a 409", status: 200, resp: oneOf{File{}, listBody[vfs.FileInfo]{}}, respRaw: true, notModified: true, query: fsGetQuery{}}},
+		route{http.MethodHead, path, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200, notModified: true, query: fsGetQuery{}}},
+		op(http.MethodPost, path, (*Server).fsPost, opDoc{summary: "Create a file (JSON, or the raw bytes as application/octet-stream) or a directory ({\"is_directory\": true}); missing parents are created", status: 201, req: WriteFileRequest{}, reqRaw: true}),
+		op(http.MethodPut, path, (*Server).fsPut, opDoc{summary: "Update a file's content or readonly flag (If-Match: <hash> for a conditional write)", status: 200, req: WriteFileRequest{}, reqRaw: true}),
+		route{http.MethodDelete, path, (*Server).fsDelete, opDoc{summary: "Delete a file, or a directory with ?recursive=true", status: 204, query: fsDeleteQuery{}}},
+	)
 	return rs
 }
 
@@ -104,12 +116,13 @@ func fsPath(c echo.Context) (string, error) {
 	return "/" + p, nil
 }
 
-// fileBody is a file with its content, as GET and POST answer.
-type fileBody struct {
+// File is a file or directory of the session's filesystem, with the
+// content of a file read or created.
+type File struct {
 	SessionID string `json:"session_id"`
 	vfs.FileInfo
-	Content  *string `json:"content,omitempty"`
-	Encoding string  `json:"encoding,omitempty"`
+	Content  *string `json:"content,omitempty" jsonschema_description:"the file's content (GET and POST of a file)"`
+	Encoding string  `json:"encoding,omitempty" jsonschema:"enum=text,enum=base64" jsonschema_description:"of content: text (UTF-8) or base64"`
 }
 
 // encodeContent picks text (UTF-8 without NUL in the first 8 KiB) or base64.
@@ -134,7 +147,14 @@ func wantsRaw(c echo.Context) bool {
 			return true
 		}
 	}
-	return c.QueryParam("download") == "true"
+	var q fsGetQuery
+	_ = bindQuery(c, &q) // strings only: no error
+	return q.Download == "true"
+}
+
+// fsGetQuery is the query of GET and HEAD of a path.
+type fsGetQuery struct {
+	Download string `query:"download" jsonschema:"enum=true,enum=false" jsonschema_description:"true: answer the raw bytes as an attachment"`
 }
 
 func (s *Server) fsGet(c echo.Context) error {
@@ -197,15 +217,15 @@ func (s *Server) fsGet(c echo.Context) error {
 		return err
 	}
 	content, enc := encodeContent(buf.Bytes())
-	return c.JSON(http.StatusOK, fileBody{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc})
+	return c.JSON(http.StatusOK, File{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc})
 }
 
-// fileWriteReq is the JSON body of POST and PUT.
-type fileWriteReq struct {
-	Content     *string `json:"content"`
-	Encoding    string  `json:"encoding"`
-	IsReadonly  *bool   `json:"is_readonly"`
-	IsDirectory bool    `json:"is_directory"`
+// WriteFileRequest is the JSON body of POST and PUT of a path.
+type WriteFileRequest struct {
+	Content     *string `json:"content,omitempty" jsonschema:"nullable" jsonschema_description:"the file's content; absent in a PUT that only sets is_readonly"`
+	Encoding    string  `json:"encoding,omitempty" jsonschema:"enum=text,enum=base64" jsonschema_description:"of content (default text)"`
+	IsReadonly  *bool   `json:"is_readonly,omitempty" jsonschema:"nullable"`
+	IsDirectory bool    `json:"is_directory,omitempty" jsonschema_description:"POST only: create a directory"`
 }
 
 func isRawUpload(c echo.Context) bool {
@@ -249,7 +269,7 @@ func humanBytes(n int64) string {
 
 // fileWrite reads what POST and PUT share: the writable path, the JSON
 // body (empty for a raw upload) and the content.
-func (s *Server) fileWrite(c echo.Context) (p string, body fileWriteReq, data []byte, err error) {
+func (s *Server) fileWrite(c echo.Context) (p string, body WriteFileRequest, data []byte, err error) {
 	if p, err = fsPath(c); err != nil {
 		return "", body, nil, err
 	}
@@ -299,56 +319,61 @@ func writablePath(field, p string) error {
 	return nil
 }
 
-func (s *Server) fsPost(c echo.Context) error {
+func (s *Server) fsPost(c echo.Context) (File, error) {
 	ctx := c.Request().Context()
 	p, body, data, err := s.fileWrite(c)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	fs, err := s.filesOf(c)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	if body.IsDirectory {
 		info, _, err := fs.MkdirAll(ctx, p, true)
 		if err != nil {
-			return err
+			return File{}, err
 		}
-		return c.JSON(http.StatusCreated, fileBody{SessionID: c.Param("id"), FileInfo: info})
+		return File{SessionID: c.Param("id"), FileInfo: info}, nil
 	}
 	info, _, err := fs.WriteFile(ctx, p, data, vfs.WriteOptions{Mode: vfs.WriteCreate, Readonly: body.IsReadonly})
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	c.Response().Header().Set("ETag", etag(info.Hash))
 	content, enc := encodeContent(data)
-	return c.JSON(http.StatusCreated, fileBody{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc})
+	return File{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc}, nil
 }
 
-func (s *Server) fsPut(c echo.Context) error {
+func (s *Server) fsPut(c echo.Context) (File, error) {
 	ctx := c.Request().Context()
 	p, body, data, err := s.fileWrite(c)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	if body.IsDirectory {
-		return badRequest("is_directory", "PUT updates a file; create directories with POST")
+		return File{}, badRequest("is_directory", "PUT updates a file; create directories with POST")
 	}
 	raw := isRawUpload(c)
 	if !raw && body.Content == nil && body.IsReadonly == nil {
-		return badRequest("content", "content is required")
+		return File{}, badRequest("content", "content is required")
 	}
 	opt := vfs.WriteOptions{Mode: vfs.WriteUpdate, IfMatch: unquoteETag(c.Request().Header.Get("If-Match")), Readonly: body.IsReadonly, NoContent: !raw && body.Content == nil}
 	fs, err := s.filesOf(c)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	info, _, err := fs.WriteFile(ctx, p, data, opt)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	c.Response().Header().Set("ETag", etag(info.Hash))
-	return c.JSON(http.StatusOK, fileBody{SessionID: c.Param("id"), FileInfo: info})
+	return File{SessionID: c.Param("id"), FileInfo: info}, nil
+}
+
+// fsDeleteQuery is the query of DELETE of a path.
+type fsDeleteQuery struct {
+	Recursive bool `query:"recursive" jsonschema_description:"delete a directory with everything in it"`
 }
 
 func (s *Server) fsDelete(c echo.Context) error {
@@ -356,53 +381,53 @@ func (s *Server) fsDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	recursive := false
-	if q := c.QueryParam("recursive"); q != "" {
-		if recursive, err = strconv.ParseBool(q); err != nil {
-			return badRequest("recursive", "recursive must be true or false, not %q", q)
-		}
+	var q fsDeleteQuery
+	if err := bindQuery(c, &q); err != nil {
+		return badRequest("recursive", "recursive must be true or false, not %q", c.QueryParam("recursive"))
 	}
 	fs, err := s.filesOf(c)
 	if err != nil {
 		return err
 	}
-	if err := fs.Delete(c.Request().Context(), p, recursive); err != nil {
+	if err := fs.Delete(c.Request().Context(), p, q.Recursive); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
-type filePathReq struct {
+// StatRequest is the body of POST .../fs/_/stat.
+type StatRequest struct {
 	Path string `json:"path"`
 }
 
-func (s *Server) fsStat(c echo.Context) error {
-	var body filePathReq
+func (s *Server) fsStat(c echo.Context) (File, error) {
+	var body StatRequest
 	if err := decodeJSON(c, &body); err != nil {
-		return err
+		return File{}, err
 	}
 	if body.Path == "" {
-		return badRequest("path", "path is required")
+		return File{}, badRequest("path", "path is required")
 	}
 	fs, err := s.filesOf(c)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	info, err := fs.Stat(c.Request().Context(), body.Path)
 	if err != nil {
-		return err
+		return File{}, err
 	}
-	return c.JSON(http.StatusOK, fileBody{SessionID: c.Param("id"), FileInfo: info})
+	return File{SessionID: c.Param("id"), FileInfo: info}, nil
 }
 
-type fileTransferReq struct {
+// TransferRequest is the body of POST .../fs/_/move and .../fs/_/copy.
+type TransferRequest struct {
 	SrcPath string `json:"src_path"`
 	DstPath string `json:"dst_path"`
 }
 
 // transfer reads the body of a move or copy.
-func transfer(c echo.Context) (fileTransferReq, error) {
-	var body fileTransferReq
+func transfer(c echo.Context) (TransferRequest, error) {
+	var body TransferRequest
 	if err := decodeJSON(c, &body); err != nil {
 		return body, err
 	}
@@ -419,73 +444,70 @@ func transfer(c echo.Context) (fileTransferReq, error) {
 	return body, writablePath("dst_path", dst)
 }
 
-func (s *Server) fsMove(c echo.Context) error {
+func (s *Server) fsMove(c echo.Context) (File, error) {
 	body, err := transfer(c)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	fs, err := s.filesOf(c)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	info, err := fs.Move(c.Request().Context(), body.SrcPath, body.DstPath)
 	if err != nil {
-		return err
+		return File{}, err
 	}
-	return c.JSON(http.StatusOK, fileBody{SessionID: c.Param("id"), FileInfo: info})
+	return File{SessionID: c.Param("id"), FileInfo: info}, nil
 }
 
-func (s *Server) fsCopy(c echo.Context) error {
+func (s *Server) fsCopy(c echo.Context) (File, error) {
 	body, err := transfer(c)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	fs, err := s.filesOf(c)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	info, err := fs.Copy(c.Request().Context(), body.SrcPath, body.DstPath)
 	if err != nil {
-		return err
+		return File{}, err
 	}
-	return c.JSON(http.StatusCreated, fileBody{SessionID: c.Param("id"), FileInfo: info})
+	return File{SessionID: c.Param("id"), FileInfo: info}, nil
 }
 
-type grepReq struct {
-	Pattern     string `json:"pattern"`
-	PathPattern string `json:"path_pattern"`
+// GrepRequest is the body of POST .../fs/_/grep.
+type GrepRequest struct {
+	Pattern     string `json:"pattern" jsonschema_description:"a regular expression (RE2)"`
+	PathPattern string `json:"path_pattern,omitempty" jsonschema_description:"a glob matched against the base name and the full path"`
 }
 
-func (s *Server) fsGrep(c echo.Context) error {
-	var body grepReq
+func (s *Server) fsGrep(c echo.Context) (vfs.GrepResult, error) {
+	var body GrepRequest
 	if err := decodeJSON(c, &body); err != nil {
-		return err
+		return vfs.GrepResult{}, err
 	}
 	fs, err := s.filesOf(c)
 	if err != nil {
-		return err
+		return vfs.GrepResult{}, err
 	}
-	res, err := fs.Grep(c.Request().Context(), vfs.GrepOptions{Pattern: body.Pattern, PathPattern: body.PathPattern})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return fs.Grep(c.Request().Context(), vfs.GrepOptions{Pattern: body.Pattern, PathPattern: body.PathPattern})
 }
+
+// fsAuditQuery is the query of GET .../fs/_/audit.
+type fsAuditQuery struct {
+	Limit int64 `query:"limit" jsonschema_description:"page size"`
+}
+
+func (fsAuditQuery) JSONSchemaExtend(s *jsonschema.Schema) { bound(s, "limit", 1, MaxAuditLimit, 100) }
 
 // fsAudit answers GET /fs/_/audit?limit=N: the session's security audit
 // records (refused paths, symlink escapes, loops), newest first.
-func (s *Server) fsAudit(c echo.Context) error {
-	limit := 100
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxAuditLimit {
-			return orchestrator.FieldErrorf("limit", "limit must be a whole number from 1 to %d", MaxAuditLimit)
-		}
-		limit = n
+func (s *Server) fsAudit(c echo.Context) (listBody[vfs.AuditEntry], error) {
+	var q fsAuditQuery
+	if err := bindQuery(c, &q); err != nil {
+		return listBody[vfs.AuditEntry]{}, orchestrator.FieldErrorf("limit", "limit must be a whole number from 1 to %d", MaxAuditLimit)
 	}
-	entries, err := s.cfg.Files.AuditLog(c.Request().Context(), c.Param("id"), limit)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list(entries))
+	entries, err := s.cfg.Files.AuditLog(c.Request().Context(), c.Param("id"), int(q.Limit))
+	return list(entries), err
 }

@@ -208,8 +208,10 @@ func TestFilesRawUpload(t *testing.T) {
 	if status != 200 || string(b) != body || h.Get("Content-Type") != "application/octet-stream" {
 		t.Fatalf("status %d len %d type %s", status, len(b), h.Get("Content-Type"))
 	}
-	if st, _, _ := f.do(t, call{method: "GET", path: "/up/load.bin", header: map[string]string{"If-None-Match": h.Get("ETag")}}); st != 304 {
-		t.Fatalf("If-None-Match: status %d", st)
+	for _, method := range []string{"GET", "HEAD"} {
+		if st, _, _ := f.do(t, call{method: method, path: "/up/load.bin", header: map[string]string{"If-None-Match": h.Get("ETag")}}); st != 304 {
+			t.Fatalf("%s If-None-Match: status %d", method, st)
+		}
 	}
 	// PUT raw with If-Match of the current ETag
 	if st, _, b := f.do(t, call{method: "PUT", path: "/up/load.bin", body: "new", header: map[string]string{"Content-Type": "application/octet-stream", "If-Match": h.Get("ETag")}}); st != 200 {

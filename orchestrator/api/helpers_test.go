@@ -253,7 +253,9 @@ func (e *testEnv) doT(t testing.TB, method, path, key string, body string, hdr .
 	if err != nil {
 		t.Fatalf("read body: %v", err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	rep := reply{status: resp.StatusCode, header: resp.Header, body: b}
+	checkAnswer(t, req, body, rep)
+	return rep
 }
 
 // appendEvents appends n text events to the session log.

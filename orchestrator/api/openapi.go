@@ -1,25 +1,125 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
+	"github.com/invopop/jsonschema"
 	"github.com/labstack/echo/v4"
 
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/models"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
-// opDoc documents one route for the OpenAPI document.
-type opDoc struct {
-	summary string
-	status  int      // success status
-	req     string   // request body schema name ("" none)
-	reqRaw  bool     // the body may also be raw bytes (application/octet-stream)
-	resp    string   // response schema name ("" none, "text" plain text, "object" any object)
-	respRaw bool     // the answer may also be raw bytes (application/octet-stream)
-	query   []string // query parameters
+//go:generate go run ./internal/cmd/genopenapi
+
+// The OpenAPI document is generated from the routes' Go types (opDoc):
+// invopop/jsonschema reflects each request, answer and query struct into a
+// component schema named after its type; the log record, the node and the
+// session (with the events and inputs a record carries) are protocol's
+// schemas, the ones the UI's protocol types come from. openapi.json, the
+// committed copy the UI's API types are generated from, is Document's
+// output (TestCommittedOpenAPIIsCurrent).
+
+const schemaRef = "#/components/schemas/"
+
+// Document returns the OpenAPI 3.1 document of every /api/v1 route a server
+// may serve (the session filesystem's too), as openapi.json holds it.
+func Document() ([]byte, error) {
+	doc, err := buildDocument(allRoutes())
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("openapi: encode: %w", err)
+	}
+	return buf.Bytes(), nil
 }
+
+// getOpenAPI answers the document of the routes this server serves (the
+// session filesystem's only when it has one).
+func (s *Server) getOpenAPI(c echo.Context) (map[string]any, error) {
+	s.openAPIOnce.Do(func() {
+		doc, err := buildDocument(s.routeList())
+		if err == nil {
+			var b []byte
+			if b, err = json.Marshal(doc); err == nil {
+				dec := json.NewDecoder(bytes.NewReader(b))
+				dec.UseNumber() // 2^63-1 stays itself
+				err = dec.Decode(&s.openAPI)
+			}
+		}
+		s.openAPIErr = err
+	})
+	return s.openAPI, s.openAPIErr
+}
+
+// The OpenAPI objects the document uses.
+type (
+	openAPIDoc struct {
+		OpenAPI    string                           `json:"openapi"`
+		Info       openAPIInfo                      `json:"info"`
+		Security   []map[string][]string            `json:"security"`
+		Paths      map[string]map[string]*operation `json:"paths"`
+		Components components                       `json:"components"`
+	}
+	openAPIInfo struct {
+		Title   string `json:"title"`
+		Version string `json:"version"`
+	}
+	components struct {
+		SecuritySchemes map[string]securityScheme `json:"securitySchemes"`
+		// Schemas holds *jsonschema.Schema values, and protocol's as it
+		// wrote them.
+		Schemas map[string]any `json:"schemas"`
+	}
+	securityScheme struct {
+		Type   string `json:"type"`
+		Scheme string `json:"scheme,omitempty"`
+		In     string `json:"in,omitempty"`
+		Name   string `json:"name,omitempty"`
+	}
+	operation struct {
+		Summary     string              `json:"summary"`
+		OperationID string              `json:"operationId"`
+		Parameters  []parameter         `json:"parameters,omitempty"`
+		RequestBody *requestBody        `json:"requestBody,omitempty"`
+		Responses   map[string]response `json:"responses"`
+	}
+	parameter struct {
+		Name        string             `json:"name"`
+		In          string             `json:"in"`
+		Description string             `json:"description,omitempty"`
+		Required    bool               `json:"required,omitempty"`
+		Schema      *jsonschema.Schema `json:"schema"`
+	}
+	requestBody struct {
+		Required bool                 `json:"required"`
+		Content  map[string]mediaType `json:"content"`
+	}
+	response struct {
+		Description string               `json:"description"`
+		Content     map[string]mediaType `json:"content,omitempty"`
+	}
+	mediaType struct {
+		Schema *jsonschema.Schema `json:"schema"`
+	}
+)
 
 var paramRE = regexp.MustCompile(`:([a-zA-Z_]+)|\*`)
 
@@ -33,251 +133,237 @@ func openAPIPath(p string) string {
 	})
 }
 
-var queryDocs = map[string]map[string]any{
-	"after":     {"name": "after", "in": "query", "description": "return records with seq greater than this", "schema": map[string]any{"type": "integer", "minimum": 0}},
-	"limit":     {"name": "limit", "in": "query", "description": "page size (1..1000, default 100)", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000}},
-	"tail":      {"name": "tail", "in": "query", "description": "number of last lines (default 200)", "schema": map[string]any{"type": "integer", "minimum": 1}},
-	"recursive": {"name": "recursive", "in": "query", "description": "delete a directory with everything in it", "schema": map[string]any{"type": "boolean"}},
-	"all":       {"name": "all", "in": "query", "description": "true: end every browser session of the user", "schema": map[string]any{"type": "boolean"}},
-	"status":    {"name": "status", "in": "query", "description": "pending, approved or denied (default: all)", "schema": map[string]any{"enum": []any{"pending", "approved", "denied"}}},
-	"before":    {"name": "before", "in": "query", "description": "return rows with an id below this (next_before of the previous page)", "schema": map[string]any{"type": "integer", "minimum": 0}},
-	"repo":      {"name": "repo", "in": "query", "description": "a repository's git URL (any form; normalised), or empty for sessions without one", "schema": map[string]any{"type": "string"}},
-	"q":         {"name": "q", "in": "query", "description": "words to search for in keys and texts", "schema": map[string]any{"type": "string"}},
-	"download":  {"name": "download", "in": "query", "description": "true: answer the raw bytes as an attachment", "schema": map[string]any{"type": "boolean"}},
-}
-
-func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
-
-// openAPI builds the OpenAPI 3.1 document of every /api/v1 route.
-func (s *Server) openAPI() map[string]any {
-	paths := map[string]any{}
-	add := func(method, p string, op map[string]any) {
-		item, _ := paths[p].(map[string]any)
-		if item == nil {
-			item = map[string]any{}
-			paths[p] = item
-		}
-		item[strings.ToLower(method)] = op
-	}
-	errResp := map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}
-	for _, r := range s.routeList() {
+// buildDocument builds the OpenAPI 3.1 document of routes.
+func buildDocument(routes []route) (*openAPIDoc, error) {
+	sr := newSchemaReflector()
+	bytesSchema := func() *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Format: "binary"} }
+	paths := map[string]map[string]*operation{}
+	for _, r := range routes {
 		p := apiPrefix + openAPIPath(r.path)
-		op := map[string]any{"summary": r.doc.summary, "operationId": strings.ToLower(r.method) + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(openAPIPath(r.path))}
-		var params []any
+		op := &operation{
+			Summary:     r.doc.summary,
+			OperationID: strings.ToLower(r.method) + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(openAPIPath(r.path)),
+			Responses:   map[string]response{},
+		}
 		for _, m := range paramRE.FindAllStringSubmatch(r.path, -1) {
 			name := m[1]
 			if name == "" {
 				name = "path"
 			}
-			params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+			op.Parameters = append(op.Parameters, parameter{Name: name, In: "path", Required: true, Schema: &jsonschema.Schema{Type: "string"}})
 		}
-		for _, q := range r.doc.query {
-			params = append(params, queryDocs[q])
+		if r.doc.query != nil {
+			ps, err := queryParameters(reflect.TypeOf(r.doc.query))
+			if err != nil {
+				return nil, fmt.Errorf("openapi: %s %s: %w", r.method, r.path, err)
+			}
+			op.Parameters = append(op.Parameters, ps...)
 		}
-		if len(params) > 0 {
-			op["parameters"] = params
-		}
-		if r.doc.req != "" {
-			content := map[string]any{"application/json": map[string]any{"schema": ref(r.doc.req)}}
+		if r.doc.req != nil {
+			content := map[string]mediaType{echo.MIMEApplicationJSON: {sr.schema(reflect.TypeOf(r.doc.req))}}
 			if r.doc.reqRaw {
-				content[echo.MIMEOctetStream] = map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}
+				content[echo.MIMEOctetStream] = mediaType{bytesSchema()}
 			}
-			op["requestBody"] = map[string]any{"required": true, "content": content}
+			op.RequestBody = &requestBody{Required: true, Content: content}
 		}
-		ok := map[string]any{"description": http.StatusText(r.doc.status)}
-		switch r.doc.resp {
-		case "":
-		case "text":
-			ok["content"] = map[string]any{"text/plain": map[string]any{"schema": map[string]any{"type": "string"}}}
-		case "object":
-			ok["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}
+		ok := response{Description: http.StatusText(r.doc.status)}
+		switch resp := r.doc.resp.(type) {
+		case nil:
+		case oneOf:
+			alt := &jsonschema.Schema{}
+			for _, v := range resp {
+				alt.OneOf = append(alt.OneOf, sr.schema(reflect.TypeOf(v)))
+			}
+			ok.Content = map[string]mediaType{echo.MIMEApplicationJSON: {alt}}
 		default:
-			content := map[string]any{"application/json": map[string]any{"schema": ref(r.doc.resp)}}
-			if r.doc.respRaw {
-				content[echo.MIMEOctetStream] = map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}
-			}
-			ok["content"] = content
+			ok.Content = map[string]mediaType{echo.MIMEApplicationJSON: {sr.schema(reflect.TypeOf(resp))}}
 		}
-		op["responses"] = map[string]any{itoa(r.doc.status): ok, "default": errResp}
-		add(r.method, p, op)
+		if r.doc.text {
+			ok.Content = map[string]mediaType{echo.MIMETextPlain: {&jsonschema.Schema{Type: "string"}}}
+		}
+		if r.doc.respRaw {
+			// the raw bytes, typed as their content sniffs
+			ok.Content["*/*"] = mediaType{bytesSchema()}
+		}
+		if r.doc.status != 0 {
+			op.Responses[strconv.Itoa(r.doc.status)] = ok
+		}
+		if r.doc.notModified {
+			op.Responses[strconv.Itoa(http.StatusNotModified)] = response{Description: "the file's hash is If-None-Match's"}
+		}
+		op.Responses["default"] = response{Description: "error", Content: map[string]mediaType{
+			echo.MIMEApplicationJSON: {sr.schema(reflect.TypeFor[orchestrator.ErrorBody]())}}}
+		if paths[p] == nil {
+			paths[p] = map[string]*operation{}
+		}
+		method := strings.ToLower(r.method)
+		if paths[p][method] != nil {
+			return nil, fmt.Errorf("openapi: %s %s is registered twice", r.method, p)
+		}
+		paths[p][method] = op
 	}
-	return map[string]any{
-		"openapi": "3.1.0",
-		"info":    map[string]any{"title": "filepath API", "version": "1"},
-		"components": map[string]any{
-			"securitySchemes": map[string]any{
-				"bearer": map[string]any{"type": "http", "scheme": "bearer"},
-				"cookie": map[string]any{"type": "apiKey", "in": "cookie", "name": CookieName},
+	schemas, err := sr.components()
+	if err != nil {
+		return nil, err
+	}
+	return &openAPIDoc{
+		OpenAPI:  "3.1.0",
+		Info:     openAPIInfo{Title: "filepath API", Version: "1"},
+		Security: []map[string][]string{{"bearer": {}}, {"cookie": {}}},
+		Paths:    paths,
+		Components: components{
+			SecuritySchemes: map[string]securityScheme{
+				"bearer": {Type: "http", Scheme: "bearer"},
+				"cookie": {Type: "apiKey", In: "cookie", Name: CookieName},
 			},
-			"schemas": schemas(),
+			Schemas: schemas,
 		},
-		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{"cookie": []any{}}},
-		"paths":    paths,
-	}
+	}, nil
 }
 
-func (s *Server) getOpenAPI(c echo.Context) error {
-	return c.JSON(http.StatusOK, s.openAPI())
+// protocolTwins are the store's types whose JSON is a protocol type's
+// (store's schema tests check it): the document refers to protocol's
+// schema for them.
+var protocolTwins = map[reflect.Type]string{
+	reflect.TypeFor[store.Node]():    "Node",
+	reflect.TypeFor[store.Session](): "Session",
+	reflect.TypeFor[store.Record]():  "Record",
 }
 
-func itoa(n int) string {
-	const digits = "0123456789"
-	if n < 10 {
-		return digits[n : n+1]
-	}
-	return itoa(n/10) + digits[n%10:n%10+1]
+// schemaNames renames the Go types whose names would collide with another
+// component (protocol's Approval, Memory, FileChange) or say too little
+// outside their package.
+var schemaNames = map[reflect.Type]string{
+	reflect.TypeFor[store.Approval]():      "ApprovalRequest",
+	reflect.TypeFor[store.Memory]():        "StoredMemory",
+	reflect.TypeFor[treediff.FileChange](): "ForkChange",
+	reflect.TypeFor[treediff.Conflict]():   "MergeConflict",
+	reflect.TypeFor[vfs.AuditEntry]():      "FileAuditEntry",
+	reflect.TypeFor[models.List]():         "ModelList",
+	reflect.TypeFor[models.Provider]():     "ModelProvider",
 }
 
-func obj(required []string, props map[string]any) map[string]any {
-	m := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if len(required) > 0 {
-		m["required"] = required
-	}
-	return m
+// schemaReflector reflects Go types into the document's component schemas.
+type schemaReflector struct {
+	r        jsonschema.Reflector
+	protocol map[string]any          // protocol's schemas by name
+	defs     jsonschema.Definitions  // the reflected ones by name
+	types    map[string]reflect.Type // the Go type of each name
+	errs     []error
 }
 
-var (
-	tStr     = map[string]any{"type": "string"}
-	tInt     = map[string]any{"type": "integer"}
-	tObj     = map[string]any{"type": "object"}
-	tTime    = map[string]any{"type": "string", "format": "date-time"}
-	tStrNull = map[string]any{"type": []any{"string", "null"}}
-	tNum     = map[string]any{"type": "number"}
-	tNumNull = map[string]any{"type": []any{"number", "null"}}
-	tIntNull = map[string]any{"type": []any{"integer", "null"}}
-	tBool    = map[string]any{"type": "boolean"}
-)
-
-func arrayOf(s any) map[string]any { return map[string]any{"type": "array", "items": s} }
-
-// schemas returns the component schemas. Records, nodes and sessions (with
-// the events and inputs a record carries) come from protocol's generated JSON
-// Schema, the one definition the UI's types are generated from too.
-func schemas() map[string]any {
-	m, err := protocol.SchemaComponents("#/components/schemas/")
-	if err != nil { // the committed schemas are broken: protocol's tests fail too
-		panic("openapi: protocol schemas: " + err.Error())
+func newSchemaReflector() *schemaReflector {
+	sr := &schemaReflector{defs: jsonschema.Definitions{}, types: map[string]reflect.Type{}}
+	var err error
+	if sr.protocol, err = protocol.SchemaComponents(schemaRef); err != nil {
+		// the committed schemas are broken: protocol's tests fail too
+		sr.errs = append(sr.errs, fmt.Errorf("protocol schemas: %w", err))
 	}
-	for name, sch := range handSchemas() {
-		if m[name] != nil {
-			panic("openapi: schema " + name + " is defined twice")
+	sr.r = jsonschema.Reflector{Anonymous: true, Namer: sr.name, Mapper: sr.mapProtocol}
+	return sr
+}
+
+// name is the component name of t: its Go name, a list's "<item>List", or
+// schemaNames'. Two types of one name are an error.
+func (sr *schemaReflector) name(t reflect.Type) string {
+	name := schemaNames[t]
+	switch {
+	case name != "":
+	case protocolTwins[t] != "":
+		return protocolTwins[t]
+	case t.PkgPath() == reflect.TypeFor[route]().PkgPath() && strings.HasPrefix(t.Name(), "listBody["):
+		name = sr.name(t.Field(0).Type.Elem()) + "List"
+	default:
+		name = t.Name()
+	}
+	if k := t.Kind(); name == "" || (k != reflect.Struct && k != reflect.Slice && k != reflect.Map) || t == reflect.TypeFor[json.RawMessage]() {
+		return name // never a definition of its own
+	}
+	if was, ok := sr.types[name]; ok && was != t {
+		sr.errs = append(sr.errs, fmt.Errorf("%s and %s are both named %s: add one to schemaNames", was, t, name))
+	}
+	sr.types[name] = t
+	return name
+}
+
+// mapProtocol refers to protocol's schema for protocol's types and their
+// store twins.
+func (sr *schemaReflector) mapProtocol(t reflect.Type) *jsonschema.Schema {
+	name := protocolTwins[t]
+	if name == "" && t.PkgPath() == reflect.TypeFor[protocol.Node]().PkgPath() {
+		name = t.Name()
+	}
+	if name == "" {
+		return nil
+	}
+	if _, ok := sr.protocol[name]; !ok {
+		sr.errs = append(sr.errs, fmt.Errorf("%s has no schema in protocol's", t))
+	}
+	return &jsonschema.Schema{Ref: schemaRef + name}
+}
+
+// schema returns the schema of t: a reference to its component for a
+// named struct, else inline.
+func (sr *schemaReflector) schema(t reflect.Type) *jsonschema.Schema {
+	s := sr.r.ReflectFromType(t)
+	for name, d := range s.Definitions {
+		sr.defs[name] = d
+	}
+	s.Version, s.Definitions = "", nil
+	fixSchema(s)
+	return s
+}
+
+// components returns every schema reflected so far, and protocol's, with
+// their references pointing into the document.
+func (sr *schemaReflector) components() (map[string]any, error) {
+	out := map[string]any{}
+	for name, s := range sr.protocol {
+		out[name] = s
+	}
+	for name, d := range sr.defs {
+		if _, dup := out[name]; dup {
+			sr.errs = append(sr.errs, fmt.Errorf("%s is both protocol's and %s", name, sr.types[name]))
 		}
-		m[name] = sch
+		out[name] = d
 	}
-	return m
+	if len(sr.errs) > 0 {
+		return nil, fmt.Errorf("openapi: %w", errors.Join(sr.errs...))
+	}
+	for _, d := range sr.defs {
+		fixSchema(d)
+	}
+	return out, nil
 }
 
-func handSchemas() map[string]any {
-	fileProps := func(content bool) map[string]any {
-		m := map[string]any{
-			"session_id": tStr, "path": tStr, "name": tStr, "is_directory": tBool, "is_symlink": tBool,
-			"type": map[string]any{"enum": []any{"file", "directory", "symlink", "fifo", "socket", "char-device", "block-device"},
-				"description": "what the entry is; only a file has content (a special file, made through a mount, is refused with 409 when read or written)"},
-			"device":      map[string]any{"type": "string", "description": "a device's number, major:minor"},
-			"target":      map[string]any{"type": "string", "description": "a symlink's target"},
-			"is_readonly": tBool, "size_bytes": tInt, "mode": tInt,
-			"hash":       map[string]any{"type": "string", "description": "sha256 of a file's content, also its ETag"},
-			"created_at": tTime, "updated_at": tTime,
-		}
-		if content {
-			m["content"] = tStr
-			m["encoding"] = map[string]any{"enum": []any{"text", "base64"}}
-		}
-		return m
+// fixSchema points the references under s into the document, says of a
+// free-form object (json.RawMessage typed object, a map of anything) that
+// it takes any property (else generators read "no properties"), and puts
+// a nullable field's description beside its oneOf.
+func fixSchema(s *jsonschema.Schema) {
+	if s == nil {
+		return
 	}
-	fileInfo := []string{"path", "name", "is_directory", "type", "is_readonly", "size_bytes", "mode", "created_at", "updated_at"}
-	grepMatch := obj([]string{"path", "line_number", "line"}, map[string]any{"path": tStr, "line_number": tInt, "line": tStr})
-	audit := obj([]string{"id", "name", "started_at", "completed_at", "duration_ms"}, map[string]any{
-		"id": tInt, "name": tStr, "parameters": tObj, "result": tObj, "error": tStr,
-		"started_at": tTime, "completed_at": tTime, "duration_ms": tInt,
-	})
-	changeOp := map[string]any{"enum": []any{"added", "changed", "deleted"}}
-	forkInfo := obj([]string{"id", "base", "origin", "session_id", "created_at"}, map[string]any{
-		"id": tStr, "base": tStr, "origin": tStr, "session_id": tStr, "node_id": tStr, "created_at": tTime,
-	})
-	fileChange := obj([]string{"path", "op", "kind", "old_size", "new_size"}, map[string]any{
-		"path": tStr, "op": changeOp, "kind": map[string]any{"enum": []any{"file", "dir", "symlink", "fifo", "socket", "char-device", "block-device"}},
-		"old_size": tInt, "new_size": tInt, "binary": tBool,
-		"diff":         map[string]any{"type": "string", "description": "unified diff of a text file"},
-		"text_omitted": map[string]any{"type": "boolean", "description": "a text file listed without its diff: the answer's diffs reached 4 MiB"},
-		"links":        map[string]any{"type": "array", "items": tStr, "description": "the other paths of the same file (hard links), when this added or changed path is one of several names; merged, they stay one file"},
-	})
-	return map[string]any{
-		"FileInfo":    obj(fileInfo, fileProps(false)),
-		"FileContent": obj(fileInfo, fileProps(true)),
-		"FileList":    obj([]string{"data"}, map[string]any{"data": arrayOf(obj(fileInfo, fileProps(false)))}),
-		"FileOrList":  map[string]any{"oneOf": []any{ref("FileContent"), ref("FileList")}},
-		"FileWrite": obj(nil, map[string]any{
-			"content":      map[string]any{"type": "string", "description": "the file's content; absent in a PUT that only sets is_readonly"},
-			"encoding":     map[string]any{"enum": []any{"text", "base64"}, "description": "of content (default text)"},
-			"is_readonly":  tBool,
-			"is_directory": map[string]any{"type": "boolean", "description": "POST only: create a directory"},
-		}),
-		"FilePath":     obj([]string{"path"}, map[string]any{"path": tStr}),
-		"FileTransfer": obj([]string{"src_path", "dst_path"}, map[string]any{"src_path": tStr, "dst_path": tStr}),
-		"GrepRequest": obj([]string{"pattern"}, map[string]any{
-			"pattern":      map[string]any{"type": "string", "description": "a regular expression (RE2)"},
-			"path_pattern": map[string]any{"type": "string", "description": "a glob matched against the base name and the full path"},
-		}),
-		"GrepResult": obj([]string{"data", "truncated"}, map[string]any{
-			"data":      arrayOf(obj([]string{"path", "matches"}, map[string]any{"path": tStr, "matches": arrayOf(grepMatch)})),
-			"truncated": tBool,
-		}),
-		"AuditList": obj([]string{"data"}, map[string]any{"data": arrayOf(audit)}),
-		"Error":     obj([]string{"error"}, map[string]any{"error": obj([]string{"code", "message"}, map[string]any{"code": tStr, "message": tStr, "field": tStr})}),
-		"User":      obj([]string{"id", "name"}, map[string]any{"id": tStr, "name": tStr, "session_id": tStr, "node_id": tStr}),
-		"AgentList": arrayOf(obj(nil, map[string]any{
-			"type": tStr, "name": tStr, "description": tStr, "icon": tStr, "default_model": tStr, "image": tStr, "provider": tStr,
-			"vendor_key": map[string]any{"type": "string", "description": "the session secret this agent needs (its usage is not metered by filepath)"},
-		})),
-		"ModelList": obj([]string{"providers", "offline"}, map[string]any{
-			"providers": arrayOf(obj(nil, map[string]any{
-				"name": tStr, "models": arrayOf(obj(nil, map[string]any{
-					"id": tStr, "name": tStr, "context_length": tInt, "prompt_price": tNumNull, "completion_price": tNumNull, "tools": tBool,
-				})),
-			})),
-			"offline": tBool, "note": tStr, "fetched_at": map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
-		}),
-		"Secret":      obj([]string{"name", "created_at", "updated_at"}, map[string]any{"name": tStr, "created_at": tTime, "updated_at": tTime}),
-		"SecretList":  obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Secret"))}),
-		"SecretValue": obj([]string{"value"}, map[string]any{"value": map[string]any{"type": "string", "description": "the key; write-only: never answered"}}),
-		"SessionList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Session"))}),
-		"NewSession":  obj([]string{"name"}, map[string]any{"name": tStr, "git_repo_url": tStrNull, "checks": arrayOf(ref("Check"))}),
-		"SessionPatch": obj(nil, map[string]any{"checks": map[string]any{"type": []any{"array", "null"}, "items": ref("Check"),
-			"description": "replaces the session's health checks; [] or null: detect them from the repository"},
-			"budget_tokens": tIntNull, "budget_usd": tNumNull}),
-		"NodeList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("Node"))}),
-		"NewNode": obj([]string{"agent_type"}, map[string]any{
-			"name": tStr, "agent_type": tStr, "model": tStr, "parent_id": tStrNull, "image": tStr, "task": tStr, "config": tObj,
-			"workspace": map[string]any{"enum": []any{"shared", "fork"}, "description": "fork: the child works on a copy-on-write fork of its parent's workspace (needs parent_id)"},
-		}),
-		"ForkDiff": obj([]string{"fork", "changes"}, map[string]any{"fork": forkInfo, "changes": arrayOf(fileChange)}),
-		"MergeResult": obj([]string{"fork", "applied", "conflicts"}, map[string]any{
-			"fork": forkInfo, "applied": arrayOf(fileChange),
-			"conflicts": arrayOf(obj([]string{"path", "fork", "parent"}, map[string]any{"path": tStr, "fork": changeOp, "parent": changeOp})),
-		}),
-		"NodePatch":  obj(nil, map[string]any{"name": tStr, "status": tStr, "config": tObj}),
-		"NodeMove":   obj([]string{"sort_order"}, map[string]any{"parent_id": tStrNull, "sort_order": tInt}),
-		"RecordPage": obj([]string{"data", "next_after"}, map[string]any{"data": arrayOf(ref("Record")), "next_after": tInt}),
-		"NewMessage": obj([]string{"content"}, map[string]any{"content": tStr}),
-		"NewSignal":  obj([]string{"action"}, map[string]any{"action": map[string]any{"enum": []any{"stop", "pause", "resume"}}}),
-		"ApprovalRequest": obj([]string{"id", "session_id", "node_id", "node_name", "action", "detail", "kind", "status", "created_at", "expires_at", "answered_at"}, map[string]any{
-			"id": tStr, "session_id": tStr, "node_id": tStr, "node_name": tStr, "request_id": tStr,
-			"action": tStr, "detail": tStr, "kind": tStr, "status": map[string]any{"enum": []any{"pending", "approved", "denied"}},
-			"answered_by": map[string]any{"type": "string", "description": "the user's name, timeout or policy"},
-			"always":      tBool, "created_at": tTime, "expires_at": tTime, "answered_at": map[string]any{"type": []any{"string", "null"}, "format": "date-time"},
-		}),
-		"ApprovalList":   obj([]string{"data"}, map[string]any{"data": arrayOf(ref("ApprovalRequest"))}),
-		"ApprovalAnswer": obj([]string{"decision"}, map[string]any{"decision": map[string]any{"enum": []any{"approve", "deny", "always"}}}),
-		"StoredMemory": obj([]string{"id", "repo", "key", "text", "created_at", "updated_at"}, map[string]any{
-			"id": tStr, "repo": tStr, "key": tStr, "text": tStr, "session_id": tStr, "node_id": tStr,
-			"created_at": tTime, "updated_at": tTime, "score": tInt,
-		}),
-		"MemoryList": obj([]string{"data"}, map[string]any{"data": arrayOf(ref("StoredMemory"))}),
-		"AuditPage": obj([]string{"data", "next_before"}, map[string]any{"next_before": tInt, "data": arrayOf(obj(
-			[]string{"id", "node_id", "source", "name", "started_at", "completed_at", "duration_ms"}, map[string]any{
-				"id": tInt, "node_id": tStr, "source": map[string]any{"enum": []any{"tool", "command", "api"}}, "name": tStr,
-				"parameters": tObj, "result": tObj, "error": tStr, "started_at": tTime, "completed_at": tTime, "duration_ms": tInt, "seq": tInt,
-			}))}),
+	if name, ok := strings.CutPrefix(s.Ref, "#/$defs/"); ok {
+		s.Ref = schemaRef + name
+	}
+	if s.Type == "object" && s.Properties == nil && s.AdditionalProperties == nil && s.PatternProperties == nil {
+		s.AdditionalProperties = jsonschema.TrueSchema
+	}
+	if len(s.OneOf) == 2 && s.OneOf[1].Type == "null" && s.Description == "" {
+		// a nullable field (its tag): the description is the field's
+		s.Description, s.OneOf[0].Description = s.OneOf[0].Description, ""
+	}
+	for _, sub := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf, s.PrefixItems} {
+		for _, x := range sub {
+			fixSchema(x)
+		}
+	}
+	fixSchema(s.Items)
+	fixSchema(s.AdditionalProperties)
+	if s.Properties != nil {
+		for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+			fixSchema(p.Value)
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package api_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"maps"
+	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,41 +19,92 @@ import (
 )
 
 // TestOpenAPIMatchesRoutes: every registered /api route is in the document
-// and every documented operation is registered.
+// and every documented operation is registered, with the session
+// filesystem and without it.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	for _, files := range []bool{true, false} {
+		t.Run("files "+strconv.FormatBool(files), func(t *testing.T) {
+			e := newEnv(t, envOpts{cfg: func(c *api.Config) {
+				if !files {
+					c.Files = nil
+				}
+			}})
+			a := e.account("alice")
+			r := e.do("GET", "/api/v1/openapi.json", a.key, "")
+			if r.status != 200 {
+				t.Fatalf("openapi.json: %d", r.status)
+			}
+			var doc struct {
+				OpenAPI string                                `json:"openapi"`
+				Paths   map[string]map[string]json.RawMessage `json:"paths"`
+			}
+			if err := json.Unmarshal(r.body, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc.OpenAPI != "3.1.0" {
+				t.Fatalf("openapi %q", doc.OpenAPI)
+			}
+			param := regexp.MustCompile(`:([a-zA-Z_]+)`)
+			registered := map[string]bool{}
+			for _, key := range apiRouteKeys(e) {
+				method, p, _ := strings.Cut(key, " ")
+				p = strings.ReplaceAll(param.ReplaceAllString(p, "{$1}"), "*", "{path}")
+				k := strings.ToLower(method) + " " + p
+				registered[k] = true
+				if _, ok := doc.Paths[p][strings.ToLower(method)]; !ok {
+					t.Errorf("route %s is missing from openapi.json", k)
+				}
+			}
+			for p, ops := range doc.Paths {
+				for m := range ops {
+					if !registered[m+" "+p] {
+						t.Errorf("openapi.json documents %s %s, which is not registered", m, p)
+					}
+				}
+			}
+			if strings.Contains(string(r.body), "/fs") != files {
+				t.Errorf("with files %v, the document has the file routes: %v", files, !files)
+			}
+		})
+	}
+}
+
+// TestCommittedOpenAPIIsCurrent fails when openapi.json, which the UI's API
+// types are generated from, no longer matches the routes' Go types.
+func TestCommittedOpenAPIIsCurrent(t *testing.T) {
+	want, err := api.Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("orchestrator/api/openapi.json is stale: run `make gen` (go generate ./orchestrator/api/...) and commit the result")
+	}
+}
+
+// TestServedOpenAPIIsCommitted: a server with the session filesystem serves
+// every route, and GET /openapi.json is the committed document.
+func TestServedOpenAPIIsCommitted(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	a := e.account("alice")
 	r := e.do("GET", "/api/v1/openapi.json", a.key, "")
-	if r.status != 200 {
-		t.Fatalf("openapi.json: %d", r.status)
-	}
-	var doc struct {
-		OpenAPI string                                `json:"openapi"`
-		Paths   map[string]map[string]json.RawMessage `json:"paths"`
-	}
-	if err := json.Unmarshal(r.body, &doc); err != nil {
+	committed, err := os.ReadFile("openapi.json")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.OpenAPI != "3.1.0" {
-		t.Fatalf("openapi %q", doc.OpenAPI)
-	}
-	param := regexp.MustCompile(`:([a-zA-Z_]+)`)
-	registered := map[string]bool{}
-	for _, key := range apiRouteKeys(e) {
-		method, p, _ := strings.Cut(key, " ")
-		p = strings.ReplaceAll(param.ReplaceAllString(p, "{$1}"), "*", "{path}")
-		k := strings.ToLower(method) + " " + p
-		registered[k] = true
-		if _, ok := doc.Paths[p][strings.ToLower(method)]; !ok {
-			t.Errorf("route %s is missing from openapi.json", k)
+	var served, want any
+	for b, v := range map[*[]byte]*any{&r.body: &served, &committed: &want} {
+		dec := json.NewDecoder(bytes.NewReader(*b))
+		dec.UseNumber()
+		if err := dec.Decode(v); err != nil {
+			t.Fatal(err)
 		}
 	}
-	for p, ops := range doc.Paths {
-		for m := range ops {
-			if !registered[m+" "+p] {
-				t.Errorf("openapi.json documents %s %s, which is not registered", m, p)
-			}
-		}
+	if !reflect.DeepEqual(served, want) {
+		t.Fatalf("the served document differs from openapi.json")
 	}
 }
 

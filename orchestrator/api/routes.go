@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -13,41 +14,88 @@ const apiPrefix = "/api/v1"
 // route is one /api/v1 route: how it is served and how it is documented.
 type route struct {
 	method  string
-	path    string // below apiPrefix, Echo syntax (":id")
+	path    string // below apiPrefix, Echo syntax (":id", "*")
 	handler func(s *Server, c echo.Context) error
 	doc     opDoc
+}
+
+// opDoc documents a route by its Go types: the OpenAPI document reflects
+// their schemas (openapi.go).
+type opDoc struct {
+	summary string
+	status  int // the success status (0: the route answers only errors)
+	// query is the route's query struct (a zero value; query.go); nil: none.
+	query any
+	// req is the JSON body's type (a zero value); nil: none. reqRaw: the
+	// body may be raw bytes instead (application/octet-stream).
+	req    any
+	reqRaw bool
+	// resp is the JSON answer's type (a zero value; op sets it from the
+	// handler's), or oneOf several; nil: no body. respRaw: the answer may
+	// be raw bytes instead; text: it is text/plain; notModified: it may be
+	// 304.
+	resp        any
+	respRaw     bool
+	text        bool
+	notModified bool
+}
+
+// oneOf is an answer that is one of several types.
+type oneOf []any
+
+// op is a route whose handler answers T with doc.status: the document
+// describes the answer by T, and the compiler holds the handler to it.
+func op[T any](method, path string, h func(*Server, echo.Context) (T, error), doc opDoc) route {
+	doc.resp = *new(T)
+	return route{method, path, answer(doc.status, h), doc}
+}
+
+// answer serves h: its answer with status, or its error.
+func answer[T any](status int, h func(*Server, echo.Context) (T, error)) func(*Server, echo.Context) error {
+	return func(s *Server, c echo.Context) error {
+		v, err := h(s, c)
+		if err != nil {
+			return err
+		}
+		return c.JSON(status, v)
+	}
 }
 
 // apiRoutes lists every /api/v1 route of this package. routes() registers
 // them and the OpenAPI document describes them.
 func apiRoutes() []route {
 	return []route{
-		{http.MethodGet, "/me", (*Server).getMe, opDoc{summary: "The authenticated user", status: 200, resp: "User"}},
-		{http.MethodPost, "/logout", (*Server).logout, opDoc{summary: "End this browser session (all=true: every browser session of the user) and clear the login cookie; API keys answer 400", status: 204, query: []string{"all"}}},
-		{http.MethodGet, "/agents", (*Server).listAgents, opDoc{summary: "The agent catalog", status: 200, resp: "AgentList"}},
-		{http.MethodGet, "/models", (*Server).listModels, opDoc{summary: "Models grouped by provider", status: 200, resp: "ModelList"}},
-		{http.MethodGet, "/openapi.json", (*Server).getOpenAPI, opDoc{summary: "This document", status: 200, resp: "object"}},
-		{http.MethodPost, "/sessions", (*Server).createSession, opDoc{summary: "Create a session", status: 201, req: "NewSession", resp: "Session"}},
-		{http.MethodGet, "/sessions", (*Server).listSessions, opDoc{summary: "List the user's sessions", status: 200, resp: "SessionList"}},
-		{http.MethodGet, "/sessions/:id", (*Server).getSession, opDoc{summary: "Get a session", status: 200, resp: "Session"}},
-		{http.MethodPatch, "/sessions/:id", (*Server).patchSession, opDoc{summary: "Change a session: checks replaces its health checks (run in the workspace before every agent session; [] detects them from the repository); budget_tokens and budget_usd set its LLM budget (null: unlimited)", status: 200, req: "SessionPatch", resp: "Session"}},
+		op(http.MethodGet, "/me", (*Server).getMe, opDoc{summary: "The authenticated user", status: 200}),
+		{http.MethodPost, "/logout", (*Server).logout, opDoc{summary: "End this browser session (all=true: every browser session of the user) and clear the login cookie; API keys answer 400", status: 204, query: logoutQuery{}}},
+		op(http.MethodGet, "/agents", (*Server).listAgents, opDoc{summary: "The agent catalog", status: 200}),
+		op(http.MethodGet, "/models", (*Server).listModels, opDoc{summary: "Models grouped by provider", status: 200}),
+		op(http.MethodGet, "/openapi.json", (*Server).getOpenAPI, opDoc{summary: "This document", status: 200}),
+		op(http.MethodPost, "/sessions", (*Server).createSession, opDoc{summary: "Create a session", status: 201, req: CreateSessionRequest{}}),
+		op(http.MethodGet, "/sessions", (*Server).listSessions, opDoc{summary: "List the user's sessions", status: 200}),
+		op(http.MethodGet, "/sessions/:id", (*Server).getSession, opDoc{summary: "Get a session", status: 200}),
+		op(http.MethodPatch, "/sessions/:id", (*Server).patchSession, opDoc{summary: "Change a session: checks replaces its health checks (run in the workspace before every agent session; [] detects them from the repository); budget_tokens and budget_usd set its LLM budget (null: unlimited)", status: 200, req: PatchSessionRequest{}}),
 		{http.MethodDelete, "/sessions/:id", (*Server).deleteSession, opDoc{summary: "Delete a session with its nodes and log", status: 204}},
-		{http.MethodPost, "/sessions/:id/start", (*Server).startSession, opDoc{summary: "Start the session's agents", status: 202, resp: "Session"}},
-		{http.MethodPost, "/sessions/:id/stop", (*Server).stopSession, opDoc{summary: "Stop the session's agents", status: 202, resp: "Session"}},
-		{http.MethodGet, "/sessions/:id/secrets", (*Server).listSecrets, opDoc{summary: "The session's secrets (vendor keys such as AMP_API_KEY) by name; values are never answered", status: 200, resp: "SecretList"}},
-		{http.MethodPut, "/sessions/:id/secrets/:name", (*Server).putSecret, opDoc{summary: "Set a secret of the session: a vendor key an agent needs (AMP_API_KEY, CURSOR_API_KEY), stored encrypted and given only to the session's containers of that agent", status: 200, req: "SecretValue", resp: "Secret"}},
+		op(http.MethodPost, "/sessions/:id/start", (*Server).startSession, opDoc{summary: "Start the session's agents", status: 202}),
+		op(http.MethodPost, "/sessions/:id/stop", (*Server).stopSession, opDoc{summary: "Stop the session's agents", status: 202}),
+		op(http.MethodGet, "/sessions/:id/secrets", (*Server).listSecrets, opDoc{summary: "The session's secrets (vendor keys such as AMP_API_KEY) by name; values are never answered", status: 200}),
+		op(http.MethodPut, "/sessions/:id/secrets/:name", (*Server).putSecret, opDoc{summary: "Set a secret of the session: a vendor key an agent needs (AMP_API_KEY, CURSOR_API_KEY), stored encrypted and given only to the session's containers of that agent", status: 200, req: SetSecretRequest{}}),
 		{http.MethodDelete, "/sessions/:id/secrets/:name", (*Server).deleteSecret, opDoc{summary: "Delete a secret of the session", status: 204}},
-		{http.MethodGet, "/sessions/:id/tree", (*Server).getTree, opDoc{summary: "The agent tree as a flat list", status: 200, resp: "NodeList"}},
-		{http.MethodGet, "/sessions/:id/stream", (*Server).stream, opDoc{summary: "WebSocket: one JSON Record per text message, replay after `after` then live; close 1013: too slow, reconnect with after=<last seq>; 1001: server shutting down; 4404: session deleted; 4422: after is beyond the session's last record (reload)", status: 101, query: []string{"after"}}},
-		{http.MethodPost, "/sessions/:id/nodes", (*Server).createNode, opDoc{summary: "Create a node", status: 201, req: "NewNode", resp: "Node"}},
-		{http.MethodPatch, "/sessions/:id/nodes/:node", (*Server).patchNode, opDoc{summary: "Update a node", status: 200, req: "NodePatch", resp: "Node"}},
+		op(http.MethodGet, "/sessions/:id/tree", (*Server).getTree, opDoc{summary: "The agent tree as a flat list", status: 200}),
+		{http.MethodGet, "/sessions/:id/stream", (*Server).stream, opDoc{summary: "WebSocket: one JSON Record per text message, replay after `after` then live; close 1013: too slow, reconnect with after=<last seq>; 1001: server shutting down; 4404: session deleted; 4422: after is beyond the session's last record (reload)", status: 101, query: streamQuery{}}},
+		op(http.MethodPost, "/sessions/:id/nodes", (*Server).createNode, opDoc{summary: "Create a node", status: 201, req: CreateNodeRequest{}}),
+		op(http.MethodPatch, "/sessions/:id/nodes/:node", (*Server).patchNode, opDoc{summary: "Update a node", status: 200, req: PatchNodeRequest{}}),
 		{http.MethodDelete, "/sessions/:id/nodes/:node", (*Server).deleteNode, opDoc{summary: "Delete a node and its subtree", status: 204}},
-		{http.MethodPost, "/sessions/:id/nodes/:node/move", (*Server).moveNode, opDoc{summary: "Move a node under another parent", status: 200, req: "NodeMove", resp: "Node"}},
-		{http.MethodGet, "/sessions/:id/nodes/:node/messages", (*Server).listMessages, opDoc{summary: "A node's log records, paged", status: 200, resp: "RecordPage", query: []string{"after", "limit"}}},
-		{http.MethodPost, "/sessions/:id/nodes/:node/messages", (*Server).postMessage, opDoc{summary: "Send a message to a node", status: 202, req: "NewMessage", resp: "Record"}},
-		{http.MethodPost, "/sessions/:id/nodes/:node/signal", (*Server).postSignal, opDoc{summary: "Send a signal to a node", status: 202, req: "NewSignal", resp: "Record"}},
-		{http.MethodGet, "/sessions/:id/nodes/:node/logs", (*Server).nodeLogs, opDoc{summary: "The tail of a node's stderr log", status: 200, resp: "text", query: []string{"tail"}}},
+		op(http.MethodPost, "/sessions/:id/nodes/:node/move", (*Server).moveNode, opDoc{summary: "Move a node under another parent", status: 200, req: MoveNodeRequest{}}),
+		op(http.MethodGet, "/sessions/:id/nodes/:node/messages", (*Server).listMessages, opDoc{summary: "A node's log records, paged", status: 200, query: messagesQuery{}}),
+		op(http.MethodPost, "/sessions/:id/nodes/:node/messages", (*Server).postMessage, opDoc{summary: "Send a message to a node", status: 202, req: MessageRequest{}}),
+		op(http.MethodPost, "/sessions/:id/nodes/:node/signal", (*Server).postSignal, opDoc{summary: "Send a signal to a node", status: 202, req: SignalRequest{}}),
+		{http.MethodGet, "/sessions/:id/nodes/:node/logs", (*Server).nodeLogs, opDoc{summary: "The tail of a node's stderr log", status: 200, text: true, query: logsQuery{}}},
 	}
+}
+
+// allRoutes is every /api/v1 route a server may serve.
+func allRoutes() []route {
+	return slices.Concat(apiRoutes(), collabRoutes(), fileRoutes(), forkRoutes())
 }
 
 // routeList is every /api/v1 route this server serves: apiRoutes, and the

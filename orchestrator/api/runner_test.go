@@ -90,9 +90,13 @@ func TestRunnerIsCalled(t *testing.T) {
 		r.calls = append(r.calls, "start")
 		return r.st.UpdateSessionStatus(ctx, s, store.SessionRunning)
 	}
+	stops := 0
 	r.stop = func(ctx context.Context, u, s string) error {
 		r.calls = append(r.calls, "stop")
-		return orchestrator.Errorf(orchestrator.EConflict, "session is not running")
+		if stops++; stops == 1 {
+			return orchestrator.Errorf(orchestrator.EConflict, "session is not running")
+		}
+		return r.st.UpdateSessionStatus(ctx, s, store.SessionStopped)
 	}
 	r.deliver = func(ctx context.Context, s, n string, in protocol.Input) (store.Record, error) {
 		r.calls = append(r.calls, "deliver "+in.InputType())
@@ -123,6 +127,7 @@ func TestRunnerIsCalled(t *testing.T) {
 		{name: "message", method: "POST", path: sp + "/nodes/" + n.ID + "/messages", body: `{"content":"go"}`, status: 202, contains: `"kind":"input"`},
 		{name: "signal", method: "POST", path: sp + "/nodes/" + n.ID + "/signal", body: `{"action":"resume"}`, status: 202, contains: `"action":"resume"`},
 		{name: "logs", method: "GET", path: sp + "/nodes/" + n.ID + "/logs?tail=7", status: 200},
+		{name: "stop", method: "POST", path: sp + "/stop", status: 202, contains: `"status":"stopped"`},
 		{name: "delete node", method: "DELETE", path: sp + "/nodes/" + n.ID, status: 204},
 		{name: "delete session", method: "DELETE", path: sp, status: 204},
 	}
@@ -137,7 +142,7 @@ func TestRunnerIsCalled(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"start", "stop", "start node", "start node", "deliver message", "deliver signal", "logs tail=7", "remove node, exists=true", "remove session, exists=true"}
+	want := []string{"start", "stop", "start node", "start node", "deliver message", "deliver signal", "logs tail=7", "stop", "remove node, exists=true", "remove session, exists=true"}
 	if strings.Join(r.calls, "; ") != strings.Join(want, "; ") {
 		t.Fatalf("calls\n%v\nwant\n%v", r.calls, want)
 	}

@@ -15,31 +15,25 @@ import (
 // never answered, logged or recorded: the runner gives it to the session's
 // containers of the agent that needs it, as an environment variable.
 
-type secretReq struct {
-	Value *string `json:"value"`
+// SetSecretRequest is the body of PUT /sessions/{id}/secrets/{name}.
+type SetSecretRequest struct {
+	Value *string `json:"value" jsonschema:"writeOnly" jsonschema_description:"the key; write-only: never answered"`
 }
 
-func (s *Server) putSecret(c echo.Context) error {
-	var req secretReq
+func (s *Server) putSecret(c echo.Context) (store.SecretInfo, error) {
+	var req SetSecretRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return err
+		return store.SecretInfo{}, err
 	}
 	if req.Value == nil {
-		return orchestrator.FieldErrorf("value", "field \"value\" is required")
+		return store.SecretInfo{}, orchestrator.FieldErrorf("value", "field \"value\" is required")
 	}
-	info, err := s.store.SetSessionSecret(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("name"), *req.Value)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, info)
+	return s.store.SetSessionSecret(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("name"), *req.Value)
 }
 
-func (s *Server) listSecrets(c echo.Context) error {
+func (s *Server) listSecrets(c echo.Context) (listBody[store.SecretInfo], error) {
 	infos, err := s.store.SessionSecrets(c.Request().Context(), user(c).ID, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list(infos))
+	return list(infos), err
 }
 
 func (s *Server) deleteSecret(c echo.Context) error {

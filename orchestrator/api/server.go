@@ -19,6 +19,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
+	"github.com/filepath-dev/filepath/orchestrator/models"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
@@ -68,6 +69,24 @@ type Runner interface {
 
 // The hub is the store's publisher.
 var _ store.Publisher = (*hub.Hub[store.Record])(nil)
+
+// ModelSource lists the models the UI offers (a cached OpenRouter listing in
+// production: gateway.Models).
+type ModelSource interface {
+	Models(ctx context.Context) (models.List, error)
+}
+
+// ModelSourceFunc adapts a function to ModelSource.
+type ModelSourceFunc func(ctx context.Context) (models.List, error)
+
+// Models calls f.
+func (f ModelSourceFunc) Models(ctx context.Context) (models.List, error) { return f(ctx) }
+
+// bundledModels is the default ModelSource: the list compiled into the
+// binary.
+var bundledModels = ModelSourceFunc(func(context.Context) (models.List, error) {
+	return models.Bundled("the bundled model list: this server has no live source"), nil
+})
 
 // Config is everything a Server needs. Store and Hub are required.
 type Config struct {
@@ -127,7 +146,7 @@ func (c *Config) setDefaults() error {
 		c.UI = web.Assets()
 	}
 	if c.Models == nil {
-		c.Models = StaticModels()
+		c.Models = bundledModels
 	}
 	if c.MaxBody <= 0 {
 		c.MaxBody = DefaultMaxBody
@@ -167,6 +186,11 @@ type Server struct {
 	// streamCtx is canceled at shutdown; stream handlers then close their
 	// WebSocket with 1001 going away. streams counts running handlers.
 	uiCSP sync.Map // UI page name → its Content-Security-Policy
+
+	// openAPI is the document of the routes served, built once.
+	openAPIOnce sync.Once
+	openAPI     map[string]any
+	openAPIErr  error
 
 	streamCtx    context.Context
 	stopStreams  context.CancelFunc

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invopop/jsonschema"
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
+	"github.com/filepath-dev/filepath/orchestrator/models"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/protocol"
@@ -23,6 +25,8 @@ const (
 	maxMessageLimit     = 1000
 )
 
+// listBody is a list answer: {"data": [...]}; its schema is named
+// "<item>List".
 type listBody[T any] struct {
 	Data []T `json:"data"`
 }
@@ -34,34 +38,35 @@ func list[T any](items []T) listBody[T] {
 	return listBody[T]{Data: items}
 }
 
-func (s *Server) listAgents(c echo.Context) error {
-	return c.JSON(http.StatusOK, orchestrator.Catalog())
+func (s *Server) listAgents(c echo.Context) ([]orchestrator.Agent, error) {
+	return orchestrator.Catalog(), nil
 }
 
-func (s *Server) listModels(c echo.Context) error {
+func (s *Server) listModels(c echo.Context) (models.List, error) {
 	list, err := s.cfg.Models.Models(c.Request().Context())
 	if err != nil {
-		return err
+		return models.List{}, err
 	}
 	if list.Providers == nil {
-		list.Providers = []Provider{}
+		list.Providers = []models.Provider{}
 	}
-	return c.JSON(http.StatusOK, list)
+	return list, nil
 }
 
-type newSessionReq struct {
+// CreateSessionRequest is the body of POST /sessions.
+type CreateSessionRequest struct {
 	Name       *string       `json:"name"`
-	GitRepoURL *string       `json:"git_repo_url"`
-	Checks     []store.Check `json:"checks"`
+	GitRepoURL *string       `json:"git_repo_url,omitempty" jsonschema:"nullable" jsonschema_description:"a repository to clone into the workspace before the first agent starts"`
+	Checks     []store.Check `json:"checks,omitempty" jsonschema_description:"health checks run in the workspace before every agent session (absent: detected from the repository)"`
 }
 
-func (s *Server) createSession(c echo.Context) error {
-	var req newSessionReq
+func (s *Server) createSession(c echo.Context) (store.Session, error) {
+	var req CreateSessionRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return err
+		return store.Session{}, err
 	}
 	if req.Name == nil {
-		return orchestrator.FieldErrorf("name", "field \"name\" is required")
+		return store.Session{}, orchestrator.FieldErrorf("name", "field \"name\" is required")
 	}
 	in := store.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL, Checks: req.Checks}
 	if u := req.GitRepoURL; u != nil && strings.TrimSpace(*u) != "" && !s.cfg.GitAllowPrivate {
@@ -69,86 +74,57 @@ func (s *Server) createSession(c echo.Context) error {
 		// checks it again), after the URL's form.
 		valid, err := store.ValidateGitURL(*u)
 		if err != nil {
-			return err
+			return store.Session{}, err
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 		err = gitnet.Check(ctx, s.cfg.Resolver, valid, false)
 		cancel()
 		if err != nil {
-			return err
+			return store.Session{}, err
 		}
 	}
-	sess, err := s.store.CreateSession(c.Request().Context(), user(c).ID, in)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, sess)
+	return s.store.CreateSession(c.Request().Context(), user(c).ID, in)
 }
 
-func (s *Server) listSessions(c echo.Context) error {
+func (s *Server) listSessions(c echo.Context) (listBody[store.Session], error) {
 	ss, err := s.store.ListSessions(c.Request().Context(), user(c).ID)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, list(ss))
+	return list(ss), err
 }
 
-func (s *Server) getSession(c echo.Context) error {
-	sess, err := s.store.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, sess)
+func (s *Server) getSession(c echo.Context) (store.Session, error) {
+	return s.store.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
 }
 
-// patchSessionReq changes a session: checks, when present, replace its
+// PatchSessionRequest changes a session: checks, when present, replace its
 // health checks ([] or null: detect them from the repository); a budget
 // field present sets its limit (null: unlimited), an absent one leaves it.
-type patchSessionReq struct {
-	Checks       json.RawMessage `json:"checks"` // absent: nil; null: "null"
-	BudgetTokens json.RawMessage `json:"budget_tokens"`
-	BudgetUSD    json.RawMessage `json:"budget_usd"`
+type PatchSessionRequest struct {
+	Checks       Nullable[[]store.Check] `json:"checks,omitzero" jsonschema:"nullable" jsonschema_description:"replaces the session's health checks; [] or null: detect them from the repository"`
+	BudgetTokens Nullable[int64]         `json:"budget_tokens,omitzero" jsonschema:"nullable" jsonschema_description:"the most tokens the session's agents may spend through the LLM gateway (null: unlimited)"`
+	BudgetUSD    Nullable[float64]       `json:"budget_usd,omitzero" jsonschema:"nullable" jsonschema_description:"the most US dollars of reported cost they may spend (null: unlimited)"`
 }
 
-func (s *Server) patchSession(c echo.Context) error {
-	var req patchSessionReq
+func (s *Server) patchSession(c echo.Context) (store.Session, error) {
+	var req PatchSessionRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return err
+		return store.Session{}, err
 	}
 	var p store.SessionPatch
-	if req.BudgetTokens != nil {
-		p.Budget.SetTokens = true
-		if string(req.BudgetTokens) != "null" {
-			var v int64
-			if err := json.Unmarshal(req.BudgetTokens, &v); err != nil {
-				return badRequest("budget_tokens", "field \"budget_tokens\" must be a whole number of tokens or null (unlimited)")
-			}
-			p.Budget.Tokens = &v
-		}
+	var err error
+	if p.Budget.SetTokens, p.Budget.Tokens, err = req.BudgetTokens.Get(); err != nil {
+		return store.Session{}, badRequest("budget_tokens", "field \"budget_tokens\" must be a whole number of tokens or null (unlimited)")
 	}
-	if req.BudgetUSD != nil {
-		p.Budget.SetUSD = true
-		if string(req.BudgetUSD) != "null" {
-			var v float64
-			if err := json.Unmarshal(req.BudgetUSD, &v); err != nil {
-				return badRequest("budget_usd", "field \"budget_usd\" must be a number of dollars or null (unlimited)")
-			}
-			p.Budget.USD = &v
-		}
+	if p.Budget.SetUSD, p.Budget.USD, err = req.BudgetUSD.Get(); err != nil {
+		return store.Session{}, badRequest("budget_usd", "field \"budget_usd\" must be a number of dollars or null (unlimited)")
 	}
-	if req.Checks != nil {
-		p.SetChecks = true
-		if string(req.Checks) != "null" {
-			if err := json.Unmarshal(req.Checks, &p.Checks); err != nil {
-				return badRequest("checks", "field \"checks\" must be a list of {\"command\": string, \"timeout\": seconds}")
-			}
-		}
+	var checks *[]store.Check
+	if p.SetChecks, checks, err = req.Checks.Get(); err != nil {
+		return store.Session{}, badRequest("checks", "field \"checks\" must be a list of {\"command\": string, \"timeout\": seconds}")
 	}
-	sess, err := s.store.PatchSession(c.Request().Context(), user(c).ID, c.Param("id"), p)
-	if err != nil {
-		return err
+	if checks != nil {
+		p.Checks = *checks
 	}
-	return c.JSON(http.StatusOK, sess)
+	return s.store.PatchSession(c.Request().Context(), user(c).ID, c.Param("id"), p)
 }
 
 func (s *Server) deleteSession(c echo.Context) error {
@@ -174,96 +150,94 @@ func (s *Server) deleteSession(c echo.Context) error {
 // errNoRunner answers start/stop when no lifecycle runner is configured.
 var errNoRunner = orchestrator.Errorf(orchestrator.EUnavailable, "agents cannot be started or stopped: this server has no runtime configured")
 
-func (s *Server) startSession(c echo.Context) error {
+func (s *Server) startSession(c echo.Context) (store.Session, error) {
 	return s.lifecycle(c, func(r Runner, uid, sid string) error {
 		return r.StartSession(c.Request().Context(), uid, sid)
 	})
 }
 
-func (s *Server) stopSession(c echo.Context) error {
+func (s *Server) stopSession(c echo.Context) (store.Session, error) {
 	return s.lifecycle(c, func(r Runner, uid, sid string) error {
 		return r.StopSession(c.Request().Context(), uid, sid)
 	})
 }
 
-func (s *Server) lifecycle(c echo.Context, do func(r Runner, uid, sid string) error) error {
+func (s *Server) lifecycle(c echo.Context, do func(r Runner, uid, sid string) error) (store.Session, error) {
 	ctx := c.Request().Context()
 	uid, sid := user(c).ID, c.Param("id")
 	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
-		return err
+		return store.Session{}, err
 	}
 	if s.cfg.Runner == nil {
-		return errNoRunner
+		return store.Session{}, errNoRunner
 	}
 	if err := do(s.cfg.Runner, uid, sid); err != nil {
-		return err
+		return store.Session{}, err
 	}
-	sess, err := s.store.GetSession(ctx, uid, sid)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, sess)
+	return s.store.GetSession(ctx, uid, sid)
 }
 
-func (s *Server) getTree(c echo.Context) error {
+func (s *Server) getTree(c echo.Context) (listBody[store.Node], error) {
 	nodes, err := s.store.Tree(c.Request().Context(), user(c).ID, c.Param("id"))
 	if err != nil {
-		return err
+		return listBody[store.Node]{}, err
 	}
 	if p := principal(c); p.NodeID != "" {
 		// A node key sees its own node and its descendants.
 		scope := subtree(nodes, p.NodeID)
 		nodes = slices.DeleteFunc(nodes, func(n store.Node) bool { return !scope[n.ID] })
 	}
-	return c.JSON(http.StatusOK, list(nodes))
+	return list(nodes), nil
 }
 
-type newNodeReq struct {
-	Name      string          `json:"name"`
-	AgentType *string         `json:"agent_type"`
-	Model     string          `json:"model"`
-	ParentID  *string         `json:"parent_id"`
-	Image     string          `json:"image"`
-	Task      string          `json:"task"`
-	Config    json.RawMessage `json:"config"`
+// CreateNodeRequest is the body of POST /sessions/{id}/nodes: a node of
+// the session's tree, started at once when the server runs agents.
+type CreateNodeRequest struct {
+	Name      string          `json:"name,omitempty" jsonschema_description:"absent: a generated adjective-number name"`
+	AgentType *string         `json:"agent_type" jsonschema_description:"a catalog type (GET /agents)"`
+	Model     string          `json:"model,omitempty" jsonschema_description:"absent: the agent's default model"`
+	ParentID  *string         `json:"parent_id,omitempty" jsonschema:"nullable" jsonschema_description:"absent or null: the root (only if the session has none)"`
+	Image     string          `json:"image,omitempty" jsonschema_description:"the custom agent's image (required for custom)"`
+	Task      string          `json:"task,omitempty" jsonschema_description:"the agent's first message"`
+	Config    json.RawMessage `json:"config,omitempty" jsonschema:"type=object,nullable" jsonschema_description:"the node's config (allowed_paths, approvals, ...)"`
 	// Workspace: "shared" (default) or "fork": a child works on a
 	// copy-on-write fork of its parent's workspace (protocol.SpawnEvent).
-	Workspace string `json:"workspace"`
+	Workspace string `json:"workspace,omitempty" jsonschema:"enum=shared,enum=fork" jsonschema_description:"fork: the child works on a copy-on-write fork of its parent's workspace (needs parent_id)"`
 }
 
-func (s *Server) createNode(c echo.Context) error {
-	var req newNodeReq
+func (s *Server) createNode(c echo.Context) (store.Node, error) {
+	var req CreateNodeRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return err
+		return store.Node{}, err
 	}
 	if req.AgentType == nil {
-		return orchestrator.FieldErrorf("agent_type", "field \"agent_type\" is required")
+		return store.Node{}, orchestrator.FieldErrorf("agent_type", "field \"agent_type\" is required")
 	}
 	if err := objectField("config", req.Config); err != nil {
-		return err
+		return store.Node{}, err
 	}
 	fork := false
 	switch req.Workspace {
 	case "", protocol.WorkspaceShared:
 	case protocol.WorkspaceFork:
 		if req.ParentID == nil {
-			return orchestrator.FieldErrorf("workspace", "workspace \"fork\" needs a parent_id: the root works on the session's workspace")
+			return store.Node{}, orchestrator.FieldErrorf("workspace", "workspace \"fork\" needs a parent_id: the root works on the session's workspace")
 		}
 		if s.cfg.Files == nil {
-			return orchestrator.FieldErrorf("workspace", "this server has no session filesystem to fork")
+			return store.Node{}, orchestrator.FieldErrorf("workspace", "this server has no session filesystem to fork")
 		}
 		fork = true
 	default:
-		return orchestrator.FieldErrorf("workspace", "field \"workspace\" must be shared or fork, not %q", req.Workspace)
+		return store.Node{}, orchestrator.FieldErrorf("workspace", "field \"workspace\" must be shared or fork, not %q", req.Workspace)
 	}
 	if err := s.needVendorKey(c, c.Param("id"), *req.AgentType); err != nil {
-		return err
+		return store.Node{}, err
 	}
 	in := store.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
 	ctx := c.Request().Context()
 	n, err := s.store.CreateNode(ctx, user(c).ID, c.Param("id"), in)
 	if err != nil {
-		return err
+		return store.Node{}, err
 	}
 	if fork {
 		if _, err := s.cfg.Files.ForkForNode(ctx, n.SessionID, *req.ParentID, n.ID); err != nil {
@@ -271,7 +245,7 @@ func (s *Server) createNode(c echo.Context) error {
 			if _, derr := s.store.DeleteNode(context.WithoutCancel(ctx), user(c).ID, n.SessionID, n.ID); derr != nil {
 				s.log.Warn("delete a node whose workspace fork failed", "node", n.ID, "err", derr)
 			}
-			return err
+			return store.Node{}, err
 		}
 	}
 	if s.cfg.Runner != nil {
@@ -284,7 +258,7 @@ func (s *Server) createNode(c echo.Context) error {
 			n = fresh
 		}
 	}
-	return c.JSON(http.StatusCreated, n)
+	return n, nil
 }
 
 // objectField checks that an optional raw JSON field is an object (or absent).
@@ -298,43 +272,41 @@ func objectField(name string, raw json.RawMessage) error {
 	return nil
 }
 
-type patchNodeReq struct {
-	Name   *string         `json:"name"`
-	Status *string         `json:"status"`
-	Config json.RawMessage `json:"config"`
+// PatchNodeRequest is the body of PATCH /sessions/{id}/nodes/{node}: the
+// fields present change.
+type PatchNodeRequest struct {
+	Name   *string         `json:"name,omitempty" jsonschema:"nullable"`
+	Status *string         `json:"status,omitempty" jsonschema:"nullable" jsonschema_description:"done, error or idle; running and thinking only while the node's agent runs"`
+	Config json.RawMessage `json:"config,omitempty" jsonschema:"type=object,nullable" jsonschema_description:"replaces the node's config (the user only; allowed_paths not while it runs)"`
 }
 
-func (s *Server) patchNode(c echo.Context) error {
-	var req patchNodeReq
+func (s *Server) patchNode(c echo.Context) (store.Node, error) {
+	var req PatchNodeRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return err
+		return store.Node{}, err
 	}
 	if err := objectField("config", req.Config); err != nil {
-		return err
+		return store.Node{}, err
 	}
 	if p := principal(c); p.NodeID != "" && len(req.Config) > 0 {
 		// The config holds the node's allowed_paths: only the user sets it.
-		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot change a node's config", p.NodeID)
+		return store.Node{}, orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot change a node's config", p.NodeID)
 	}
 	if req.Status != nil && (*req.Status == store.NodeRunning || *req.Status == store.NodeThinking) {
 		// Invariant 6: running means a container runs; only the agent
 		// itself reports what it is doing while it runs.
 		if s.cfg.Runner != nil && !s.cfg.Runner.Running(c.Param("node")) {
-			return orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: status %q is reported by a running agent, not set by hand", c.Param("node"), *req.Status)
+			return store.Node{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: status %q is reported by a running agent, not set by hand", c.Param("node"), *req.Status)
 		}
 	}
 	p := store.NodePatch{Name: req.Name, Status: req.Status}
 	if len(req.Config) > 0 && string(req.Config) != "null" {
 		p.Config = &req.Config
 		if err := s.allowedPathsSettable(c, req.Config); err != nil {
-			return err
+			return store.Node{}, err
 		}
 	}
-	n, err := s.store.UpdateNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), p)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, n)
+	return s.store.UpdateNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), p)
 }
 
 // allowedPathsSettable refuses a change of config.allowed_paths while the
@@ -381,136 +353,148 @@ func (s *Server) deleteNode(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-type moveNodeReq struct {
-	ParentID  *string `json:"parent_id"`
-	SortOrder *int    `json:"sort_order"`
+// MoveNodeRequest is the body of POST /sessions/{id}/nodes/{node}/move.
+type MoveNodeRequest struct {
+	ParentID  *string `json:"parent_id,omitempty" jsonschema:"nullable" jsonschema_description:"the new parent (absent or null: none, for the root)"`
+	SortOrder *int    `json:"sort_order" jsonschema_description:"the node's position among its new siblings, from 0"`
 }
 
-func (s *Server) moveNode(c echo.Context) error {
-	var req moveNodeReq
+func (s *Server) moveNode(c echo.Context) (store.Node, error) {
+	var req MoveNodeRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return err
+		return store.Node{}, err
 	}
 	if req.SortOrder == nil {
-		return orchestrator.FieldErrorf("sort_order", "field \"sort_order\" is required")
+		return store.Node{}, orchestrator.FieldErrorf("sort_order", "field \"sort_order\" is required")
 	}
-	n, err := s.store.MoveNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), req.ParentID, *req.SortOrder)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, n)
+	return s.store.MoveNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), req.ParentID, *req.SortOrder)
 }
 
-type recordPage struct {
-	Data      []store.Record `json:"data"`
-	NextAfter int64          `json:"next_after"`
+// RecordPage is a page of a node's log records (GET .../messages).
+type RecordPage struct {
+	Data []store.Record `json:"data"`
+	// NextAfter is the after of the next page: the last record's seq.
+	NextAfter int64 `json:"next_after"`
 }
 
-func (s *Server) listMessages(c echo.Context) error {
-	after, err := queryInt(c, "after", 0, 0, 1<<62)
-	if err != nil {
-		return err
-	}
-	limit, err := queryInt(c, "limit", defaultMessageLimit, 1, maxMessageLimit)
-	if err != nil {
-		return err
+// messagesQuery is the query of GET .../messages.
+type messagesQuery struct {
+	After int64 `query:"after" jsonschema_description:"return records with seq greater than this"`
+	Limit int64 `query:"limit" jsonschema_description:"page size"`
+}
+
+func (messagesQuery) JSONSchemaExtend(s *jsonschema.Schema) {
+	bound(s, "after", 0, 1<<62, 0)
+	bound(s, "limit", 1, maxMessageLimit, defaultMessageLimit)
+}
+
+func (s *Server) listMessages(c echo.Context) (RecordPage, error) {
+	var q messagesQuery
+	if err := bindQuery(c, &q); err != nil {
+		return RecordPage{}, err
 	}
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
 	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
-		return err
+		return RecordPage{}, err
 	}
-	recs, err := s.store.Records(ctx, sid, after, int(limit), nid)
+	recs, err := s.store.Records(ctx, sid, q.After, int(q.Limit), nid)
 	if err != nil {
-		return err
+		return RecordPage{}, err
 	}
-	next := after
+	next := q.After
 	if len(recs) > 0 {
 		next = recs[len(recs)-1].Seq
 	}
 	if recs == nil {
 		recs = []store.Record{}
 	}
-	return c.JSON(http.StatusOK, recordPage{Data: recs, NextAfter: next})
+	return RecordPage{Data: recs, NextAfter: next}, nil
 }
 
-type messageReq struct {
+// MessageRequest is the body of POST .../messages: a message from the user.
+type MessageRequest struct {
 	Content *string `json:"content"`
 }
 
-func (s *Server) postMessage(c echo.Context) error {
+func (s *Server) postMessage(c echo.Context) (store.Record, error) {
 	if p := principal(c); p.NodeID != "" {
 		// A message here is recorded as from the user: an agent's never is.
 		// Agents message their children and report to their parent through
 		// the agent API, which records who sent it.
-		return orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s: a message sent here is from the user; an agent messages its descendants or its parent with POST $FILEPATH_API_URL/api/v1/nodes/{node}/messages", p.NodeID)
+		return store.Record{}, orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s: a message sent here is from the user; an agent messages its descendants or its parent with POST $FILEPATH_API_URL/api/v1/nodes/{node}/messages", p.NodeID)
 	}
-	var req messageReq
+	var req MessageRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return err
+		return store.Record{}, err
 	}
 	if req.Content == nil || strings.TrimSpace(*req.Content) == "" {
-		return orchestrator.FieldErrorf("content", "field \"content\" is required and must not be empty")
+		return store.Record{}, orchestrator.FieldErrorf("content", "field \"content\" is required and must not be empty")
 	}
 	return s.deliver(c, protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromUser, Content: *req.Content})
 }
 
-type signalReq struct {
-	Action *string `json:"action"`
+// SignalRequest is the body of POST .../signal.
+type SignalRequest struct {
+	Action *string `json:"action" jsonschema:"enum=stop,enum=pause,enum=resume"`
 }
 
-func (s *Server) postSignal(c echo.Context) error {
-	var req signalReq
+func (s *Server) postSignal(c echo.Context) (store.Record, error) {
+	var req SignalRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return err
+		return store.Record{}, err
 	}
 	if req.Action == nil {
-		return orchestrator.FieldErrorf("action", "field \"action\" is required: stop, pause or resume")
+		return store.Record{}, orchestrator.FieldErrorf("action", "field \"action\" is required: stop, pause or resume")
 	}
 	switch *req.Action {
 	case protocol.ActionStop, protocol.ActionPause, protocol.ActionResume:
 	default:
-		return orchestrator.FieldErrorf("action", "field \"action\" must be stop, pause or resume, not %q", *req.Action)
+		return store.Record{}, orchestrator.FieldErrorf("action", "field \"action\" must be stop, pause or resume, not %q", *req.Action)
 	}
 	return s.deliver(c, protocol.SignalInput{Type: protocol.TypeSignal, Action: *req.Action})
 }
 
 // deliver hands an input to the runner, or with no runner appends it to the
-// log as an input record; it answers 202 with the record.
-func (s *Server) deliver(c echo.Context, in protocol.Input) error {
+// log as an input record; it answers the record.
+func (s *Server) deliver(c echo.Context, in protocol.Input) (store.Record, error) {
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
 	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
-		return err
+		return store.Record{}, err
 	}
 	if s.cfg.Runner != nil {
 		if _, isMsg := in.(protocol.MessageInput); isMsg {
 			if err := s.cfg.Runner.StartNode(ctx, user(c).ID, sid, nid); err != nil {
-				return err
+				return store.Record{}, err
 			}
 		}
-		rec, err := s.cfg.Runner.Deliver(ctx, sid, nid, in)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusAccepted, rec)
+		return s.cfg.Runner.Deliver(ctx, sid, nid, in)
 	}
 	data, err := json.Marshal(in)
 	if err != nil {
-		return err
+		return store.Record{}, err
 	}
 	recs, err := s.store.Append(ctx, sid, store.NewRecord{NodeID: nid, Kind: store.KindInput, Data: data})
 	if err != nil {
-		return err
+		return store.Record{}, err
 	}
-	return c.JSON(http.StatusAccepted, recs[0])
+	return recs[0], nil
 }
 
+// logsQuery is the query of GET .../logs.
+type logsQuery struct {
+	Tail int64 `query:"tail" jsonschema_description:"number of last lines"`
+}
+
+func (logsQuery) JSONSchemaExtend(s *jsonschema.Schema) { bound(s, "tail", 1, 100000, 200) }
+
 func (s *Server) nodeLogs(c echo.Context) error {
-	tail, err := queryInt(c, "tail", 200, 1, 100000)
-	if err != nil {
+	var q logsQuery
+	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
+	tail := q.Tail
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
 	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
@@ -518,6 +502,7 @@ func (s *Server) nodeLogs(c echo.Context) error {
 	}
 	var b []byte
 	if s.cfg.Runner != nil {
+		var err error
 		if b, err = s.cfg.Runner.NodeLog(ctx, sid, nid, int(tail)); err != nil {
 			return err
 		}

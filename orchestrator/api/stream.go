@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/invopop/jsonschema"
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
@@ -37,6 +38,13 @@ const statusAfterBeyondLast websocket.StatusCode = 4422
 // errSessionDeleted ends the hub subscriptions of a deleted session.
 var errSessionDeleted = errors.New("session deleted")
 
+// streamQuery is the query of GET .../stream.
+type streamQuery struct {
+	After int64 `query:"after" jsonschema_description:"return records with seq greater than this"`
+}
+
+func (streamQuery) JSONSchemaExtend(s *jsonschema.Schema) { bound(s, "after", 0, math.MaxInt64, 0) }
+
 // stream serves GET /api/v1/sessions/:id/stream?after=N: it subscribes to the
 // hub first, replays the records after N from the store in pages, then
 // forwards live records, skipping any seq already sent and fetching any gap
@@ -49,10 +57,11 @@ func (s *Server) stream(c echo.Context) error {
 	ctx := r.Context()
 	p := principal(c)
 	uid, sid := p.User.ID, c.Param("id")
-	after, err := queryInt(c, "after", 0, 0, math.MaxInt64)
-	if err != nil {
+	var q streamQuery
+	if err := bindQuery(c, &q); err != nil {
 		return err
 	}
+	after := q.After
 	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}

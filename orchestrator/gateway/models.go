@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/models"
 )
 
 // Defaults of ModelsConfig.
@@ -49,13 +49,11 @@ type Models struct {
 	log    *slog.Logger
 
 	mu      sync.Mutex // held while fetching: callers wait for one fetch
-	good    *api.ModelList
+	good    *models.List
 	fetched time.Time
 	tried   time.Time // the last failed fetch
 	lastErr error
 }
-
-var _ api.ModelSource = (*Models)(nil)
 
 // NewModels checks cfg and returns the list; nothing is fetched before the
 // first call.
@@ -88,9 +86,9 @@ func NewModels(cfg ModelsConfig) (*Models, error) {
 }
 
 // Models returns the list: cached within the TTL, else fetched again.
-func (m *Models) Models(ctx context.Context) (api.ModelList, error) {
+func (m *Models) Models(ctx context.Context) (models.List, error) {
 	if m.key == "" {
-		return api.BundledModels(fmt.Sprintf("offline list: no OpenRouter key is configured (%s)", KeyVar(OpenRouter))), nil
+		return models.Bundled(fmt.Sprintf("offline list: no OpenRouter key is configured (%s)", KeyVar(OpenRouter))), nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -104,30 +102,30 @@ func (m *Models) Models(ctx context.Context) (api.ModelList, error) {
 	ps, err := m.fetch(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return api.ModelList{}, ctx.Err() // the caller went away: not the upstream's failure
+			return models.List{}, ctx.Err() // the caller went away: not the upstream's failure
 		}
 		m.tried, m.lastErr = now, err
 		m.log.Warn("fetch the model list", "url", m.base.String()+"/models", "err", err)
 		return m.fallback(), nil
 	}
 	at := now.UTC()
-	m.good = &api.ModelList{Providers: ps, FetchedAt: &at}
+	m.good = &models.List{Providers: ps, FetchedAt: &at}
 	m.fetched, m.lastErr = now, nil
 	return *m.good, nil
 }
 
 // fallback is the last good list with a note, or the bundled list.
-func (m *Models) fallback() api.ModelList {
+func (m *Models) fallback() models.List {
 	if m.good != nil {
 		l := *m.good
 		l.Note = fmt.Sprintf("could not refresh the list from %s (%v); showing the list of %s", m.base.Host, m.lastErr,
 			m.fetched.UTC().Format(time.RFC3339))
 		return l
 	}
-	return api.BundledModels(fmt.Sprintf("offline list: could not reach %s (%v)", m.base.Host, m.lastErr))
+	return models.Bundled(fmt.Sprintf("offline list: could not reach %s (%v)", m.base.Host, m.lastErr))
 }
 
-func (m *Models) fetch(ctx context.Context) ([]api.Provider, error) {
+func (m *Models) fetch(ctx context.Context) ([]models.Provider, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base.String()+"/models", nil)
 	if err != nil {
 		return nil, err
@@ -153,5 +151,5 @@ func (m *Models) fetch(ctx context.Context) ([]api.Provider, error) {
 	if len(body) > maxModelsBody {
 		return nil, fmt.Errorf("the list is larger than %d bytes", maxModelsBody)
 	}
-	return api.ParseOpenRouterModels(body)
+	return models.ParseOpenRouter(body)
 }

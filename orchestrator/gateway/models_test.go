@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
+	"github.com/filepath-dev/filepath/orchestrator/models"
 )
 
 type fakeClock struct {
@@ -25,7 +25,7 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func modelIDs(l api.ModelList) []string {
+func modelIDs(l models.List) []string {
 	var ids []string
 	for _, p := range l.Providers {
 		for _, m := range p.Models {

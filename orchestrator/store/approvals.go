@@ -52,12 +52,12 @@ type Approval struct {
 	Action     string     `json:"action"`
 	Detail     string     `json:"detail"`
 	Kind       string     `json:"kind"`
-	Status     string     `json:"status"`
+	Status     string     `json:"status" jsonschema:"enum=pending,enum=approved,enum=denied"`
 	AnsweredBy string     `json:"answered_by,omitempty"`
 	Always     bool       `json:"always,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	ExpiresAt  time.Time  `json:"expires_at"`
-	AnsweredAt *time.Time `json:"answered_at"`
+	AnsweredAt *time.Time `json:"answered_at" jsonschema:"nullable"`
 }
 
 // NewApproval is an agent's request.

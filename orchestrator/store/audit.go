@@ -33,7 +33,7 @@ type ToolCall struct {
 	ID     int64  `json:"id"`
 	NodeID string `json:"node_id"`
 	// Source is tool, command or api.
-	Source string `json:"source"`
+	Source string `json:"source" jsonschema:"enum=tool,enum=command,enum=api"`
 	Name   string `json:"name"`
 	// Parameters: {"path"} of a tool, {"cmd"} of a command, the request of
 	// an API call.

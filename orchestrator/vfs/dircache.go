@@ -163,7 +163,8 @@ func (fs *FS) dirInfo(ctx context.Context, q querier, ino int64) (dirLink, error
 			return dirLink{}, errorf(syscall.ELOOP, "", "directory %d is more than %d levels deep", ino, maxDepth)
 		}
 		s := step{ino: cur}
-		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&s.parent, &s.name)
+		var err error
+		s.parent, s.name, err = fs.firstName(ctx, q, cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return dirLink{}, errorf(syscall.ENOENT, "", "inode %d has no name", cur)
 		}

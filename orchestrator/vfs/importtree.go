@@ -151,6 +151,11 @@ func (im *treeImport) batch(ctx context.Context, es []importEntry) error {
 		clear(newDirs)
 		clear(newLinks)
 		evs = evs[:0]
+		// a layered fork's directory has its own row before names go in
+		// it (the link-count triggers update own rows)
+		if err := fs.ownIno(ctx, tx, im.top); err != nil {
+			return err
+		}
 		var next int64
 		if err := tx.QueryRowContext(ctx, `UPDATE fs_meta SET next_ino=next_ino+?1 WHERE session_id=?2 RETURNING next_ino-?1`, len(es), fs.sid).Scan(&next); err != nil {
 			return fmt.Errorf("import: allocate inodes: %w", err)
@@ -159,7 +164,9 @@ func (im *treeImport) batch(ctx context.Context, es []importEntry) error {
 		for k, q := range map[string]string{
 			"inode": `INSERT INTO fs_inode(session_id, ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns, data_gen)
 				VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-			"name":    `INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,?)`,
+			// a layered fork's whiteout may hold the name: it goes
+			"name": `INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,?)
+				ON CONFLICT(session_id, parent_ino, name) DO UPDATE SET ino=excluded.ino`,
 			"data":    `INSERT INTO fs_data(session_id, ino, offset, size, data) VALUES(?,?,?,?,?)`,
 			"symlink": `INSERT INTO fs_symlink(session_id, ino, target) VALUES(?,?,?)`,
 		} {

@@ -24,9 +24,6 @@ func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
-		return Attr{}, err
-	}
 	if err := fs.checkInodeAccess(ctx, "create", parent, name, true); err != nil {
 		return Attr{}, err
 	}
@@ -98,9 +95,6 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
-		return Attr{}, err
-	}
 	if err := fs.checkInodeAccess(ctx, op, parent, name, true); err != nil {
 		return Attr{}, err
 	}
@@ -130,18 +124,17 @@ func (fs *FS) mknod(ctx context.Context, tx *txn, parent int64, name string, mod
 // mknodIno is mknod with a reserved inode number (0: allocate one) and a
 // device number (for a device; 0 otherwise).
 func (fs *FS) mknodIno(ctx context.Context, tx *txn, parent int64, name string, ino int64, mode uint32, target string, rdev uint32) (Attr, error) {
-	var pmode uint32
-	var plinks int64
-	if err := tx.QueryRowContext(ctx, `SELECT mode, nlink FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, parent).Scan(&pmode, &plinks); err != nil {
-		if err == sql.ErrNoRows {
-			return Attr{}, errorf(syscall.ENOENT, name, "parent of %s not found", name)
-		}
+	pa, err := fs.getAttr(ctx, tx, parent)
+	if IsErrno(err, syscall.ENOENT) {
+		return Attr{}, errorf(syscall.ENOENT, name, "parent of %s not found", name)
+	}
+	if err != nil {
 		return Attr{}, fmt.Errorf("read parent of %s: %w", name, err)
 	}
-	if pmode&ModeType != ModeDir {
+	if pa.Mode&ModeType != ModeDir {
 		return Attr{}, errorf(syscall.ENOTDIR, name, "parent of %s is not a directory", name)
 	}
-	if parent != RootIno && plinks == 0 {
+	if removedDir(pa) {
 		return Attr{}, errorf(syscall.ENOENT, name, "the directory of %s was removed", name)
 	}
 	now := fs.v.cfg.Now()
@@ -149,7 +142,7 @@ func (fs *FS) mknodIno(ctx context.Context, tx *txn, parent int64, name string, 
 	if mode&ModeType == ModeSymlink {
 		size = int64(len(target))
 	}
-	ino, err := fs.newInode(ctx, tx, ino, mode, fs.uid, fs.gid, size, rdev, now)
+	ino, err = fs.newInode(ctx, tx, ino, mode, fs.uid, fs.gid, size, rdev, now)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -176,9 +169,6 @@ func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (A
 		return Attr{}, err
 	}
 	if _, err := fs.init(ctx); err != nil {
-		return Attr{}, err
-	}
-	if err := fs.ensureDir(ctx, newParent); err != nil { // a lazy fork copies it first (forklazy.go)
 		return Attr{}, err
 	}
 	if err := fs.checkInodeAccess(ctx, "link", newParent, newName, true); err != nil {
@@ -257,9 +247,6 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 	if err != nil {
 		return Attr{}, time.Time{}, err
 	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
-		return Attr{}, time.Time{}, err
-	}
 	if err := fs.checkInodeAccess(ctx, "create", parent, name, true); err != nil {
 		return Attr{}, time.Time{}, err
 	}
@@ -286,6 +273,9 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 	// ino), then the chunks.
 	err = fs.v.tx(ctx, func(tx *txn) error {
 		var ms, mns int64
+		if err := fs.ownIno(ctx, tx, parent); err != nil {
+			return err
+		}
 		err := tx.QueryRowContext(ctx, `UPDATE fs_inode SET
 			mtime    = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?1 ELSE ?3 END,
 			mtime_ns = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?2 ELSE ?4 END,
@@ -343,9 +333,6 @@ func (fs *FS) CheckCreate(ctx context.Context, parent int64, name string) error 
 		return err
 	}
 	if _, err := fs.init(ctx); err != nil {
-		return err
-	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
 		return err
 	}
 	return fs.checkInodeAccess(ctx, "create", parent, name, true)

@@ -1,14 +1,18 @@
 // Generates src/lib/protocol/generated.ts from the Go side's JSON Schema
-// (../protocol/schema/{event,input,record}.schema.json). `--check` fails when the file is stale.
+// (../protocol/schema/{event,input,record}.schema.json), and src/lib/openapi/generated.ts, the API's
+// request and answer types, from the user API's OpenAPI document (../orchestrator/api/openapi.json,
+// generated from the Go types of its routes). `--check` fails when a file is stale.
 // FILEPATH_SCHEMA_DIR overrides the schema directory (only for trying a draft schema).
 import { compile } from 'json-schema-to-typescript';
-import { readFile, writeFile, access } from 'node:fs/promises';
+import { readFile, writeFile, access, mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const schemaDir = process.env.FILEPATH_SCHEMA_DIR ?? path.resolve(here, '../../protocol/schema');
 const out = path.resolve(here, '../src/lib/protocol/generated.ts');
+const openapiFile = path.resolve(here, '../../orchestrator/api/openapi.json');
+const apiOut = path.resolve(here, '../src/lib/openapi/generated.ts');
 const check = process.argv.includes('--check');
 
 const inputs = [
@@ -18,8 +22,8 @@ const inputs = [
 ];
 // The record schema refers to the other two by file name: those become the names compiled above.
 const fileRefs = { 'event.schema.json': 'AgentEvent', 'input.schema.json': 'AgentInput' };
-// Go names that would shadow TypeScript's own (Record<K, V>) or the DOM's (Node).
-const renames = { Record: 'LogRecord', Node: 'AgentNode' };
+// Go names that would shadow TypeScript's own (Record<K, V>) or the DOM's (Node, File).
+const renames = { Record: 'LogRecord', Node: 'AgentNode', File: 'FsFile' };
 
 // prepare renames definitions and turns references to the other schema files into their type names.
 // $defs become `definitions`: json-schema-to-typescript emits unreferenced ones (Session) only there.
@@ -38,12 +42,12 @@ function prepare(v) {
 	return out;
 }
 
-async function load(file) {
-	const p = path.join(schemaDir, file);
+async function load(file, dir = schemaDir) {
+	const p = path.join(dir, file);
 	try {
 		await access(p);
 	} catch {
-		console.error(`gen: schema ${p} not found (written by the protocol package: make gen)`);
+		console.error(`gen: schema ${p} not found (written by the Go packages: make gen)`);
 		process.exit(1);
 	}
 	return JSON.parse(await readFile(p, 'utf8'));
@@ -63,21 +67,30 @@ const options = {
 	style: { useTabs: true, singleQuote: true, printWidth: 100 },
 	cwd: schemaDir
 };
-const seen = new Set();
-// add keeps the declarations of ts that no earlier compile emitted (each schema is compiled on its
-// own, and a definition is emitted again wherever it is referenced).
-function add(ts) {
-	for (const block of ts.split(/\n(?=export )/)) {
-		const m = block.match(/^export (?:type|interface) (\w+)/);
-		if (m) {
-			if (seen.has(m[1])) continue;
-			seen.add(m[1]);
+// add keeps the declarations of ts that no earlier compile emitted into out (each schema is compiled
+// on its own, and a definition is emitted again wherever it is referenced).
+function adder(out, seen) {
+	return (ts) => {
+		for (const block of ts.split(/\n(?=export )/)) {
+			const m = block.match(/^export (?:type|interface) (\w+)/);
+			if (m) {
+				if (seen.has(m[1])) continue;
+				seen.add(m[1]);
+			}
+			out.push(block.trim() + '\n');
 		}
-		parts.push(block.trim() + '\n');
-	}
+	};
 }
+const seen = new Set();
+const add = adder(parts, seen);
+// protocolNames: every schema name of the protocol's files, the names the OpenAPI document's
+// components share with them.
+const protocolNames = new Set();
 for (const { file, name } of inputs) {
-	const schema = prepare(await load(file));
+	const raw = await load(file);
+	protocolNames.add(file === 'record.schema.json' ? 'Record' : name);
+	for (const key of Object.keys(raw.$defs ?? {})) protocolNames.add(key);
+	const schema = prepare(raw);
 	// The root names the union; the schema's own title would otherwise win.
 	schema.title = name;
 	add(await compile(schema, name, options));
@@ -90,19 +103,65 @@ for (const { file, name } of inputs) {
 }
 const text = parts.join('\n');
 
-if (check) {
-	let current = '';
-	try {
-		current = await readFile(out, 'utf8');
-	} catch {
-		/* missing counts as stale */
+// The API's types: every component schema of the OpenAPI document but the protocol's, which are
+// imported from the protocol's generated types (renamed as there).
+const doc = await load(path.basename(openapiFile), path.dirname(openapiFile));
+const imported = new Set();
+function prepareAPI(v) {
+	if (Array.isArray(v)) return v.map(prepareAPI);
+	if (v === null || typeof v !== 'object') return v;
+	if (typeof v.$ref === 'string') {
+		const name = v.$ref.replace(/^#\/components\/schemas\//, '');
+		if (protocolNames.has(name)) {
+			const ts = renames[name] ?? name;
+			imported.add(ts);
+			return { tsType: ts };
+		}
+		return { ...v, $ref: '#/definitions/' + name };
 	}
-	if (current !== text) {
-		console.error(`gen:check: ${path.relative(process.cwd(), out)} is stale; run \`make gen\``);
-		process.exit(1);
-	}
-	console.log('gen:check: generated.ts is current');
-} else {
-	await writeFile(out, text);
-	console.log(`gen: wrote ${path.relative(process.cwd(), out)}`);
+	const out = {};
+	for (const [k, x] of Object.entries(v)) out[k] = prepareAPI(x);
+	return out;
 }
+const apiDefs = {};
+for (const [name, schema] of Object.entries(doc.components.schemas)) {
+	if (!protocolNames.has(name)) apiDefs[name] = { ...prepareAPI(schema), title: renames[name] ?? name };
+}
+const apiParts = [];
+const addAPI = adder(apiParts, new Set());
+for (const name of Object.keys(apiDefs).sort()) {
+	const def = apiDefs[name];
+	addAPI(await compile({ ...def, definitions: apiDefs }, def.title, { ...options, unreachableDefinitions: false }));
+}
+const apiText = [
+	'/* eslint-disable */\n' +
+		'// Code generated by web/scripts/gen.mjs from orchestrator/api/openapi.json. DO NOT EDIT.\n' +
+		'// Regenerate with `make gen` (or `cd web && npm run gen`).\n' +
+		`import type { ${[...imported].sort().join(', ')} } from '../protocol/generated';\n`,
+	...apiParts
+].join('\n');
+
+let stale = false;
+for (const [file, want] of [
+	[out, text],
+	[apiOut, apiText]
+]) {
+	const rel = path.relative(process.cwd(), file);
+	if (check) {
+		let current = '';
+		try {
+			current = await readFile(file, 'utf8');
+		} catch {
+			/* missing counts as stale */
+		}
+		if (current !== want) {
+			console.error(`gen:check: ${rel} is stale; run \`make gen\``);
+			stale = true;
+		} else console.log(`gen:check: ${rel} is current`);
+	} else {
+		await mkdir(path.dirname(file), { recursive: true });
+		await writeFile(file, want);
+		console.log(`gen: wrote ${rel}`);
+	}
+}
+if (stale) process.exit(1);

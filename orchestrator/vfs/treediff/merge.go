@@ -9,8 +9,8 @@ import (
 // since the fork point, to different results.
 type Conflict struct {
 	Path   string `json:"path"`
-	Fork   string `json:"fork"`   // what the fork did: added | changed | deleted
-	Parent string `json:"parent"` // what the parent did (to the path or a directory above it)
+	Fork   string `json:"fork" jsonschema:"enum=added,enum=changed,enum=deleted"`   // what the fork did: added | changed | deleted
+	Parent string `json:"parent" jsonschema:"enum=added,enum=changed,enum=deleted"` // what the parent did (to the path or a directory above it)
 }
 
 // Side is one of the three trees of a merge.

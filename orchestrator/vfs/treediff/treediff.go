@@ -21,8 +21,8 @@ const (
 // FileChange is one path that differs between a fork and its fork point.
 type FileChange struct {
 	Path    string `json:"path"`
-	Op      string `json:"op"`   // added | changed | deleted
-	Kind    string `json:"kind"` // file | dir | symlink | fifo | socket | char-device | block-device (the new one; the old one for deleted)
+	Op      string `json:"op" jsonschema:"enum=added,enum=changed,enum=deleted"`                                                       // added | changed | deleted
+	Kind    string `json:"kind" jsonschema:"enum=file,enum=dir,enum=symlink,enum=fifo,enum=socket,enum=char-device,enum=block-device"` // the new one; the old one for deleted
 	OldSize int64  `json:"old_size"`
 	NewSize int64  `json:"new_size"`
 	Binary  bool   `json:"binary,omitempty"` // a file not shown as text (or too large)

@@ -3,8 +3,6 @@
 import type {
 	ApprovalDecision,
 	ApprovalRequest,
-	AuditRow,
-	StoredMemory,
 	AgentInfo,
 	AgentNode,
 	ForkDiff,
@@ -15,6 +13,19 @@ import type {
 	Session,
 	SpawnRequest
 } from './types';
+import type {
+	ApprovalRequestList,
+	AuditPage,
+	Me,
+	MoveNodeRequest,
+	NodeList,
+	RecordPage,
+	SecretInfo,
+	SecretInfoList,
+	SessionList,
+	SignalRequest,
+	StoredMemoryList
+} from './openapi/generated';
 
 export class ApiError extends Error {
 	readonly status: number;
@@ -116,49 +127,47 @@ const s = (id: string) => `/sessions/${enc(id)}`;
 const n = (id: string, node: string) => `${s(id)}/nodes/${enc(node)}`;
 
 export const api = {
-	me: () => request<{ id: string; name: string }>('/me'),
+	me: () => request<Me>('/me'),
 	agents: () => request<AgentInfo[]>('/agents'),
 	models: () => request<ModelList>('/models'),
 
-	sessions: async () => (await request<{ data: Session[] }>('/sessions')).data ?? [],
+	sessions: async () => (await request<SessionList>('/sessions')).data ?? [],
 	session: (id: string) => request<Session>(s(id)),
 	createSession: (body: NewSessionBody) => request<Session>('/sessions', { method: 'POST', body }),
 	deleteSession: (id: string) => request<void>(s(id), { method: 'DELETE' }),
 	logout: () => request<void>('/logout', { method: 'POST' }),
 	/** The names of the session's secrets (vendor keys); values are never answered. */
 	secrets: async (id: string) =>
-		((await request<{ data: { name: string }[] }>(`${s(id)}/secrets`)).data ?? []).map((x) => x.name),
+		((await request<SecretInfoList>(`${s(id)}/secrets`)).data ?? []).map((x) => x.name),
 	setSecret: (id: string, name: string, value: string) =>
-		request<{ name: string }>(`${s(id)}/secrets/${enc(name)}`, { method: 'PUT', body: { value } }),
+		request<SecretInfo>(`${s(id)}/secrets/${enc(name)}`, { method: 'PUT', body: { value } }),
 	startSession: (id: string) => request<Session>(`${s(id)}/start`, { method: 'POST' }),
 	stopSession: (id: string) => request<Session>(`${s(id)}/stop`, { method: 'POST' }),
 
-	tree: async (id: string) => (await request<{ data: AgentNode[] }>(`${s(id)}/tree`)).data ?? [],
+	tree: async (id: string) => (await request<NodeList>(`${s(id)}/tree`)).data ?? [],
 	createNode: (id: string, body: SpawnRequest) =>
 		request<AgentNode>(`${s(id)}/nodes`, { method: 'POST', body }),
 	messages: (id: string, node: string, after = 0, limit = 500) =>
-		request<{ data: LogRecord[]; next_after: number }>(
-			`${n(id, node)}/messages?after=${after}&limit=${limit}`
-		),
+		request<RecordPage>(`${n(id, node)}/messages?after=${after}&limit=${limit}`),
 	sendMessage: (id: string, node: string, content: string) =>
 		request<LogRecord>(`${n(id, node)}/messages`, { method: 'POST', body: { content } }),
-	signal: (id: string, node: string, action: 'stop' | 'pause' | 'resume') =>
+	signal: (id: string, node: string, action: SignalRequest['action']) =>
 		request<LogRecord>(`${n(id, node)}/signal`, { method: 'POST', body: { action } }),
 	deleteNode: (id: string, node: string) => request<void>(n(id, node), { method: 'DELETE' }),
-	moveNode: (id: string, node: string, body: { parent_id: string; sort_order: number }) =>
+	moveNode: (id: string, node: string, body: MoveNodeRequest) =>
 		request<AgentNode>(`${n(id, node)}/move`, { method: 'POST', body }),
 	diff: (id: string, node: string) => request<ForkDiff>(`${n(id, node)}/diff`),
 	merge: (id: string, node: string) => request<MergeResult>(`${n(id, node)}/merge`, { method: 'POST' }),
 	logs: (id: string, node: string, tail = 500) =>
 		request<string>(`${n(id, node)}/logs?tail=${tail}`, { text: true }),
 
-	approvals: async (id: string, status?: 'pending' | 'approved' | 'denied') =>
-		(await request<{ data: ApprovalRequest[] }>(`${s(id)}/approvals${status ? `?status=${status}` : ''}`)).data ?? [],
+	approvals: async (id: string, status?: ApprovalRequest['status']) =>
+		(await request<ApprovalRequestList>(`${s(id)}/approvals${status ? `?status=${status}` : ''}`)).data ?? [],
 	answerApproval: (id: string, approval: string, decision: ApprovalDecision) =>
 		request<ApprovalRequest>(`${s(id)}/approvals/${enc(approval)}`, { method: 'POST', body: { decision } }),
 	audit: (id: string, node: string, before = 0, limit = 100) =>
-		request<{ data: AuditRow[]; next_before: number }>(`${n(id, node)}/audit?limit=${limit}${before ? `&before=${before}` : ''}`),
-	memories: async (limit = 500) => (await request<{ data: StoredMemory[] }>(`/memories?limit=${limit}`)).data ?? [],
+		request<AuditPage>(`${n(id, node)}/audit?limit=${limit}${before ? `&before=${before}` : ''}`),
+	memories: async (limit = 500) => (await request<StoredMemoryList>(`/memories?limit=${limit}`)).data ?? [],
 	deleteMemory: (memory: string) => request<void>(`/memories/${enc(memory)}`, { method: 'DELETE' })
 };
 

@@ -2,36 +2,20 @@
 // api.ts, plus the small path helpers and the file-record feed the Files tab uses.
 import { request } from './api';
 import type { FileRecord, LogRecord } from './protocol';
+import type { FileInfo, FileInfoList, FsFile as FileAnswer } from './openapi/generated';
 
 export type { FileRecord };
 
 /** FsType is what an entry is; only a file has content. FIFOs, sockets and devices are made by
  * programs through an agent's /workspace (a mount), and are listed as what they are. */
-export type FsType = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
+export type FsType = FileInfo['type'];
 
 /** FsEntry is a file or directory as the VFS API describes it (FileInfo). */
-export interface FsEntry {
-	path: string;
-	name: string;
-	is_directory: boolean;
-	is_symlink?: boolean;
-	type?: FsType;
-	/** device is a device's number, major:minor. */
-	device?: string;
-	target?: string;
-	is_readonly: boolean;
-	size_bytes: number;
-	mode?: number;
-	hash?: string;
-	created_at: string;
-	updated_at: string;
-}
+export type FsEntry = FileInfo;
 
-/** FsFile is a file with its content: text as is, anything else base64. */
-export interface FsFile extends FsEntry {
-	content: string;
-	encoding: 'text' | 'base64';
-}
+/** FsFile is a file with its content, as a read or a create answers it: text as is, anything else
+ * base64. */
+export type FsFile = FileAnswer & Required<Pick<FileAnswer, 'content' | 'encoding'>>;
 
 const enc = encodeURIComponent;
 
@@ -175,7 +159,7 @@ export function fsClient(sessionId: string): FsClient {
 	const u = (p: string) => fsURL(sessionId, p);
 	return {
 		sessionId,
-		list: async (path) => (await request<{ data: FsEntry[] | null }>(u(path))).data ?? [],
+		list: async (path) => (await request<FileInfoList>(u(path))).data ?? [],
 		read: (path) => request<FsFile>(u(path)),
 		stat: (path) => request<FsEntry>(`${u('/')}/_/stat`, { method: 'POST', body: { path } }),
 		createFile: (path, content = '') =>

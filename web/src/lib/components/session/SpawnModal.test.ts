@@ -10,7 +10,8 @@ const agents: AgentInfo[] = ['shelley', 'claude-code', 'codex', 'custom'].map((t
 	description: `${t} agent`,
 	icon: '',
 	default_model: t === 'codex' ? 'gpt-5' : 'claude-sonnet-4',
-	image: ''
+	image: '',
+	provider: ''
 }));
 const providers = [
 	{ name: 'anthropic', models: [{ id: 'claude-sonnet-4', name: 'Claude Sonnet 4' }, { id: 'claude-opus-4', name: 'Claude Opus 4' }] },
@@ -181,8 +182,8 @@ describe('SpawnModal', () => {
 	describe('vendor keys and every agent', () => {
 		const catalog: AgentInfo[] = [
 			...agents.slice(0, 3),
-			{ type: 'cursor', name: 'Cursor', description: 'cursor agent', icon: '', default_model: 'claude-sonnet-4', image: '', vendor_key: 'CURSOR_API_KEY' },
-			{ type: 'amp', name: 'Amp', description: 'amp agent', icon: '', default_model: 'claude-sonnet-4', image: '', vendor_key: 'AMP_API_KEY' },
+			{ type: 'cursor', name: 'Cursor', description: 'cursor agent', icon: '', default_model: 'claude-sonnet-4', image: '', provider: '', vendor_key: 'CURSOR_API_KEY' },
+			{ type: 'amp', name: 'Amp', description: 'amp agent', icon: '', default_model: 'claude-sonnet-4', image: '', provider: '', vendor_key: 'AMP_API_KEY' },
 			agents[3]
 		];
 

@@ -1,7 +1,9 @@
-package api
+// Package models is the catalogue of LLMs the spawn dialog offers: the list
+// bundled with filepath (models.json) and the reading of OpenRouter's live
+// listing. The gateway fetches and caches the live list; the API serves it.
+package models
 
 import (
-	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -21,8 +23,8 @@ type Model struct {
 	ContextLength int    `json:"context_length"` // tokens; 0: unknown
 	// PromptPrice and CompletionPrice are USD per million tokens (null:
 	// unknown or variable).
-	PromptPrice     *float64 `json:"prompt_price"`
-	CompletionPrice *float64 `json:"completion_price"`
+	PromptPrice     *float64 `json:"prompt_price" jsonschema:"nullable"`
+	CompletionPrice *float64 `json:"completion_price" jsonschema:"nullable"`
 	Tools           bool     `json:"tools"` // takes tool definitions (agents need them)
 }
 
@@ -32,55 +34,35 @@ type Provider struct {
 	Models []Model `json:"models"`
 }
 
-// ModelList is the answer of GET /api/v1/models.
-type ModelList struct {
+// List is the answer of GET /api/v1/models.
+type List struct {
 	Providers []Provider `json:"providers"`
 	// Offline is true when the list is the one bundled with filepath, not
 	// OpenRouter's live list; Note then says why (the UI shows it).
 	Offline bool   `json:"offline"`
 	Note    string `json:"note,omitempty"`
 	// FetchedAt is when the live list was fetched (null: bundled).
-	FetchedAt *time.Time `json:"fetched_at"`
+	FetchedAt *time.Time `json:"fetched_at" jsonschema:"nullable"`
 }
-
-// ModelSource lists the models the UI offers (a cached OpenRouter listing in
-// production: gateway.Models).
-type ModelSource interface {
-	Models(ctx context.Context) (ModelList, error)
-}
-
-// ModelSourceFunc adapts a function to ModelSource.
-type ModelSourceFunc func(ctx context.Context) (ModelList, error)
-
-// Models calls f.
-func (f ModelSourceFunc) Models(ctx context.Context) (ModelList, error) { return f(ctx) }
 
 //go:embed models.json
 var bundledModels []byte
 
-// BundledModels returns the model list compiled into the binary (well-known
+// Bundled returns the model list compiled into the binary (well-known
 // models with their context lengths, prices and tool support), marked
 // offline with note.
-func BundledModels(note string) ModelList {
-	ps, err := ParseOpenRouterModels(bundledModels)
+func Bundled(note string) List {
+	ps, err := ParseOpenRouter(bundledModels)
 	if err != nil {
-		panic("api: bundled models.json: " + err.Error()) // a test reads it
+		panic("models: bundled models.json: " + err.Error()) // a test reads it
 	}
-	return ModelList{Providers: ps, Offline: true, Note: note}
+	return List{Providers: ps, Offline: true, Note: note}
 }
 
-// StaticModels returns the bundled list as a ModelSource (the default when
-// the server has no live source).
-func StaticModels() ModelSource {
-	return ModelSourceFunc(func(context.Context) (ModelList, error) {
-		return BundledModels("the bundled model list: this server has no live source"), nil
-	})
-}
-
-// ParseOpenRouterModels reads OpenRouter's GET /models answer ({"data": [{id,
+// ParseOpenRouter reads OpenRouter's GET /models answer ({"data": [{id,
 // name, context_length, pricing: {prompt, completion}, supported_parameters}]})
 // into providers sorted by name, each with its models in the answer's order.
-func ParseOpenRouterModels(body []byte) ([]Provider, error) {
+func ParseOpenRouter(body []byte) ([]Provider, error) {
 	var in struct {
 		Data []struct {
 			ID            string          `json:"id"`
