@@ -115,9 +115,11 @@ func (fs *FS) importTree(ctx context.Context, p, hostDir string, maxEntries int,
 
 // importEntry is one path of a host tree to import.
 type importEntry struct {
-	rel  string // relative to the tree's root, with "/"
-	host string
-	info os.FileInfo
+	rel    string // relative to the tree's root, with "/"
+	host   string
+	info   os.FileInfo
+	data   []byte // a regular file's content, read before its transaction
+	target string // a symlink's
 }
 
 // fileID is a host inode, to keep hard links.
@@ -140,6 +142,36 @@ type treeImport struct {
 func (im *treeImport) batch(ctx context.Context, es []importEntry) error {
 	fs := im.fs
 	cs, cns := splitTime(im.now)
+	// The host's files are read before the transaction, which holds the
+	// write connection (LOCKS.md) only for the inserts.
+	for i := range es {
+		e := &es[i]
+		switch {
+		case e.info.Mode().IsRegular():
+			if err := fs.checkFileSize(e.info.Size(), paths.Join(im.topPath, e.rel)); err != nil {
+				return err
+			}
+			b, err := os.ReadFile(e.host)
+			if err != nil {
+				return fmt.Errorf("import %s: %w", e.rel, err)
+			}
+			if int64(len(b)) != e.info.Size() {
+				return fmt.Errorf("import %s: it changed while it was imported", e.rel)
+			}
+			e.data = b
+		case e.info.Mode()&os.ModeSymlink != 0:
+			t, err := os.Readlink(e.host)
+			if err != nil {
+				return fmt.Errorf("import %s: %w", e.rel, err)
+			}
+			e.target = t
+		}
+	}
+	defer func() {
+		for i := range es {
+			es[i].data = nil
+		}
+	}()
 	// what a transaction that rolls back made must not stay: note it
 	// here, keep it after the commit
 	made := map[string]int64{}
@@ -222,26 +254,12 @@ func (im *treeImport) batch(ctx context.Context, es []importEntry) error {
 			switch mode & ModeType {
 			case ModeRegular:
 				size = st.Size
-				if err := fs.checkFileSize(size, p); err != nil {
-					return err
-				}
-				b, err := os.ReadFile(e.host)
-				if err != nil {
-					return fmt.Errorf("import %s: %w", e.rel, err)
-				}
-				if int64(len(b)) != size {
-					return fmt.Errorf("import %s: it changed while it was imported", e.rel)
-				}
-				data, used = b, used+size
+				data, used = e.data, used+size
 				if size > 0 {
 					gen = 1
 				}
 			case ModeSymlink:
-				t, err := os.Readlink(e.host)
-				if err != nil {
-					return fmt.Errorf("import %s: %w", e.rel, err)
-				}
-				target, size = t, int64(len(t))
+				target, size = e.target, int64(len(e.target))
 			case ModeDir, ModeFIFO, ModeSocket:
 			default:
 				return errorf(syscall.EINVAL, p, "import %s: a device is not imported", e.rel)
