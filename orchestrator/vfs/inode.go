@@ -42,8 +42,13 @@ func (fs *FS) GetAttr(ctx context.Context, ino int64) (Attr, error) {
 	return fs.getAttr(ctx, fs.v.rq, ino)
 }
 
-// Lookup returns the attributes of the entry name in directory parent.
+// Lookup returns the attributes of the entry name in directory parent. A
+// name longer than paths.MaxNameLen is ENAMETOOLONG, not ENOENT: no entry
+// can have it.
 func (fs *FS) Lookup(ctx context.Context, parent int64, name string) (Attr, error) {
+	if len(name) > paths.MaxNameLen {
+		return Attr{}, paths.ValidName(name)
+	}
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}

@@ -241,6 +241,10 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantErrno(t, unix.Mkdirat(fd, name+"n", 0o755), syscall.ENAMETOOLONG)
+			// a name no entry can have is too long, not missing
+			var st unix.Stat_t
+			wantErrno(t, unix.Fstatat(fd, name+"n", &st, 0), syscall.ENAMETOOLONG)
+			wantErrno(t, unix.Fchmodat(fd, name+"n", 0o644, 0), syscall.ENAMETOOLONG)
 			// a path given whole is the kernel's to refuse (PATH_MAX)
 			wantErrno(t, unix.Mkdir(dir+strings.Repeat("/"+name, 20)+"/x", 0o755), syscall.ENAMETOOLONG)
 			// the session filesystem has it, and removes the tree
