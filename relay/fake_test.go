@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -242,7 +243,7 @@ type fakeLog struct {
 	mu      sync.Mutex
 	tr      *trace
 	seq     int64
-	recs    []Record
+	recs    []protocol.Record
 	batches []int
 	cursor  string
 	cursors []string // the cursor after each AppendWithCursor
@@ -250,7 +251,7 @@ type fakeLog struct {
 	calls   int
 }
 
-func (l *fakeLog) append(cursor *string, recs []Record) ([]Record, error) {
+func (l *fakeLog) append(cursor *string, recs []protocol.Record) ([]protocol.Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
@@ -259,7 +260,7 @@ func (l *fakeLog) append(cursor *string, recs []Record) ([]Record, error) {
 			return nil, err
 		}
 	}
-	stored := make([]Record, len(recs))
+	stored := make([]protocol.Record, len(recs))
 	var kinds []string
 	for i, r := range recs {
 		l.seq++
@@ -288,20 +289,20 @@ func (l *fakeLog) append(cursor *string, recs []Record) ([]Record, error) {
 	return stored, nil
 }
 
-func (l *fakeLog) Append(_ context.Context, _ string, recs ...Record) ([]Record, error) {
+func (l *fakeLog) Append(_ context.Context, _ string, recs ...protocol.Record) ([]protocol.Record, error) {
 	return l.append(nil, recs)
 }
 
-func (l *fakeLog) AppendWithCursor(_ context.Context, _, _, cursor string, recs ...Record) ([]Record, error) {
+func (l *fakeLog) AppendWithCursor(_ context.Context, _, _, cursor string, recs ...protocol.Record) ([]protocol.Record, error) {
 	return l.append(&cursor, recs)
 }
 
-func (l *fakeLog) Inputs(_ context.Context, _, nodeID string, after int64) ([]Record, error) {
+func (l *fakeLog) Inputs(_ context.Context, _, nodeID string, after int64) ([]protocol.Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []Record
+	var out []protocol.Record
 	for _, r := range l.recs {
-		if r.Kind == KindInput && r.NodeID == nodeID && r.Seq > after {
+		if r.Kind == protocol.KindInput && r.NodeID == nodeID && r.Seq > after {
 			out = append(out, r)
 		}
 	}
@@ -314,10 +315,10 @@ func (l *fakeLog) lastCursor() string {
 	return l.cursor
 }
 
-func (l *fakeLog) records() []Record {
+func (l *fakeLog) records() []protocol.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Record(nil), l.recs...)
+	return append([]protocol.Record(nil), l.recs...)
 }
 
 // fakeEffects is an Effects built from function fields; nil fields record
@@ -383,79 +384,15 @@ func (e *fakeEffects) Exited(ctx context.Context, node Node, exit Exit) error {
 
 func (e *fakeEffects) lastExit(t *testing.T) Exit {
 	t.Helper()
-	select {
-	case <-e.exitedCh:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Effects.Exited not called within 10s")
-	}
+	testkit.Recv(t, e.exitedCh, 10*time.Second, "Effects.Exited")
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.exits[len(e.exits)-1]
 }
 
-// fakeClock is a Clock whose time moves only with Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []fakeTimer
-}
-
-type fakeTimer struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), ch: ch})
-	return ch
-}
-
-func (c *fakeClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.timers)
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.at.After(c.now) {
-			t.ch <- c.now
-		} else {
-			keep = append(keep, t)
-		}
-	}
-	c.timers = keep
-}
-
-// checkFor polls cond until it holds or the deadline passes.
-func checkFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+// newClock returns a fake clock at a fixed time.
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 }
 
 var testNode = Node{SessionID: "s1", ID: "n1", ParentID: "p1", Name: "worker", ContainerID: "c1"}
@@ -489,7 +426,7 @@ func (h *harness) start(t *testing.T) *Relay {
 }
 
 // dataOf decodes a record's data into a map.
-func dataOf(t *testing.T, r Record) map[string]any {
+func dataOf(t *testing.T, r protocol.Record) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.Data, &m); err != nil {
@@ -498,7 +435,7 @@ func dataOf(t *testing.T, r Record) map[string]any {
 	return m
 }
 
-func summary(recs []Record) string {
+func summary(recs []protocol.Record) string {
 	var b strings.Builder
 	for _, r := range recs {
 		fmt.Fprintf(&b, "%s %s\n", r.Kind, r.Data)

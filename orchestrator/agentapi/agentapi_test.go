@@ -3,7 +3,6 @@ package agentapi
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,16 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 )
 
 // fixture is a store with one user, one session, two nodes and their keys.
 type fixture struct {
 	st                *store.Store
-	user              store.User
+	users             *identity.Store
+	user              identity.User
 	sid               string
-	nodeA, nodeB      store.Node
+	nodeA, nodeB      sessions.Node
 	keyA, keyB, uiKey string
 	keyAID            string
 }
@@ -33,31 +36,32 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	t.Cleanup(func() { st.Close() })
-	f := &fixture{st: st}
-	if f.user, err = st.CreateUser(ctx, "alice", false); err != nil {
+	f := &fixture{st: st, users: ident}
+	if f.user, err = ident.CreateUser(ctx, "alice", false); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := st.CreateSession(ctx, f.user.ID, store.NewSession{Name: "agentapi"})
+	sess, err := ss.CreateSession(ctx, f.user.ID, sessions.NewSession{Name: "agentapi"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.sid = sess.ID
-	if f.nodeA, err = st.CreateNode(ctx, f.user.ID, sess.ID, store.NewNode{Name: "a", AgentType: "custom", Image: "x"}); err != nil {
+	if f.nodeA, err = ss.CreateNode(ctx, f.user.ID, sess.ID, sessions.NewNode{Name: "a", AgentType: "custom", Image: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if f.nodeB, err = st.CreateNode(ctx, f.user.ID, sess.ID, store.NewNode{Name: "b", AgentType: "custom", Image: "x", ParentID: &f.nodeA.ID}); err != nil {
+	if f.nodeB, err = ss.CreateNode(ctx, f.user.ID, sess.ID, sessions.NewNode{Name: "b", AgentType: "custom", Image: "x", ParentID: &f.nodeA.ID}); err != nil {
 		t.Fatal(err)
 	}
-	var k store.APIKey
-	if f.keyA, k, err = st.CreateNodeAPIKey(ctx, f.user.ID, sess.ID, f.nodeA.ID); err != nil {
+	var k identity.APIKey
+	if f.keyA, k, err = ident.CreateNodeAPIKey(ctx, f.user.ID, sess.ID, f.nodeA.ID); err != nil {
 		t.Fatal(err)
 	}
 	f.keyAID = k.ID
-	if f.keyB, _, err = st.CreateNodeAPIKey(ctx, f.user.ID, sess.ID, f.nodeB.ID); err != nil {
+	if f.keyB, _, err = ident.CreateNodeAPIKey(ctx, f.user.ID, sess.ID, f.nodeB.ID); err != nil {
 		t.Fatal(err)
 	}
-	if f.uiKey, _, err = st.CreateAPIKey(ctx, f.user.ID, "scripts"); err != nil {
+	if f.uiKey, _, err = ident.CreateAPIKey(ctx, f.user.ID, "scripts"); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -79,24 +83,26 @@ type answer struct {
 
 func get(t *testing.T, url string, header ...string) answer {
 	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	a := answer{status: resp.StatusCode}
-	if err := json.Unmarshal(b, &a.body); err != nil {
-		t.Fatalf("GET %s: %d, not JSON: %q", url, resp.StatusCode, b)
+	r := testkit.Request(t, nil, "GET", url, "", nil, header...)
+	a := answer{status: r.Status}
+	if err := json.Unmarshal(r.Body, &a.body); err != nil {
+		t.Fatalf("GET %s: %d, not JSON: %q", url, r.Status, r.Body)
 	}
 	return a
+}
+
+// server is a Server (cfg, its Auth the fixture's users) with whoami
+// mounted at /test/, shut down when the test ends.
+func (f *fixture) server(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	cfg.Auth = f.users
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	s.Mount("/test/", whoami())
+	return s
 }
 
 func errMessage(a answer) string {
@@ -109,12 +115,7 @@ func errMessage(a answer) string {
 // loopback, where the token alone tells the node.
 func TestSharedListener(t *testing.T) {
 	f := newFixture(t)
-	s, err := New(Config{Auth: f.st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
-	s.Mount("/test/", whoami())
+	s := f.server(t, Config{})
 	if !strings.HasPrefix(s.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL %q is not on the host's loopback", s.URL())
 	}
@@ -175,7 +176,7 @@ func TestSharedListener(t *testing.T) {
 		}
 	})
 	t.Run("revoked token", func(t *testing.T) {
-		if err := f.st.DeleteAPIKey(context.Background(), f.user.ID, f.keyAID); err != nil {
+		if err := f.users.DeleteAPIKey(context.Background(), f.user.ID, f.keyAID); err != nil {
 			t.Fatal(err)
 		}
 		if a := get(t, u+"/test/x", "Authorization", "Bearer "+f.keyA); a.status != 401 {
@@ -195,12 +196,7 @@ func TestSharedListener(t *testing.T) {
 // own node's token.
 func TestNodeListenerRefusesOtherNodes(t *testing.T) {
 	f := newFixture(t)
-	s, err := New(Config{Auth: f.st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
-	s.Mount("/test/", whoami())
+	s := f.server(t, Config{})
 	srv := httptest.NewServer(s.Handler(f.nodeA.ID))
 	defer srv.Close()
 	if a := get(t, srv.URL+"/test/x", "Authorization", "Bearer "+f.keyB); a.status != 403 || !strings.Contains(errMessage(a), "another agent") {
@@ -238,19 +234,14 @@ func TestLimitListener(t *testing.T) {
 			second <- c
 		}
 	}()
-	select {
+	select { // time is the point: nothing is accepted within 100 ms
 	case <-second:
 		t.Fatal("a second connection was accepted while the bound (1) was reached")
 	case <-time.After(100 * time.Millisecond):
 	}
 	first.Close()
 	first.Close() // gives its slot back once
-	select {
-	case c := <-second:
-		c.Close()
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting connection was not accepted after the first closed")
-	}
+	testkit.Recv(t, second, 10*time.Second, "the waiting connection to be accepted after the first closed").Close()
 	ln.Close()
 	if _, err := ln.Accept(); err == nil {
 		t.Fatal("accept after close")
@@ -259,11 +250,7 @@ func TestLimitListener(t *testing.T) {
 
 func TestMountRefusesHealthz(t *testing.T) {
 	f := newFixture(t)
-	s, err := New(Config{Auth: f.st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
+	s := f.server(t, Config{})
 	defer func() {
 		if recover() == nil {
 			t.Fatal("mounting /healthz did not panic")

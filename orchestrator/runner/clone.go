@@ -18,7 +18,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitindex"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -38,7 +38,7 @@ const maxCloneOutput = 16 << 10
 // clone shows in the node's chat as a command event pair; a failure is
 // returned (the caller marks the node error and does not start it). cloned
 // says that this call cloned it.
-func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.Node, dir string) (cloned bool, err error) {
+func (r *Runner) cloneRepo(ctx context.Context, sess protocol.Session, node sessions.Node, dir string) (cloned bool, err error) {
 	if sess.GitRepoURL == nil || *sess.GitRepoURL == "" {
 		return false, nil
 	}
@@ -192,7 +192,7 @@ func (r *Runner) removeClone(dir string) {
 // node's workspace, and then gives git's index the stat data the files
 // have there (inode numbers, change times): the agent's first git status
 // trusts every file without reading it, and writes no index.
-func (r *Runner) importClone(ctx context.Context, node store.Node, hostDir string) error {
+func (r *Runner) importClone(ctx context.Context, node sessions.Node, hostDir string) error {
 	attrs, err := r.cfg.Import.ImportTree(ctx, node.ID, hostDir)
 	if err != nil {
 		return err
@@ -228,11 +228,11 @@ func (r *Runner) importClone(ctx context.Context, node store.Node, hostDir strin
 	return r.cfg.Import.WriteFile(ctx, node.ID, "/.git/index", index, mtime)
 }
 
-func (r *Runner) appendCommand(ctx context.Context, node store.Node, ev protocol.CommandEvent) {
+func (r *Runner) appendCommand(ctx context.Context, node sessions.Node, ev protocol.CommandEvent) {
 	ev.Type = protocol.TypeCommand
 	data, err := json.Marshal(ev)
 	if err == nil {
-		_, err = r.st.Append(context.WithoutCancel(ctx), node.SessionID, store.NewRecord{NodeID: node.ID, Kind: store.KindEvent, Data: data})
+		_, err = r.st.Append(context.WithoutCancel(ctx), node.SessionID, protocol.Record{NodeID: node.ID, Kind: protocol.KindEvent, Data: data})
 	}
 	if err != nil {
 		r.log.Warn("append clone progress", "node", node.ID, "err", err)

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
 )
@@ -32,7 +33,7 @@ import (
 //   - mount: git clone through the node's mount, file by file (the runner
 //     before issue 22).
 func BenchmarkSessionClone(b *testing.B) {
-	testenv.RequireFUSE(b)
+	testkit.RequireFUSE(b)
 	url := benchRepo(b, 5000)
 	ctx := context.Background()
 	b.Run("ext4", func(b *testing.B) {
@@ -54,15 +55,15 @@ func BenchmarkSessionClone(b *testing.B) {
 	for _, imp := range []bool{true, false} {
 		name := map[bool]string{true: "import", false: "mount"}[imp]
 		b.Run(name, func(b *testing.B) {
-			st, r, mgr, uid := cloneRunner(b, imp)
+			ss, r, mgr, uid := cloneRunner(b, imp)
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
-				s, err := st.CreateSession(ctx, uid, store.NewSession{Name: "clone", GitRepoURL: &url})
+				s, err := ss.CreateSession(ctx, uid, sessions.NewSession{Name: "clone", GitRepoURL: &url})
 				if err != nil {
 					b.Fatal(err)
 				}
-				n, err := st.CreateNode(ctx, uid, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
+				n, err := ss.CreateNode(ctx, uid, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -86,7 +87,7 @@ func BenchmarkSessionClone(b *testing.B) {
 
 // cloneRunner is a runner whose nodes mount their session's filesystem;
 // with imp, it clones on the host and imports.
-func cloneRunner(b *testing.B, imp bool) (*store.Store, *Runner, *workspace.Manager, string) {
+func cloneRunner(b *testing.B, imp bool) (*sessions.Store, *Runner, *workspace.Manager, string) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
@@ -99,8 +100,9 @@ func cloneRunner(b *testing.B, imp bool) (*store.Store, *Runner, *workspace.Mana
 		b.Fatal(err)
 	}
 	v := vfs.New(st.SQL(), vfs.Config{ReadDB: rdb, MaxFileSize: 1 << 30, SessionQuota: 4 << 30})
+	cfg := withNouns(Config{Store: st})
 	sessionOf := func(ctx context.Context, nodeID string) (*vfs.FS, error) {
-		n, err := st.NodeByID(ctx, nodeID)
+		n, err := cfg.Sessions.NodeByID(ctx, nodeID)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +123,7 @@ func cloneRunner(b *testing.B, imp bool) (*store.Store, *Runner, *workspace.Mana
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { rt.Close() })
-	cfg := Config{Store: st, Runtime: rt, DataDir: dir, GitAllowPrivate: true, Workspaces: mgr}
+	cfg.Runtime, cfg.DataDir, cfg.GitAllowPrivate, cfg.Workspaces = rt, dir, true, mgr
 	if imp {
 		cfg.Import = nodeImporter{open: sessionOf}
 	}
@@ -130,11 +132,11 @@ func cloneRunner(b *testing.B, imp bool) (*store.Store, *Runner, *workspace.Mana
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { r.Close() })
-	u, err := st.CreateUser(ctx, "bench", false)
+	u, err := cfg.Users.CreateUser(ctx, "bench", false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return st, r, mgr, u.ID
+	return cfg.Sessions, r, mgr, u.ID
 }
 
 // nodeImporter imports into the filesystem open gives a node.

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
 )
@@ -40,8 +42,8 @@ const gitImage = "filepath/base:bookworm"
 // alone: git diff-files (which reads no file and refreshes nothing) lists
 // nothing, and git status leaves the index as it was.
 func TestCloneImportedGitClean(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, allowPrivate)
 	url := gitFixtureFiles(t, 60)
 	rdb, err := e.st.ReadDB().DB()
@@ -104,10 +106,11 @@ func TestCloneImportedGitClean(t *testing.T) {
 }
 
 // gitFixtureFiles serves over git's dumb HTTP protocol a repository with
-// files in nested directories, an executable and a symlink.
+// files in nested directories, an executable and a symlink (GitRepo's
+// files are plain).
 func gitFixtureFiles(t *testing.T, files int) string {
 	t.Helper()
-	work := t.TempDir()
+	work, served := t.TempDir(), t.TempDir()
 	for i := range files {
 		p := filepath.Join(work, fmt.Sprintf("src/pkg%d/file%d.go", i%7, i))
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -116,5 +119,12 @@ func gitFixtureFiles(t *testing.T, files int) string {
 	os.MkdirAll(filepath.Join(work, "bin"), 0o755)
 	os.WriteFile(filepath.Join(work, "bin", "tool.sh"), []byte("#!/bin/sh\necho tool\n"), 0o755)
 	os.Symlink("bin/tool.sh", filepath.Join(work, "link"))
-	return serveRepo(t, work)
+	testkit.Git(t, work, "init", "-q")
+	testkit.Git(t, work, "add", "-A")
+	testkit.Git(t, work, "commit", "-q", "-m", "initial")
+	testkit.Git(t, served, "clone", "-q", "--bare", work, "repo.git")
+	testkit.Git(t, filepath.Join(served, "repo.git"), "update-server-info")
+	srv := httptest.NewServer(http.FileServer(http.Dir(served)))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/repo.git"
 }

@@ -13,52 +13,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/internal/testkit"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
-// gitFixture serves a one-commit repository over git's dumb HTTP protocol on
-// 127.0.0.1 and returns its URL.
-func gitFixture(t *testing.T) string {
-	t.Helper()
-	work := t.TempDir()
-	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# fixture\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return serveRepo(t, work)
-}
-
-// serveRepo commits the files of work as a repository's first commit and
-// serves it over git's dumb HTTP protocol on 127.0.0.1; it returns its URL.
-func serveRepo(t *testing.T, work string) string {
-	t.Helper()
-	served := t.TempDir()
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git(work, "init", "-q", "-b", "main")
-	git(work, "add", "-A")
-	git(work, "commit", "-q", "-m", "first")
-	git(served, "clone", "-q", "--bare", work, "repo.git")
-	git(filepath.Join(served, "repo.git"), "update-server-info")
-	srv := httptest.NewServer(http.FileServer(http.Dir(served)))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/repo.git"
-}
-
-func (e *env) sessionWithRepo(url string) (store.Session, store.Node) {
+func (e *env) sessionWithRepo(url string) (protocol.Session, sessions.Node) {
 	e.t.Helper()
-	s, err := e.st.CreateSession(e.ctx, e.uid, store.NewSession{Name: "with repo", GitRepoURL: &url})
+	s, err := e.sessions.CreateSession(e.ctx, e.uid, sessions.NewSession{Name: "with repo", GitRepoURL: &url})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	n, err := e.st.CreateNode(e.ctx, e.uid, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo cloned"})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo cloned"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -66,11 +32,11 @@ func (e *env) sessionWithRepo(url string) (store.Session, store.Node) {
 	return s, n
 }
 
-func commandEvents(t *testing.T, recs []store.Record) []protocol.CommandEvent {
+func commandEvents(t *testing.T, recs []protocol.Record) []protocol.CommandEvent {
 	t.Helper()
 	var out []protocol.CommandEvent
 	for _, r := range recs {
-		if r.Kind != store.KindEvent {
+		if r.Kind != protocol.KindEvent {
 			continue
 		}
 		var ev protocol.CommandEvent
@@ -86,7 +52,7 @@ func allowPrivate(c *Config) { c.GitAllowPrivate = true }
 
 func TestCloneBeforeAgentStarts(t *testing.T) {
 	e := newEnv(t, allowPrivate)
-	url := gitFixture(t)
+	url := testkit.GitRepo(t, map[string]string{"README.md": "# fixture\n"})
 	s, n := e.sessionWithRepo(url)
 	if err := e.r.StartSession(e.ctx, e.uid, s.ID); err != nil {
 		t.Fatalf("start: %v", err)
@@ -105,7 +71,7 @@ func TestCloneBeforeAgentStarts(t *testing.T) {
 	// The clone comes before anything the agent printed.
 	recs := e.records(n.ID)
 	for _, r := range recs {
-		if r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"text"`) {
+		if r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"text"`) {
 			t.Fatalf("agent text before the clone finished:\n%s", dump(recs))
 		}
 		if strings.Contains(string(r.Data), `"status":"done"`) && strings.Contains(string(r.Data), "git clone") {
@@ -124,7 +90,7 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 		t.Fatalf("start: %v, want a git clone failure", err)
 	}
 	got := e.node(n.ID)
-	if got.Status != store.NodeError || got.ContainerID != "" || e.r.Running(n.ID) {
+	if got.Status != protocol.StateError || got.ContainerID != "" || e.r.Running(n.ID) {
 		t.Fatalf("node after a failed clone: status %s container %q running %v", got.Status, got.ContainerID, e.r.Running(n.ID))
 	}
 	recs := e.records(n.ID)
@@ -134,7 +100,7 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 	}
 	var sawError bool
 	for _, r := range recs {
-		sawError = sawError || (r.Kind == store.KindError && strings.Contains(string(r.Data), "git clone"))
+		sawError = sawError || (r.Kind == protocol.KindError && strings.Contains(string(r.Data), "git clone"))
 	}
 	if !sawError {
 		t.Fatalf("no error record naming the clone:\n%s", dump(recs))
@@ -145,7 +111,7 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 // private address) unless the server allows it: the check runs at clone
 // time, whatever the host resolved to when the session was made.
 func TestCloneRefusesPrivateHosts(t *testing.T) {
-	fixture := gitFixture(t) // http://127.0.0.1:PORT/repo.git
+	fixture := testkit.GitRepo(t, map[string]string{"README.md": "# fixture\n"}) // http://127.0.0.1:PORT/repo.git
 	rebound := resolverFunc(func(string) []netip.Addr { return []netip.Addr{netip.MustParseAddr("127.0.0.1")} })
 	for _, tt := range []struct{ name, url string }{
 		{"loopback address", fixture},
@@ -168,7 +134,7 @@ func TestCloneRefusesPrivateHosts(t *testing.T) {
 			if entries, _ := os.ReadDir(filepath.Join(e.dir, "nodes", n.ID)); len(entries) != 0 {
 				t.Fatalf("the workspace has %d entries after a refused clone", len(entries))
 			}
-			if got := e.node(n.ID); got.Status != store.NodeError || e.r.Running(n.ID) {
+			if got := e.node(n.ID); got.Status != protocol.StateError || e.r.Running(n.ID) {
 				t.Fatalf("node after a refused clone: %s running %v", got.Status, e.r.Running(n.ID))
 			}
 			cmds := commandEvents(t, e.records(n.ID))
@@ -188,7 +154,7 @@ func (f resolverFunc) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 // git runs without the host's configuration: a credential helper in the
 // server user's ~/.gitconfig does not log a session into a repository.
 func TestCloneDoesNotUseTheHostsCredentials(t *testing.T) {
-	fixture := gitFixture(t)
+	fixture := testkit.GitRepo(t, map[string]string{"README.md": "# fixture\n"})
 	// The same repository behind basic auth (user u, password secret).
 	base := strings.TrimSuffix(fixture, "/repo.git")
 	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

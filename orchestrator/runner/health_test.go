@@ -5,15 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -32,49 +32,10 @@ func (f *fakeMemories) Relevant(_ context.Context, userID, repoURL, query string
 	return f.mems, f.err
 }
 
-// newProcessEnv is a runner on the process runtime (the test agent as a
-// local process, checks as local processes in the workspace directory).
-func newProcessEnv(t *testing.T, sess store.NewSession, mod func(*Config)) *env {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	dir := t.TempDir()
-	bin := buildTestagent(t, ctx, dir)
-	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	u, err := st.CreateUser(ctx, "dana", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := st.CreateSession(ctx, u.ID, sess)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: ctx, dir: dir, st: st, uid: u.ID, sid: s.ID}
-	e.cfg = Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }, StopGrace: 2 * time.Second, KillGrace: time.Second}
-	if mod != nil {
-		mod(&e.cfg)
-	}
-	e.r, err = New(e.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.r.Close() })
-	return e
-}
-
 // createRoot creates the root node (the test agent) without starting it.
-func (e *env) createRoot(task string) store.Node {
+func (e *env) createRoot(task string) sessions.Node {
 	e.t.Helper()
-	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: task})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: task})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -92,18 +53,6 @@ func (e *env) workspace(nodeID string) string {
 	return dir
 }
 
-// git runs git in dir on the host.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
@@ -115,11 +64,11 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // systemBlocks returns the node's system records of type typ.
-func systemBlocks(t *testing.T, recs []store.Record, typ string) []protocol.SystemData {
+func systemBlocks(t *testing.T, recs []protocol.Record, typ string) []protocol.SystemData {
 	t.Helper()
 	var out []protocol.SystemData
 	for _, r := range recs {
-		if r.Kind != store.KindSystem {
+		if r.Kind != protocol.KindSystem {
 			continue
 		}
 		var d protocol.SystemData
@@ -134,10 +83,10 @@ func systemBlocks(t *testing.T, recs []store.Record, typ string) []protocol.Syst
 }
 
 // systemInputs returns the contents of the node's system messages.
-func systemInputs(recs []store.Record) []string {
+func systemInputs(recs []protocol.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if r.Kind != store.KindInput {
+		if r.Kind != protocol.KindInput {
 			continue
 		}
 		var m protocol.MessageInput
@@ -154,9 +103,9 @@ func goRepo(t *testing.T, dir string) {
 	t.Helper()
 	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/h\n\ngo 1.21\n")
 	writeFile(t, filepath.Join(dir, "main.go"), "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Printf(\"%d\\n\", \"not a number\")\n}\n")
-	git(t, dir, "init", "-q")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "start")
+	testkit.Git(t, dir, "init", "-q")
+	testkit.Git(t, dir, "add", "-A")
+	testkit.Git(t, dir, "commit", "-q", "-m", "start")
 }
 
 // TestHealthChecksBeforeStart: before its agent starts, a node's workspace
@@ -167,7 +116,7 @@ func goRepo(t *testing.T, dir string) {
 // the failing check does not stop the agent.
 func TestHealthChecksBeforeStart(t *testing.T) {
 	mem := &fakeMemories{mems: []Memory{{Key: "style", Text: "wrap errors with %w"}}}
-	e := newProcessEnv(t, store.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
 	root := e.createRoot("echo started")
 	ws := e.workspace(root.ID)
 	goRepo(t, ws)
@@ -180,21 +129,21 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	recs := e.records(root.ID)
 
 	// The rescue commit: in the repository, and shown as a commit event.
-	if st := git(t, ws, "status", "--porcelain"); st != "" {
+	if st := testkit.Git(t, ws, "status", "--porcelain"); st != "" {
 		t.Fatalf("workspace not clean after the rescue:\n%s", st)
 	}
-	subject := git(t, ws, "log", "-1", "--format=%an|%s")
+	subject := testkit.Git(t, ws, "log", "-1", "--format=%an|%s")
 	if !strings.HasPrefix(subject, "filepath|filepath: rescue uncommitted work of agent \"root\" (node "+root.ID+") before its start") {
 		t.Fatalf("rescue commit %q", subject)
 	}
-	if files := git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "wip.go" {
+	if files := testkit.Git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "wip.go" {
 		t.Fatalf("rescue commit has %q", files)
 	}
-	head := git(t, ws, "rev-parse", "HEAD")
+	head := testkit.Git(t, ws, "rev-parse", "HEAD")
 	var commit *protocol.CommitEvent
 	for _, r := range recs {
 		var ev protocol.CommitEvent
-		if r.Kind == store.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit {
+		if r.Kind == protocol.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit {
 			commit = &ev
 		}
 	}
@@ -235,7 +184,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	// (the test agent echoes each line of the task, then of the message).
 	var kinds []string
 	for _, r := range recs {
-		if r.Kind != store.KindNode {
+		if r.Kind != protocol.KindNode {
 			var d struct{ Type string }
 			json.Unmarshal(r.Data, &d)
 			kinds = append(kinds, r.Kind+":"+d.Type)
@@ -245,7 +194,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	if got := strings.Join(kinds, " "); !strings.HasPrefix(got, want) {
 		t.Fatalf("records %s, want %s", got, want)
 	}
-	if n := e.node(root.ID); n.Status != store.NodeRunning || n.StartedAt == nil {
+	if n := e.node(root.ID); n.Status != protocol.StateRunning || n.StartedAt == nil {
 		t.Fatalf("node %s started %v", n.Status, n.StartedAt)
 	}
 
@@ -253,7 +202,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if err := e.r.StartNode(e.ctx, e.uid, e.sid, root.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +219,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 // TestCheckTimeLimit: a check that runs past its time limit is stopped and
 // shown as timed out; the agent starts anyway and is told.
 func TestCheckTimeLimit(t *testing.T) {
-	e := newProcessEnv(t, store.NewSession{Name: "slow", Checks: []store.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "slow", Checks: []protocol.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
 	root := e.createRoot("echo started")
 	started := time.Now()
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
@@ -294,7 +243,7 @@ func TestCheckTimeLimit(t *testing.T) {
 // start: the check's process ends, the node is idle without a container,
 // the session stopped; a message delivered meanwhile is refused.
 func TestStopWhileChecking(t *testing.T) {
-	e := newProcessEnv(t, store.NewSession{Name: "stop", Checks: []store.Check{{Command: "sleep 60"}}}, nil)
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "stop", Checks: []protocol.Check{{Command: "sleep 60"}}}, nil)
 	root := e.createRoot("echo started")
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
@@ -314,11 +263,11 @@ func TestStopWhileChecking(t *testing.T) {
 	if err := <-delivered; err == nil {
 		t.Fatal("a message to a node whose start was stopped was delivered")
 	}
-	n := e.waitStatus(root.ID, store.NodeIdle)
+	n := e.waitStatus(root.ID, protocol.StateIdle)
 	if n.ContainerID != "" || n.StartedAt != nil || time.Since(stopped) > 20*time.Second {
 		t.Fatalf("after the stop: container %q, started %v, after %s", n.ContainerID, n.StartedAt, time.Since(stopped))
 	}
-	if sess, _ := e.st.SessionByID(e.ctx, e.sid); sess.Status != store.SessionStopped {
+	if sess, _ := e.sessions.SessionByID(e.ctx, e.sid); sess.Status != protocol.SessionStopped {
 		t.Fatalf("session %s", sess.Status)
 	}
 	if hasText(e.records(root.ID), "started") {

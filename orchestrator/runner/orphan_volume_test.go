@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,11 +9,12 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/internal/testkit"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // stateDirSpecs gives every agent container a FILEPATH_STATE_DIR (the test
@@ -28,24 +28,6 @@ func (s stateDirSpecs) Create(ctx context.Context, spec containers.Spec) (string
 		spec.Env[containers.EnvStateDir] = "/home/agent/.state"
 	}
 	return s.Runtime.Create(ctx, spec)
-}
-
-// lockedBuffer is a log sink for a runner's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func randomID() string {
@@ -84,13 +66,13 @@ func volumeExists(name string) bool {
 // instance, an unlabelled filepath-state-* volume, and one a container still
 // uses (with a warning).
 func TestReconcileRemovesOrphanStateVolumes(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	e := newEnv(t, func(c *Config) {
 		c.Runtime = stateDirSpecs{c.Runtime}
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	root := e.startRoot("echo ready")
-	kid, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "kid", AgentType: AgentCustom, Image: testImage, ParentID: &root.ID, Task: "echo kid ready"})
+	kid, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "kid", AgentType: AgentCustom, Image: testImage, ParentID: &root.ID, Task: "echo kid ready"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +126,11 @@ func TestReconcileRemovesOrphanStateVolumes(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
-	e.waitStatus(kid.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
+	e.waitStatus(kid.ID, protocol.StateDone)
 	e.r.Close()
 	// The crash: the kid's rows are gone, its container and volume are not.
-	if _, err := e.st.DeleteNode(e.ctx, e.uid, e.sid, kid.ID); err != nil {
+	if _, err := e.sessions.DeleteNode(e.ctx, e.uid, e.sid, kid.ID); err != nil {
 		t.Fatal(err)
 	}
 	if !volumeExists(StateVolume(kid.ID)) {
