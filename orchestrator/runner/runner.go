@@ -27,7 +27,7 @@ import (
 	"github.com/filepath-dev/filepath/relay"
 )
 
-// Contract environment variables (DESIGN "The container contract").
+// Contract environment variables (docs/protocol.md "The container contract").
 const (
 	EnvTask      = "FILEPATH_TASK"
 	EnvAPIKey    = "FILEPATH_API_KEY"
