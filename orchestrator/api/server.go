@@ -192,6 +192,7 @@ type Server struct {
 	collab   *collab.Store
 	audit    *audit.Store
 	hub      *hub.Hub[protocol.Record]
+	frames   frames // the streams' encodings of recent records, one per record
 	e        *echo.Echo
 	ln       net.Listener
 	http     *http.Server
