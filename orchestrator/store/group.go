@@ -150,7 +150,7 @@ func (s *Store) commitGroup(batch []*appendReq) {
 				return fmt.Errorf("savepoint: %w", err)
 			}
 			l := logs[r.sessionID]
-			out, err := s.appendOne(r, g, l, now)
+			out, err := s.appendOne(ctx, r, g, l, now)
 			if err != nil {
 				if rerr := g.Exec("ROLLBACK TO " + sp + "; RELEASE " + sp).Error; rerr != nil {
 					return fmt.Errorf("roll back an append: %w (after: %w)", rerr, err)
@@ -197,9 +197,18 @@ func (s *Store) commitGroup(batch []*appendReq) {
 }
 
 // appendOne appends one request inside the group's transaction (under its
-// savepoint), advancing l.last only when it succeeds.
-func (s *Store) appendOne(r *appendReq, g *gorm.DB, l *groupLog, now time.Time) ([]protocol.Record, error) {
-	t := &Tx{ctx: r.ctx, g: g, s: s, sessionID: r.sessionID, now: now}
+// savepoint), advancing l.last only when it succeeds. Its statements run
+// under the group's ctx, not the caller's: a caller's cancel would interrupt
+// the connection (sqlite3_interrupt), which may roll back the whole
+// transaction, other callers' appends with it. A panic of its fn is its
+// error: the others' appends, the log locks and the lead must not hang on it.
+func (s *Store) appendOne(ctx context.Context, r *appendReq, g *gorm.DB, l *groupLog, now time.Time) (_ []protocol.Record, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("append to session %s panicked: %v", r.sessionID, p)
+		}
+	}()
+	t := &Tx{ctx: ctx, g: g, s: s, sessionID: r.sessionID, now: now}
 	if !l.known {
 		last, err := readLast(g, r.sessionID)
 		if err != nil {

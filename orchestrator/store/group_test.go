@@ -133,3 +133,31 @@ func TestAppendGroupCommit(t *testing.T) {
 		t.Fatalf("%d records published before they were committed", k)
 	}
 }
+
+// TestAppendPanicIsItsError: an append whose callback panics fails alone;
+// the log and the group commit go on (no lock or lead left held).
+func TestAppendPanicIsItsError(t *testing.T) {
+	ctx := context.Background()
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	_, err := e.St.AppendWith(ctx, s.ID, []protocol.Record{ev("x")}, func(*store.Tx, []protocol.Record) error { panic("boom") })
+	if err == nil {
+		t.Fatal("an append whose callback panicked succeeded")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.St.Append(ctx, s.ID, ev("y"))
+		done <- err
+	}()
+	if err := testkit.Recv(t, done, 10*time.Second, "the next append"); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.St.Records(ctx, s.ID, 0, 10, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Seq != 1 {
+		t.Fatalf("stored %v, want only the second append, at seq 1", recs)
+	}
+}
