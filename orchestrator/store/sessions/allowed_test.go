@@ -29,9 +29,7 @@ func allowedOf(t *testing.T, n sessions.Node) []string {
 // path; moving a node under a restricted parent needs the same.
 func TestChildInheritsAllowedPaths(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	root, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: "pi"})
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +111,7 @@ func TestChildInheritsAllowedPaths(t *testing.T) {
 // name under another parent is fine.
 func TestSiblingNamesUnique(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	root := e.Node(t, u.ID, s.ID, nil, "root")
 	a := e.Node(t, u.ID, s.ID, &root, "a")
 	b := e.Node(t, u.ID, s.ID, &root, "b")

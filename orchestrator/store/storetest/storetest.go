@@ -91,6 +91,15 @@ func (e *Env) User(t testing.TB, name string) identity.User {
 	return u
 }
 
+// NewSession returns a new Env with one user, alice, and her session "s":
+// the start of most store tests.
+func NewSession(t testing.TB) (*Env, identity.User, protocol.Session) {
+	t.Helper()
+	e := New(t)
+	u := e.User(t, "alice")
+	return e, u, e.Session(t, u.ID, "s")
+}
+
 // Session creates a session of userID.
 func (e *Env) Session(t testing.TB, userID, name string) protocol.Session {
 	t.Helper()
