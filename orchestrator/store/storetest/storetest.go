@@ -175,6 +175,19 @@ func MustJSON(t testing.TB, v any) json.RawMessage {
 // Ptr returns a pointer to v.
 func Ptr[T any](v T) *T { return &v }
 
+// Snapshot dumps st now; the function it returns fails the test, naming
+// what did it and showing both dumps, when st's dump then differs.
+func Snapshot(t testing.TB, st *store.Store) func(what string) {
+	t.Helper()
+	before := Dump(t, st)
+	return func(what string) {
+		t.Helper()
+		if after := Dump(t, st); after != before {
+			t.Fatalf("%s changed the database:\n%s\n---\n%s", what, before, after)
+		}
+	}
+}
+
 // Dump returns every row of every table of s as text: a snapshot to
 // compare.
 func Dump(t testing.TB, s *store.Store) string {
