@@ -89,6 +89,20 @@ func mergeWant(tb testing.TB, f *fixture, ws, want string) MergeResult {
 	return m
 }
 
+// diffOps is the fork ws's diff as the op of each changed path.
+func diffOps(tb testing.TB, f *fixture, ws string) map[string]string {
+	tb.Helper()
+	d, err := f.v.Diff(context.Background(), ws, DiffOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ops := map[string]string{}
+	for _, c := range d.Changes {
+		ops[c.Path] = c.Op
+	}
+	return ops
+}
+
 // forkOf forks the fixture's session and returns the fork and its
 // filesystem.
 func forkOf(tb testing.TB, f *fixture) (ForkInfo, *FS) {
