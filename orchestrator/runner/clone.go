@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	gogit "github.com/go-git/go-git/v5"
+
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -100,11 +102,30 @@ func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.N
 	r.appendCommand(ctx, node, ev)
 	switch {
 	case err == nil:
+		r.recordBaseCommit(ctx, sess.ID, dir)
 		return true, nil
 	case cctx.Err() == context.DeadlineExceeded:
 		return false, orchestrator.Errorf(orchestrator.EUnavailable, "git clone %s: gave up after %s", url, timeout)
 	default:
 		return false, orchestrator.Errorf(orchestrator.EInvalid, "git clone %s failed (exit %d): %s", url, code, lastLine(text))
+	}
+}
+
+// recordBaseCommit keeps the commit the clone in dir checked out as the
+// session's base commit: the default base of its Changes view. A clone of
+// an empty repository has none; a failure is logged, never the clone's.
+func (r *Runner) recordBaseCommit(ctx context.Context, sessionID, dir string) {
+	repo, err := gogit.PlainOpen(dir)
+	if err != nil {
+		r.log.Warn("read cloned repository", "session", sessionID, "err", err)
+		return
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return // an empty repository: no commit yet
+	}
+	if err := r.st.SetBaseCommit(context.WithoutCancel(ctx), sessionID, head.Hash().String()); err != nil {
+		r.log.Warn("record base commit", "session", sessionID, "err", err)
 	}
 }
 
