@@ -95,7 +95,7 @@ func apiRoutes() []route {
 
 // allRoutes is every /api/v1 route a server may serve.
 func allRoutes() []route {
-	return slices.Concat(apiRoutes(), collabRoutes(), fileRoutes(), forkRoutes())
+	return slices.Concat(apiRoutes(), collabRoutes(), fileRoutes(), forkRoutes(), changesRoutes())
 }
 
 // routeList is every /api/v1 route this server serves: apiRoutes, and the
@@ -105,6 +105,7 @@ func (s *Server) routeList() []route {
 	if s.cfg.Files != nil {
 		rs = append(rs, fileRoutes()...)
 		rs = append(rs, forkRoutes()...)
+		rs = append(rs, changesRoutes()...)
 	}
 	return rs
 }

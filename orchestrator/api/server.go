@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/filepath-dev/filepath/orchestrator/changes"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/models"
@@ -179,9 +180,11 @@ type Server struct {
 	log   *slog.Logger
 	store *store.Store
 	hub   *hub.Hub[store.Record]
-	e     *echo.Echo
-	ln    net.Listener
-	http  *http.Server
+	// changes computes workspaces' changes (nil without Config.Files).
+	changes *changes.Service
+	e       *echo.Echo
+	ln      net.Listener
+	http    *http.Server
 
 	// streamCtx is canceled at shutdown; stream handlers then close their
 	// WebSocket with 1001 going away. streams counts running handlers.
@@ -209,6 +212,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, hub: cfg.Hub, runDone: make(chan struct{})}
+	if cfg.Files != nil {
+		s.changes = changes.New(cfg.Files, cfg.Store)
+	}
 	s.streamCtx, s.stopStreams = context.WithCancel(context.Background())
 	s.e = s.routes()
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -139,14 +139,16 @@ func (g *gitFS) Chroot(p string) (billy.Filesystem, error) {
 
 func (g *gitFS) Root() string { return g.root }
 
-func (g *gitFS) Create(string) (billy.File, error)             { return nil, billy.ErrReadOnly }
-func (g *gitFS) Rename(string, string) error                   { return billy.ErrReadOnly }
-func (g *gitFS) Remove(string) error                           { return billy.ErrReadOnly }
-func (g *gitFS) TempFile(string, string) (billy.File, error)   { return nil, billy.ErrReadOnly }
-func (g *gitFS) MkdirAll(string, os.FileMode) error            { return billy.ErrReadOnly }
-func (g *gitFS) Symlink(string, string) error                  { return billy.ErrReadOnly }
-func (g *gitFS) Capabilities() billy.Capability                { return billy.ReadCapability | billy.SeekCapability }
-func (g *gitFS) readAt(ino int64, p []byte, off int64) (int, error) { return g.fs.ReadAt(g.ctx, ino, p, off) }
+func (g *gitFS) Create(string) (billy.File, error)           { return nil, billy.ErrReadOnly }
+func (g *gitFS) Rename(string, string) error                 { return billy.ErrReadOnly }
+func (g *gitFS) Remove(string) error                         { return billy.ErrReadOnly }
+func (g *gitFS) TempFile(string, string) (billy.File, error) { return nil, billy.ErrReadOnly }
+func (g *gitFS) MkdirAll(string, os.FileMode) error          { return billy.ErrReadOnly }
+func (g *gitFS) Symlink(string, string) error                { return billy.ErrReadOnly }
+func (g *gitFS) Capabilities() billy.Capability              { return billy.ReadCapability | billy.SeekCapability }
+func (g *gitFS) readAt(ino int64, p []byte, off int64) (int, error) {
+	return g.fs.ReadAt(g.ctx, ino, p, off)
+}
 
 // fileInfo is an os.FileInfo of an inode.
 type fileInfo struct {

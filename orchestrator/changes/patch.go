@@ -2,8 +2,8 @@ package changes
 
 import (
 	"bytes"
-	"context"
 	"compress/zlib"
+	"context"
 	"fmt"
 	"net/http"
 	"path"
