@@ -116,8 +116,7 @@ func (s *Service) ChangesArchive(ctx context.Context, t Target, opt Options, for
 			return nil, err
 		}
 	} else {
-		idx, idxTime := v.rp.readIndex()
-		cur, err := s.worktree(ctx, v.fs, worktreeOptions{ws: t.Workspace, idx: idx, idxTime: idxTime, ignore: true, rp: v.rp})
+		cur, err := s.worktree(ctx, v.fs, worktreeOptions{ws: t.Workspace, idx: v.idx, idxTime: v.idxTime, ignore: true, rp: v.rp})
 		if err != nil {
 			return nil, err
 		}

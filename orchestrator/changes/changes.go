@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 
 	"github.com/filepath-dev/filepath/orchestrator"
@@ -170,6 +171,7 @@ type Service struct {
 	st      Store
 	objects cache.Object
 	blobs   *blobCache
+	sizes   *sizeCache
 }
 
 // New returns a Service over the session filesystem and the store.
@@ -179,6 +181,7 @@ func New(files *vfs.VFS, st Store) *Service {
 		st:      st,
 		objects: cache.NewObjectLRU(64 * cache.MiByte),
 		blobs:   newBlobCache(200_000),
+		sizes:   &sizeCache{m: map[plumbing.Hash]int64{}},
 	}
 }
 
@@ -222,4 +225,36 @@ func (c *blobCache) put(k blobKey, h [20]byte) {
 		clear(c.m)
 	}
 	c.m[k] = h
+}
+
+// sizeCache maps git blob ids to their sizes (content-addressed: shared
+// by every repository), learnt from indexes and from blobs read, so a file
+// list needs no blob opened. Bounded like blobCache.
+type sizeCache struct {
+	mu sync.Mutex
+	m  map[plumbing.Hash]int64
+}
+
+const maxSizes = 500_000
+
+func (c *sizeCache) get(h plumbing.Hash) (int64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.m[h]
+	return n, ok
+}
+
+func (c *sizeCache) put(h plumbing.Hash, n int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxSizes {
+		clear(c.m)
+	}
+	c.m[h] = n
 }

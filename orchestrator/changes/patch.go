@@ -16,9 +16,10 @@ import (
 // reader reads the content of a tree's entry: a blob of the repository or
 // a working-tree file.
 type reader struct {
-	ctx context.Context
-	rp  *repo
-	max int64
+	ctx   context.Context
+	rp    *repo
+	max   int64
+	sizes *sizeCache // nil: none
 }
 
 // content reads e, at most r.max bytes (errTooLarge beyond).
@@ -47,8 +48,12 @@ func (r reader) size(e entry) int64 {
 	if e.size >= 0 {
 		return e.size
 	}
+	if n, ok := r.sizes.get(e.hash); ok {
+		return n
+	}
 	if r.rp != nil {
 		if n, err := r.rp.blobSize(e.hash); err == nil {
+			r.sizes.put(e.hash, n)
 			return n
 		}
 	}
@@ -191,7 +196,7 @@ func gitPatch(p pair, rd reader) (string, error) {
 			return b.String(), nil
 		}
 	}
-	old, new, err := sides(p, reader{ctx: rd.ctx, rp: rd.rp, max: MaxFullFile * 4})
+	old, new, err := sides(p, reader{ctx: rd.ctx, rp: rd.rp, max: MaxFullFile * 4, sizes: rd.sizes})
 	if err != nil {
 		return "", err
 	}

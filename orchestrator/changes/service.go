@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/filepath-dev/filepath/orchestrator"
@@ -21,6 +22,9 @@ type view struct {
 	branch string
 	base   Base
 	baseC  *object.Commit // nil: the empty tree (kind none), or no repository
+	// idx is the repository's index (nil: none readable), written at idxTime
+	idx     *index.Index
+	idxTime int64
 }
 
 // open reads workspace t's repository and resolves base.
@@ -34,6 +38,13 @@ func (s *Service) open(ctx context.Context, t Target, base string) (*view, error
 	if rp != nil {
 		if v.head, v.branch, err = rp.head(); err != nil {
 			return nil, err
+		}
+		v.idx, v.idxTime = rp.readIndex()
+		if v.idx != nil {
+			// the blobs the index names: their sizes without reading them
+			for _, ie := range v.idx.Entries {
+				s.sizes.put(ie.Hash, int64(ie.Size))
+			}
 		}
 	}
 	kind := base
@@ -104,7 +115,7 @@ func (s *Service) open(ctx context.Context, t Target, base string) (*view, error
 
 // section computes the pairs of one section.
 func (s *Service) section(ctx context.Context, v *view, section string) ([]pair, error) {
-	rd := reader{ctx: ctx, rp: v.rp, max: MaxFullFile}
+	rd := reader{ctx: ctx, rp: v.rp, max: MaxFullFile, sizes: s.sizes}
 	renameContent := func(e entry) ([]byte, error) {
 		b, err := rd.content(e)
 		if errors.Is(err, errTooLarge) {
@@ -146,8 +157,7 @@ func (s *Service) section(ctx context.Context, v *view, section string) ([]pair,
 			}
 			return compare(base, cur, renameContent)
 		}
-		idx, idxTime := v.rp.readIndex()
-		cur, err := s.worktree(ctx, v.fs, worktreeOptions{ws: v.t.Workspace, idx: idx, idxTime: idxTime, ignore: true, rp: v.rp})
+		cur, err := s.worktree(ctx, v.fs, worktreeOptions{ws: v.t.Workspace, idx: v.idx, idxTime: v.idxTime, ignore: true, rp: v.rp})
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +192,7 @@ func (s *Service) Changes(ctx context.Context, t Target, opt Options) (Changes, 
 		}
 	}
 	budget := MaxPatchTotal
-	rd := reader{ctx: ctx, rp: v.rp, max: MaxFullFile}
+	rd := reader{ctx: ctx, rp: v.rp, max: MaxFullFile, sizes: s.sizes}
 	for _, sec := range []string{SectionUncommitted, SectionCommitted} {
 		pairs, err := s.section(ctx, v, sec)
 		if err != nil {
@@ -220,7 +230,7 @@ func (s *Service) File(ctx context.Context, t Target, opt Options, section, path
 	path = strings.TrimPrefix(path, "/")
 	for _, p := range pairs {
 		if p.path() == path {
-			return fileDiff(p, reader{ctx: ctx, rp: v.rp, max: MaxFullFile}, true, 4*MaxFullFile)
+			return fileDiff(p, reader{ctx: ctx, rp: v.rp, max: MaxFullFile, sizes: s.sizes}, true, 4*MaxFullFile)
 		}
 	}
 	return FileDiff{}, orchestrator.Errorf(orchestrator.ENotFound, "%s has no %s change at %s", t.Workspace, section, path)

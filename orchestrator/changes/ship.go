@@ -108,7 +108,7 @@ func (s *Service) Patches(ctx context.Context, t Target, opt Options, w io.Write
 		}
 	}
 	bw := bufio.NewWriter(w)
-	rd := reader{ctx: ctx, rp: v.rp, max: MaxFullFile}
+	rd := reader{ctx: ctx, rp: v.rp, max: MaxFullFile, sizes: s.sizes}
 	for i, c := range series {
 		if err := ctx.Err(); err != nil {
 			return err
