@@ -100,7 +100,15 @@ func (fs *FS) newInode(ctx context.Context, tx *txn, ino int64, mode uint32, uid
 }
 
 func (fs *FS) addDentry(ctx context.Context, tx *txn, parent int64, name string, ino int64) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,?)`, fs.sid, name, parent, ino)
+	lv, layered, err := fs.levels(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if layered {
+		// the caller found no entry there: an own row is a whiteout
+		return fs.putDentry(ctx, tx, lv, parent, name, ino)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,?)`, fs.sid, name, parent, ino)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return errorf(syscall.EEXIST, name, "%s already exists", name)

@@ -72,7 +72,16 @@ func scanAttr(r scanner) (Attr, error) {
 }
 
 func (fs *FS) getAttr(ctx context.Context, q querier, ino int64) (Attr, error) {
-	a, err := scanAttr(q.QueryRowContext(ctx, `SELECT `+attrCols+` FROM fs_inode i WHERE i.session_id=? AND i.ino=?`, fs.sid, ino))
+	lv, layered, err := fs.levels(ctx, q)
+	if err != nil {
+		return Attr{}, err
+	}
+	var a Attr
+	if layered {
+		a, err = fs.getAttrLayered(ctx, q, lv, ino)
+	} else {
+		a, err = scanAttr(q.QueryRowContext(ctx, `SELECT `+attrCols+` FROM fs_inode i WHERE i.session_id=? AND i.ino=?`, fs.sid, ino))
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attr{}, errorf(syscall.ENOENT, "", "inode %d not found", ino)
 	}
@@ -83,8 +92,17 @@ func (fs *FS) getAttr(ctx context.Context, q querier, ino int64) (Attr, error) {
 }
 
 func (fs *FS) lookup(ctx context.Context, q querier, parent int64, name string) (Attr, error) {
-	a, err := scanAttr(q.QueryRowContext(ctx, `SELECT `+attrCols+` FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
+	lv, layered, err := fs.levels(ctx, q)
+	if err != nil {
+		return Attr{}, err
+	}
+	var a Attr
+	if layered {
+		a, err = fs.lookupLayered(ctx, q, lv, parent, name)
+	} else {
+		a, err = scanAttr(q.QueryRowContext(ctx, `SELECT `+attrCols+` FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
 		WHERE d.session_id=? AND d.parent_ino=? AND d.name=?`, fs.sid, parent, name))
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Attr{}, errorf(syscall.ENOENT, name, "%s not found", name)
 	}
@@ -96,6 +114,9 @@ func (fs *FS) lookup(ctx context.Context, q querier, parent int64, name string) 
 
 // touch sets mtime and ctime of ino to now.
 func (fs *FS) touch(ctx context.Context, tx *txn, ino int64, now time.Time) error {
+	if err := fs.ownIno(ctx, tx, ino); err != nil {
+		return err
+	}
 	s, ns := splitTime(now)
 	_, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mtime=?, mtime_ns=?, ctime=?, ctime_ns=? WHERE session_id=? AND ino=?`, s, ns, s, ns, fs.sid, ino)
 	if err != nil {
@@ -106,6 +127,9 @@ func (fs *FS) touch(ctx context.Context, tx *txn, ino int64, now time.Time) erro
 }
 
 func (fs *FS) touchCtime(ctx context.Context, tx *txn, ino int64, now time.Time) error {
+	if err := fs.ownIno(ctx, tx, ino); err != nil {
+		return err
+	}
 	s, ns := splitTime(now)
 	_, err := tx.ExecContext(ctx, `UPDATE fs_inode SET ctime=?, ctime_ns=? WHERE session_id=? AND ino=?`, s, ns, fs.sid, ino)
 	if err != nil {

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 )
@@ -20,15 +21,11 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 		return n
 	}
 	sid := sessionID
-	// a lazy fork is checked whole (it copies what it has not yet); a lazy
-	// base has few rows of its own: its view is checked (forklazy.go)
-	if err := v.Session(sid).materializeAll(ctx); err != nil {
+	// a layered fork and a base's view are checked through their levels
+	if lv, layered, err := v.Session(sid).levels(ctx, v.r); err != nil {
 		return err
-	}
-	if bv, ok, err := v.lazyView(ctx, v.r, sid); err != nil {
-		return err
-	} else if ok {
-		return v.checkView(ctx, bv)
+	} else if layered {
+		return v.checkLayered(ctx, sid, lv)
 	}
 	// 1. root exists and is a directory
 	if n := count(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND ino=1 AND mode & 61440 = 16384`, sid); n != 1 {
@@ -58,7 +55,7 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 		bad("fork chain: %v", err)
 	}
 	if len(ch) > 0 {
-		if err := v.checkForkData(ctx, sid, ch); err != nil {
+		if err := v.checkForkData(ctx, sid, ch, nil); err != nil {
 			bad("rule 7: %v", err)
 		}
 	} else if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND i.size != COALESCE((SELECT SUM(size) FROM fs_data d WHERE d.session_id=i.session_id AND d.ino=i.ino), 0) AND i.mode & 61440 = 32768`, sid); n > 0 {
@@ -105,6 +102,95 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 	if n := count(`WITH RECURSIVE reach(ino) AS (SELECT 1 UNION SELECT d.ino FROM reach r CROSS JOIN fs_dentry d WHERE d.session_id=? AND d.parent_ino=r.ino)
 		SELECT COUNT(*) FROM fs_dentry d WHERE d.session_id=? AND d.ino NOT IN (SELECT ino FROM reach)`, sid, sid); n > 0 {
 		bad("%d dentries not reachable from the root", n)
+	}
+	return errors.Join(errs...)
+}
+
+// checkLayered is Check for a layered fork or a base's view: the rules on
+// names, inodes, link counts, reachability, the quota and the data chain,
+// applied to what it reads through its levels.
+func (v *VFS) checkLayered(ctx context.Context, sid string, lv []mlevel) error {
+	tx, err := v.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	t, err := loadLayered(ctx, tx, lv)
+	if err != nil {
+		return err
+	}
+	var meta int64
+	var orphans int
+	merr := tx.QueryRowContext(ctx, `SELECT used_bytes, (SELECT COUNT(*) FROM fs_orphan WHERE session_id=?1) FROM fs_meta WHERE session_id=?1`, sid).Scan(&meta, &orphans)
+	_ = tx.Rollback() // checkForkData reads in a transaction of its own
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if r, ok := t.inodes[RootIno]; !ok || !r.IsDir() {
+		bad("rule 1: root inode 1 missing or not a directory")
+	}
+	if t.dangling > 0 {
+		bad("rule 2: %d names of missing inodes", t.dangling)
+	}
+	names := map[int64]int64{}
+	kids := map[int64][]int64{}
+	for k, ino := range t.names {
+		if p, ok := t.inodes[k.parent]; !ok || !p.IsDir() {
+			bad("rule 3: %q in missing or non-directory %d", k.name, k.parent)
+		}
+		if ino == RootIno {
+			bad("root has a dentry")
+		}
+		names[ino]++
+		kids[k.parent] = append(kids[k.parent], ino)
+	}
+	var files []regularFile
+	var used int64
+	for ino, a := range t.inodes {
+		switch a.Mode & ModeType {
+		case ModeDir, ModeRegular, ModeSymlink:
+		default:
+			bad("rules 5/6: inode %d has an unknown type", ino)
+		}
+		if ino != RootIno && int64(a.Nlink) != names[ino] {
+			bad("nlink: inode %d has %d names, link count %d", ino, names[ino], a.Nlink)
+		}
+		if a.IsDir() && names[ino] > 1 {
+			bad("directory %d has %d names", ino, names[ino])
+		}
+		if _, ok := t.symlinks[ino]; ok != a.IsSymlink() {
+			bad("inode %d: its symlink row does not match its type", ino)
+		}
+		if a.IsRegular() {
+			files = append(files, regularFile{ino: ino, size: a.Size})
+			used += a.Size
+		}
+	}
+	reach := map[int64]bool{RootIno: true}
+	for queue := []int64{RootIno}; len(queue) > 0; queue = queue[1:] {
+		for _, c := range kids[queue[0]] {
+			if !reach[c] {
+				reach[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	for ino := range t.inodes {
+		if !reach[ino] {
+			bad("inode %d not reachable from the root", ino)
+		}
+	}
+	if lv[0].kind == lvOwn {
+		if merr != nil {
+			bad("read meta: %v", merr)
+		} else if orphans == 0 && meta != used {
+			bad("quota: used_bytes %d differs from the sum of file sizes %d", meta, used)
+		}
+		ch, err := v.Session(sid).chain(ctx, v.r)
+		if err != nil {
+			bad("fork chain: %v", err)
+		} else if err := v.checkForkData(ctx, sid, ch, files); err != nil {
+			bad("rule 7: %v", err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -26,12 +26,15 @@ type DiffOptions struct {
 
 // wsSnapshot reads every path of workspace ws (all names of hard links).
 func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (treediff.Tree, error) {
-	vq, err := v.wholeQueries(ctx, q, ws) // a lazy base reads through its view
+	lv, layered, err := v.Session(ws).levels(ctx, q)
 	if err != nil {
 		return treediff.Tree{}, err
 	}
+	if layered {
+		return layeredSnapshot(ctx, q, lv)
+	}
 	inodes := map[int64]treediff.Entry{}
-	rows, err := q.QueryContext(ctx, vq.inodes, vq.nodeArgs()...)
+	rows, err := q.QueryContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, '') FROM fs_inode WHERE session_id=?`, ws)
 	if err != nil {
 		return treediff.Tree{}, fmt.Errorf("read inodes of %s: %w", ws, err)
 	}
@@ -47,7 +50,7 @@ func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (treediff.Tr
 	if err := rows.Err(); err != nil {
 		return treediff.Tree{}, err
 	}
-	rows, err = q.QueryContext(ctx, vq.symlinks, vq.nodeArgs()...)
+	rows, err = q.QueryContext(ctx, `SELECT ino, target FROM fs_symlink WHERE session_id=?`, ws)
 	if err != nil {
 		return treediff.Tree{}, fmt.Errorf("read symlinks of %s: %w", ws, err)
 	}
@@ -67,7 +70,7 @@ func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (treediff.Tr
 		return treediff.Tree{}, err
 	}
 	var names []treediff.Name
-	rows, err = q.QueryContext(ctx, vq.dentries, vq.args...)
+	rows, err = q.QueryContext(ctx, `SELECT parent_ino, name, ino FROM fs_dentry WHERE session_id=?`, ws)
 	if err != nil {
 		return treediff.Tree{}, fmt.Errorf("read names of %s: %w", ws, err)
 	}
@@ -82,6 +85,24 @@ func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (treediff.Tr
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return treediff.Tree{}, err
+	}
+	return treediff.NewTree(RootIno, inodes, names), nil
+}
+
+// layeredSnapshot is wsSnapshot through levels lv.
+func layeredSnapshot(ctx context.Context, q querier, lv []mlevel) (treediff.Tree, error) {
+	t, err := loadLayered(ctx, q, lv)
+	if err != nil {
+		return treediff.Tree{}, err
+	}
+	inodes := make(map[int64]treediff.Entry, len(t.inodes))
+	for ino, a := range t.inodes {
+		g := t.gens[ino]
+		inodes[ino] = treediff.Entry{Ino: ino, Mode: a.Mode, Size: a.Size, Gen: g.gen, Sha: g.sha, Target: t.symlinks[ino]}
+	}
+	names := make([]treediff.Name, 0, len(t.names))
+	for k, ino := range t.names {
+		names = append(names, treediff.Name{Parent: k.parent, Name: k.name, Ino: ino})
 	}
 	return treediff.NewTree(RootIno, inodes, names), nil
 }
@@ -151,21 +172,27 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 	if err != nil {
 		return ForkDiff{}, err
 	}
-	if err := v.Session(ws).materializeAll(ctx); err != nil {
-		return ForkDiff{}, err
-	}
 	tx, err := v.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return ForkDiff{}, fmt.Errorf("diff: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	base, err := v.wsSnapshot(ctx, tx, fk.Base)
-	if err != nil {
+	var base, cur treediff.Tree
+	if lv, layered, err := v.Session(fk.ID).levels(ctx, tx); err != nil {
 		return ForkDiff{}, err
-	}
-	cur, err := v.wsSnapshot(ctx, tx, fk.ID)
-	if err != nil {
-		return ForkDiff{}, err
+	} else if layered {
+		// only what the fork's own rows touch (partial.go)
+		base, cur, err = v.partialTrees(ctx, tx, fk, lv)
+		if err != nil {
+			return ForkDiff{}, err
+		}
+	} else {
+		if base, err = v.wsSnapshot(ctx, tx, fk.Base); err != nil {
+			return ForkDiff{}, err
+		}
+		if cur, err = v.wsSnapshot(ctx, tx, fk.ID); err != nil {
+			return ForkDiff{}, err
+		}
 	}
 	chs, err := changes(v.sameIn(ctx, tx, fk), base, treediff.Fork, cur)
 	if err != nil {

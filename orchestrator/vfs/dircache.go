@@ -160,7 +160,8 @@ func (fs *FS) dirInfo(ctx context.Context, q querier, ino int64) (dirLink, error
 			return dirLink{}, errorf(syscall.ENAMETOOLONG, "", "the path of directory %d is longer than %d bytes", ino, paths.MaxPathLen)
 		}
 		s := step{ino: cur}
-		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&s.parent, &s.name)
+		var err error
+		s.parent, s.name, err = fs.firstName(ctx, q, cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return dirLink{}, errorf(syscall.ENOENT, "", "inode %d has no name", cur)
 		}
@@ -229,12 +230,36 @@ func (fs *FS) checkMovedTree(ctx context.Context, q querier, ino int64, oldLen, 
 		return nil
 	}
 	room := paths.MaxPathLen - newLen // the longest relative path that still fits
-	ls, err := fs.lazy(ctx)
+	lv, layered, err := fs.levels(ctx, q)
 	if err != nil {
 		return err
 	}
 	var n int
-	if ls == nil {
+	if layered {
+		// through the levels: a walk of the directories below ino, as far
+		// as a path still fits
+		type dir struct {
+			ino int64
+			len int
+		}
+		for queue := []dir{{ino, 0}}; len(queue) > 0 && n == 0; queue = queue[1:] {
+			kids, _, kerr := fs.childrenLayered(ctx, q, lv, queue[0].ino, false)
+			if kerr != nil {
+				err = kerr
+				break
+			}
+			for _, c := range kids {
+				l := queue[0].len + 1 + len(c.name)
+				if l > room {
+					n = 1
+					break
+				}
+				if c.attr.IsDir() {
+					queue = append(queue, dir{c.attr.Ino, l})
+				}
+			}
+		}
+	} else {
 		err = q.QueryRowContext(ctx, `WITH RECURSIVE sub(ino, len) AS (
 			SELECT ?2, 0
 			UNION ALL
@@ -242,30 +267,6 @@ func (fs *FS) checkMovedTree(ctx context.Context, q querier, ino int64, oldLen, 
 			WHERE d.session_id = ?1 AND d.parent_ino = sub.ino AND sub.len <= ?3
 		)
 		SELECT COUNT(*) FROM (SELECT 1 FROM sub WHERE len > ?3 LIMIT 1)`, fs.sid, ino, room).Scan(&n)
-	} else {
-		// A lazy fork (forklazy.go): the names of a directory it has not
-		// copied (below its base's next inode, not in fs_fork_dir) are in
-		// its base's view; it has none of its own there, nor below
-		// (until it has copied everything: lazy = 0).
-		b := ls.base
-		err = q.QueryRowContext(ctx, `WITH RECURSIVE sub(ino, len) AS (
-			SELECT ?2, 0
-			UNION ALL
-			SELECT d.ino, sub.len + 1 + length(CAST(d.name AS BLOB)) FROM sub CROSS JOIN fs_dentry d
-			WHERE d.session_id = ?1 AND d.parent_ino = sub.ino AND sub.len <= ?3
-			UNION ALL
-			SELECT s.ino, sub.len + 1 + length(CAST(s.name AS BLOB)) FROM sub CROSS JOIN fs_fork_dentry s
-			WHERE s.ws = ?4 AND s.parent_ino = sub.ino AND sub.len <= ?3 AND sub.ino < ?6
-			  AND NOT EXISTS (SELECT 1 FROM fs_fork_dir c WHERE c.ws = ?1 AND c.ino = sub.ino)
-			  AND EXISTS (SELECT 1 FROM fs_fork k WHERE k.ws = ?1 AND k.lazy = 1)
-			UNION ALL
-			SELECT o.ino, sub.len + 1 + length(CAST(o.name AS BLOB)) FROM sub CROSS JOIN fs_dentry o
-			WHERE o.session_id = ?5 AND o.parent_ino = sub.ino AND o.id <= ?7 AND sub.len <= ?3 AND sub.ino < ?6
-			  AND NOT EXISTS (SELECT 1 FROM fs_fork_dir c WHERE c.ws = ?1 AND c.ino = sub.ino)
-			  AND NOT EXISTS (SELECT 1 FROM fs_fork_dentry x WHERE x.ws = ?4 AND x.orig_id = o.id)
-			  AND EXISTS (SELECT 1 FROM fs_fork k WHERE k.ws = ?1 AND k.lazy = 1)
-		)
-		SELECT COUNT(*) FROM (SELECT 1 FROM sub WHERE len > ?3 LIMIT 1)`, fs.sid, ino, room, b.ws, b.origin, b.next, b.maxDentry).Scan(&n)
 	}
 	if err != nil {
 		return fmt.Errorf("check the paths below %s: %w", name, err)

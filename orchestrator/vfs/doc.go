@@ -80,7 +80,7 @@
 // fs_dentry (migration 0010). Directory nlink is the dentry count (1), as agentfs defines
 // it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.
 //
-// # Forks (fork.go, forklazy.go, forkdata.go, diff.go, merge.go, treediff; migration 0012)
+// # Forks (fork.go, layers.go, compact.go, partial.go, forkdata.go, diff.go, merge.go, treediff; migrations 0012, 0013, 0035)
 //
 // A fork is a copy-on-write copy of a workspace. Every workspace, a fork
 // too, is keyed by an agent_session id (the fs_* foreign keys), so a fork
@@ -89,39 +89,46 @@
 // node (agent_node delete trigger) or VFS.DeleteFork removes them.
 //
 // Forking workspace P makes two workspaces in one transaction: B, the frozen
-// fork point (never written), and C, the fork, which the child works on. The
-// fork copies no rows of files (forklazy.go, migration 0013), so its cost
-// does not depend on the number of files or the bytes stored:
+// fork point (never written), and C, the fork, which the child works on.
+// Neither copies a row of a file, then or later: reads go through, like an
+// overlay filesystem's layers.
 //
-//   - B is a view. Its rows are only what P has changed or removed since the
-//     fork: triggers on fs_inode, fs_dentry and fs_symlink save a row into
-//     every lazy base of P before its first change (names into
-//     fs_fork_dentry, keyed by their id in P). Every other row of the view
-//     is P's: inodes below base_next_ino (P's next inode number at the fork)
-//     and names with an id up to max_dentry (P's highest at the fork).
-//   - C starts with its fs_meta row and its root. The first time C uses a
-//     directory (a lookup or listing in it, a create, rename or removal in
-//     it, a check that it is empty) it copies that directory's names, and the
-//     inodes and symlink targets they name, from B's view, and records it in
-//     fs_fork_dir: an overlay's copy-up, per directory. A directory C made
-//     itself (numbered from base_next_ino on) has nothing in the view and
-//     is never copied. An inode C already
-//     has (another name of a hard link) is not copied again and keeps its
-//     link count. The copy is committed before the read that needed it
-//     (ensureDir). From then on every query of the package reads C's own
-//     rows, as for any workspace; one reads the directories C has not
-//     copied through B's view instead of copying them: the check of the
-//     path lengths below a directory a rename moves (checkMovedTree). A
-//     copy checks in its transaction that C is still lazy, so a mount's
-//     first use of a directory just after a whole-tree copy does not copy
-//     it twice.
-//   - Whatever reads whole trees (the path API, diff, merge, export, grep,
-//     Check, and forking C itself, since a base's view reads its origin's
-//     rows as they are) first copies every directory C has not
-//     (materializeAll), once; C is then an ordinary fork (lazy = 0).
+//   - B is a view (migration 0013). Its rows are only what P has changed or
+//     removed since the fork: triggers on fs_inode, fs_dentry and fs_symlink
+//     save a row into every lazy base of P before its first change (names
+//     into fs_fork_dentry, keyed by their id in P). Every other row of the
+//     view is P's: inodes below base_next_ino (P's next inode number at the
+//     fork) and names with an id up to max_dentry (P's highest at the fork).
+//   - C is layered (migration 0035): its own rows are exactly what it
+//     changed, and a read that finds no own row reads B's view (layers.go:
+//     the levels C's own, B's saved, P's as B sees them, and P's own levels
+//     when P is a fork). The first level with a row for a name (parent,
+//     name) or an inode decides. What C removed of B is marked in its own
+//     rows: a whiteout is a name row with ino 0, a tombstone an inode row
+//     with mode 0. A whiteout is keyed by its directory's inode, not by a
+//     path, so renaming a directory drops one name (a whiteout) and adds
+//     one: what is below it stays keyed by the directory's inode. An inode
+//     C changes is first copied up, unchanged, into its own rows (ownIno):
+//     its number, size, times and generation are those of the fork point,
+//     so a child's .git/index stays valid. The link-count triggers count
+//     C's own names only: a whiteout over a name of B takes the link off by
+//     hand. So a fork's first use of a directory costs nothing but its
+//     reads (one statement per lookup or listing over the levels).
+//   - A copy-up is the row as C reads it, and C's new names have ids above
+//     any fork point's max_dentry: a fork of C (whose base views C) reads
+//     the same before and after either.
+//   - Forks of forks add two levels each. A base whose origin is a layered
+//     fork is compacted in the background (compact.go; CompactForks at
+//     once): its saved rows take its whole view and it is marked full, so
+//     its view stops there. That changes nothing any read returns, during
+//     or after (a saved row is what the view read there anyway), so readers
+//     that still walk the old levels stay right.
 //
-// Forks made before migration 0013 hold full copies (lazy = 0 on both rows)
-// and keep working as they are.
+// Forks of migration 0013 that copied a directory whole at its first use
+// were made layered by migration 0035 (a whiteout for every name of a
+// copied directory the fork no longer has); forks made before migration
+// 0013 hold full copies (fs_fork.layered = 0 and a base with lazy = 0) and
+// keep working as they are.
 //
 // Data is shared at chunk level. A read of chunk (ino, off) in a fork takes
 // the fork's own row if there is one, else walks up the parent chain while
@@ -146,8 +153,13 @@
 // A fork's changes give no file events (no "file" records in the session
 // log, which are the session's workspace): they are its diff.
 //
-// Diff compares the fork with its frozen base (read through its view) by
-// path: added, deleted, changed (type, mode, symlink target or content;
+// Diff compares the fork with its frozen base by path, reading only what
+// the fork's own rows touch (partial.go): the names at the keys it changed,
+// every name of each inode found there (hard links, moves), the
+// directories above them and the whole subtree of a directory that is
+// another inode at its key on the two sides; so its cost follows the
+// changes, not the files. Merge reads the three trees whole through their
+// levels (nothing is copied). A diff lists by path: added, deleted, changed (type, mode, symlink target or content;
 // content is compared by data_gen first and by sha256 only when that
 // differs), with a unified text diff for changed text files. A path that
 // names another inode than at the fork point counts as changed only when

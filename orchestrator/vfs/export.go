@@ -1,10 +1,13 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -109,9 +112,6 @@ func (v *VFS) Export(ctx context.Context, sessionID, dst string) error {
 	if _, err := fs.init(ctx); err != nil {
 		return err
 	}
-	if err := fs.materializeAll(ctx); err != nil { // a fork exports whole
-		return err
-	}
 	if _, err := os.Stat(dst); err == nil {
 		return fmt.Errorf("export: %s already exists", dst)
 	}
@@ -159,10 +159,24 @@ func (v *VFS) Export(ctx context.Context, sessionID, dst string) error {
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
+	lv, layered, err := fs.levels(ctx, src)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	var files []regularFile
+	if layered {
+		// a layered fork's files are read through its levels
+		if files, err = exportLayered(ctx, src, tx, lv); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
 	for _, s := range steps {
+		if layered && s.what != "data" && s.what != "kv" && s.what != "tool calls" {
+			continue
+		}
 		if fork && s.what == "data" {
 			// a fork's chunks are read through its chain (forkdata.go)
-			if err := fs.exportForkData(ctx, src, tx); err != nil {
+			if err := fs.exportForkData(ctx, src, tx, files); err != nil {
 				return fmt.Errorf("export %s: %w", s.what, err)
 			}
 			continue
@@ -378,4 +392,51 @@ func (fs *FS) importData(ctx context.Context, in *sql.DB, tx *txn, ino, size int
 		return fmt.Errorf("data of inode %d: %d bytes, but its size is %d", ino, written, size)
 	}
 	return nil
+}
+
+// exportLayered writes the inodes, names, symlinks and readonly flags of a
+// layered workspace, read through its levels lv, into an exported agentfs
+// file, and returns its regular files (for their data).
+func exportLayered(ctx context.Context, src, dst *sql.Tx, lv []mlevel) ([]regularFile, error) {
+	t, err := loadLayered(ctx, src, lv)
+	if err != nil {
+		return nil, err
+	}
+	inos := make([]int64, 0, len(t.inodes))
+	for ino := range t.inodes {
+		inos = append(inos, ino)
+	}
+	slices.Sort(inos)
+	files := []regularFile{}
+	for _, ino := range inos {
+		a := t.inodes[ino]
+		if _, err := dst.ExecContext(ctx, `INSERT INTO fs_inode(ino, mode, uid, gid, size, atime, mtime, ctime) VALUES(?,?,?,?,?,?,?,?)`,
+			ino, a.Mode, a.UID, a.GID, a.Size, a.Atime.Unix(), a.Mtime.Unix(), a.Ctime.Unix()); err != nil {
+			return nil, fmt.Errorf("inodes: %w", err)
+		}
+		if a.Readonly {
+			if _, err := dst.ExecContext(ctx, `INSERT INTO fs_readonly(ino) VALUES(?)`, ino); err != nil {
+				return nil, fmt.Errorf("readonly flags: %w", err)
+			}
+		}
+		if t, ok := t.symlinks[ino]; ok {
+			if _, err := dst.ExecContext(ctx, `INSERT INTO fs_symlink(ino, target) VALUES(?,?)`, ino, t); err != nil {
+				return nil, fmt.Errorf("symlinks: %w", err)
+			}
+		}
+		if a.IsRegular() {
+			files = append(files, regularFile{ino: ino, size: a.Size})
+		}
+	}
+	keys := make([]dkey, 0, len(t.names))
+	for k := range t.names {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b dkey) int { return cmp.Or(cmp.Compare(a.parent, b.parent), strings.Compare(a.name, b.name)) })
+	for _, k := range keys {
+		if _, err := dst.ExecContext(ctx, `INSERT INTO fs_dentry(name, parent_ino, ino) VALUES(?,?,?)`, k.name, k.parent, t.names[k]); err != nil {
+			return nil, fmt.Errorf("dentries: %w", err)
+		}
+	}
+	return files, nil
 }

@@ -28,6 +28,13 @@ type chainLevel struct {
 	below int64
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func newWorkspaceID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
@@ -36,17 +43,13 @@ func newWorkspaceID() string {
 
 // Fork makes a copy-on-write fork of workspace origin (a session's or a
 // fork's) for nodeID ("" for none) in one transaction and returns it. It
-// copies no rows of files (forklazy.go): its cost does not depend on the
-// number of files nor on the bytes stored. Forking a fork that has not
-// copied all its directories yet copies them first.
+// copies no rows of files (layers.go): its cost does not depend on the
+// number of files nor on the bytes stored, and the fork copies none later
+// either: it reads through its fork point (doc.go, "Forks"). A fork point
+// of a fork is compacted in the background (compact.go).
 func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error) {
 	ofs := v.Session(origin)
 	if _, err := ofs.init(ctx); err != nil {
-		return ForkInfo{}, err
-	}
-	// a base's view reads its origin's rows as they are: the origin must
-	// have its own rows for every directory
-	if err := ofs.materializeAll(ctx); err != nil {
 		return ForkInfo{}, err
 	}
 	now := v.cfg.Now()
@@ -86,15 +89,11 @@ func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error)
 				if nodeID != "" {
 					nodeArg = nodeID
 				}
-				// the fork's root; every other row comes from the base's
-				// view when the fork first uses its directory
-				if _, err := tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, `+inodeCols+`) SELECT ?, `+inodeCols+` FROM fs_inode WHERE session_id=? AND ino=?`,
-					ws.id, origin, RootIno); err != nil {
-					return fmt.Errorf("fork %s: copy root: %w", origin, err)
-				}
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO fs_fork(ws, session_id, kind, parent_ws, base_next_ino, origin_ws, base_ws, node_id, created_at, lazy, max_dentry)
-				VALUES(?,?,?,?,?,?,?,?,?,1,?)`, ws.id, info.SessionID, ws.kind, ws.parent, next, origArg, baseArg, nodeArg, ms, maxDentry); err != nil {
+			// the base is a view of the origin (lazy), the fork reads
+			// through it (layered): no row of a file is copied
+			if _, err := tx.ExecContext(ctx, `INSERT INTO fs_fork(ws, session_id, kind, parent_ws, base_next_ino, origin_ws, base_ws, node_id, created_at, lazy, layered, max_dentry)
+				VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`, ws.id, info.SessionID, ws.kind, ws.parent, next, origArg, baseArg, nodeArg, ms, b2i(ws.kind == "base"), b2i(ws.kind == "fork"), maxDentry); err != nil {
 				return fmt.Errorf("fork %s: %w", origin, err)
 			}
 		}
@@ -116,6 +115,7 @@ func (v *VFS) Fork(ctx context.Context, origin, nodeID string) (ForkInfo, error)
 	if err := v.Sync(ctx, false); err != nil {
 		return ForkInfo{}, err
 	}
+	v.scheduleCompact(ctx, info.Base)
 	return info, nil
 }
 
@@ -252,7 +252,7 @@ func (v *VFS) forget(ids ...string) {
 	for _, id := range ids {
 		delete(v.sessions, id)
 		v.chains.Delete(id)
-		v.views.Delete(id)
+		v.layers.Delete(id)
 	}
 }
 

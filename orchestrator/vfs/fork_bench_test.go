@@ -120,21 +120,6 @@ func BenchmarkFork10k(b *testing.B) {
 			}
 		}
 	})
-	b.Run("files=10000/fork+copy-all", func(b *testing.B) {
-		f := newFixture(b, Config{})
-		fill10k(b, f.fs, false)
-		ctx := context.Background()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			fk, err := f.v.Fork(ctx, f.sid, "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := f.v.Session(fk.ID).materializeAll(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 // BenchmarkNewDirs: a mount (changes with an origin: group commit) makes
@@ -170,4 +155,83 @@ func BenchmarkNewDirs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkForkDiff100k: a fork of a workspace of 100,000 files (1,000
+// directories of 100) changes 100 files (10 in each of 10 directories);
+// then its diff is timed the first time and again, and its merge into the
+// workspace. Setup (the fill, the fork, the changes) is not timed. Run with:
+//
+//	go test -run '^$' -bench ForkDiff100k -benchtime 5x -count 5 ./orchestrator/vfs/
+func BenchmarkForkDiff100k(b *testing.B) {
+	f := newFixture(b, Config{})
+	ctx := context.Background()
+	data := content(1 << 10)
+	for d := range 1000 {
+		dir, err := f.fs.Mkdir(ctx, RootIno, fmt.Sprintf("d%04d", d), 0o755)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for n := range 100 {
+			ino, err := f.fs.ReserveIno(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := f.fs.CreateFile(ctx, dir.Ino, fmt.Sprintf("f%03d.txt", n), 0o644, 0, 0, ino, data, 0, f.v.cfg.Now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	round := 0
+	forkChanged := func(b *testing.B) ForkInfo {
+		round++
+		fk, err := f.v.Fork(ctx, f.sid, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := f.v.Session(fk.ID)
+		for i := range 100 {
+			mustWrite(b, c, fmt.Sprintf("/d%04d/f%03d.txt", (i/10)*97, i%10), []byte(fmt.Sprintf("changed %d in round %d\n", i, round)))
+		}
+		return fk
+	}
+	for _, repeat := range []bool{false, true} {
+		name := "diff-first"
+		if repeat {
+			name = "diff-repeated"
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				fk := forkChanged(b)
+				if repeat {
+					if _, err := f.v.Diff(ctx, fk.ID, DiffOptions{Text: true}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				d, err := f.v.Diff(ctx, fk.ID, DiffOptions{Text: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(d.Changes) != 100 {
+					b.Fatalf("%d changes, want 100", len(d.Changes))
+				}
+			}
+		})
+	}
+	b.Run("merge", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			fk := forkChanged(b)
+			b.StartTimer()
+			m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(m.Applied) != 100 {
+				b.Fatalf("%d applied, want 100", len(m.Applied))
+			}
+		}
+	})
 }

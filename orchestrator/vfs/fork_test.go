@@ -337,8 +337,11 @@ func TestForkGoesWithSessionAndNode(t *testing.T) {
 	if u := wsUsage(t, f.db, byNode.ID, byNode.Base); u.inodes != 0 {
 		t.Fatalf("node's fork left %+v", u)
 	}
-	if u := wsUsage(t, f.db, other.ID); u.inodes == 0 {
-		t.Fatal("the other fork went with the node")
+	if _, err := f.v.ForkByID(ctx, other.ID); err != nil {
+		t.Fatalf("the other fork went with the node: %v", err)
+	}
+	if got := readAt(t, f.v.Session(other.ID), "/a", 10, 0); string(got) != "a" {
+		t.Fatalf("the other fork reads %q, want %q", got, "a")
 	}
 	if _, err := f.db.Exec(`DELETE FROM agent_session WHERE id=?`, f.sid); err != nil {
 		t.Fatal(err)

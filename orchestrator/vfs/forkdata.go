@@ -70,15 +70,11 @@ func (fs *FS) readAtFork(ctx context.Context, cs int, ino int64, p []byte, off i
 		return 0, fmt.Errorf("read inode %d: %w", ino, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	var mode uint32
-	var size int64
-	err = tx.QueryRowContext(ctx, `SELECT mode, size FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&mode, &size)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, errorf(syscall.ENOENT, "", "inode %d not found", ino)
-	}
+	a, err := fs.getAttr(ctx, tx, ino)
 	if err != nil {
-		return 0, fmt.Errorf("read inode %d: %w", ino, err)
+		return 0, err
 	}
+	mode, size := a.Mode, a.Size
 	if mode&ModeType == ModeDir {
 		return 0, errorf(syscall.EISDIR, "", "inode %d is a directory", ino)
 	}
@@ -111,10 +107,11 @@ func (fs *FS) computeHashFork(ctx context.Context, q querier, ino int64) (string
 	if err != nil {
 		return "", err
 	}
-	size, err := fs.inodeSize(ctx, q, ino) // a lazy base reads through its view
+	a, err := fs.getAttr(ctx, q, ino) // through the levels of a layered fork or a base's view
 	if err != nil {
 		return "", fmt.Errorf("hash inode %d: %w", ino, err)
 	}
+	size := a.Size
 	h := sha256.New()
 	buf := make([]byte, min(size, 1<<20))
 	for off := int64(0); off < size; {
@@ -145,16 +142,25 @@ func (fs *FS) copyDataFork(ctx context.Context, tx *txn, src, dst, size int64) e
 
 // exportForkData writes the data of every regular file of fork fs into an
 // exported agentfs file: exact chunks of the file's chunk size.
-func (fs *FS) exportForkData(ctx context.Context, src *sql.Tx, dst *sql.Tx) error {
+func (fs *FS) exportForkData(ctx context.Context, src *sql.Tx, dst *sql.Tx, files []regularFile) error {
 	cs, err := fs.init(ctx)
 	if err != nil {
 		return err
 	}
-	files, err := regularFiles(ctx, src, `SELECT ino, size FROM fs_inode WHERE session_id=? AND mode & 61440 = 32768
+	if files != nil {
+		return fs.writeForkData(ctx, src, dst, cs, files)
+	}
+	files, err = regularFiles(ctx, src, `SELECT ino, size FROM fs_inode WHERE session_id=? AND mode & 61440 = 32768
 		AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=?) ORDER BY ino`, fs.sid, fs.sid)
 	if err != nil {
 		return err
 	}
+	return fs.writeForkData(ctx, src, dst, cs, files)
+}
+
+// writeForkData writes the chunks of files, read through fs's chain, into
+// an exported agentfs file.
+func (fs *FS) writeForkData(ctx context.Context, src *sql.Tx, dst *sql.Tx, cs int, files []regularFile) error {
 	stmt, err := dst.PrepareContext(ctx, `INSERT INTO fs_data(ino, offset, size, data) VALUES(?,?,?,?)`)
 	if err != nil {
 		return err
@@ -198,7 +204,7 @@ func regularFiles(ctx context.Context, tx *sql.Tx, query string, args ...any) ([
 
 // checkForkData is Check's data rule for a fork: every chunk of every regular
 // file is found, through the chain, at least as long as the file needs.
-func (v *VFS) checkForkData(ctx context.Context, sid string, ch []chainLevel) error {
+func (v *VFS) checkForkData(ctx context.Context, sid string, ch []chainLevel, files []regularFile) error {
 	fs := v.Session(sid)
 	cs, err := fs.init(ctx)
 	if err != nil {
@@ -209,9 +215,10 @@ func (v *VFS) checkForkData(ctx context.Context, sid string, ch []chainLevel) er
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	files, err := regularFiles(ctx, tx, `SELECT ino, size FROM fs_inode WHERE session_id=? AND mode & 61440 = 32768`, sid)
-	if err != nil {
-		return err
+	if files == nil {
+		if files, err = regularFiles(ctx, tx, `SELECT ino, size FROM fs_inode WHERE session_id=? AND mode & 61440 = 32768`, sid); err != nil {
+			return err
+		}
 	}
 	var errs []error
 	for _, f := range files {

@@ -303,10 +303,11 @@ func (o *lazyOps) step(fs *FS, m mtree) {
 	}
 }
 
-// TestLazyForkRandom makes forks (and forks of forks) of a tree with
-// directories, hard links and symlinks, then changes the origin and the
-// forks at random through the inode API, as a mount does, while the forks
-// have copied only the directories they used. Every workspace must match a
+// TestLazyForkRandom makes forks (and forks of forks, of forks) of a tree
+// with directories, hard links and symlinks, then changes the origin and
+// the forks at random through the inode API, as a mount does, while they
+// read through their layers, and compacts the fork points in between (as
+// the background compaction does after a fork of a fork). Every workspace must match a
 // model where each fork is a deep copy; then every one passes the
 // consistency check, the bases (views) included, and each fork's diff
 // lists exactly what differs from its fork point.
@@ -322,7 +323,12 @@ func TestLazyForkRandom(t *testing.T) {
 			}
 			for step := range 400 {
 				ws := ids[ops.rng.Intn(len(ids))]
-				if ops.rng.Intn(40) == 0 && len(ids) < 5 {
+				if ops.rng.Intn(50) == 0 {
+					if err := f.v.CompactForks(ctxT(t), f.sid); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if ops.rng.Intn(40) == 0 && len(ids) < 7 {
 					fk := mustFork(t, f.v, ws)
 					models[fk.ID] = models[ws].clone()
 					models[fk.Base] = models[ws].clone()
@@ -338,6 +344,15 @@ func TestLazyForkRandom(t *testing.T) {
 				}
 			}
 			checkAgainstModels(t, f, ids, models)
+			var deep, full int
+			if err := f.db.QueryRow(`SELECT (SELECT COUNT(*) FROM fs_fork b JOIN fs_fork o ON o.ws=b.parent_ws WHERE b.kind='base' AND o.kind='fork'),
+				(SELECT COUNT(*) FROM fs_fork WHERE full=1)`).Scan(&deep, &full); err != nil {
+				t.Fatal(err)
+			}
+			if deep > 0 && full == 0 {
+				t.Fatalf("%d fork points of forks, none compacted", deep)
+			}
+			t.Logf("%d fork points of forks, %d compacted", deep, full)
 		})
 	}
 }
@@ -371,8 +386,8 @@ func TestLazyForkCopiesNothingUpFront(t *testing.T) {
 		}
 		return n
 	}
-	if n := rows(fk.ID); n != 1 {
-		t.Fatalf("a new fork holds %d metadata rows, want 1 (its root)", n)
+	if n := rows(fk.ID); n != 0 {
+		t.Fatalf("a new fork holds %d metadata rows, want 0", n)
 	}
 	if n := rows(fk.Base); n != 0 {
 		t.Fatalf("a new fork point holds %d metadata rows, want 0", n)
@@ -381,16 +396,27 @@ func TestLazyForkCopiesNothingUpFront(t *testing.T) {
 	if _, err := cfs.Lookup(ctx, RootIno, "d3"); err != nil {
 		t.Fatal(err)
 	}
-	// the root's 10 names and their inodes, and the root
-	if n := rows(fk.ID); n != 21 {
-		t.Fatalf("after a lookup in the root the fork holds %d rows, want 21", n)
+	// reads go through to the fork point: a first use copies nothing
+	if n := rows(fk.ID); n != 0 {
+		t.Fatalf("after a lookup in the root the fork holds %d rows, want 0", n)
 	}
 	d3 := inoOf(t, cfs, "/d3")
-	if _, err := cfs.ReadDirPlus(ctx, d3); err != nil {
+	if kids, err := cfs.ReadDirPlus(ctx, d3); err != nil || len(kids) != 50 {
+		t.Fatalf("listing /d3 of the fork: %d entries, %v; want 50", len(kids), err)
+	}
+	if _, err := cfs.List(ctx, "/d4"); err != nil {
 		t.Fatal(err)
 	}
-	if n := rows(fk.ID); n != 121 {
-		t.Fatalf("after listing /d3 the fork holds %d rows, want 121", n)
+	if n := rows(fk.ID); n != 0 {
+		t.Fatalf("after listing /d3 the fork holds %d rows, want 0", n)
+	}
+	// a change copies up the one inode it changes and adds one name
+	mustWrite(t, cfs, "/d3/f1", []byte("changed"))
+	if err := cfs.Delete(ctx, "/d3/f2", false); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(fk.ID); n > 6 {
+		t.Fatalf("after a write and a delete the fork holds %d rows, want at most 6", n)
 	}
 	// the origin's changes after the fork are saved into the fork point
 	// once each, before they happen, and the fork does not see them

@@ -375,7 +375,7 @@ func TestLazyForkDeletedWhileOriginChanges(t *testing.T) {
 	}
 	var n int
 	if err := f.db.QueryRow(`SELECT (SELECT COUNT(*) FROM fs_inode WHERE session_id IN (?1, ?2)) + (SELECT COUNT(*) FROM fs_dentry WHERE session_id IN (?1, ?2))
-		+ (SELECT COUNT(*) FROM fs_fork_dentry WHERE ws IN (?1, ?2)) + (SELECT COUNT(*) FROM fs_fork_dir WHERE ws IN (?1, ?2))
+		+ (SELECT COUNT(*) FROM fs_fork_dentry WHERE ws IN (?1, ?2))
 		+ (SELECT COUNT(*) FROM fs_data WHERE session_id IN (?1, ?2)) + (SELECT COUNT(*) FROM agent_session WHERE id IN (?1, ?2))`, fk.ID, fk.Base).Scan(&n); err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,6 @@ func (fs *FS) Grep(ctx context.Context, o GrepOptions) (GrepResult, error) {
 	if err != nil {
 		return GrepResult{}, err
 	}
-	if err := fs.materializeAll(ctx); err != nil { // it walks the whole tree
-		return GrepResult{}, err
-	}
 	res := GrepResult{Files: []GrepFile{}}
 	total := 0
 	// buf holds the path of the entry being looked at, one buffer for the

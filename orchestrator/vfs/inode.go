@@ -47,9 +47,6 @@ func (fs *FS) Lookup(ctx context.Context, parent int64, name string) (Attr, erro
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
-		return Attr{}, err
-	}
 	if err := fs.checkInodeAccess(ctx, "lookup", parent, name, false); err != nil {
 		return Attr{}, err
 	}
@@ -66,9 +63,6 @@ func (fs *FS) ReadDir(ctx context.Context, ino int64) ([]DirEntry, error) {
 	if _, err := fs.init(ctx); err != nil {
 		return nil, err
 	}
-	if err := fs.ensureDir(ctx, ino); err != nil { // a lazy fork copies it first (forklazy.go)
-		return nil, err
-	}
 	fs.settleIno(ctx, ino) // a change of an entry touches its directory
 	a, err := fs.getAttr(ctx, fs.v.rq, ino)
 	if err != nil {
@@ -76,6 +70,40 @@ func (fs *FS) ReadDir(ctx context.Context, ino int64) ([]DirEntry, error) {
 	}
 	if !a.IsDir() {
 		return nil, errorf(syscall.ENOTDIR, "", "inode %d is not a directory", ino)
+	}
+	out, err := fs.dirEntries(ctx, ino)
+	if err != nil {
+		return nil, err
+	}
+	if fs.allowed != nil {
+		dir, err := fs.pathOf(ctx, fs.v.r, ino)
+		if err != nil {
+			return nil, err
+		}
+		kept := out[:0]
+		for _, e := range out {
+			if fs.allowedPath(paths.Join(dir, e.Name), false) {
+				kept = append(kept, e)
+			}
+		}
+		out = kept
+	}
+	return out, nil
+}
+
+// dirEntries lists directory ino's entries (names, inodes, modes).
+func (fs *FS) dirEntries(ctx context.Context, ino int64) ([]DirEntry, error) {
+	lv, layered, err := fs.levels(ctx, fs.v.rq)
+	if err != nil {
+		return nil, err
+	}
+	if layered {
+		kids, _, err := fs.childrenLayered(ctx, fs.v.rq, lv, ino, false)
+		out := make([]DirEntry, len(kids))
+		for i, c := range kids {
+			out[i] = DirEntry{Name: c.name, Ino: c.attr.Ino, Mode: c.attr.Mode}
+		}
+		return out, err
 	}
 	rows, err := fs.v.rq.QueryContext(ctx, `SELECT d.name, d.ino, i.mode FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
 		WHERE d.session_id=? AND d.parent_ino=? ORDER BY d.name`, fs.sid, ino)
@@ -94,19 +122,6 @@ func (fs *FS) ReadDir(ctx context.Context, ino int64) ([]DirEntry, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read directory %d: %w", ino, err)
 	}
-	if fs.allowed != nil {
-		dir, err := fs.pathOf(ctx, fs.v.r, ino)
-		if err != nil {
-			return nil, err
-		}
-		kept := out[:0]
-		for _, e := range out {
-			if fs.allowedPath(paths.Join(dir, e.Name), false) {
-				kept = append(kept, e)
-			}
-		}
-		out = kept
-	}
 	return out, nil
 }
 
@@ -123,9 +138,6 @@ type DirEntryAttr struct {
 // open batch of the session first).
 func (fs *FS) ReadDirPlus(ctx context.Context, ino int64) ([]DirEntryAttr, error) {
 	if _, err := fs.init(ctx); err != nil {
-		return nil, err
-	}
-	if err := fs.ensureDir(ctx, ino); err != nil { // a lazy fork copies it first (forklazy.go)
 		return nil, err
 	}
 	// a listing shows its entries' attributes: settle for any change
@@ -167,8 +179,16 @@ func (fs *FS) Readlink(ctx context.Context, ino int64) (string, error) {
 }
 
 func (fs *FS) readlink(ctx context.Context, q querier, ino int64) (string, error) {
+	lv, layered, err := fs.levels(ctx, q)
+	if err != nil {
+		return "", err
+	}
 	var t string
-	err := q.QueryRowContext(ctx, `SELECT target FROM fs_symlink WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&t)
+	if layered {
+		t, err = readlinkLayered(ctx, q, lv, ino)
+	} else {
+		err = q.QueryRowContext(ctx, `SELECT target FROM fs_symlink WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&t)
+	}
 	if err == sql.ErrNoRows {
 		return "", errorf(syscall.EINVAL, "", "inode %d is not a symlink", ino)
 	}
@@ -210,9 +230,7 @@ func (fs *FS) pathOf(ctx context.Context, q querier, ino int64) (string, error) 
 	if ino == RootIno {
 		return "/", nil
 	}
-	var parent int64
-	var name string
-	err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, ino).Scan(&parent, &name)
+	parent, name, err := fs.firstName(ctx, q, ino)
 	if err == sql.ErrNoRows {
 		return "", errorf(syscall.ENOENT, "", "inode %d has no name", ino)
 	}
@@ -226,6 +244,22 @@ func (fs *FS) pathOf(ctx context.Context, q querier, ino int64) (string, error) 
 	return paths.Join(dir, name), nil
 }
 
+// firstName returns the parent and name of ino's first name (its oldest);
+// sql.ErrNoRows when it has none.
+func (fs *FS) firstName(ctx context.Context, q querier, ino int64) (int64, string, error) {
+	lv, layered, err := fs.levels(ctx, q)
+	if err != nil {
+		return 0, "", err
+	}
+	if layered {
+		return firstNameLayered(ctx, q, lv, ino)
+	}
+	var parent int64
+	var name string
+	err = q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, ino).Scan(&parent, &name)
+	return parent, name, err
+}
+
 // walkPath is pathOf without the directory cache: one query per level.
 func (fs *FS) walkPath(ctx context.Context, q querier, ino int64) (string, error) {
 	var parts []string
@@ -235,7 +269,8 @@ func (fs *FS) walkPath(ctx context.Context, q querier, ino int64) (string, error
 			return "", errorf(syscall.ENAMETOOLONG, "", "the path of inode %d is longer than %d bytes", ino, paths.MaxPathLen)
 		}
 		var name string
-		err := q.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, cur).Scan(&cur, &name)
+		var err error
+		cur, name, err = fs.firstName(ctx, q, cur)
 		if err == sql.ErrNoRows {
 			return "", errorf(syscall.ENOENT, "", "inode %d has no name", ino)
 		}

@@ -41,6 +41,9 @@ func (fs *FS) SetAttr(ctx context.Context, ino int64, ch AttrChange) (Attr, erro
 	var out Attr
 	var ev event
 	err = fs.v.tx(ctx, func(tx *txn) error {
+		if err := fs.ownIno(ctx, tx, ino); err != nil {
+			return err
+		}
 		a, err := fs.getAttr(ctx, tx, ino)
 		if err != nil {
 			return err

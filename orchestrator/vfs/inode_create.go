@@ -24,9 +24,6 @@ func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
-		return Attr{}, err
-	}
 	if err := fs.checkInodeAccess(ctx, "create", parent, name, true); err != nil {
 		return Attr{}, err
 	}
@@ -81,9 +78,6 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
-		return Attr{}, err
-	}
 	if err := fs.checkInodeAccess(ctx, op, parent, name, true); err != nil {
 		return Attr{}, err
 	}
@@ -115,14 +109,14 @@ func (fs *FS) mknod(ctx context.Context, tx *txn, parent int64, name string, mod
 
 // mknodIno is mknod with a reserved inode number (0: allocate one).
 func (fs *FS) mknodIno(ctx context.Context, tx *txn, parent int64, name string, ino int64, mode uint32, target string) (Attr, error) {
-	var pmode uint32
-	if err := tx.QueryRowContext(ctx, `SELECT mode FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, parent).Scan(&pmode); err != nil {
-		if err == sql.ErrNoRows {
-			return Attr{}, errorf(syscall.ENOENT, name, "parent of %s not found", name)
-		}
+	pa, err := fs.getAttr(ctx, tx, parent)
+	if IsErrno(err, syscall.ENOENT) {
+		return Attr{}, errorf(syscall.ENOENT, name, "parent of %s not found", name)
+	}
+	if err != nil {
 		return Attr{}, fmt.Errorf("read parent of %s: %w", name, err)
 	}
-	if pmode&ModeType != ModeDir {
+	if pa.Mode&ModeType != ModeDir {
 		return Attr{}, errorf(syscall.ENOTDIR, name, "parent of %s is not a directory", name)
 	}
 	now := fs.v.cfg.Now()
@@ -130,7 +124,7 @@ func (fs *FS) mknodIno(ctx context.Context, tx *txn, parent int64, name string, 
 	if mode&ModeType == ModeSymlink {
 		size = int64(len(target))
 	}
-	ino, err := fs.newInode(ctx, tx, ino, mode, fs.uid, fs.gid, size, now)
+	ino, err = fs.newInode(ctx, tx, ino, mode, fs.uid, fs.gid, size, now)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -157,9 +151,6 @@ func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (A
 		return Attr{}, err
 	}
 	if _, err := fs.init(ctx); err != nil {
-		return Attr{}, err
-	}
-	if err := fs.ensureDir(ctx, newParent); err != nil { // a lazy fork copies it first (forklazy.go)
 		return Attr{}, err
 	}
 	if err := fs.checkInodeAccess(ctx, "link", newParent, newName, true); err != nil {
@@ -234,9 +225,6 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 	if err != nil {
 		return Attr{}, time.Time{}, err
 	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
-		return Attr{}, time.Time{}, err
-	}
 	if err := fs.checkInodeAccess(ctx, "create", parent, name, true); err != nil {
 		return Attr{}, time.Time{}, err
 	}
@@ -263,6 +251,9 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 	// ino), then the chunks.
 	err = fs.v.tx(ctx, func(tx *txn) error {
 		var ms, mns int64
+		if err := fs.ownIno(ctx, tx, parent); err != nil {
+			return err
+		}
 		err := tx.QueryRowContext(ctx, `UPDATE fs_inode SET
 			mtime    = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?1 ELSE ?3 END,
 			mtime_ns = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?2 ELSE ?4 END,
@@ -322,9 +313,6 @@ func (fs *FS) CheckCreate(ctx context.Context, parent int64, name string) error 
 		return err
 	}
 	if _, err := fs.init(ctx); err != nil {
-		return err
-	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
 		return err
 	}
 	if err := fs.checkNewPath(ctx, fs.v.r, parent, name); err != nil {

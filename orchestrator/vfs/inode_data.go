@@ -107,6 +107,9 @@ func (fs *FS) WriteAtAttr(ctx context.Context, ino int64, p []byte, off int64) (
 		var size int64
 		var mode uint32
 		var ro int
+		if err := fs.ownIno(ctx, tx, ino); err != nil {
+			return err
+		}
 		if err := tx.QueryRowContext(ctx, `SELECT mode, size, is_readonly FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&mode, &size, &ro); err != nil {
 			if err == sql.ErrNoRows {
 				return errorf(syscall.ENOENT, "", "inode %d not found", ino)

@@ -25,9 +25,6 @@ func (fs *FS) remove(ctx context.Context, op string, parent int64, name string, 
 	if _, err := fs.init(ctx); err != nil {
 		return err
 	}
-	if err := fs.ensureDir(ctx, parent); err != nil { // a lazy fork copies it first (forklazy.go)
-		return err
-	}
 	if err := fs.checkInodeAccess(ctx, op, parent, name, true); err != nil {
 		return err
 	}
@@ -65,15 +62,20 @@ func (fs *FS) remove(ctx context.Context, op string, parent int64, name string, 
 }
 
 func (fs *FS) checkEmpty(ctx context.Context, q querier, ino int64, name string) error {
-	if tx, ok := q.(*txn); ok {
-		if err := fs.ensureDirTx(ctx, tx, ino); err != nil { // a lazy fork's names may be in its base
-			return err
-		}
-	} else if err := fs.ensureDir(ctx, ino); err != nil {
+	lv, layered, err := fs.levels(ctx, q)
+	if err != nil {
 		return err
 	}
 	var n int
-	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? AND parent_ino=? LIMIT 1)`, fs.sid, ino).Scan(&n); err != nil {
+	if layered {
+		var some bool
+		if some, err = hasEntriesLayered(ctx, q, lv, ino); err != nil {
+			return fmt.Errorf("check empty: %w", err)
+		}
+		if some {
+			n = 1
+		}
+	} else if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? AND parent_ino=? LIMIT 1)`, fs.sid, ino).Scan(&n); err != nil {
 		return fmt.Errorf("check empty: %w", err)
 	}
 	if n > 0 {
@@ -83,7 +85,15 @@ func (fs *FS) checkEmpty(ctx context.Context, q querier, ino int64, name string)
 }
 
 func (fs *FS) unlinkEntry(ctx context.Context, tx *txn, parent int64, name string, ino int64) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM fs_dentry WHERE session_id=? AND parent_ino=? AND name=?`, fs.sid, parent, name); err != nil {
+	lv, layered, err := fs.levels(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if layered {
+		if err := fs.dropDentry(ctx, tx, lv, parent, name, ino); err != nil {
+			return err
+		}
+	} else if _, err := tx.ExecContext(ctx, `DELETE FROM fs_dentry WHERE session_id=? AND parent_ino=? AND name=?`, fs.sid, parent, name); err != nil {
 		return fmt.Errorf("delete dentry %q: %w", name, err)
 	}
 	fs.changedEntry(tx, parent, name)

@@ -28,7 +28,8 @@ func (fs *FS) isAncestor(ctx context.Context, q querier, anc, dir int64) (bool, 
 		if dir == RootIno {
 			return false, nil
 		}
-		if err := q.QueryRowContext(ctx, `SELECT parent_ino FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, dir).Scan(&dir); err != nil {
+		var err error
+		if dir, _, err = fs.firstName(ctx, q, dir); err != nil {
 			if err == sql.ErrNoRows {
 				return false, nil
 			}
@@ -49,12 +50,6 @@ func (fs *FS) Rename(ctx context.Context, oldParent int64, oldName string, newPa
 		return errorf(syscall.EINVAL, newName, "unsupported rename flags %#x", flags)
 	}
 	if _, err := fs.init(ctx); err != nil {
-		return err
-	}
-	if err := fs.ensureDir(ctx, oldParent); err != nil { // a lazy fork copies it first (forklazy.go)
-		return err
-	}
-	if err := fs.ensureDir(ctx, newParent); err != nil { // a lazy fork copies it first (forklazy.go)
 		return err
 	}
 	if err := fs.checkInodeAccess(ctx, "rename", oldParent, oldName, true); err != nil {
@@ -140,12 +135,20 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 		}
 		fs.forgetDirPaths(tx)
 		tx.onCommit(func() { fs.forgetDirPaths(nil) })
+		_, layered, err := fs.levels(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
 		for _, u := range []struct {
-			parent int64
-			name   string
-			ino    int64
-		}{{oldParent, oldName, dst.Ino}, {newParent, newName, src.Ino}} {
-			if _, err := tx.ExecContext(ctx, `UPDATE fs_dentry SET ino=? WHERE session_id=? AND parent_ino=? AND name=?`, u.ino, fs.sid, u.parent, u.name); err != nil {
+			parent   int64
+			name     string
+			old, ino int64
+		}{{oldParent, oldName, src.Ino, dst.Ino}, {newParent, newName, dst.Ino, src.Ino}} {
+			if layered {
+				if err := fs.setDentryIno(ctx, tx, u.parent, u.name, u.old, u.ino); err != nil {
+					return nil, err
+				}
+			} else if _, err := tx.ExecContext(ctx, `UPDATE fs_dentry SET ino=? WHERE session_id=? AND parent_ino=? AND name=?`, u.ino, fs.sid, u.parent, u.name); err != nil {
 				return nil, fmt.Errorf("exchange: %w", err)
 			}
 			fs.changedEntry(tx, u.parent, u.name)
@@ -184,7 +187,20 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 		}
 		newEv.op = protocol.FileModified
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE fs_dentry SET parent_ino=?, name=? WHERE session_id=? AND parent_ino=? AND name=?`,
+	lv, layered, err := fs.levels(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if layered {
+		// one name goes (a whiteout if the base has it), one comes: the
+		// names below a moved directory stay keyed by its inode
+		if err := fs.dropDentry(ctx, tx, lv, oldParent, oldName, src.Ino); err != nil {
+			return nil, err
+		}
+		if err := fs.putDentry(ctx, tx, lv, newParent, newName, src.Ino); err != nil {
+			return nil, err
+		}
+	} else if _, err := tx.ExecContext(ctx, `UPDATE fs_dentry SET parent_ino=?, name=? WHERE session_id=? AND parent_ino=? AND name=?`,
 		newParent, newName, fs.sid, oldParent, oldName); err != nil {
 		return nil, fmt.Errorf("rename: %w", err)
 	}

@@ -33,9 +33,6 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 	if err != nil {
 		return MergeResult{}, err
 	}
-	if err := v.Session(ws).materializeAll(ctx); err != nil {
-		return MergeResult{}, err
-	}
 	pfs, err := v.Session(fk.Origin).ForNode(opt.NodeID, opt.Allowed)
 	if err != nil {
 		return MergeResult{}, err
@@ -50,15 +47,7 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 	err = v.tx(ctx, func(tx *txn) error {
 		res = MergeResult{Fork: fk, Applied: []treediff.FileChange{}, Conflicts: []treediff.Conflict{}}
 		evs = evs[:0]
-		sb, err := v.wsSnapshot(ctx, tx, fk.Base)
-		if err != nil {
-			return err
-		}
-		sc, err := v.wsSnapshot(ctx, tx, fk.ID)
-		if err != nil {
-			return err
-		}
-		sp, err := v.wsSnapshot(ctx, tx, fk.Origin)
+		sb, sc, sp, err := v.mergeSnapshots(ctx, tx, fk)
 		if err != nil {
 			return err
 		}
@@ -215,6 +204,9 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c treediff
 			return 0, err
 		}
 	}
+	if err := fs.ownIno(ctx, tx, r.attr.Ino); err != nil {
+		return 0, err
+	}
 	if r.attr.Mode != e.Mode {
 		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mode=? WHERE session_id=? AND ino=?`, e.Mode, fs.sid, r.attr.Ino); err != nil {
 			return 0, fmt.Errorf("merge %s: %w", c.Path, err)
@@ -250,4 +242,17 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c treediff
 	fs.changedData(tx, ino)
 	*evs = append(*evs, event{op: op, path: r.path, size: int64(len(data))})
 	return ino, nil
+}
+
+// mergeSnapshots reads the three trees a merge compares, whole (a layered
+// fork's and its fork point's through their levels: nothing is copied).
+func (v *VFS) mergeSnapshots(ctx context.Context, tx *txn, fk ForkInfo) (sb, sc, sp treediff.Tree, err error) {
+	if sb, err = v.wsSnapshot(ctx, tx, fk.Base); err != nil {
+		return
+	}
+	if sc, err = v.wsSnapshot(ctx, tx, fk.ID); err != nil {
+		return
+	}
+	sp, err = v.wsSnapshot(ctx, tx, fk.Origin)
+	return
 }

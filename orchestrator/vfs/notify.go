@@ -33,7 +33,8 @@ func (fs *FS) resolveEvent(ctx context.Context, tx *txn, ev *event) error {
 	parent, name := ev.parent, ev.name
 	if name == "" {
 		// the first name of a written file (pathOf's choice for hard links)
-		err := tx.QueryRowContext(ctx, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=? AND ino=? ORDER BY id LIMIT 1`, fs.sid, ev.ino).Scan(&parent, &name)
+		var err error
+		parent, name, err = fs.firstName(ctx, tx, ev.ino)
 		if err == sql.ErrNoRows {
 			ev.op = "" // an orphan being written: it has no path
 			return nil

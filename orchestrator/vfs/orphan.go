@@ -35,7 +35,26 @@ func (fs *FS) removeInodeIfUnlinked(ctx context.Context, tx *txn, ino int64) err
 func (fs *FS) deleteInode(ctx context.Context, tx *txn, ino int64) error {
 	var mode uint32
 	var size int64
-	err := tx.QueryRowContext(ctx, `DELETE FROM fs_inode WHERE session_id=? AND ino=? RETURNING mode, size`, fs.sid, ino).Scan(&mode, &size)
+	lv, _, err := fs.levels(ctx, tx)
+	if err != nil {
+		return err
+	}
+	inherited, err := inheritedIno(ctx, tx, lv, ino)
+	if err != nil {
+		return fmt.Errorf("delete inode %d: %w", ino, err)
+	}
+	if inherited {
+		// a layered fork's inode from its base: a tombstone hides it
+		if err := fs.ownIno(ctx, tx, ino); err != nil {
+			return err
+		}
+		err = tx.QueryRowContext(ctx, `SELECT mode, size FROM fs_inode WHERE session_id=? AND ino=? AND mode != 0`, fs.sid, ino).Scan(&mode, &size)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, `UPDATE fs_inode SET mode=0, nlink=0, size=0, sha256=NULL WHERE session_id=? AND ino=?`, fs.sid, ino)
+		}
+	} else {
+		err = tx.QueryRowContext(ctx, `DELETE FROM fs_inode WHERE session_id=? AND ino=? RETURNING mode, size`, fs.sid, ino).Scan(&mode, &size)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}

@@ -53,11 +53,6 @@ func (fs *FS) cleanFor(ctx context.Context, op, p string, write bool) (string, e
 	if err != nil {
 		return "", err
 	}
-	// the path API walks paths on the read pool: a lazy fork copies all
-	// its directories first (forklazy.go)
-	if err := fs.materializeAll(ctx); err != nil {
-		return "", err
-	}
 	if err := fs.checkPath(ctx, op, c, write); err != nil {
 		return "", err
 	}
@@ -90,7 +85,14 @@ func (fs *FS) Stat(ctx context.Context, p string) (FileInfo, error) {
 func (fs *FS) hashOf(ctx context.Context, ino int64) (string, error) {
 	var h sql.NullString
 	var gen int64
-	if err := fs.v.r.QueryRowContext(ctx, `SELECT sha256, data_gen FROM fs_inode WHERE session_id=? AND ino=?`, fs.sid, ino).Scan(&h, &gen); err != nil {
+	q, args := `SELECT sha256, data_gen FROM fs_inode WHERE session_id=? AND ino=?`, []any{fs.sid, ino}
+	if lv, layered, err := fs.levels(ctx, fs.v.r); err != nil {
+		return "", err
+	} else if layered {
+		b := &sqlb{args: []any{ino}}
+		q, args = `SELECT sha256, data_gen FROM (`+rowUnion(b, lv, "fs_inode", "i.sha256, i.data_gen, i.mode", "$.ino=?1")+`) WHERE mode != 0 ORDER BY lvl LIMIT 1`, b.args
+	}
+	if err := fs.v.r.QueryRowContext(ctx, q, args...).Scan(&h, &gen); err != nil {
 		if err == sql.ErrNoRows {
 			return "", errorf(syscall.ENOENT, "", "inode %d not found", ino)
 		}
@@ -220,6 +222,24 @@ func (fs *FS) List(ctx context.Context, p string) ([]FileInfo, error) {
 	if !r.attr.IsDir() {
 		return nil, errorf(syscall.ENOTDIR, p, "%s is not a directory", p)
 	}
+	if lv, layered, err := fs.levels(ctx, fs.v.r); err != nil {
+		return nil, err
+	} else if layered {
+		kids, targets, err := fs.childrenLayered(ctx, fs.v.r, lv, r.attr.Ino, true)
+		if err != nil {
+			return nil, err
+		}
+		out := []FileInfo{}
+		for i, c := range kids {
+			if !fs.allowedPath(paths.Join(r.path, c.name), false) {
+				continue
+			}
+			info := infoOf(paths.Join(p, c.name), c.name, c.attr)
+			info.Target = targets[i]
+			out = append(out, info)
+		}
+		return out, nil
+	}
 	rows, err := fs.v.r.QueryContext(ctx, `SELECT d.name, `+attrCols+`, COALESCE(s.target, '') FROM fs_dentry d
 		JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
 		LEFT JOIN fs_symlink s ON s.session_id=i.session_id AND s.ino=i.ino
@@ -344,6 +364,9 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			}
 		}
 		ino = r.attr.Ino
+		if err := fs.ownIno(ctx, tx, ino); err != nil {
+			return err
+		}
 		if !opt.NoContent {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM fs_data WHERE session_id=? AND ino=?`, fs.sid, ino); err != nil {
 				return fmt.Errorf("write %s: %w", p, err)
@@ -500,6 +523,14 @@ type child struct {
 }
 
 func (fs *FS) children(ctx context.Context, q querier, dir int64) ([]child, error) {
+	lv, layered, err := fs.levels(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if layered {
+		kids, _, err := fs.childrenLayered(ctx, q, lv, dir, false)
+		return kids, err
+	}
 	rows, err := q.QueryContext(ctx, `SELECT d.name, `+attrCols+` FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
 		WHERE d.session_id=? AND d.parent_ino=? ORDER BY d.name`, fs.sid, dir)
 	if err != nil {
@@ -722,9 +753,6 @@ func (fs *FS) resolveExisting(ctx context.Context, p string) (string, resolved, 
 
 // resolveRead resolves p on the read pool, recording a symlink escape in the audit log.
 func (fs *FS) resolveRead(ctx context.Context, p string, followLast bool) (resolved, error) {
-	if err := fs.materializeAll(ctx); err != nil {
-		return resolved{}, err
-	}
 	r, err := fs.resolve(ctx, fs.v.r, p, followLast, nil)
 	if err != nil {
 		fs.v.recordDenial(ctx, err)

@@ -59,8 +59,16 @@ type VFS struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionState
 
-	chains sync.Map // workspace id -> []chainLevel (fork.go)
-	views  sync.Map // workspace id -> baseView, zero when not a lazy base (forklazy.go)
+	chains sync.Map // workspace id -> []chainLevel: where a fork reads data (fork.go)
+	layers sync.Map // workspace id -> []mlevel: where it reads metadata (layers.go)
+
+	// background compaction of fork points (compact.go); Close cancels
+	// and waits for it
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bgMu     sync.Mutex // guards bgClosed and bg.Add (leaf)
+	bgClosed bool
+	bg       sync.WaitGroup
 }
 
 // sessionState is the in-memory state of one session: its chunk size once
@@ -74,10 +82,6 @@ type sessionState struct {
 	resNext, resEnd int64
 	dirs            map[int64]dirLink // directory cache (dircache.go)
 	dirGen          uint64            // bumped whenever dirs is cleared by a rename
-	// lazy: the workspace's lazy-fork state once known (forklazy.go); nil
-	// for any other workspace
-	lazyKnown bool
-	lazy      *lazyState
 }
 
 // New returns a VFS over db, which must already have migration 0002 applied.
@@ -114,6 +118,7 @@ func New(db *sql.DB, cfg Config) *VFS {
 	}
 	v := &VFS{db: db, rq: &reader{db: rdb, c: rc}, wc: wc, cfg: cfg, sessions: map[string]*sessionState{}}
 	v.r = settlingReader{reader: v.rq, v: v}
+	v.bgCtx, v.bgCancel = context.WithCancel(context.Background())
 	return v
 }
 
@@ -254,6 +259,11 @@ func (v *VFS) tx(ctx context.Context, f func(*txn) error) error {
 // Close commits the open batch and releases the prepared statements; the
 // databases stay open.
 func (v *VFS) Close() {
+	v.bgMu.Lock()
+	v.bgClosed = true
+	v.bgMu.Unlock()
+	v.bgCancel()
+	v.bg.Wait()
 	if err := v.Sync(context.Background(), false); err != nil {
 		v.cfg.Logger.Error("vfs: close", "err", err)
 	}
