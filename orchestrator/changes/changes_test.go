@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
 // source is a Go-like file of n functions, for edits git has to place.
@@ -178,5 +181,79 @@ func TestChangesFollowWrites(t *testing.T) {
 	}
 	if len(ch.Uncommitted) != 0 {
 		t.Fatalf("written back: %+v", ch.Uncommitted)
+	}
+}
+
+// A forked workspace's changes are measured from its fork point: its
+// commits since the fork point's HEAD, and its working tree against its own
+// HEAD; without a repository, its working tree against the fork point's.
+func TestChangesOfAFork(t *testing.T) {
+	e := newEnv(t)
+	e.git("init", "-q")
+	e.write("a.txt", "one\ntwo\n")
+	e.write("b.txt", "bee\n")
+	e.git("add", "-A")
+	e.git("commit", "-q", "-m", "first")
+	head := strings.TrimSpace(e.git("rev-parse", "HEAD"))
+	s, err := e.st.SessionByID(e.ctx, e.sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := e.st.CreateNode(e.ctx, s.UserID, e.sid, store.NewNode{AgentType: "shelley"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork := func(origin string) Target {
+		t.Helper()
+		n, err := e.st.CreateNode(e.ctx, s.UserID, e.sid, store.NewNode{AgentType: "shelley", ParentID: &root.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fk, err := e.v.Fork(e.ctx, origin, n.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Target{SessionID: e.sid, NodeID: n.ID, Workspace: fk.ID, Fork: &fk}
+	}
+	ft := fork(e.sid)
+	ffs := e.v.Session(ft.Workspace)
+	if _, _, err := ffs.WriteFile(e.ctx, "/a.txt", []byte("one\nTWO\n"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// the parent moves on: not the fork's change
+	e.write("b.txt", "parent\n")
+	ch, err := e.svc.Changes(e.ctx, ft, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Base.Kind != BaseFork || ch.Base.Commit != head || len(ch.Commits) != 0 || len(ch.Committed) != 0 {
+		t.Fatalf("a fork's base: %+v, commits %d, committed %d", ch.Base, len(ch.Commits), len(ch.Committed))
+	}
+	if len(ch.Uncommitted) != 1 || ch.Uncommitted[0].Path != "a.txt" || ch.Uncommitted[0].Patch != "@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n" {
+		t.Fatalf("a fork's uncommitted changes: %+v", ch.Uncommitted)
+	}
+
+	// no repository: the working tree against the fork point's
+	if err := os.RemoveAll(filepath.Join(e.dir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	nt := fork(e.sid)
+	nfs := e.v.Session(nt.Workspace)
+	if _, _, err := nfs.WriteFile(e.ctx, "/c.txt", []byte("new\n"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nfs.Delete(e.ctx, "/a.txt", false); err != nil {
+		t.Fatal(err)
+	}
+	ch, err = e.svc.Changes(e.ctx, nt, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range ch.Uncommitted {
+		got = append(got, f.Status+" "+f.Path)
+	}
+	if ch.Repository || strings.Join(got, ", ") != "deleted a.txt, added c.txt" {
+		t.Fatalf("a fork without a repository: repository %v, %v", ch.Repository, got)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
@@ -31,7 +31,7 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	data := t.TempDir()

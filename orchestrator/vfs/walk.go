@@ -31,13 +31,10 @@ const walkInodeCols = `ino, mode, size, data_gen, mtime*1000000000+mtime_ns, cti
 
 // Walk lists every path of the workspace (every name of a hard link), in
 // one read snapshot, sorted by path, in three queries whatever the number
-// of files. skip, when set, leaves out a directory with everything below
-// it (e.g. "/.git"). A lazy fork is copied whole first, as for Diff.
+// of files (a layered fork: three per level). skip, when set, leaves out a
+// directory with everything below it (e.g. "/.git").
 func (fs *FS) Walk(ctx context.Context, skip func(dir string) bool) ([]WalkEntry, error) {
 	if _, err := fs.init(ctx); err != nil {
-		return nil, err
-	}
-	if err := fs.materializeAll(ctx); err != nil {
 		return nil, err
 	}
 	tx, err := fs.v.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -45,72 +42,82 @@ func (fs *FS) Walk(ctx context.Context, skip func(dir string) bool) ([]WalkEntry
 		return nil, fmt.Errorf("walk: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	vq, err := fs.v.wholeQueries(ctx, tx, fs.sid)
-	if err != nil {
-		return nil, err
-	}
-	inodeQuery := `SELECT ` + walkInodeCols + ` FROM fs_inode WHERE session_id=?1`
-	if len(vq.args) > 1 { // a lazy base reads through its view
-		inodeQuery = viewRows("fs_inode", walkInodeCols)
-	}
-	inodes := map[int64]WalkEntry{}
-	rows, err := tx.QueryContext(ctx, inodeQuery, vq.nodeArgs()...)
-	if err != nil {
-		return nil, fmt.Errorf("walk %s: %w", fs.sid, err)
-	}
-	for rows.Next() {
-		var e WalkEntry
-		if err := rows.Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Mtime, &e.Ctime); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		inodes[e.Ino] = e
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = tx.QueryContext(ctx, vq.symlinks, vq.nodeArgs()...)
-	if err != nil {
-		return nil, fmt.Errorf("walk %s: %w", fs.sid, err)
-	}
-	for rows.Next() {
-		var ino int64
-		var t string
-		if err := rows.Scan(&ino, &t); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if e, ok := inodes[ino]; ok {
-			e.Target = t
-			inodes[ino] = e
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
 	type name struct {
 		name string
 		ino  int64
 	}
+	inodes := map[int64]WalkEntry{}
 	kids := map[int64][]name{}
-	rows, err = tx.QueryContext(ctx, vq.dentries, vq.args...)
+	lv, layered, err := fs.levels(ctx, tx)
 	if err != nil {
-		return nil, fmt.Errorf("walk %s: %w", fs.sid, err)
+		return nil, err
 	}
-	for rows.Next() {
-		var parent int64
-		var n name
-		if err := rows.Scan(&parent, &n.name, &n.ino); err != nil {
-			rows.Close()
+	if layered {
+		// a layered fork or a fork point: the first level with a row wins
+		t, err := loadLayered(ctx, tx, lv)
+		if err != nil {
 			return nil, err
 		}
-		kids[parent] = append(kids[parent], n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
+		for ino, a := range t.inodes {
+			inodes[ino] = WalkEntry{Ino: ino, Mode: a.Mode, Size: a.Size, Gen: t.gens[ino].gen, Mtime: a.Mtime.UnixNano(), Ctime: a.Ctime.UnixNano(), Target: t.symlinks[ino]}
+		}
+		for k, ino := range t.names {
+			kids[k.parent] = append(kids[k.parent], name{k.name, ino})
+		}
+	} else {
+		rows, err := tx.QueryContext(ctx, `SELECT `+walkInodeCols+` FROM fs_inode WHERE session_id=?`, fs.sid)
+		if err != nil {
+			return nil, fmt.Errorf("walk %s: %w", fs.sid, err)
+		}
+		for rows.Next() {
+			var e WalkEntry
+			if err := rows.Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Mtime, &e.Ctime); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			inodes[e.Ino] = e
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		rows, err = tx.QueryContext(ctx, `SELECT ino, target FROM fs_symlink WHERE session_id=?`, fs.sid)
+		if err != nil {
+			return nil, fmt.Errorf("walk %s: %w", fs.sid, err)
+		}
+		for rows.Next() {
+			var ino int64
+			var t string
+			if err := rows.Scan(&ino, &t); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if e, ok := inodes[ino]; ok {
+				e.Target = t
+				inodes[ino] = e
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		rows, err = tx.QueryContext(ctx, `SELECT parent_ino, name, ino FROM fs_dentry WHERE session_id=?`, fs.sid)
+		if err != nil {
+			return nil, fmt.Errorf("walk %s: %w", fs.sid, err)
+		}
+		for rows.Next() {
+			var parent int64
+			var n name
+			if err := rows.Scan(&parent, &n.name, &n.ino); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			kids[parent] = append(kids[parent], n)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
 	var out []WalkEntry
 	var walk func(dir int64, prefix string, depth int)
