@@ -11,7 +11,6 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/changes"
-	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -58,12 +57,12 @@ func (s *Server) target(c echo.Context) (changes.Target, error) {
 	ctx := c.Request().Context()
 	sid := c.Param("id")
 	if c.Param("node") == "" {
-		if _, err := s.store.GetSession(ctx, user(c).ID, sid); err != nil {
+		if _, err := s.sessions.GetSession(ctx, user(c).ID, sid); err != nil {
 			return changes.Target{}, err
 		}
 		return changes.Target{SessionID: sid, Workspace: sid}, nil
 	}
-	n, err := s.store.GetNode(ctx, user(c).ID, sid, c.Param("node"))
+	n, err := s.sessions.GetNode(ctx, user(c).ID, sid, c.Param("node"))
 	if err != nil {
 		return changes.Target{}, err
 	}
@@ -134,26 +133,26 @@ type CommentRequest struct {
 	Body  string   `json:"body" jsonschema_description:"the comment"`
 }
 
-func (s *Server) postComment(c echo.Context) (store.Record, error) {
+func (s *Server) postComment(c echo.Context) (protocol.Record, error) {
 	var req CommentRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.Record{}, err
+		return protocol.Record{}, err
 	}
 	switch {
 	case strings.TrimSpace(req.Path) == "":
-		return store.Record{}, orchestrator.FieldErrorf("path", "path is required")
+		return protocol.Record{}, orchestrator.FieldErrorf("path", "path is required")
 	case req.StartLine < 1 || req.EndLine < req.StartLine:
-		return store.Record{}, orchestrator.FieldErrorf("start_line", "lines %d to %d are not a range: 1 <= start_line <= end_line", req.StartLine, req.EndLine)
+		return protocol.Record{}, orchestrator.FieldErrorf("start_line", "lines %d to %d are not a range: 1 <= start_line <= end_line", req.StartLine, req.EndLine)
 	case req.Side != "old" && req.Side != "new":
-		return store.Record{}, orchestrator.FieldErrorf("side", "side must be old or new, not %q", req.Side)
+		return protocol.Record{}, orchestrator.FieldErrorf("side", "side must be old or new, not %q", req.Side)
 	case req.Section != "" && req.Section != changes.SectionUncommitted && req.Section != changes.SectionCommitted:
-		return store.Record{}, orchestrator.FieldErrorf("section", "section must be uncommitted or committed, not %q", req.Section)
+		return protocol.Record{}, orchestrator.FieldErrorf("section", "section must be uncommitted or committed, not %q", req.Section)
 	case len(req.Lines) == 0 || len(req.Lines) > maxCommentLines:
-		return store.Record{}, orchestrator.FieldErrorf("lines", "lines must hold the 1 to %d lines commented on", maxCommentLines)
+		return protocol.Record{}, orchestrator.FieldErrorf("lines", "lines must hold the 1 to %d lines commented on", maxCommentLines)
 	case strings.TrimSpace(req.Body) == "":
-		return store.Record{}, orchestrator.FieldErrorf("body", "body is required and must not be empty")
+		return protocol.Record{}, orchestrator.FieldErrorf("body", "body is required and must not be empty")
 	case len(req.Body) > maxCommentBody:
-		return store.Record{}, orchestrator.FieldErrorf("body", "body is over %d bytes", maxCommentBody)
+		return protocol.Record{}, orchestrator.FieldErrorf("body", "body is over %d bytes", maxCommentBody)
 	}
 	in := protocol.MessageInput{
 		Type: protocol.TypeMessage, From: protocol.FromUser, Content: commentText(req),
@@ -221,11 +220,11 @@ func attachment(c echo.Context, name, contentType string) {
 func (s *Server) downloadName(c echo.Context, t changes.Target, what string) string {
 	ctx := c.Request().Context()
 	name := t.SessionID
-	if sess, err := s.store.GetSession(ctx, user(c).ID, t.SessionID); err == nil {
+	if sess, err := s.sessions.GetSession(ctx, user(c).ID, t.SessionID); err == nil {
 		name = sess.Name
 	}
 	if t.NodeID != "" {
-		if n, err := s.store.GetNode(ctx, user(c).ID, t.SessionID, t.NodeID); err == nil {
+		if n, err := s.sessions.GetNode(ctx, user(c).ID, t.SessionID, t.NodeID); err == nil {
 			name += "-" + n.Name
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/changes"
-	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -104,13 +103,13 @@ func TestChangesAPI(t *testing.T) {
 	writeHost(t, repo, "src/main.go", "package main\n\nfunc main() {\n\tprintln(\"hello\")\n\tprintln(\"world!\")\n}\n")
 	writeHost(t, repo, "notes.txt", "untracked\n")
 	copyIn(t, repo, e.files.Session(s.ID))
-	if err := e.st.SetBaseCommit(ctx, s.ID, base); err != nil {
+	if err := e.sessions.SetBaseCommit(ctx, s.ID, base); err != nil {
 		t.Fatal(err)
 	}
 	// a commit event reported by the agent, made during a command record
 	recs, err := e.st.Append(ctx, s.ID,
-		store.NewRecord{NodeID: root.ID, Kind: store.KindEvent, Data: json.RawMessage(`{"type":"command","cmd":"git commit","status":"done"}`)},
-		store.NewRecord{NodeID: root.ID, Kind: store.KindEvent, Ref: -1, Data: json.RawMessage(`{"type":"commit","hash":"` + head[:10] + `","message":"rename the readme"}`)})
+		protocol.Record{NodeID: root.ID, Kind: protocol.KindEvent, Data: json.RawMessage(`{"type":"command","cmd":"git commit","status":"done"}`)},
+		protocol.Record{NodeID: root.ID, Kind: protocol.KindEvent, Ref: -1, Data: json.RawMessage(`{"type":"commit","hash":"` + head[:10] + `","message":"rename the readme"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +176,7 @@ func TestChangesAPI(t *testing.T) {
 	if r.status != http.StatusAccepted {
 		t.Fatalf("comment: %d %s", r.status, r.body)
 	}
-	var rec store.Record
+	var rec protocol.Record
 	if err := json.Unmarshal(r.body, &rec); err != nil {
 		t.Fatal(err)
 	}

@@ -157,9 +157,14 @@ type Options struct {
 	NoText bool
 }
 
-// Store is what the service reads of the orchestrator's store.
-type Store interface {
+// Bases gives a session's clone commit (orchestrator/store/sessions).
+type Bases interface {
 	BaseCommit(ctx context.Context, sessionID string) (string, error)
+}
+
+// CommitLog gives the commit events of a session's log
+// (orchestrator/store).
+type CommitLog interface {
 	CommitRecords(ctx context.Context, sessionID, nodeID string) ([]store.CommitRecord, error)
 }
 
@@ -168,17 +173,20 @@ type Store interface {
 // and decoded git objects by id (content-addressed, so shared safely).
 type Service struct {
 	files   *vfs.VFS
-	st      Store
+	bases   Bases
+	log     CommitLog
 	objects cache.Object
 	blobs   *blobCache
 	sizes   *sizeCache
 }
 
-// New returns a Service over the session filesystem and the store.
-func New(files *vfs.VFS, st Store) *Service {
+// New returns a Service over the session filesystem, the sessions' clone
+// commits and their logs.
+func New(files *vfs.VFS, bases Bases, log CommitLog) *Service {
 	return &Service{
 		files:   files,
-		st:      st,
+		bases:   bases,
+		log:     log,
 		objects: cache.NewObjectLRU(64 * cache.MiByte),
 		blobs:   newBlobCache(200_000),
 		sizes:   &sizeCache{m: map[plumbing.Hash]int64{}},

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -93,7 +93,7 @@ func repoWithHistory(e *env) (base string) {
 func TestChangesEqualGitDiff(t *testing.T) {
 	e := newEnv(t)
 	base := repoWithHistory(e)
-	if err := e.st.SetBaseCommit(e.ctx, e.sid, base); err != nil {
+	if err := e.st.Sessions.SetBaseCommit(e.ctx, e.sid, base); err != nil {
 		t.Fatal(err)
 	}
 	ch, err := e.svc.Changes(e.ctx, e.target(), Options{})
@@ -195,17 +195,17 @@ func TestChangesOfAFork(t *testing.T) {
 	e.git("add", "-A")
 	e.git("commit", "-q", "-m", "first")
 	head := strings.TrimSpace(e.git("rev-parse", "HEAD"))
-	s, err := e.st.SessionByID(e.ctx, e.sid)
+	s, err := e.st.Sessions.SessionByID(e.ctx, e.sid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := e.st.CreateNode(e.ctx, s.UserID, e.sid, store.NewNode{AgentType: "shelley"})
+	root, err := e.st.Sessions.CreateNode(e.ctx, s.UserID, e.sid, sessions.NewNode{AgentType: "shelley"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fork := func(origin string) Target {
 		t.Helper()
-		n, err := e.st.CreateNode(e.ctx, s.UserID, e.sid, store.NewNode{AgentType: "shelley", ParentID: &root.ID})
+		n, err := e.st.Sessions.CreateNode(e.ctx, s.UserID, e.sid, sessions.NewNode{AgentType: "shelley", ParentID: &root.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

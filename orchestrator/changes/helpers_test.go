@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/testkit"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
 )
@@ -22,7 +23,7 @@ import (
 type env struct {
 	t   testing.TB
 	ctx context.Context
-	st  *store.Store
+	st  *storetest.Env
 	v   *vfs.VFS
 	sid string
 	dir string // the mount
@@ -34,25 +35,20 @@ func newEnv(t testing.TB) *env {
 	testkit.RequireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	data := t.TempDir()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db")})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	u, err := st.CreateUser(ctx, "alice", false)
+	st := storetest.New(t)
+	u, err := st.Users.CreateUser(ctx, "alice", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "changes"})
+	s, err := st.Sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "changes"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb, err := st.ReadDB().DB()
+	rdb, err := st.St.ReadDB().DB()
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := vfs.New(st.SQL(), vfs.Config{ReadDB: rdb})
+	v := vfs.New(st.St.SQL(), vfs.Config{ReadDB: rdb})
 	t.Cleanup(v.Close)
 	fan := &workspace.Fanout{}
 	v.SetInvalidator(fan)
@@ -62,7 +58,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatalf("mount: %v", err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	return &env{t: t, ctx: ctx, st: st, v: v, sid: s.ID, dir: dir, svc: New(v, st)}
+	return &env{t: t, ctx: ctx, st: st, v: v, sid: s.ID, dir: dir, svc: New(v, st.Sessions, st.St)}
 }
 
 // git runs git in the mount and returns its output.

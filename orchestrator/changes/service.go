@@ -54,7 +54,7 @@ func (s *Service) open(ctx context.Context, t Target, base string) (*view, error
 			kind = BaseFork
 		default:
 			kind = BaseClone
-			if c, err := s.st.BaseCommit(ctx, t.SessionID); err != nil {
+			if c, err := s.bases.BaseCommit(ctx, t.SessionID); err != nil {
 				return nil, err
 			} else if c == "" {
 				kind = BaseNone
@@ -65,7 +65,7 @@ func (s *Service) open(ctx context.Context, t Target, base string) (*view, error
 	case BaseNone:
 		v.base = Base{Kind: BaseNone}
 	case BaseClone:
-		c, err := s.st.BaseCommit(ctx, t.SessionID)
+		c, err := s.bases.BaseCommit(ctx, t.SessionID)
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +242,7 @@ func (s *Service) commits(ctx context.Context, t Target, cs []*object.Commit) ([
 	if len(cs) == 0 {
 		return out, nil
 	}
-	recs, err := s.st.CommitRecords(ctx, t.SessionID, "")
+	recs, err := s.log.CommitRecords(ctx, t.SessionID, "")
 	if err != nil {
 		return nil, err
 	}
