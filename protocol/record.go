@@ -15,7 +15,7 @@ const (
 	KindSystem = "system" // Data is a SystemData
 )
 
-// RecordKinds lists the record kinds in the order of DESIGN.md.
+// RecordKinds lists the record kinds in the order of docs/design.md.
 func RecordKinds() []string {
 	return []string{KindEvent, KindInput, KindNode, KindFile, KindError, KindSystem}
 }

@@ -1,4 +1,4 @@
-// Package layering holds the test of DESIGN.md's import arrows:
+// Package layering holds the test of the import arrows of docs/design.md:
 // protocol ← containers ← relay ← orchestrator ← cmd, and inside the
 // orchestrator those of the store (orchestrator/store and its noun
 // packages), the session filesystem (orchestrator/vfs), the model
@@ -14,7 +14,7 @@ import (
 const module = "github.com/filepath-dev/filepath/"
 
 // TestImportArrows fails when a package imports (directly or not) a package
-// of this module that DESIGN.md does not allow it to.
+// of this module that docs/design.md does not allow it to.
 func TestImportArrows(t *testing.T) {
 	allowed := map[string][]string{
 		"protocol/...":   {"protocol"},
@@ -123,7 +123,7 @@ func check(t *testing.T, pkgs string, ok []string, flags ...string) {
 	t.Helper()
 	for _, rel := range deps(t, pkgs, flags...) {
 		if !allowedDep(rel, ok) {
-			t.Errorf("%s (go %v) depends on %s; DESIGN.md allows only %v", pkgs, flags, rel, ok)
+			t.Errorf("%s (go %v) depends on %s; docs/design.md allows only %v", pkgs, flags, rel, ok)
 		}
 	}
 }

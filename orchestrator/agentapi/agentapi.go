@@ -1,6 +1,7 @@
 // Package agentapi serves the agent-facing API (FILEPATH_API_URL): the
-// routes an agent calls with its node token, the LLM gateway now and the
-// agent tools later. With Docker each running container gets its own
+// routes an agent calls with its node token: the LLM gateway
+// (orchestrator/gateway) and the agent tools (orchestrator/agenttools), which
+// cmd/filepath's app mounts on it. With Docker each running container gets its own
 // listener inside its own network namespace (127.0.0.1:7428 on the
 // container's loopback, nothing on the host); with the process runtime one
 // listener on the host's loopback serves every agent.
