@@ -27,6 +27,9 @@ type FileInfo struct {
 	Size      int64     `json:"size_bytes"`
 	Mode      uint32    `json:"mode"`
 	Hash      string    `json:"hash,omitempty"`
+	// Gen is the content's generation (fs_inode.data_gen): every write of
+	// the content moves it, so a cache keyed by inode checks it.
+	Gen       int64     `json:"-"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -73,43 +76,43 @@ func (fs *FS) Stat(ctx context.Context, p string) (FileInfo, error) {
 	}
 	info := infoOf(p, baseName(p), r.attr)
 	if r.attr.IsRegular() {
-		if info.Hash, err = fs.hashOf(ctx, r.attr.Ino); err != nil {
+		if info.Hash, info.Gen, err = fs.hashOf(ctx, r.attr.Ino); err != nil {
 			return FileInfo{}, err
 		}
 	}
 	return info, nil
 }
 
-// hashOf returns the sha256 of a file's content, computing and caching it
-// when an inode-level write has cleared it.
-func (fs *FS) hashOf(ctx context.Context, ino int64) (string, error) {
+// hashOf returns the sha256 of a file's content and its generation,
+// computing and caching the hash when an inode-level write has cleared it.
+func (fs *FS) hashOf(ctx context.Context, ino int64) (string, int64, error) {
 	var h sql.NullString
 	var gen int64
 	q, args := `SELECT sha256, data_gen FROM fs_inode WHERE session_id=? AND ino=?`, []any{fs.sid, ino}
 	if lv, layered, err := fs.levels(ctx, fs.v.r); err != nil {
-		return "", err
+		return "", 0, err
 	} else if layered {
 		b := &sqlb{args: []any{ino}}
 		q, args = `SELECT sha256, data_gen FROM (`+rowUnion(b, lv, "fs_inode", "i.sha256, i.data_gen, i.mode", "$.ino=?1")+`) WHERE mode != 0 ORDER BY lvl LIMIT 1`, b.args
 	}
 	if err := fs.v.r.QueryRowContext(ctx, q, args...).Scan(&h, &gen); err != nil {
 		if err == sql.ErrNoRows {
-			return "", errorf(syscall.ENOENT, "", "inode %d not found", ino)
+			return "", 0, errorf(syscall.ENOENT, "", "inode %d not found", ino)
 		}
-		return "", fmt.Errorf("read hash: %w", err)
+		return "", 0, fmt.Errorf("read hash: %w", err)
 	}
 	if h.Valid {
-		return h.String, nil
+		return h.String, gen, nil
 	}
 	sum, err := fs.computeHash(ctx, fs.v.r, ino)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	// cache only if no write happened meanwhile
 	if _, err := fs.v.db.ExecContext(ctx, `UPDATE fs_inode SET sha256=? WHERE session_id=? AND ino=? AND data_gen=? AND sha256 IS NULL`, sum, fs.sid, ino, gen); err != nil {
-		return "", fmt.Errorf("cache hash: %w", err)
+		return "", 0, fmt.Errorf("cache hash: %w", err)
 	}
-	return sum, nil
+	return sum, gen, nil
 }
 
 func (fs *FS) computeHash(ctx context.Context, q querier, ino int64) (string, error) {
@@ -383,6 +386,9 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 				return fmt.Errorf("write %s: %w", p, err)
 			}
 			fs.changedData(tx, ino)
+			if err := fs.stamp(ctx, tx, ino, ""); err != nil {
+				return err
+			}
 			op := protocol.FileModified
 			if created {
 				op = protocol.FileCreated
@@ -709,6 +715,9 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name 
 		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET size=?, sha256=(SELECT sha256 FROM fs_inode WHERE session_id=? AND ino=?) WHERE session_id=? AND ino=?`,
 			a.Size, fs.sid, a.Ino, fs.sid, na.Ino); err != nil {
 			return fmt.Errorf("copy %s: %w", name, err)
+		}
+		if err := fs.copyMeta(ctx, tx, a.Ino, na.Ino); err != nil {
+			return err
 		}
 	case a.IsDir():
 		kids, err := fs.children(ctx, tx, a.Ino)
