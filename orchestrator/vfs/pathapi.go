@@ -17,16 +17,16 @@ import (
 
 // FileInfo describes a file or directory for the path-level API (and REST).
 type FileInfo struct {
-	Path      string    `json:"path"`
-	Name      string    `json:"name"`
-	Ino       int64     `json:"-"`
-	IsDir     bool      `json:"is_directory"`
-	IsSymlink bool      `json:"is_symlink,omitempty"`
-	Target    string    `json:"target,omitempty"`
-	Readonly  bool      `json:"is_readonly"`
-	Size      int64     `json:"size_bytes"`
-	Mode      uint32    `json:"mode"`
-	Hash      string    `json:"hash,omitempty"`
+	Path      string `json:"path"`
+	Name      string `json:"name"`
+	Ino       int64  `json:"-"`
+	IsDir     bool   `json:"is_directory"`
+	IsSymlink bool   `json:"is_symlink,omitempty"`
+	Target    string `json:"target,omitempty"`
+	Readonly  bool   `json:"is_readonly"`
+	Size      int64  `json:"size_bytes"`
+	Mode      uint32 `json:"mode"`
+	Hash      string `json:"hash,omitempty"`
 	// Gen is the content's generation (fs_inode.data_gen): every write of
 	// the content moves it, so a cache keyed by inode checks it.
 	Gen       int64     `json:"-"`
