@@ -244,3 +244,12 @@ func (fs *FS) Info(ctx context.Context, p string) (Detail, error) {
 	d.Meta, err = fs.metaOf(ctx, info.Ino)
 	return d, err
 }
+
+// MetaOf is the metadata of the file info describes (from Stat, Peek or
+// List of fs).
+func (fs *FS) MetaOf(ctx context.Context, info FileInfo) (Meta, error) {
+	if info.IsDir {
+		return Meta{}, nil
+	}
+	return fs.metaOf(ctx, info.Ino)
+}

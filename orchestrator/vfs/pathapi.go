@@ -86,20 +86,9 @@ func (fs *FS) Stat(ctx context.Context, p string) (FileInfo, error) {
 // hashOf returns the sha256 of a file's content and its generation,
 // computing and caching the hash when an inode-level write has cleared it.
 func (fs *FS) hashOf(ctx context.Context, ino int64) (string, int64, error) {
-	var h sql.NullString
-	var gen int64
-	q, args := `SELECT sha256, data_gen FROM fs_inode WHERE session_id=? AND ino=?`, []any{fs.sid, ino}
-	if lv, layered, err := fs.levels(ctx, fs.v.r); err != nil {
+	h, gen, err := fs.storedHash(ctx, ino)
+	if err != nil {
 		return "", 0, err
-	} else if layered {
-		b := &sqlb{args: []any{ino}}
-		q, args = `SELECT sha256, data_gen FROM (`+rowUnion(b, lv, "fs_inode", "i.sha256, i.data_gen, i.mode", "$.ino=?1")+`) WHERE mode != 0 ORDER BY lvl LIMIT 1`, b.args
-	}
-	if err := fs.v.r.QueryRowContext(ctx, q, args...).Scan(&h, &gen); err != nil {
-		if err == sql.ErrNoRows {
-			return "", 0, errorf(syscall.ENOENT, "", "inode %d not found", ino)
-		}
-		return "", 0, fmt.Errorf("read hash: %w", err)
 	}
 	if h.Valid {
 		return h.String, gen, nil
@@ -113,6 +102,27 @@ func (fs *FS) hashOf(ctx context.Context, ino int64) (string, int64, error) {
 		return "", 0, fmt.Errorf("cache hash: %w", err)
 	}
 	return sum, gen, nil
+}
+
+// storedHash reads the hash stored for ino (not valid when a write cleared
+// it) and its generation.
+func (fs *FS) storedHash(ctx context.Context, ino int64) (sql.NullString, int64, error) {
+	var h sql.NullString
+	var gen int64
+	q, args := `SELECT sha256, data_gen FROM fs_inode WHERE session_id=? AND ino=?`, []any{fs.sid, ino}
+	if lv, layered, err := fs.levels(ctx, fs.v.r); err != nil {
+		return h, 0, err
+	} else if layered {
+		b := &sqlb{args: []any{ino}}
+		q, args = `SELECT sha256, data_gen FROM (`+rowUnion(b, lv, "fs_inode", "i.sha256, i.data_gen, i.mode", "$.ino=?1")+`) WHERE mode != 0 ORDER BY lvl LIMIT 1`, b.args
+	}
+	if err := fs.v.r.QueryRowContext(ctx, q, args...).Scan(&h, &gen); err != nil {
+		if err == sql.ErrNoRows {
+			return h, 0, errorf(syscall.ENOENT, "", "inode %d not found", ino)
+		}
+		return h, 0, fmt.Errorf("read hash: %w", err)
+	}
+	return h, gen, nil
 }
 
 func (fs *FS) computeHash(ctx context.Context, q querier, ino int64) (string, error) {
