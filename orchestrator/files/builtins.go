@@ -131,7 +131,9 @@ func (s *Service) builtins() []Tool {
 			}).WithRoute("read_text"),
 		Define("file_write_text", "Overwrite a whole text file (created, with its directories, when missing). With if_match, only if the file still has that hash.", false,
 			func(ctx context.Context, c Caller, in WriteTextArgs) (TextEdit, error) {
-				return file(c, in.ID, func(fs *vfs.FS, p string) (TextEdit, error) { return s.WriteText(ctx, fs, p, in.Content, in.IfMatch.IfMatch) })
+				return file(c, in.ID, func(fs *vfs.FS, p string) (TextEdit, error) {
+					return s.WriteText(ctx, fs, p, in.Content, in.IfMatch.IfMatch)
+				})
 			}).WithRoute("write_text"),
 		Define("file_replace_lines", "Replace lines start_line to end_line (inclusive) of a text file with content. With if_match, only if the file still has that hash (the one file_read_text gave).", false,
 			func(ctx context.Context, c Caller, in ReplaceLinesArgs) (TextEdit, error) {
@@ -193,17 +195,25 @@ func (s *Service) builtins() []Tool {
 			}).WithRoute("write_bytes"),
 		Define("file_append_bytes", "Append base64 bytes to a file (created when missing). With if_match, only if the file still has that hash.", false,
 			func(ctx context.Context, c Caller, in AppendBytesArgs) (Written, error) {
-				return file(c, in.ID, func(fs *vfs.FS, p string) (Written, error) { return s.AppendBytes(ctx, fs, p, in.Data, in.IfMatch.IfMatch) })
+				return file(c, in.ID, func(fs *vfs.FS, p string) (Written, error) {
+					return s.AppendBytes(ctx, fs, p, in.Data, in.IfMatch.IfMatch)
+				})
 			}).WithRoute("append_bytes"),
 		Define("kv_get", "Read a value of the session's key-value store (shared by the session's agents and its user).", true,
-			func(ctx context.Context, c Caller, in KVKeyArgs) (KVValue, error) { return s.KVGet(ctx, c.SessionID, in.Key) }),
+			func(ctx context.Context, c Caller, in KVKeyArgs) (KVValue, error) {
+				return s.KVGet(ctx, c.SessionID, in.Key)
+			}),
 		Define("kv_set", "Store a JSON value under a key in the session's key-value store (replacing one there).", false,
 			func(ctx context.Context, c Caller, in KVSetArgs) (KVValue, error) {
 				return s.KVSet(ctx, c.SessionID, in.Key, in.Value)
 			}),
 		Define("kv_list", "List the keys of the session's key-value store (with their times, without values), optionally those with a prefix.", true,
-			func(ctx context.Context, c Caller, in KVListArgs) (KVKeys, error) { return s.KVList(ctx, c.SessionID, in.Prefix) }),
+			func(ctx context.Context, c Caller, in KVListArgs) (KVKeys, error) {
+				return s.KVList(ctx, c.SessionID, in.Prefix)
+			}),
 		Define("kv_delete", "Delete a key of the session's key-value store.", false,
-			func(ctx context.Context, c Caller, in KVKeyArgs) (KVDeleted, error) { return s.KVDelete(ctx, c.SessionID, in.Key) }),
+			func(ctx context.Context, c Caller, in KVKeyArgs) (KVDeleted, error) {
+				return s.KVDelete(ctx, c.SessionID, in.Key)
+			}),
 	}
 }
