@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -17,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
@@ -54,8 +54,8 @@ func fileRoutes() []route {
 	}
 	const path = base + "/*"
 	rs = append(rs,
-		route{http.MethodGet, path, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream or ?download=true; If-None-Match → 304) or list a directory", status: 200, resp: oneOf{File{}, listBody[vfs.FileInfo]{}}, respRaw: true, notModified: true, query: fsGetQuery{}}},
-		route{http.MethodHead, path, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200, notModified: true, query: fsGetQuery{}}},
+		route{http.MethodGet, path, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream, ?download=true or ?download=inline, typed by the file's MIME type, Range: bytes=a-b → 206, past the end → 416; If-None-Match → 304) or list a directory", status: 200, resp: oneOf{File{}, listBody[vfs.FileInfo]{}}, respRaw: true, partial: true, notModified: true, query: fsGetQuery{}}},
+		route{http.MethodHead, path, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200, partial: true, notModified: true, query: fsGetQuery{}}},
 		op(http.MethodPost, path, (*Server).fsPost, opDoc{summary: "Create a file (JSON, or the raw bytes as application/octet-stream) or a directory ({\"is_directory\": true}); missing parents are created", status: 201, req: WriteFileRequest{}, reqRaw: true}),
 		op(http.MethodPut, path, (*Server).fsPut, opDoc{summary: "Update a file's content or readonly flag (If-Match: <hash> for a conditional write)", status: 200, req: WriteFileRequest{}, reqRaw: true}),
 		route{http.MethodDelete, path, (*Server).fsDelete, opDoc{summary: "Delete a file, or a directory with ?recursive=true", status: 204, query: fsDeleteQuery{}}},
@@ -140,21 +140,30 @@ func unquoteETag(v string) string {
 	return strings.Trim(strings.TrimPrefix(strings.TrimSpace(v), "W/"), `"`)
 }
 
-func wantsRaw(c echo.Context) bool {
+// rawDisposition says whether a GET answers the raw bytes, and how: as an
+// attachment (Accept: application/octet-stream, ?download=true), inline
+// (?download=inline: a preview), or not at all ("": JSON).
+func rawDisposition(c echo.Context) string {
+	var q fsGetQuery
+	_ = bindQuery(c, &q) // strings only: no error
+	switch q.Download {
+	case "true":
+		return "attachment"
+	case "inline":
+		return "inline"
+	}
 	for _, part := range strings.Split(c.Request().Header.Get(echo.HeaderAccept), ",") {
 		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
 		if mt == echo.MIMEOctetStream {
-			return true
+			return "attachment"
 		}
 	}
-	var q fsGetQuery
-	_ = bindQuery(c, &q) // strings only: no error
-	return q.Download == "true"
+	return ""
 }
 
 // fsGetQuery is the query of GET and HEAD of a path.
 type fsGetQuery struct {
-	Download string `query:"download" jsonschema:"enum=true,enum=false" jsonschema_description:"true: answer the raw bytes as an attachment"`
+	Download string `query:"download" jsonschema:"enum=true,enum=inline,enum=false" jsonschema_description:"true: answer the raw bytes as an attachment; inline: the raw bytes to show (a preview); both take Range (206, 416)"`
 }
 
 func (s *Server) fsGet(c echo.Context) error {
@@ -163,10 +172,11 @@ func (s *Server) fsGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return err
 	}
+	fs := fc.FS
 	info, err := fs.Stat(ctx, p)
 	if err != nil {
 		return err
@@ -183,41 +193,143 @@ func (s *Server) fsGet(c echo.Context) error {
 		hdr.Set("ETag", etag(info.Hash))
 		return c.NoContent(http.StatusNotModified)
 	}
-	info, r, err := fs.ReadFile(ctx, p)
+	if disp := rawDisposition(c); disp != "" {
+		return s.download(c, fc, p, disp)
+	}
+	out, err := files.Do(s.files, ctx, fc, "read", map[string]string{"path": p}, func() (File, error) {
+		info, r, err := fs.ReadFile(ctx, p)
+		if err != nil {
+			return File{}, err
+		}
+		var buf bytes.Buffer
+		buf.Grow(int(info.Size))
+		if _, err := buf.ReadFrom(r); err != nil {
+			return File{}, err
+		}
+		content, enc := encodeContent(buf.Bytes())
+		return File{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc}, nil
+	})
 	if err != nil {
 		return err
 	}
-	hdr.Set("ETag", etag(info.Hash))
-	if wantsRaw(c) {
-		head := make([]byte, min(info.Size, 512))
-		n, err := io.ReadFull(r, head)
-		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-			return err
+	hdr.Set("ETag", etag(out.Hash))
+	return c.JSON(http.StatusOK, out)
+}
+
+// readSummary is what the audit keeps of a read.
+func (f File) AuditSummary() any {
+	return map[string]any{"size": f.Size, "hash": f.Hash}
+}
+
+// download serves file p's bytes as disposition (attachment or inline),
+// typed by its stored MIME type: whole (200), or one range of them (Range:
+// bytes=a-b, a-, -n; 206 with Content-Range; 416 when it starts past the
+// end). Several ranges, a malformed Range, or an If-Range of another
+// version get the whole file, as RFC 9110 allows.
+func (s *Server) download(c echo.Context, fc files.Caller, p, disp string) error {
+	ctx := c.Request().Context()
+	req := c.Request()
+	params := map[string]string{"path": p}
+	if rg := req.Header.Get("Range"); rg != "" {
+		params["range"] = rg
+	}
+	_, err := files.Do(s.files, ctx, fc, "download", params, func() (map[string]any, error) {
+		f, err := fc.FS.OpenPath(ctx, p)
+		if err != nil {
+			return nil, err
 		}
-		head = head[:n]
-		hdr.Set(echo.HeaderContentType, http.DetectContentType(head))
-		hdr.Set(echo.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": info.Name}))
+		info := f.Info()
+		m, err := fc.FS.MetaOf(ctx, info)
+		if err != nil {
+			return nil, err
+		}
+		hdr := c.Response().Header()
+		hdr.Set("ETag", etag(info.Hash))
+		hdr.Set("Accept-Ranges", "bytes")
+		start, n, partial := int64(0), info.Size, false
+		if ir := req.Header.Get("If-Range"); ir == "" || unquoteETag(ir) == info.Hash {
+			var rerr error
+			start, n, partial, rerr = byteRange(req.Header.Get("Range"), info.Size)
+			if rerr != nil {
+				hdr.Set("Content-Range", fmt.Sprintf("bytes */%d", info.Size))
+				return nil, rerr
+			}
+		}
+		ct := m.MimeType
+		if ct == "" {
+			ct = echo.MIMEOctetStream
+		}
+		hdr.Set(echo.HeaderContentType, ct)
+		hdr.Set(echo.HeaderContentDisposition, mime.FormatMediaType(disp, map[string]string{"filename": info.Name}))
 		// An agent's file never runs as this origin's page, even if a
-		// browser ignores the attachment.
+		// browser ignores the attachment or it is shown inline.
 		hdr.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-		hdr.Set(echo.HeaderContentLength, strconv.FormatInt(info.Size, 10))
-		c.Response().WriteHeader(http.StatusOK)
-		if c.Request().Method == http.MethodHead {
-			return nil
+		hdr.Set("Last-Modified", info.UpdatedAt.UTC().Format(http.TimeFormat))
+		hdr.Set(echo.HeaderContentLength, strconv.FormatInt(n, 10))
+		status := http.StatusOK
+		if partial {
+			status = http.StatusPartialContent
+			hdr.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+n-1, info.Size))
 		}
-		if _, err := c.Response().Write(head); err != nil {
-			return nil // the client went away
+		c.Response().WriteHeader(status)
+		out := map[string]any{"status": status, "offset": start, "bytes": n, "size": info.Size}
+		if req.Method == http.MethodHead || n == 0 {
+			return out, nil
 		}
-		_, _ = io.Copy(c.Response(), r)
-		return nil
+		if _, err := f.Seek(start, io.SeekStart); err != nil {
+			return nil, err
+		}
+		if _, err := io.CopyBuffer(c.Response(), io.LimitReader(f, n), make([]byte, 256<<10)); err != nil {
+			return nil, err
+		}
+		return out, nil
+	})
+	if err != nil && c.Response().Committed {
+		return nil // the client went away mid-answer (audited as such)
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(info.Size))
-	if _, err := buf.ReadFrom(r); err != nil {
-		return err
+	return err
+}
+
+// byteRange reads a Range header of one range of a file of size bytes:
+// where it starts, how long it is, and whether it is a range at all
+// (false: serve the whole file). A range that starts at or past the end
+// is ERangeNotSatisfiable.
+func byteRange(h string, size int64) (start, n int64, ok bool, err error) {
+	spec, found := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
+	if !found || strings.Contains(spec, ",") {
+		return 0, size, false, nil
 	}
-	content, enc := encodeContent(buf.Bytes())
-	return c.JSON(http.StatusOK, File{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc})
+	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return 0, size, false, nil
+	}
+	unsatisfiable := orchestrator.Errorf(orchestrator.ERangeNotSatisfiable, "range %s is not within the file's %d bytes", spec, size)
+	if first == "" { // the last n bytes
+		k, perr := strconv.ParseInt(last, 10, 64)
+		switch {
+		case perr != nil || k < 0:
+			return 0, size, false, nil
+		case k == 0 || size == 0:
+			return 0, 0, false, unsatisfiable
+		}
+		k = min(k, size)
+		return size - k, k, true, nil
+	}
+	a, perr := strconv.ParseInt(first, 10, 64)
+	if perr != nil || a < 0 {
+		return 0, size, false, nil
+	}
+	b := size - 1
+	if last != "" {
+		if b, perr = strconv.ParseInt(last, 10, 64); perr != nil || b < a {
+			return 0, size, false, nil
+		}
+		b = min(b, size-1)
+	}
+	if a >= size {
+		return 0, 0, false, unsatisfiable
+	}
+	return a, b - a + 1, true, nil
 }
 
 // WriteFileRequest is the JSON body of POST and PUT of a path.
@@ -231,27 +343,6 @@ type WriteFileRequest struct {
 func isRawUpload(c echo.Context) bool {
 	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	return mt == echo.MIMEOctetStream
-}
-
-// readRawUpload reads a raw upload body, bounded by the per-file limit.
-func (s *Server) readRawUpload(c echo.Context) ([]byte, error) {
-	max := s.cfg.Files.Config().MaxFileSize
-	tooLarge := orchestrator.Errorf(orchestrator.ETooLarge, "file exceeds the %s per-file limit", humanBytes(max))
-	if c.Request().ContentLength > max {
-		return nil, tooLarge
-	}
-	b, err := io.ReadAll(io.LimitReader(c.Request().Body, max+1))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, orchestrator.Errorf(orchestrator.ETooLarge, "request body too large: the limit is %d bytes", mbe.Limit)
-		}
-		return nil, fmt.Errorf("read upload: %w", err)
-	}
-	if int64(len(b)) > max {
-		return nil, tooLarge
-	}
-	return b, nil
 }
 
 // humanBytes prints a limit the way the flags take it: 50 MiB, 1 GiB, 512 bytes.
@@ -280,8 +371,7 @@ func (s *Server) fileWrite(c echo.Context) (p string, body WriteFileRequest, dat
 		return "", body, nil, err
 	}
 	if isRawUpload(c) {
-		data, err = s.readRawUpload(c)
-		return p, body, data, err
+		return p, body, nil, nil // streamed by the caller (rawWrite)
 	}
 	if err := decodeJSON(c, &body); err != nil {
 		return "", body, nil, err
@@ -325,24 +415,47 @@ func (s *Server) fsPost(c echo.Context) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return File{}, err
+	}
+	if isRawUpload(c) {
+		return s.rawWrite(c, fc, p, vfs.WriteOptions{Mode: vfs.WriteCreate})
 	}
 	if body.IsDirectory {
-		info, _, err := fs.MkdirAll(ctx, p, true)
-		if err != nil {
-			return File{}, err
-		}
-		return File{SessionID: c.Param("id"), FileInfo: info}, nil
+		return files.Do(s.files, ctx, fc, "mkdir", map[string]string{"path": p}, func() (File, error) {
+			info, _, err := fc.FS.MkdirAll(ctx, p, true)
+			return File{SessionID: c.Param("id"), FileInfo: info}, err
+		})
 	}
-	info, _, err := fs.WriteFile(ctx, p, data, vfs.WriteOptions{Mode: vfs.WriteCreate, Readonly: body.IsReadonly})
+	out, err := files.Do(s.files, ctx, fc, "create", map[string]any{"path": p, "size": len(data)}, func() (File, error) {
+		info, _, err := fc.FS.WriteFile(ctx, p, data, vfs.WriteOptions{Mode: vfs.WriteCreate, Readonly: body.IsReadonly})
+		return File{SessionID: c.Param("id"), FileInfo: info}, err
+	})
 	if err != nil {
 		return File{}, err
 	}
-	c.Response().Header().Set("ETag", etag(info.Hash))
+	c.Response().Header().Set("ETag", etag(out.Hash))
 	content, enc := encodeContent(data)
-	return File{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc}, nil
+	out.Content, out.Encoding = &content, enc
+	return out, nil
+}
+
+// rawWrite streams the raw body of a POST or PUT into file p.
+func (s *Server) rawWrite(c echo.Context, fc files.Caller, p string, opt vfs.WriteOptions) (File, error) {
+	ctx := c.Request().Context()
+	if max := s.cfg.Files.Config().MaxFileSize; c.Request().ContentLength > max {
+		return File{}, orchestrator.Errorf(orchestrator.ETooLarge, "file exceeds the %s per-file limit (--file-max)", humanBytes(max))
+	}
+	out, err := files.Do(s.files, ctx, fc, "upload", map[string]any{"path": p, "if_match": opt.IfMatch}, func() (File, error) {
+		d, err := s.uploadPart(c, fc.FS, p, c.Request().Body, opt)
+		return File{SessionID: c.Param("id"), FileInfo: d.FileInfo}, err
+	})
+	if err != nil {
+		return File{}, err
+	}
+	c.Response().Header().Set("ETag", etag(out.Hash))
+	return out, nil
 }
 
 func (s *Server) fsPut(c echo.Context) (File, error) {
@@ -359,16 +472,26 @@ func (s *Server) fsPut(c echo.Context) (File, error) {
 		return File{}, badRequest("content", "content is required")
 	}
 	opt := vfs.WriteOptions{Mode: vfs.WriteUpdate, IfMatch: unquoteETag(c.Request().Header.Get("If-Match")), Readonly: body.IsReadonly, NoContent: !raw && body.Content == nil}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return File{}, err
 	}
-	info, _, err := fs.WriteFile(ctx, p, data, opt)
+	if raw {
+		return s.rawWrite(c, fc, p, opt)
+	}
+	name, params := "write", map[string]any{"path": p, "size": len(data), "if_match": opt.IfMatch}
+	if opt.NoContent {
+		name, params = "set_readonly", map[string]any{"path": p, "is_readonly": *body.IsReadonly}
+	}
+	out, err := files.Do(s.files, ctx, fc, name, params, func() (File, error) {
+		info, _, err := fc.FS.WriteFile(ctx, p, data, opt)
+		return File{SessionID: c.Param("id"), FileInfo: info}, err
+	})
 	if err != nil {
 		return File{}, err
 	}
-	c.Response().Header().Set("ETag", etag(info.Hash))
-	return File{SessionID: c.Param("id"), FileInfo: info}, nil
+	c.Response().Header().Set("ETag", etag(out.Hash))
+	return out, nil
 }
 
 // fsDeleteQuery is the query of DELETE of a path.
@@ -385,11 +508,13 @@ func (s *Server) fsDelete(c echo.Context) error {
 	if err := bindQuery(c, &q); err != nil {
 		return badRequest("recursive", "recursive must be true or false, not %q", c.QueryParam("recursive"))
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return err
 	}
-	if err := fs.Delete(c.Request().Context(), p, q.Recursive); err != nil {
+	if _, err := files.Do(s.files, c.Request().Context(), fc, "delete", map[string]any{"path": p, "recursive": q.Recursive}, func() (any, error) {
+		return nil, fc.FS.Delete(c.Request().Context(), p, q.Recursive)
+	}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -449,15 +574,14 @@ func (s *Server) fsMove(c echo.Context) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return File{}, err
 	}
-	info, err := fs.Move(c.Request().Context(), body.SrcPath, body.DstPath)
-	if err != nil {
-		return File{}, err
-	}
-	return File{SessionID: c.Param("id"), FileInfo: info}, nil
+	return files.Do(s.files, c.Request().Context(), fc, "move", body, func() (File, error) {
+		info, err := fc.FS.Move(c.Request().Context(), body.SrcPath, body.DstPath)
+		return File{SessionID: c.Param("id"), FileInfo: info}, err
+	})
 }
 
 func (s *Server) fsCopy(c echo.Context) (File, error) {
@@ -465,15 +589,14 @@ func (s *Server) fsCopy(c echo.Context) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return File{}, err
 	}
-	info, err := fs.Copy(c.Request().Context(), body.SrcPath, body.DstPath)
-	if err != nil {
-		return File{}, err
-	}
-	return File{SessionID: c.Param("id"), FileInfo: info}, nil
+	return files.Do(s.files, c.Request().Context(), fc, "copy", body, func() (File, error) {
+		info, err := fc.FS.Copy(c.Request().Context(), body.SrcPath, body.DstPath)
+		return File{SessionID: c.Param("id"), FileInfo: info}, err
+	})
 }
 
 // GrepRequest is the body of POST .../fs/_/grep.
@@ -487,11 +610,13 @@ func (s *Server) fsGrep(c echo.Context) (vfs.GrepResult, error) {
 	if err := decodeJSON(c, &body); err != nil {
 		return vfs.GrepResult{}, err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return vfs.GrepResult{}, err
 	}
-	return fs.Grep(c.Request().Context(), vfs.GrepOptions{Pattern: body.Pattern, PathPattern: body.PathPattern})
+	return files.Do(s.files, c.Request().Context(), fc, "grep", body, func() (vfs.GrepResult, error) {
+		return fc.FS.Grep(c.Request().Context(), vfs.GrepOptions{Pattern: body.Pattern, PathPattern: body.PathPattern})
+	})
 }
 
 // fsAuditQuery is the query of GET .../fs/_/audit.

@@ -217,3 +217,7 @@ func (s *Service) builtins() []Tool {
 			}),
 	}
 }
+
+// Builtins returns the definitions of the built-in tools (to document
+// them; a Service serves its own).
+func Builtins() []Tool { return (&Service{}).builtins() }

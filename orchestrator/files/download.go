@@ -101,7 +101,7 @@ func (s *Service) Download(ctx context.Context, fs *vfs.FS, rawURL, p string) (D
 	}
 	d, _, err := up.Commit(ctx, vfs.WriteOptions{})
 	if err != nil {
-		return Downloaded{}, err
+		return Downloaded{}, LimitError(err)
 	}
 	return Downloaded{ID: d.Path, Name: d.Name, Size: d.Size, MimeType: d.MimeType}, nil
 }
@@ -181,7 +181,7 @@ func (s *Service) pinnedClient(u *url.URL, addrs []netip.Addr) *http.Client {
 }
 
 // LimitError is a limit the session filesystem refused a stream with, as
-// a 413 that names the limit and its flag.
+// a 413 that names the limit and its flag (any other error as it is).
 func LimitError(err error) error {
 	switch orchestrator.ErrorCode(err) {
 	case orchestrator.ETooLarge:
