@@ -23,29 +23,15 @@ const benchLines = 200000
 // BenchmarkLogsFollow measures lines/s from a flooding container through
 // Logs(Follow) (container stdout -> json-file -> engine -> LogReader).
 func BenchmarkLogsFollow(b *testing.B) {
-	d := dockerRuntime(b)
-	if d == nil {
-		b.Skip("docker disabled")
-	}
-	session := "bench-" + newID()
-	b.Cleanup(func() { cleanup(b, d, session) })
+	d, session, _ := dockerSession(b)
 	ctx := context.Background()
 	var lines, bytes int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		id, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n" + strconv.Itoa(i), Image: testImage, Network: "none",
+		id := run(b, ctx, harness{rt: d}, Spec{SessionID: session, NodeID: "n" + strconv.Itoa(i), Image: testImage, Network: "none",
 			Env: map[string]string{"FILEPATH_TASK": "sleep 300; flood " + strconv.Itoa(benchLines) + "; done"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := d.Start(ctx, id); err != nil {
-			b.Fatal(err)
-		}
-		r, err := d.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
-		if err != nil {
-			b.Fatal(err)
-		}
+		r := follow(b, ctx, d, id)
 		b.StartTimer()
 		n, nb := drain(b, r)
 		b.StopTimer()
@@ -64,21 +50,10 @@ func BenchmarkLogsFollow(b *testing.B) {
 // through Logs and LogReader, and as the baseline the same API stream
 // copied to io.Discard unparsed (the engine's own cost).
 func BenchmarkLogsRead(b *testing.B) {
-	d := dockerRuntime(b)
-	if d == nil {
-		b.Skip("docker disabled")
-	}
-	session := "bench-" + newID()
-	b.Cleanup(func() { cleanup(b, d, session) })
+	d, session, _ := dockerSession(b)
 	ctx := context.Background()
-	id, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n", Image: testImage, Network: "none",
+	id := run(b, ctx, harness{rt: d}, Spec{SessionID: session, NodeID: "n", Image: testImage, Network: "none",
 		Env: map[string]string{"FILEPATH_TASK": "flood " + strconv.Itoa(benchLines) + "; done"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := d.Start(ctx, id); err != nil {
-		b.Fatal(err)
-	}
 	if _, err := d.Wait(ctx, id); err != nil {
 		b.Fatal(err)
 	}
@@ -172,26 +147,12 @@ func drain(b *testing.B, r *LogReader) (lines, bytes int) {
 // BenchmarkFirstLine measures Create+Start until the first stdout line
 // arrives through Logs(Follow).
 func BenchmarkFirstLine(b *testing.B) {
-	d := dockerRuntime(b)
-	if d == nil {
-		b.Skip("docker disabled")
-	}
-	session := "bench-" + newID()
-	b.Cleanup(func() { cleanup(b, d, session) })
+	d, session, _ := dockerSession(b)
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
-		id, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n" + strconv.Itoa(i), Image: testImage, Network: "none",
+		id := run(b, ctx, harness{rt: d}, Spec{SessionID: session, NodeID: "n" + strconv.Itoa(i), Image: testImage, Network: "none",
 			Env: map[string]string{"FILEPATH_TASK": "echo hi; done"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := d.Start(ctx, id); err != nil {
-			b.Fatal(err)
-		}
-		r, err := d.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
-		if err != nil {
-			b.Fatal(err)
-		}
+		r := follow(b, ctx, d, id)
 		if _, err := r.Next(); err != nil {
 			b.Fatal(err)
 		}

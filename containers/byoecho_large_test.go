@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // bigText is more than the kernel's 128 KiB limit on one argument.
@@ -62,7 +62,7 @@ func textOfLen(evs []map[string]any, n int) bool {
 // byo-echo echoes a 200 KB message and reports a command's 200 KB output:
 // it passes text to jq on stdin or in a file, not as an argument.
 func TestBYOEchoLargeMessages(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
+	testkit.RequireImage(t, byoEchoImage)
 	script, err := filepath.Abs("../images/byo-echo/agent.sh")
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestBYOEchoLargeMessages(t *testing.T) {
 // The tutorial's agent (step 1, with step 3's handle) echoes a 200 KB
 // message too.
 func TestTutorialAgentLargeMessage(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
+	testkit.RequireImage(t, byoEchoImage)
 	doc, err := os.ReadFile("../docs/tutorial.md")
 	if err != nil {
 		t.Fatal(err)

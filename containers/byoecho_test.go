@@ -1,15 +1,13 @@
 package containers
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 const byoEchoImage = "filepath/byo-echo:latest"
@@ -17,31 +15,15 @@ const byoEchoImage = "filepath/byo-echo:latest"
 // TestBYOEcho runs the tutorial's agent through the Docker runtime, hardened,
 // and checks each command's events.
 func TestBYOEcho(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
-	d := dockerRuntime(t)
-	if d == nil {
-		t.Skip("docker tests disabled")
-	}
-	session := "test-" + newID()
-	t.Cleanup(func() { cleanup(t, d, session) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	testkit.RequireImage(t, byoEchoImage)
+	d, session, ctx := dockerSession(t)
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# hi\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	id := run(t, ctx, harness{rt: d}, Spec{SessionID: session, NodeID: "root", Image: byoEchoImage, WorkspaceDir: ws,
 		Network: "none", Env: map[string]string{"FILEPATH_TASK": "hello", "FILEPATH_AGENT_TYPE": "custom", "FILEPATH_MODEL": "m1"}})
-	in, err := d.AttachStdin(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	r, err := d.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	in, r := attach(t, ctx, d, id)
 	type ev map[string]any
 	next := func(typ string) ev {
 		t.Helper()
@@ -115,18 +97,11 @@ func TestBYOEcho(t *testing.T) {
 // workspace (as the FUSE workspace will be) and checks the agent sees it.
 // It needs root to make a shared bind mount for the workspace.
 func TestWorkspacePropagation(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
+	testkit.RequireImage(t, byoEchoImage)
 	if os.Geteuid() != 0 {
-		testenv.Missing(t, "root (to make a shared mount)")
+		testkit.Missing(t, "root (to make a shared mount)")
 	}
-	d := dockerRuntime(t)
-	if d == nil {
-		t.Skip("docker tests disabled")
-	}
-	session := "test-" + newID()
-	t.Cleanup(func() { cleanup(t, d, session) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	d, session, ctx := dockerSession(t)
 	ws := t.TempDir()
 	sh := func(args ...string) {
 		t.Helper()
@@ -140,16 +115,7 @@ func TestWorkspacePropagation(t *testing.T) {
 
 	id := run(t, ctx, harness{rt: d}, Spec{SessionID: session, NodeID: "root", Image: byoEchoImage,
 		WorkspaceDir: ws, WorkspacePropagation: "rslave", Network: "none"})
-	in, err := d.AttachStdin(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	r, err := d.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	in, r := attach(t, ctx, d, id)
 
 	sub := filepath.Join(ws, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {

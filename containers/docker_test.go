@@ -4,21 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/docker/docker/client"
 )
 
 // TestDockerHardening checks the defaults are visible in docker inspect.
 func TestDockerHardening(t *testing.T) {
-	d := dockerRuntime(t)
-	if d == nil {
-		t.Skip("docker tests disabled")
-	}
-	session := "test-" + newID()
-	t.Cleanup(func() { cleanup(t, d, session) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	d, session, ctx := dockerSession(t)
 	ws := t.TempDir()
 	id, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n1", Image: testImage, WorkspaceDir: ws,
 		ReadOnlyRootfs: true, Env: map[string]string{"FILEPATH_TASK": "echo hi", "FILEPATH_AGENT_ID": "n1"}})

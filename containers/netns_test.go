@@ -1,7 +1,6 @@
 package containers
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // probeScript connects to 127.0.0.1:$1 from inside the container, retrying
@@ -32,27 +31,27 @@ body=$(tail -n1 <&3)
 echo "refused=$n waited_us=$(( (t1-t0)/1000 )) body=$body"
 `
 
+// probeWorkspace is a workspace holding probeScript as probe.sh.
+func probeWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "probe.sh"), []byte(probeScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
 // TestListenIn opens a listener in the network namespace of a running
 // container, with no network and with the default bridge: the agent reaches
 // it on its own loopback, nothing listens on the host, and once the listener
 // is closed the agent's connections are refused. It logs how long after the
 // container started the listener was up.
 func TestListenIn(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
-	d := dockerRuntime(t)
-	if d == nil {
-		t.Skip("docker tests disabled")
-	}
+	testkit.RequireImage(t, byoEchoImage)
 	for _, network := range []string{"none", "bridge"} {
 		t.Run(network, func(t *testing.T) {
-			session := "test-" + newID()
-			t.Cleanup(func() { cleanup(t, d, session) })
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			ws := t.TempDir()
-			if err := os.WriteFile(filepath.Join(ws, "probe.sh"), []byte(probeScript), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			d, session, ctx := dockerSession(t)
+			ws := probeWorkspace(t)
 			const probe = "bash probe.sh 7428 /hello"
 			id, err := d.Create(ctx, Spec{SessionID: session, NodeID: "root", Image: byoEchoImage, WorkspaceDir: ws,
 				Network: network, Env: map[string]string{"FILEPATH_TASK": "/cmd " + probe}})
@@ -74,12 +73,9 @@ func TestListenIn(t *testing.T) {
 			go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				fmt.Fprintf(w, "hello from the orchestrator, you asked for %s", r.URL.Path)
 			}))
-			assertNoHostListener(t, 7428)
+			testkit.NoHostListener(t, 7428)
 
-			r, err := d.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := follow(t, ctx, d, id)
 			defer r.Close()
 			out := commandOutput(t, r, probe)
 			if !strings.Contains(out, "body=hello from the orchestrator, you asked for /hello") {
@@ -108,19 +104,9 @@ func TestListenIn(t *testing.T) {
 // the moment its process starts is refused: the probe is the container's
 // first process and retries every millisecond.
 func TestListenInDelay(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
-	d := dockerRuntime(t)
-	if d == nil {
-		t.Skip("docker tests disabled")
-	}
-	session := "test-" + newID()
-	t.Cleanup(func() { cleanup(t, d, session) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ws := t.TempDir()
-	if err := os.WriteFile(filepath.Join(ws, "probe.sh"), []byte(probeScript), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.RequireImage(t, byoEchoImage)
+	d, session, ctx := dockerSession(t)
+	ws := probeWorkspace(t)
 	for i := range 3 {
 		spec := Spec{SessionID: session, NodeID: fmt.Sprintf("n%d", i)}
 		resp, err := d.cli.ContainerCreate(ctx, &container.Config{Image: byoEchoImage, Labels: d.labels(spec),
@@ -159,14 +145,7 @@ func TestListenInDelay(t *testing.T) {
 // TestListenInRefuses: a container that does not run, and one on the host's
 // network, get no listener.
 func TestListenInRefuses(t *testing.T) {
-	d := dockerRuntime(t)
-	if d == nil {
-		t.Skip("docker tests disabled")
-	}
-	session := "test-" + newID()
-	t.Cleanup(func() { cleanup(t, d, session) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	d, session, ctx := dockerSession(t)
 	created, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n1", Image: testImage, Network: "none"})
 	if err != nil {
 		t.Fatal(err)
@@ -207,23 +186,4 @@ func commandOutput(t *testing.T, r *LogReader, cmd string) string {
 		t.Logf("%s: stderr %s", cmd, e.Stderr)
 	}
 	return e.Stdout
-}
-
-// assertNoHostListener fails when a TCP socket of this (the host's) network
-// namespace listens on port.
-func assertNoHostListener(t *testing.T, port int) {
-	t.Helper()
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			fs := strings.Fields(line)
-			// sl local_address rem_address st ...; st 0A is LISTEN
-			if len(fs) > 3 && fs[3] == "0A" && strings.HasSuffix(fs[1], fmt.Sprintf(":%04X", port)) {
-				t.Fatalf("%s: something listens on port %d on the host: %s", f, port, line)
-			}
-		}
-	}
 }

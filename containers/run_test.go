@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // shellImage is a Debian image with sh whose ENTRYPOINT is an agent
@@ -38,10 +38,10 @@ func shellRuntimes(t *testing.T) []struct {
 	hs := []h{{"process", pr, func(dir, script string) Spec {
 		return Spec{SessionID: session, NodeID: "n-" + newID(), Entrypoint: []string{"sh", "-c"}, Cmd: []string{script}, WorkspaceDir: dir}
 	}}}
-	if os.Getenv("FILEPATH_TEST_NO_DOCKER") == "1" && !testenv.InCI() {
+	if os.Getenv("FILEPATH_TEST_NO_DOCKER") == "1" && !testkit.InCI() {
 		return hs
 	}
-	testenv.RequireImage(t, shellImage)
+	testkit.RequireImage(t, shellImage)
 	d, err := NewDocker(context.Background(), DockerConfig{Instance: "containers-test"})
 	if err != nil {
 		t.Fatal(err)

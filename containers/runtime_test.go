@@ -9,15 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 const testImage = "filepath/testagent:latest"
@@ -30,40 +27,8 @@ type harness struct {
 	spec func(task string) Spec
 }
 
-var (
-	agentOnce sync.Once
-	agentPath string
-	agentErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if agentPath != "" {
-		os.RemoveAll(filepath.Dir(agentPath))
-	}
-	os.Exit(code)
-}
-
-// testAgent builds adapters/testagent once for the process runtime.
-func testAgent(t testing.TB) string {
-	t.Helper()
-	agentOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "filepath-testagent-")
-		if err != nil {
-			agentErr = err
-			return
-		}
-		agentPath = filepath.Join(dir, "testagent")
-		out, err := exec.Command("go", "build", "-o", agentPath, "../adapters/testagent").CombinedOutput()
-		if err != nil {
-			agentErr = fmt.Errorf("go build testagent: %v\n%s", err, out)
-		}
-	})
-	if agentErr != nil {
-		t.Fatal(agentErr)
-	}
-	return agentPath
-}
+// testAgent is adapters/testagent built for the process runtime.
+func testAgent(t testing.TB) string { return testkit.Program(t, "../adapters/testagent") }
 
 func newID() string {
 	var b [6]byte
@@ -101,10 +66,10 @@ func harnesses(t *testing.T) []harness {
 
 func dockerRuntime(t testing.TB) *Docker {
 	t.Helper()
-	if os.Getenv("FILEPATH_TEST_NO_DOCKER") == "1" && !testenv.InCI() {
+	if os.Getenv("FILEPATH_TEST_NO_DOCKER") == "1" && !testkit.InCI() {
 		return nil
 	}
-	testenv.RequireImage(t, testImage)
+	testkit.RequireImage(t, testImage)
 	if t.Skipped() {
 		return nil
 	}
@@ -114,6 +79,22 @@ func dockerRuntime(t testing.TB) *Docker {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// dockerSession is the Docker runtime (the test is skipped where it is
+// disabled), a new session whose containers are removed when the test
+// ends, and a context of a minute.
+func dockerSession(t testing.TB) (*Docker, string, context.Context) {
+	t.Helper()
+	d := dockerRuntime(t)
+	if d == nil {
+		t.Skip("docker tests disabled")
+	}
+	session := "test-" + newID()
+	t.Cleanup(func() { cleanup(t, d, session) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return d, session, ctx
 }
 
 // cleanup removes every container of the test session.
@@ -132,8 +113,43 @@ func cleanup(t testing.TB, rt Runtime, session string) {
 	}
 }
 
+// finished runs the test agent with task on h until it exits, and returns
+// a context of a minute and the container's id.
+func finished(t *testing.T, h harness, task string) (context.Context, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	id := run(t, ctx, h, h.spec(task))
+	wait(t, ctx, h.rt, id)
+	return ctx, id
+}
+
+// attach attaches to the agent's stdin and follows its stdout, both closed
+// when the test ends.
+func attach(t *testing.T, ctx context.Context, rt Runtime, id string) (io.Writer, *LogReader) {
+	t.Helper()
+	in, err := rt.AttachStdin(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	r := follow(t, ctx, rt, id)
+	t.Cleanup(func() { r.Close() })
+	return in, r
+}
+
+// follow follows the agent's stdout.
+func follow(t testing.TB, ctx context.Context, rt Runtime, id string) *LogReader {
+	t.Helper()
+	r, err := rt.Logs(ctx, id, LogOptions{Stdout: true, Follow: true})
+	if err != nil {
+		t.Fatalf("logs: %v", err)
+	}
+	return r
+}
+
 // run creates and starts an agent.
-func run(t *testing.T, ctx context.Context, h harness, spec Spec) string {
+func run(t testing.TB, ctx context.Context, h harness, spec Spec) string {
 	t.Helper()
 	id, err := h.rt.Create(ctx, spec)
 	if err != nil {
@@ -145,7 +161,7 @@ func run(t *testing.T, ctx context.Context, h harness, spec Spec) string {
 	return id
 }
 
-func wait(t *testing.T, ctx context.Context, rt Runtime, id string) int {
+func wait(t testing.TB, ctx context.Context, rt Runtime, id string) int {
 	t.Helper()
 	code, err := rt.Wait(ctx, id)
 	if err != nil {
@@ -261,10 +277,7 @@ func testLines(t *testing.T, h harness) {
 // not valid UTF-8 as U+FFFD (and a real U+FFFD unchanged: the two cannot be
 // told apart); the process runtime behaves the same.
 func testInvalidUTF8(t *testing.T, h harness) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	id := run(t, ctx, h, h.spec("utf8; echo real \ufffd here; done"))
-	wait(t, ctx, h.rt, id)
+	ctx, id := finished(t, h, "utf8; echo real \ufffd here; done")
 	ls := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
 	// The raw bytes of each line (decoding the JSON would replace invalid
 	// bytes by itself).
@@ -319,10 +332,7 @@ func testLongLines(t *testing.T, h harness) {
 // testSince checks that resuming from any cursor yields exactly the lines
 // after it, and that Since is inclusive.
 func testSince(t *testing.T, h harness) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	id := run(t, ctx, h, h.spec("flood 300; done"))
-	wait(t, ctx, h.rt, id)
+	ctx, id := finished(t, h, "flood 300; done")
 	all := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
 	if len(all) != 301 {
 		t.Fatalf("got %d lines, want 301", len(all))
@@ -383,17 +393,10 @@ func testStdinResume(t *testing.T, h harness) {
 		t.Fatal(err)
 	}
 	// Make sure flood ran before resuming (a non-following read).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Eventually(t, 20*time.Second, "flood to print", func() bool {
 		ls := logs(t, ctx, h.rt, id, LogOptions{Stdout: true})
-		if len(ls) > 0 && text(ls[len(ls)-1]) == "flood 5" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("flood never printed: %d lines", len(ls))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(ls) > 0 && text(ls[len(ls)-1]) == "flood 5"
+	})
 
 	r, err = h.rt.Logs(ctx, id, LogOptions{Stdout: true, Follow: true, Since: cur.Time})
 	if err != nil {
@@ -603,7 +606,7 @@ func TestCharacterCutAtPieceBoundary(t *testing.T) {
 	rts := []runtimeCase{{"process", pr, Spec{SessionID: session, NodeID: "n-" + newID(), Cmd: script, WorkspaceDir: t.TempDir()}}}
 	const base = "filepath/base:bookworm"
 	if d := dockerRuntime(t); d != nil {
-		testenv.RequireImage(t, base)
+		testkit.RequireImage(t, base)
 		t.Cleanup(func() { cleanup(t, d, session) })
 		rts = append(rts, runtimeCase{"docker", d, Spec{SessionID: session, NodeID: "n-" + newID(), Image: base, Cmd: script, Network: "none"}})
 	}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -123,13 +125,10 @@ func TestDecodeInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := DecodeInput([]byte(tt.line))
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want %q", err, tt.err)
-				}
+			if testkit.WantErr(t, err, tt.err) {
 				return
 			}
-			if err != nil || !reflect.DeepEqual(got, tt.want) {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %#v, %v; want %#v", got, err, tt.want)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -383,79 +384,15 @@ func (e *fakeEffects) Exited(ctx context.Context, node Node, exit Exit) error {
 
 func (e *fakeEffects) lastExit(t *testing.T) Exit {
 	t.Helper()
-	select {
-	case <-e.exitedCh:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Effects.Exited not called within 10s")
-	}
+	testkit.Recv(t, e.exitedCh, 10*time.Second, "Effects.Exited")
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.exits[len(e.exits)-1]
 }
 
-// fakeClock is a Clock whose time moves only with Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []fakeTimer
-}
-
-type fakeTimer struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), ch: ch})
-	return ch
-}
-
-func (c *fakeClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.timers)
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.at.After(c.now) {
-			t.ch <- c.now
-		} else {
-			keep = append(keep, t)
-		}
-	}
-	c.timers = keep
-}
-
-// checkFor polls cond until it holds or the deadline passes.
-func checkFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+// newClock returns a fake clock at a fixed time.
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 }
 
 var testNode = Node{SessionID: "s1", ID: "n1", ParentID: "p1", Name: "worker", ContainerID: "c1"}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -24,7 +25,7 @@ func TestHandoff(t *testing.T) {
 	h.c.emit(containers.Stdout, 1, `{"type":"text","content":"working"}`)
 	h.c.emit(containers.Stdout, 2, `{"type":"handoff","summary":"half done; next: tests"}`)
 	r := h.start(t)
-	checkFor(t, "the stop on stdin", func() bool { return strings.Contains(h.c.stdinText(), stopLine) })
+	testkit.Eventually(t, 10*time.Second, "the stop on stdin", func() bool { return strings.Contains(h.c.stdinText(), stopLine) })
 	// The agent answers the stop as the test agent does, and exits.
 	h.c.emit(containers.Stdout, 3, `{"type":"status","state":"idle"}`)
 	h.c.emit(containers.Stdout, 4, `{"type":"done","summary":"stopped"}`)
@@ -98,7 +99,7 @@ func TestHandoffEscalates(t *testing.T) {
 				h.c.emit(containers.Stdout, 1, `{"type":"handoff","summary":"s"}`)
 			}
 			h.start(t)
-			checkFor(t, "the grace timer", func() bool { return clk.pending() == 1 })
+			testkit.Eventually(t, 10*time.Second, "the grace timer", func() bool { return clk.Timers() == 1 })
 			clk.Advance(5 * time.Second)
 			ex := h.eff.lastExit(t)
 			if !ex.Handoff || !ex.Stopped || ex.Code != 137 {
@@ -123,7 +124,7 @@ func TestHandoffAfterStop(t *testing.T) {
 	}
 	h.c.emit(containers.Stdout, 1, `{"type":"handoff","summary":"s"}`)
 	h.c.emit(containers.Stdout, 2, `{"type":"handoff","summary":"again"}`)
-	checkFor(t, "both handoffs", func() bool { return len(h.log.records()) == 3 })
+	testkit.Eventually(t, 10*time.Second, "both handoffs", func() bool { return len(h.log.records()) == 3 })
 	h.c.exit(0, nil)
 	if ex := h.eff.lastExit(t); ex.Handoff || !ex.Stopped {
 		t.Fatalf("exit = %+v", ex)
@@ -147,7 +148,7 @@ func TestCommitRefs(t *testing.T) {
 			n++
 			h.c.emit(containers.Stdout, n, l)
 		}
-		checkFor(t, "the lines appended", func() bool { return len(h.log.records()) == want })
+		testkit.Eventually(t, 10*time.Second, "the lines appended", func() bool { return len(h.log.records()) == want })
 	}
 	refOfLast := func() int64 {
 		recs := h.log.records()
@@ -205,7 +206,7 @@ func TestStopDuringHandoff(t *testing.T) {
 	h := newHarness()
 	h.c.emit(containers.Stdout, 1, `{"type":"handoff","summary":"s"}`)
 	r := h.start(t)
-	checkFor(t, "the handoff's stop on stdin", func() bool { return strings.Contains(h.c.stdinText(), stopLine) })
+	testkit.Eventually(t, 10*time.Second, "the handoff's stop on stdin", func() bool { return strings.Contains(h.c.stdinText(), stopLine) })
 	if _, err := r.Deliver(context.Background(), protocol.SignalInput{Type: "signal", Action: "stop"}); err != nil {
 		t.Fatal(err)
 	}

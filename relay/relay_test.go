@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -310,9 +311,9 @@ func TestMailboxFull(t *testing.T) {
 			_, err := r.Deliver(context.Background(), msg)
 			errs <- err
 		})
-		checkFor(t, "the input to be appended", func() bool { return len(h.log.records()) >= 1 })
+		testkit.Eventually(t, 10*time.Second, "the input to be appended", func() bool { return len(h.log.records()) >= 1 })
 	}
-	checkFor(t, "three inputs appended", func() bool { return len(h.log.records()) == 3 })
+	testkit.Eventually(t, 10*time.Second, "three inputs appended", func() bool { return len(h.log.records()) == 3 })
 	_, err := r.Deliver(context.Background(), msg)
 	if !errors.Is(err, ErrMailboxFull) || !strings.Contains(err.Error(), "mailbox full") {
 		t.Fatalf("4th deliver: err = %v, want mailbox full", err)
@@ -343,17 +344,12 @@ func TestCloseReleasesCallers(t *testing.T) {
 			errs <- err
 		}()
 	}
-	checkFor(t, "three inputs appended", func() bool { return len(h.log.records()) == 3 })
+	testkit.Eventually(t, 10*time.Second, "three inputs appended", func() bool { return len(h.log.records()) == 3 })
 	r.Close()
 	r.Close()
 	for range 3 {
-		select {
-		case err := <-errs:
-			if err == nil {
-				t.Fatal("deliver succeeded on a closed relay with a blocked stdin")
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a caller hangs after Close")
+		if err := testkit.Recv(t, errs, 10*time.Second, "a caller to return after Close"); err == nil {
+			t.Fatal("deliver succeeded on a closed relay with a blocked stdin")
 		}
 	}
 	if _, err := r.Deliver(context.Background(), msg); !errors.Is(err, ErrClosed) {
@@ -393,13 +389,13 @@ func TestSignals(t *testing.T) {
 		if _, err := r.Deliver(context.Background(), sig("stop")); err != nil {
 			t.Fatal(err)
 		}
-		checkFor(t, "the grace timer", func() bool { return clk.pending() == 1 })
+		testkit.Eventually(t, 10*time.Second, "the grace timer", func() bool { return clk.Timers() == 1 })
 		clk.Advance(5*time.Second - time.Nanosecond)
 		if h.tr.index("stop 3s") >= 0 {
 			t.Fatal("stopped before the grace period ended")
 		}
 		clk.Advance(time.Nanosecond)
-		checkFor(t, "runtime stop", func() bool { return h.tr.index("stop 3s") >= 0 })
+		testkit.Eventually(t, 10*time.Second, "runtime stop", func() bool { return h.tr.index("stop 3s") >= 0 })
 		ex := h.eff.lastExit(t)
 		if !ex.Stopped || ex.Code != 137 {
 			t.Fatalf("exit = %+v", ex)
@@ -419,9 +415,9 @@ func TestSignals(t *testing.T) {
 		h.cfg.Clock = clk
 		h.cfg.Cursor = "o=0:0,e=0:0,s"
 		h.start(t)
-		checkFor(t, "the grace timer", func() bool { return clk.pending() == 1 })
+		testkit.Eventually(t, 10*time.Second, "the grace timer", func() bool { return clk.Timers() == 1 })
 		clk.Advance(DefaultStopGrace)
-		checkFor(t, "runtime stop", func() bool { return h.tr.index("stop 10s") >= 0 })
+		testkit.Eventually(t, 10*time.Second, "runtime stop", func() bool { return h.tr.index("stop 10s") >= 0 })
 		if ex := h.eff.lastExit(t); !ex.Stopped {
 			t.Fatalf("exit = %+v", ex)
 		}
@@ -518,13 +514,13 @@ func TestAppendRetry(t *testing.T) {
 	h.c.emit(containers.Stdout, 1, `{"type":"spawn","name":"kid","agent":"a","model":"m"}`)
 	h.start(t)
 	for range 2 {
-		checkFor(t, "a retry timer", func() bool { return clk.pending() >= 1 })
+		testkit.Eventually(t, 10*time.Second, "a retry timer", func() bool { return clk.Timers() >= 1 })
 		if h.tr.index("spawn kid") >= 0 {
 			t.Fatal("side effect before the append succeeded")
 		}
 		clk.Advance(maxBackoff)
 	}
-	checkFor(t, "the spawn", func() bool { return h.tr.index("spawn kid") >= 0 })
+	testkit.Eventually(t, 10*time.Second, "the spawn", func() bool { return h.tr.index("spawn kid") >= 0 })
 	if n := len(h.log.records()); n != 1 {
 		t.Fatalf("%d records after retries, want 1", n)
 	}
@@ -551,10 +547,10 @@ func TestFollowReopens(t *testing.T) {
 	h.c.emit(containers.Stdout, 1, `{"type":"text","content":"1"}`)
 	h.c.emit(containers.Stdout, 1, `{"type":"text","content":"2"}`)
 	h.start(t)
-	checkFor(t, "the first line", func() bool { return len(h.log.records()) == 1 })
-	checkFor(t, "a re-open timer", func() bool { return clk.pending() == 1 })
+	testkit.Eventually(t, 10*time.Second, "the first line", func() bool { return len(h.log.records()) == 1 })
+	testkit.Eventually(t, 10*time.Second, "a re-open timer", func() bool { return clk.Timers() == 1 })
 	clk.Advance(time.Second)
-	checkFor(t, "the second line", func() bool { return len(h.log.records()) == 2 })
+	testkit.Eventually(t, 10*time.Second, "the second line", func() bool { return len(h.log.records()) == 2 })
 	h.c.exit(0, nil)
 	h.eff.lastExit(t)
 	if got := summary(h.log.records()[:2]); got != "event {\"type\":\"text\",\"content\":\"1\"}\nevent {\"type\":\"text\",\"content\":\"2\"}\n" {
@@ -589,7 +585,7 @@ func TestUnterminatedLastLine(t *testing.T) {
 	h := newHarness()
 	h.c.emitLine(fakeLine{stream: containers.Stdout, t: h.c.t0.Add(1), text: `{"type":"done"}`})
 	h.start(t)
-	checkFor(t, "the follow to start", func() bool { return h.c.opened() > 0 })
+	testkit.Eventually(t, 10*time.Second, "the follow to start", func() bool { return h.c.opened() > 0 })
 	if n := len(h.log.records()); n != 0 {
 		t.Fatalf("%d records before the line ended", n)
 	}
@@ -608,11 +604,7 @@ func TestPermanentAppendErrorEndsRelay(t *testing.T) {
 	h.cfg.Permanent = func(err error) bool { return errors.Is(err, errBoom) }
 	h.c.emit(containers.Stdout, 1, `{"type":"spawn","name":"kid","agent":"a","model":"m"}`)
 	r := h.start(t)
-	select {
-	case <-r.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("relay still runs after a permanent append error")
-	}
+	testkit.Recv(t, r.Done(), 10*time.Second, "the relay to end after a permanent append error")
 	if !errors.Is(r.Err(), errBoom) {
 		t.Fatalf("Err() = %v", r.Err())
 	}
@@ -666,8 +658,8 @@ func TestPendingInputsWrittenAfterRestart(t *testing.T) {
 	h.cfg.Cursor = "o=0:0,e=0:0,i=1"
 	r := h.start(t)
 	want := `{"type":"message","from":"user","content":"b"}` + "\n"
-	checkFor(t, "the pending input on stdin", func() bool { return h.c.stdinText() == want })
-	checkFor(t, "the cursor to cover it", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the pending input on stdin", func() bool { return h.c.stdinText() == want })
+	testkit.Eventually(t, 10*time.Second, "the cursor to cover it", func() bool {
 		h.log.mu.Lock()
 		defer h.log.mu.Unlock()
 		c, _ := ParseCursor(h.log.cursor)
@@ -677,7 +669,7 @@ func TestPendingInputsWrittenAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, "the cursor to cover the new input", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the cursor to cover the new input", func() bool {
 		h.log.mu.Lock()
 		defer h.log.mu.Unlock()
 		c, _ := ParseCursor(h.log.cursor)

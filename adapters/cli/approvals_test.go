@@ -15,6 +15,7 @@ import (
 
 	"github.com/filepath-dev/filepath/adapters/cli/run"
 	"github.com/filepath-dev/filepath/adapters/cli/streamjson"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -82,6 +83,8 @@ func (f *fakeInbox) serve(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("wait") == "" {
 			f.t.Errorf("GET %s without wait: the adapter should long poll", r.URL)
 		}
+		// The fake's long poll: the answer as soon as there is one, else
+		// "pending" after 300 ms, like the API's (which waits on a channel).
 		deadline := time.Now().Add(300 * time.Millisecond)
 		for {
 			f.mu.Lock()
@@ -102,7 +105,7 @@ func (f *fakeInbox) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		slow := f.slowDelete
 		f.mu.Unlock()
-		time.Sleep(slow)
+		time.Sleep(slow) // time is the point: a DELETE that takes a while
 		f.mu.Lock()
 		f.withdrawn++
 		f.status = "denied"
@@ -123,19 +126,14 @@ func (f *fakeInbox) answer(status string) {
 // waitPost waits for the adapter's request and returns the requests so far.
 func (f *fakeInbox) waitPost(t *testing.T) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var posts []map[string]any
+	testkit.Eventually(t, 20*time.Second, "the adapter to ask the inbox", func() bool {
 		f.mu.Lock()
-		posts := append([]map[string]any(nil), f.posts...)
-		gets := f.gets
-		f.mu.Unlock()
-		if len(posts) > 0 && gets > 0 {
-			return posts
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the adapter asked the inbox nothing within 20 s")
-	return nil
+		defer f.mu.Unlock()
+		posts = append([]map[string]any(nil), f.posts...)
+		return len(posts) > 0 && f.gets > 0
+	})
+	return posts
 }
 
 // answers are what the fake CLI was answered, in order.
@@ -215,17 +213,11 @@ func TestClaudePermissionPrompts(t *testing.T) {
 				inbox.mu.Lock()
 				inbox.down = tt.down
 				inbox.mu.Unlock()
-				for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				testkit.Eventually(t, 20*time.Second, "the adapter to poll through the API's downtime", func() bool {
 					inbox.mu.Lock()
-					d := inbox.down
-					inbox.mu.Unlock()
-					if d == 0 {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("the adapter stopped polling while the API was down (%d failures left)", d)
-					}
-				}
+					defer inbox.mu.Unlock()
+					return inbox.down == 0
+				})
 			}
 			inbox.answer(tt.answer)
 			evs := a.waitFor("idle", isIdle)
@@ -380,15 +372,15 @@ func TestClaudeWithdrawnPromptStopsPolling(t *testing.T) {
 	cmds <- run.Command{Op: run.Send, Text: "go"}
 	inbox.waitPost(t)
 	cmds <- run.Command{Op: run.Interrupt}
-	waitUntil(t, "the prompt withdrawn", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the prompt withdrawn", func() bool {
 		a := n.answers()
 		return len(a) == 2 && a[1]["cancelled"] == true
 	})
-	time.Sleep(400 * time.Millisecond) // a long poll under way ends (300 ms)
+	time.Sleep(400 * time.Millisecond) // time is the point: a long poll under way ends (300 ms)
 	inbox.mu.Lock()
 	before := inbox.gets
 	inbox.mu.Unlock()
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // time is the point: no poll within a second
 	inbox.mu.Lock()
 	after := inbox.gets
 	inbox.mu.Unlock()
@@ -403,11 +395,7 @@ func TestClaudeWithdrawnPromptStopsPolling(t *testing.T) {
 		t.Errorf("the withdrawn prompt was withdrawn from the inbox %d times, want 1", withdrawn)
 	}
 	cmds <- run.Command{Op: run.Finish}
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the driver did not end")
-	}
+	testkit.Recv(t, done, 20*time.Second, "the driver to end")
 }
 
 // A stopped adapter withdraws the prompt Claude was waiting on before it
@@ -424,11 +412,7 @@ func TestClaudeStopWithdrawsBeforeRunReturns(t *testing.T) {
 	cmds <- run.Command{Op: run.Send, Text: "go"}
 	inbox.waitPost(t)
 	cancel() // the adapter stops (SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the driver did not end")
-	}
+	testkit.Recv(t, done, 20*time.Second, "the driver to end")
 	inbox.mu.Lock()
 	withdrawn := inbox.withdrawn
 	inbox.mu.Unlock()
@@ -445,7 +429,7 @@ func permissionClaude(t *testing.T, inbox *fakeInbox) (*node, *streamjson.Long) 
 	tr, _ := filepath.Abs(filepath.Join("testdata", "claude", "permission-allow", "stream.jsonl"))
 	env := append(gitEnv(), "FILEPATH_FAKE_TRANSCRIPT="+tr, "FILEPATH_FAKE_CLI=claude",
 		"FILEPATH_FAKE_STATE="+filepath.Join(n.state, "fake"), "FILEPATH_API_URL="+inbox.srv.URL, "FILEPATH_API_KEY=fp_test")
-	cfg, err := parseConfig([]string{"--agent", "claude-code", "--bin", fakeBin, "--workspace", n.ws, "--state", n.state}, env, io.Discard)
+	cfg, err := parseConfig([]string{"--agent", "claude-code", "--bin", testkit.Program(t, "./fakecli"), "--workspace", n.ws, "--state", n.state}, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

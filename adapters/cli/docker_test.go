@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -27,26 +23,13 @@ import (
 
 const standIn = "filepath/test-cli-adapter:e2e"
 
-var buildOnce sync.Once
-
 // e2eImages builds the static adapter and fake and the stand-in image; it
-// returns the directory holding the two binaries.
+// returns the path of the fake.
 func e2eImages(t *testing.T) string {
 	t.Helper()
-	testenv.RequireImage(t, "filepath/base:bookworm")
-	dir := filepath.Join(os.TempDir(), "filepath-cli-e2e")
-	var err error
-	buildOnce.Do(func() {
-		os.MkdirAll(dir, 0o755)
-		for _, b := range []struct{ out, pkg string }{{"filepath-cli-adapter", "."}, {"filepath-fake-cli", "./fakecli"}} {
-			cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, b.out), b.pkg)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, e := cmd.CombinedOutput(); e != nil {
-				err = fmt.Errorf("build %s: %v\n%s", b.pkg, e, out)
-				return
-			}
-		}
-		dockerfile := `FROM filepath/base:bookworm
+	testkit.RequireImage(t, "filepath/base:bookworm")
+	fake := testkit.Program(t, "./fakecli")
+	testkit.Image(t, standIn, `FROM filepath/base:bookworm
 COPY filepath-cli-adapter /usr/local/bin/filepath-cli-adapter
 COPY filepath-fake-cli /usr/local/bin/cursor-agent
 RUN git config --system user.name "Cursor (filepath)" && git config --system user.email cursor@agents.filepath.invalid \
@@ -54,37 +37,22 @@ RUN git config --system user.name "Cursor (filepath)" && git config --system use
 ENV FILEPATH_AGENT_TYPE=cursor FILEPATH_STATE_DIR=/home/agent/.state
 WORKDIR /workspace
 ENTRYPOINT ["/usr/local/bin/filepath-cli-adapter"]
-`
-		if e := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); e != nil {
-			err = e
-			return
-		}
-		cmd := exec.Command("docker", "build", "-q", "-t", standIn, dir)
-		cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-		if out, e := cmd.CombinedOutput(); e != nil {
-			err = fmt.Errorf("docker build: %v\n%s", e, out)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
+`, map[string]string{"filepath-cli-adapter": testkit.Program(t, "."), "filepath-fake-cli": fake})
+	return fake
 }
 
 type container struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	in     io.WriteCloser
-	mu     sync.Mutex
-	events []protocol.Event
-	stderr strings.Builder
-	read   chan struct{}
+	out    *testkit.Decoded[protocol.Event] // its stdout
+	stderr testkit.Buffer
 }
 
 // runContainer starts the agent's image on ws and state with the transcript.
 func runContainer(t *testing.T, agent, ws, state, transcript, task string) *container {
 	t.Helper()
-	bins := e2eImages(t)
+	fake := e2eImages(t)
 	tr, _ := filepath.Abs(filepath.Join("testdata", agent, transcript, "stream.jsonl"))
 	args := []string{"run", "-i", "--rm", "--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"--pids-limit", "512", "--init",
@@ -94,13 +62,13 @@ func runContainer(t *testing.T, agent, ws, state, transcript, task string) *cont
 	image := standIn
 	if agent == "amp" {
 		image = "filepath/agent-amp:latest"
-		testenv.RequireImage(t, image)
-		args = append(args, "-v", filepath.Join(bins, "filepath-fake-cli")+":/usr/local/bin/amp:ro")
+		testkit.RequireImage(t, image)
+		args = append(args, "-v", fake+":/usr/local/bin/amp:ro")
 	}
 	args = append(args, image)
-	c := &container{t: t, read: make(chan struct{})}
+	c := &container{t: t}
 	c.cmd = exec.Command("docker", args...)
-	c.cmd.Stderr = &lockedWriter{mu: &c.mu, w: &c.stderr}
+	c.cmd.Stderr = &c.stderr
 	var err error
 	if c.in, err = c.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -112,21 +80,7 @@ func runContainer(t *testing.T, agent, ws, state, transcript, task string) *cont
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		defer close(c.read)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 4<<20)
-		for sc.Scan() {
-			ev, err := protocol.DecodeEvent(sc.Bytes())
-			if err != nil {
-				t.Errorf("invalid FAP from the container: %s: %v", sc.Text(), err)
-				continue
-			}
-			c.mu.Lock()
-			c.events = append(c.events, ev)
-			c.mu.Unlock()
-		}
-	}()
+	c.out = testkit.Decode(t, out, protocol.DecodeEvent)
 	t.Cleanup(func() {
 		c.in.Close()
 		done := make(chan struct{})
@@ -137,9 +91,7 @@ func runContainer(t *testing.T, agent, ws, state, transcript, task string) *cont
 			c.cmd.Process.Kill()
 		}
 		if t.Failed() {
-			c.mu.Lock()
 			t.Logf("container stderr:\n%s", c.stderr.String())
-			c.mu.Unlock()
 		}
 	})
 	return c
@@ -155,18 +107,7 @@ func (c *container) send(v any) {
 
 func (c *container) waitFor(what string, match func(protocol.Event) bool) []protocol.Event {
 	c.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		c.mu.Lock()
-		evs := append([]protocol.Event(nil), c.events...)
-		c.mu.Unlock()
-		if index(evs, match) >= 0 {
-			return evs
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	c.t.Fatalf("no %s within 60 s", what)
-	return nil
+	return c.out.Wait(c.t, 60*time.Second, what, func(evs []protocol.Event) bool { return index(evs, match) >= 0 })
 }
 
 // end closes stdin (or not) and waits for the container's exit.
@@ -175,23 +116,13 @@ func (c *container) wait(closeStdin bool) (int, []protocol.Event) {
 	if closeStdin {
 		c.in.Close()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	done := make(chan error, 1)
-	go func() { <-c.read; done <- c.cmd.Wait() }()
-	select {
-	case err := <-done:
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return code, append([]protocol.Event(nil), c.events...)
-	case <-ctx.Done():
-		c.t.Fatal("the container did not exit within 60 s")
+	go func() { <-c.out.Done(); done <- c.cmd.Wait() }()
+	code := 0
+	if ee, ok := testkit.Recv(c.t, done, 60*time.Second, "the container to exit").(*exec.ExitError); ok {
+		code = ee.ExitCode()
 	}
-	return 0, nil
+	return code, c.out.All()
 }
 
 func e2eNode(t *testing.T) (ws, state string) {
@@ -201,7 +132,7 @@ func e2eNode(t *testing.T) (ws, state string) {
 }
 
 func TestContainerFileEditCommitsInTheWorkspace(t *testing.T) {
-	testenv.RequireDocker(t)
+	testkit.RequireDocker(t)
 	for _, agent := range []string{"amp", "cursor"} {
 		t.Run(agent, func(t *testing.T) {
 			ws, state := e2eNode(t)
@@ -223,7 +154,7 @@ func TestContainerFileEditCommitsInTheWorkspace(t *testing.T) {
 }
 
 func TestContainerRestartResumesFromTheStateVolume(t *testing.T) {
-	testenv.RequireDocker(t)
+	testkit.RequireDocker(t)
 	for _, agent := range []string{"amp", "cursor"} {
 		t.Run(agent, func(t *testing.T) {
 			ws, state := e2eNode(t)
@@ -244,7 +175,7 @@ func TestContainerRestartResumesFromTheStateVolume(t *testing.T) {
 }
 
 func TestContainerStopEndsWithinTheGrace(t *testing.T) {
-	testenv.RequireDocker(t)
+	testkit.RequireDocker(t)
 	for _, agent := range []string{"amp", "cursor"} {
 		t.Run(agent, func(t *testing.T) {
 			ws, state := e2eNode(t)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,29 +18,13 @@ import (
 	"github.com/filepath-dev/filepath/adapters/cli/codex"
 	"github.com/filepath-dev/filepath/adapters/cli/run"
 	"github.com/filepath-dev/filepath/adapters/cli/streamjson"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
 // The adapter end to end against filepath-fake-cli, which replays the golden
 // transcripts as each CLI would (stdin in the CLI's input mode, its
 // arguments checked). Real processes, no network.
-
-var fakeBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fakecli")
-	if err != nil {
-		panic(err)
-	}
-	fakeBin = filepath.Join(dir, "filepath-fake-cli")
-	if out, err := exec.Command("go", "build", "-o", fakeBin, "./fakecli").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build fakecli: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 // node is one container's worth of adapter: a workspace (a git repository)
 // and a state directory that survive restarts.
@@ -80,12 +63,9 @@ func gitEnv() []string {
 type adapter struct {
 	t      *testing.T
 	in     *io.PipeWriter
-	mu     sync.Mutex
-	events []protocol.Event
-	lines  []string
-	stderr bytes.Buffer
+	out    *testkit.Decoded[protocol.Event] // its stdout
+	stderr testkit.Buffer
 	exit   chan int
-	read   chan struct{} // closed when stdout has been read to its end
 }
 
 // start runs the adapter for n with the transcript of testdata/<cli>/<name>.
@@ -98,56 +78,27 @@ func (n *node) start(transcript, task string, extraEnv ...string) *adapter {
 		"FILEPATH_FAKE_STATE="+filepath.Join(n.state, "fake"), "FILEPATH_TASK="+task,
 		"FILEPATH_API_URL=http://127.0.0.1:9", "FILEPATH_API_KEY=fp_test")
 	env = append(env, extraEnv...)
-	a := &adapter{t: t, exit: make(chan int, 1), read: make(chan struct{})}
+	a := &adapter{t: t, exit: make(chan int, 1)}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	a.in = inW
-	args := []string{"--agent", n.agent, "--bin", fakeBin, "--workspace", n.ws, "--state", n.state, "--grace", "2s", "--log-level", "debug"}
+	a.out = testkit.Decode(t, outR, protocol.DecodeEvent)
+	args := []string{"--agent", n.agent, "--bin", testkit.Program(t, "./fakecli"), "--workspace", n.ws, "--state", n.state, "--grace", "2s", "--log-level", "debug"}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		code := Main(ctx, args, env, inR, outW, &lockedWriter{w: &a.stderr, mu: &a.mu})
+		code := Main(ctx, args, env, inR, outW, &a.stderr)
 		outW.Close()
 		a.exit <- code
-	}()
-	go func() {
-		defer close(a.read)
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 4<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			ev, err := protocol.DecodeEvent([]byte(line))
-			a.mu.Lock()
-			if err != nil {
-				t.Errorf("the adapter wrote an invalid FAP line %s: %v", line, err)
-			} else {
-				a.events = append(a.events, ev)
-				a.lines = append(a.lines, line)
-			}
-			a.mu.Unlock()
-		}
 	}()
 	t.Cleanup(func() {
 		cancel()
 		inW.Close()
-		<-a.read
+		<-a.out.Done()
 		if t.Failed() {
-			a.mu.Lock()
-			t.Logf("adapter stdout:\n%s\nadapter stderr:\n%s", strings.Join(a.lines, "\n"), a.stderr.String())
-			a.mu.Unlock()
+			t.Logf("adapter stdout:\n%s\nadapter stderr:\n%s", strings.Join(a.out.Lines(), "\n"), a.stderr.String())
 		}
 	})
 	return a
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (a *adapter) send(v any) {
@@ -164,23 +115,10 @@ func (a *adapter) message(text string) {
 
 func (a *adapter) stop() { a.send(protocol.SignalInput{Type: "signal", Action: "stop"}) }
 
-// waitFor polls until an event matches, and returns the events so far.
+// waitFor waits until an event matches, and returns the events so far.
 func (a *adapter) waitFor(what string, match func(protocol.Event) bool) []protocol.Event {
 	a.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		a.mu.Lock()
-		evs := append([]protocol.Event(nil), a.events...)
-		a.mu.Unlock()
-		for _, ev := range evs {
-			if match(ev) {
-				return evs
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	a.t.Fatalf("no %s within 20 s", what)
-	return nil
+	return a.out.Wait(a.t, 20*time.Second, what, func(evs []protocol.Event) bool { return index(evs, match) >= 0 })
 }
 
 // finish closes stdin and waits for the adapter's exit.
@@ -191,23 +129,12 @@ func (a *adapter) finish() (int, []protocol.Event) {
 
 func (a *adapter) wait() (int, []protocol.Event) {
 	a.t.Helper()
-	select {
-	case code := <-a.exit:
-		<-a.read
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return code, append([]protocol.Event(nil), a.events...)
-	case <-time.After(20 * time.Second):
-		a.t.Fatal("the adapter did not exit within 20 s")
-	}
-	return 0, nil
+	code := testkit.Recv(a.t, a.exit, 20*time.Second, "the adapter to exit")
+	<-a.out.Done()
+	return code, a.out.All()
 }
 
-func (a *adapter) stderrText() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.stderr.String()
-}
+func (a *adapter) stderrText() string { return a.stderr.String() }
 
 func isIdle(ev protocol.Event) bool {
 	s, ok := ev.(protocol.StatusEvent)
@@ -546,7 +473,7 @@ func TestInterruptEndsTheTurnAndTheCLIStays(t *testing.T) {
 			tr, _ := filepath.Abs(filepath.Join("testdata", cli, cases[agent], "stream.jsonl"))
 			env := append(gitEnv(), "FILEPATH_FAKE_TRANSCRIPT="+tr, "FILEPATH_FAKE_CLI="+cliName[agent],
 				"FILEPATH_FAKE_STATE="+filepath.Join(n.state, "fake"))
-			cfg, err := parseConfig([]string{"--agent", agent, "--bin", fakeBin, "--workspace", n.ws, "--state", n.state}, env, io.Discard)
+			cfg, err := parseConfig([]string{"--agent", agent, "--bin", testkit.Program(t, "./fakecli"), "--workspace", n.ws, "--state", n.state}, env, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -577,9 +504,9 @@ func TestInterruptEndsTheTurnAndTheCLIStays(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- drv.Run(context.Background(), cmds, emit) }()
 			cmds <- run.Command{Op: run.Send, Text: "wait for a long time"}
-			waitUntil(t, "a command start", func() bool { return seen(commandStarted) })
+			testkit.Eventually(t, 20*time.Second, "a command start", func() bool { return seen(commandStarted) })
 			cmds <- run.Command{Op: run.Interrupt}
-			waitUntil(t, "the turn's end", func() bool { return seen(isIdle) })
+			testkit.Eventually(t, 20*time.Second, "the turn's end", func() bool { return seen(isIdle) })
 			if !seen(func(ev protocol.Event) bool {
 				c, ok := ev.(protocol.CommandEvent)
 				return ok && c.Status == protocol.StepError
@@ -589,7 +516,7 @@ func TestInterruptEndsTheTurnAndTheCLIStays(t *testing.T) {
 			if agent == "claude-code" || agent == "codex" {
 				// The same process answers the next message (turn 2 of the transcript).
 				cmds <- run.Command{Op: run.Send, Text: "are you there?"}
-				waitUntil(t, "the answer after the interrupt", func() bool {
+				testkit.Eventually(t, 20*time.Second, "the answer after the interrupt", func() bool {
 					return seen(func(ev protocol.Event) bool {
 						t, ok := ev.(protocol.TextEvent)
 						return ok && t.Content == "After the interrupt."
@@ -597,25 +524,9 @@ func TestInterruptEndsTheTurnAndTheCLIStays(t *testing.T) {
 				})
 			}
 			cmds <- run.Command{Op: run.Finish}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("the driver did not finish")
+			if err := testkit.Recv(t, done, 20*time.Second, "the driver to finish"); err != nil {
+				t.Errorf("Run: %v", err)
 			}
 		})
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 20 s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

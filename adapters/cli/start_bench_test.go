@@ -3,14 +3,12 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // Container start to the first FAP event, for the real Claude Code and
@@ -23,23 +21,16 @@ import (
 //	go test -run='^$' -bench=ContainerStart -benchtime=1x -count=5 ./adapters/cli/
 
 func BenchmarkContainerStart(b *testing.B) {
-	testenv.RequireDocker(b)
-	dir := b.TempDir()
-	for _, x := range []struct{ out, pkg string }{{"filepath-cli-adapter", "."}, {"fakellm", "../../internal/cmd/fakellm"}} {
-		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, x.out), x.pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("build %s: %v\n%s", x.pkg, err, out)
-		}
-	}
+	testkit.RequireDocker(b)
+	adapter, fakellm := testkit.Program(b, "."), testkit.Program(b, "../../internal/cmd/fakellm")
 	for _, agent := range []string{"claude-code", "codex"} {
 		image := "filepath/agent-" + agent + ":latest"
 		b.Run(agent+"/adapter", func(b *testing.B) {
-			testenv.RequireImage(b, image)
+			testkit.RequireImage(b, image)
 			var first, text time.Duration
 			for range b.N {
-				f, t := startToEvents(b, "--init", "-v", filepath.Join(dir, "filepath-cli-adapter")+":/usr/local/bin/filepath-cli-adapter:ro",
-					"-v", filepath.Join(dir, "fakellm")+":/opt/fakellm:ro",
+				f, t := startToEvents(b, "--init", "-v", adapter+":/usr/local/bin/filepath-cli-adapter:ro",
+					"-v", fakellm+":/opt/fakellm:ro",
 					"-e", "FILEPATH_TASK=Say hello.", "-e", "FILEPATH_API_URL=http://127.0.0.1:9999", "-e", "FILEPATH_API_KEY=fp_bench",
 					"-e", "FILEPATH_MODEL="+map[string]string{"claude-code": "claude-sonnet-4-5", "codex": "gpt-5.5"}[agent],
 					"--entrypoint", "/bin/sh", image, "-c", "/opt/fakellm --addr 127.0.0.1:9999 >/dev/null & exec /usr/local/bin/filepath-cli-adapter")
@@ -50,7 +41,7 @@ func BenchmarkContainerStart(b *testing.B) {
 			b.ReportMetric(float64(text.Milliseconds())/float64(b.N), "ms/first-text")
 		})
 		b.Run(agent+"/bare", func(b *testing.B) {
-			testenv.RequireImage(b, image)
+			testkit.RequireImage(b, image)
 			var first time.Duration
 			for range b.N {
 				f, _ := startToEvents(b, "--entrypoint", "/bin/sh", image, "-c", "echo '{}'")

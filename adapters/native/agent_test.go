@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -28,9 +28,7 @@ type harness struct {
 	dir   string
 	stdin *io.PipeWriter
 	done  chan error
-
-	mu     sync.Mutex
-	events []protocol.Event
+	out   *testkit.Decoded[protocol.Event] // its stdout
 }
 
 // gitEnv gives git an identity of its own for the test (the agent's images
@@ -56,29 +54,13 @@ var fakeModels = []byte(`{"data":[{"id":"fake/coder","context_length":100000},{"
 func startAgent(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	outR, outW := io.Pipe()
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	a, err := New(cfg, outW, logs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	inR, inW := io.Pipe()
-	h := &harness{t: t, a: a, dir: cfg.Workspace, stdin: inW, done: make(chan error, 1)}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 2<<20)
-		for sc.Scan() {
-			ev, err := protocol.DecodeEvent(sc.Bytes())
-			if err != nil {
-				t.Errorf("invalid FAP line %q: %v", sc.Text(), err)
-				continue
-			}
-			h.mu.Lock()
-			h.events = append(h.events, ev)
-			h.mu.Unlock()
-		}
-	}()
+	h := &harness{t: t, a: a, dir: cfg.Workspace, stdin: inW, done: make(chan error, 1), out: testkit.Decode(t, outR, protocol.DecodeEvent)}
 	go func() { h.done <- a.Run(context.Background(), inR) }()
 	t.Cleanup(func() {
 		inW.Close()
@@ -88,29 +70,12 @@ func startAgent(t *testing.T, cfg Config) *harness {
 			t.Error("the agent did not end after stdin closed")
 		}
 		outW.Close()
-		<-read
+		<-h.out.Done()
 		if t.Failed() {
 			t.Logf("agent log:\n%s", logs.String())
 		}
 	})
 	return h
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func (h *harness) send(in any) {
@@ -129,18 +94,12 @@ func (h *harness) stop() {
 	h.send(protocol.SignalInput{Type: "signal", Action: protocol.ActionStop})
 }
 
-func (h *harness) snapshot() []protocol.Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]protocol.Event(nil), h.events...)
-}
+func (h *harness) snapshot() []protocol.Event { return h.out.All() }
 
 // waitFor waits until n events match pred and returns the events so far.
 func (h *harness) waitFor(what string, n int, pred func(protocol.Event) bool) []protocol.Event {
 	h.t.Helper()
-	var evs []protocol.Event
-	checkFor(h.t, 60*time.Second, "no "+what+" in:\n"+strings.Join(transcriptOf(h.snapshot()), "\n"), func() bool {
-		evs = h.snapshot()
+	return h.out.Wait(h.t, 60*time.Second, what, func(evs []protocol.Event) bool {
 		k := 0
 		for _, e := range evs {
 			if pred(e) {
@@ -149,7 +108,15 @@ func (h *harness) waitFor(what string, n int, pred func(protocol.Event) bool) []
 		}
 		return k >= n
 	})
-	return evs
+}
+
+// ended waits for the agent's Run to return, within d, and returns its
+// error (and leaves the end for the cleanup).
+func (h *harness) ended(d time.Duration, what string) error {
+	h.t.Helper()
+	err := testkit.Recv(h.t, h.done, d, what)
+	h.done <- nil
+	return err
 }
 
 func isType(typ string) func(protocol.Event) bool {
@@ -276,34 +243,6 @@ func fixScript() []fakellm.Turn {
 	}
 }
 
-// fixEvents are the events of fixScript, in order.
-var fixEvents = []string{
-	"status thinking",
-	"text Let me look at the code first.",
-	"status running",
-	"tool read_file start calc.go", "tool read_file done calc.go",
-	"tool read_file start /workspace/calc_test.go", "tool read_file done calc_test.go",
-	"status thinking", "status running",
-	"tool edit_file start calc_test.go", "tool edit_file done calc_test.go",
-	"status thinking", "status running",
-	"command start go test ./...", "command done go test ./... exit 1",
-	"status thinking",
-	"text The new test fails: Abs does not handle negative numbers.",
-	"status running",
-	"tool edit_file start calc.go", "tool edit_file done calc.go",
-	"status thinking", "status running",
-	"command start go test ./...", "command done go test ./... exit 0",
-	"status thinking", "status running",
-	"command start git add -A", "command done git add -A exit 0",
-	"command start git commit -m 'Abs: return the absolute value of negative numbers'",
-	"command done git commit -m 'Abs: return the absolute value of negative numbers' exit 0",
-	"commit Abs: return the absolute value of negative numbers",
-	"status thinking",
-	"text Added TestAbsNegative, which failed, and fixed Abs; go test passes and the change is committed.",
-	"status idle",
-	"done",
-}
-
 func TestFixATest(t *testing.T) {
 	gitEnv(t)
 	dir := t.TempDir()
@@ -319,7 +258,7 @@ func TestFixATest(t *testing.T) {
 	h.waitFor("done", 1, isType(protocol.TypeDone))
 	evs := h.snapshot()
 	const commitMsg = "Abs: return the absolute value of negative numbers"
-	sameLines(t, transcriptOf(evs), fixEvents)
+	sameLines(t, transcriptOf(evs), testkit.Lines(t, "testdata/fix-a-test/events.txt"))
 
 	// The files, the commit and its event.
 	if got := readTestFile(t, filepath.Join(dir, "calc.go")); !strings.Contains(got, "if n < 0 {\n\t\treturn -n\n\t}") {
@@ -443,14 +382,8 @@ func TestStopDuringModelCall(t *testing.T) {
 	<-inFlight
 	start := time.Now()
 	h.stop()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.done <- nil
-	case <-time.After(time.Second):
-		t.Fatal("the agent did not end within 1 s of signal stop")
+	if err := h.ended(time.Second, "the agent to end within 1 s of signal stop"); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case <-canceled:
@@ -472,16 +405,11 @@ func TestStopDuringCommand(t *testing.T) {
 	pid := readPid(t, filepath.Join(dir, "pid"))
 	start := time.Now()
 	h.stop()
-	select {
-	case <-h.done:
-		h.done <- nil
-	case <-time.After(time.Second):
-		t.Fatal("the agent did not end within 1 s of signal stop")
-	}
+	h.ended(time.Second, "the agent to end within 1 s of signal stop")
 	if el := time.Since(start); el > time.Second {
 		t.Fatalf("stop took %s", el)
 	}
-	checkFor(t, 5*time.Second, "the command's process group survived the stop", func() bool { return !alive(pid) })
+	testkit.Eventually(t, 5*time.Second, "the command's process group to end with the stop", func() bool { return !alive(pid) })
 	sameLines(t, transcriptOf(h.waitFor("status idle", 1, isStatus(protocol.StateIdle))), []string{
 		"status thinking", "status running",
 		"command start sleep 60 & echo $! > pid; wait", "command error sleep 60 & echo $! > pid; wait exit -1",
@@ -551,7 +479,7 @@ func TestMessageDuringTurn(t *testing.T) {
 	h := startAgent(t, cfg)
 	h.waitFor("command start", 1, isType(protocol.TypeCommand))
 	h.message(protocol.FromUser, "also update the README")
-	checkFor(t, 5*time.Second, "the message did not reach the inbox", func() bool { return h.a.inbox.len() == 1 })
+	testkit.Eventually(t, 5*time.Second, "the message to reach the inbox", func() bool { return h.a.inbox.len() == 1 })
 	writeTestFile(t, filepath.Join(dir, "go-on"), "")
 	h.waitFor("done", 1, isType(protocol.TypeDone))
 	reqs := chatRequests(t, f)
@@ -802,14 +730,8 @@ func TestStdinEndFinishesTheWork(t *testing.T) {
 	h := startAgent(t, cfg)
 	h.message(protocol.FromUser, "two")
 	h.stdin.Close()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.done <- nil
-	case <-time.After(10 * time.Second):
-		t.Fatal("the agent did not exit after stdin ended")
+	if err := h.ended(10*time.Second, "the agent to exit after stdin ended"); err != nil {
+		t.Fatal(err)
 	}
 	var texts []string
 	for _, e := range h.snapshot() {

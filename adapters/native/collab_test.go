@@ -333,12 +333,7 @@ func TestBashApprovalWithdrawnOnStop(t *testing.T) {
 		t.Fatalf("the agent never waited for the answer: %v", api.requests())
 	}
 	h.stop()
-	select {
-	case <-h.done:
-		h.done <- nil
-	case <-time.After(2 * time.Second):
-		t.Fatal("the agent did not end within 2 s of signal stop")
-	}
+	h.ended(2*time.Second, "the agent to end within 2 s of signal stop")
 	var deletes []string
 	for _, r := range api.requests() {
 		if strings.HasPrefix(r, "DELETE ") {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // newTestWorkspace makes a workspace in a temp dir holding files (path →
@@ -73,13 +75,10 @@ func TestResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, rel, err := ws.resolve(tt.path)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("resolve(%q) = %q, %v; want an error with %q", tt.path, rel, err, tt.err)
-				}
+			if testkit.WantErr(t, err, tt.err) {
 				return
 			}
-			if err != nil || rel != tt.rel {
+			if rel != tt.rel {
 				t.Fatalf("resolve(%q) = %q, %v; want %q", tt.path, rel, err, tt.rel)
 			}
 		})
@@ -121,25 +120,10 @@ func TestReadFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, out, err := ws.readFile(tt.path, tt.offset, tt.limit)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err = %v, want %q", err, tt.err)
-				}
+			if testkit.WantErr(t, err, tt.err) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, cut(out, 500))
-				}
-			}
-			for _, a := range tt.absent {
-				if strings.Contains(out, a) {
-					t.Errorf("output has %q:\n%s", a, cut(out, 500))
-				}
-			}
+			testkit.WantText(t, out, tt.want, tt.absent)
 			if len(out) > readMaxBytes+200 {
 				t.Errorf("output is %d bytes, over the bound", len(out))
 			}
@@ -306,13 +290,10 @@ func TestGlob(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
 			got, err := ws.glob(tt.pattern)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err = %v, want %q", err, tt.err)
-				}
+			if testkit.WantErr(t, err, tt.err) {
 				return
 			}
-			if err != nil || got != tt.want {
+			if got != tt.want {
 				t.Fatalf("glob(%q) = %q, %v; want %q", tt.pattern, got, err, tt.want)
 			}
 		})
@@ -348,25 +329,10 @@ func TestGrep(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, out, err := ws.grep(tt.pattern, tt.path)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err = %v, want %q", err, tt.err)
-				}
+			if testkit.WantErr(t, err, tt.err) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, cut(out, 800))
-				}
-			}
-			for _, a := range tt.absent {
-				if strings.Contains(out, a) {
-					t.Errorf("output has %q:\n%s", a, cut(out, 800))
-				}
-			}
+			testkit.WantText(t, out, tt.want, tt.absent)
 		})
 	}
 }

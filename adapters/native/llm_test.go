@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 func TestReadStream(t *testing.T) {
@@ -70,14 +71,8 @@ data: [DONE]
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := readStream(strings.NewReader(tt.stream))
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err = %v, want %q", err, tt.err)
-				}
+			if testkit.WantErr(t, err, tt.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got.Text != tt.want.Text || got.Finish != tt.want.Finish || len(got.Calls) != len(tt.want.Calls) {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
@@ -171,7 +166,7 @@ func TestConnectionRefusedIsRetried(t *testing.T) {
 		info, err := c.lookupModel(context.Background(), "claude-sonnet-4", 10*time.Second)
 		done <- result{info, err}
 	}()
-	checkFor(t, 5*time.Second, "no refused connection", func() bool { return refused.Load() > 0 })
+	testkit.Eventually(t, 5*time.Second, "a refused connection", func() bool { return refused.Load() > 0 })
 	// The listener appears late, as the agent-facing one does in a container.
 	f := fakellm.NewAt(addr)
 	defer f.Close()

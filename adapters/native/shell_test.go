@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 func TestHeadTail(t *testing.T) {
@@ -106,23 +108,11 @@ func alive(pid int) bool {
 	return err == nil && !strings.Contains(string(b), ") Z ")
 }
 
-// checkFor polls cond until it holds or d passes.
-func checkFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // readPid waits for a command to write its background child's pid to file.
 func readPid(t *testing.T, file string) int {
 	t.Helper()
 	var pid int
-	checkFor(t, 5*time.Second, "no pid in "+file, func() bool {
+	testkit.Eventually(t, 5*time.Second, "a pid in "+file, func() bool {
 		b, _ := os.ReadFile(file)
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return pid > 0
@@ -145,7 +135,7 @@ func TestShellTimeoutKillsTheGroup(t *testing.T) {
 		t.Fatalf("report %q", rep)
 	}
 	pid := readPid(t, pidFile)
-	checkFor(t, 5*time.Second, "the background sleep survived the timeout", func() bool { return !alive(pid) })
+	testkit.Eventually(t, 5*time.Second, "the background sleep to end with the timeout", func() bool { return !alive(pid) })
 }
 
 func TestShellStop(t *testing.T) {
@@ -163,7 +153,7 @@ func TestShellStop(t *testing.T) {
 	if !r.Stopped || r.TimedOut {
 		t.Fatalf("%+v", r)
 	}
-	checkFor(t, 5*time.Second, "the background sleep survived the stop", func() bool { return !alive(pid) })
+	testkit.Eventually(t, 5*time.Second, "the background sleep to end with the stop", func() bool { return !alive(pid) })
 }
 
 func TestShellBackgroundDoesNotHold(t *testing.T) {

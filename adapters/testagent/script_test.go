@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 func TestParse(t *testing.T) {
@@ -43,14 +45,8 @@ func TestParse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Parse(tt.script)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Parse(%q) error = %v, want it to contain %q", tt.script, err, tt.wantErr)
-				}
+			if testkit.WantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("Parse(%q): %v", tt.script, err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Parse(%q) = %#v, want %#v", tt.script, got, tt.want)

@@ -1,18 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // TestAgentAPIThroughServe runs the real orchestrator (Docker, agents
@@ -25,7 +19,7 @@ import (
 // configured gives the node an error naming FILEPATH_OPENROUTER_API_KEY. The agent tools
 // answer at $FILEPATH_API_URL/api/v1.
 func TestAgentAPIThroughServe(t *testing.T) {
-	testenv.RequireImage(t, "filepath/byo-echo:latest")
+	testkit.RequireImage(t, "filepath/byo-echo:latest")
 	for _, k := range []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
 		t.Setenv(k, "")
 		unsetenv(t, k)
@@ -37,40 +31,14 @@ func TestAgentAPIThroughServe(t *testing.T) {
 	t.Setenv("FILEPATH_OPENAI_BASE_URL", up.URL+"/v1")
 	data := t.TempDir()
 	srv := startServer(t, data, "--workspace", "dir", "--network", "none")
-	var key bytes.Buffer
-	if code := Main(context.Background(), []string{"apikey", "create", "--data", data}, nil, &key, io.Discard); code != 0 {
-		t.Fatal("apikey create failed")
-	}
-	c := &client{t: t, key: strings.TrimSpace(key.String()), base: func() string { return srv.base }}
-	var sess struct{ ID string }
-	if c.do("POST", "/api/v1/sessions", map[string]any{"name": "agent api"}, &sess) != 201 {
-		t.Fatal("create session")
-	}
-	t.Cleanup(func() {
-		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=filepath.session="+sess.ID).Output()
-		if ids := strings.Fields(string(out)); len(ids) > 0 {
-			exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
-		}
-	})
-	type nodeJSON struct{ ID, Status string }
-	var node nodeJSON
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"agent_type": "custom", "image": "filepath/byo-echo:latest"}, &node) != 201 || node.Status != "running" {
+	c := newClient(t, srv)
+	sid := c.session(map[string]any{"name": "agent api"})
+	node := c.spawn(sid, map[string]any{"agent_type": "custom", "image": "filepath/byo-echo:latest"})
+	if node.Status != "running" {
 		t.Fatalf("spawn byo-echo: %+v", node)
 	}
-	probe, err := os.ReadFile("testdata/probe.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "nodes", node.ID, "probe.sh"), probe, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run := func(cmd string) string {
-		t.Helper()
-		if code := c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes/"+node.ID+"/messages", map[string]any{"content": "/cmd " + cmd}, nil); code != 202 {
-			t.Fatalf("send %q: %d", cmd, code)
-		}
-		return c.commandDone(sess.ID, node.ID, cmd)
-	}
+	testkit.WriteProbe(t, filepath.Join(data, "nodes", node.ID))
+	run := func(cmd string) string { t.Helper(); return c.run(sid, node.ID, cmd) }
 	if got := run("bash probe.sh /healthz"); got != `200 {"ok":true}` {
 		t.Fatalf("healthz from the agent: %q", got)
 	}
@@ -94,24 +62,16 @@ func TestAgentAPIThroughServe(t *testing.T) {
 
 	// kill -9: the listener dies with the orchestrator; the next one opens
 	// it again in the container that kept running.
-	srv.cmd.Process.Signal(syscall.SIGKILL)
-	srv.cmd.Wait()
-	srv = startServer(t, data, "--workspace", "dir", "--network", "none")
+	srv.restart()
 	if got := run(`bash probe.sh /openai/v1/models "$FILEPATH_API_KEY" # after a restart`); !strings.HasPrefix(got, "200 ") {
 		t.Fatalf("after a restart, a gateway route with the agent's token: %q", got)
 	}
 
-	var shelley nodeJSON
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"agent_type": "shelley", "parent_id": node.ID}, &shelley) != 201 || shelley.Status != "error" {
+	if shelley := c.spawn(sid, map[string]any{"agent_type": "shelley", "parent_id": node.ID}); shelley.Status != "error" {
 		t.Fatalf("spawn shelley without a key: %+v", shelley)
+	} else if recs := c.records(sid, shelley.ID); !hasRecord(recs, "error", "set FILEPATH_OPENROUTER_API_KEY") {
+		t.Fatalf("no error record naming FILEPATH_OPENROUTER_API_KEY: %v", records(recs))
 	}
-	found := false
-	for _, r := range c.records(sess.ID, shelley.ID) {
-		found = found || r.Kind == "error" && strings.Contains(string(r.Data), "set FILEPATH_OPENROUTER_API_KEY")
-	}
-	if !found {
-		t.Fatalf("no error record naming FILEPATH_OPENROUTER_API_KEY: %+v", c.records(sess.ID, shelley.ID))
-	}
-	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
+	c.do("DELETE", "/api/v1/sessions/"+sid, nil, nil)
 	srv.stop(t)
 }

@@ -31,7 +31,7 @@ func TestAPIKeyListAndRevoke(t *testing.T) {
 	}
 	keep, gone = strings.TrimSpace(keep), strings.TrimSpace(gone)
 	get := func(key string) int {
-		c := &client{t: t, key: key, base: func() string { return srv.base }}
+		c := &client{t: t, key: key, srv: srv}
 		return c.do("GET", "/api/v1/sessions", nil, nil)
 	}
 	if get(keep) != 200 || get(gone) != 200 {

@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
@@ -67,12 +67,9 @@ func leftover(before map[string]string, ours bool) []string {
 // joined), and no other goroutine (the Docker client's connections, the
 // HTTP server's) shortly after. Close is safe twice.
 func TestServeLeavesNoGoroutines(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, "filepath/testagent:latest")
-	agent := filepath.Join(t.TempDir(), "testagent")
-	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", agent, "../../adapters/testagent").CombinedOutput(); err != nil {
-		t.Fatalf("build testagent: %v\n%s", err, out)
-	}
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, "filepath/testagent:latest")
+	agent := testkit.Program(t, "../../adapters/testagent")
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -94,7 +91,7 @@ func testServeLeavesNoGoroutines(t *testing.T, args []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	a, err := newApp(ctx, cfg, io.Discard, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		t.Fatal(err)
@@ -133,20 +130,16 @@ func testServeLeavesNoGoroutines(t *testing.T, args []string) {
 	if err := a.run.StartSession(ctx, u.ID, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testkit.EventuallyNil(t, time.Minute, "the agent to start", func() error {
 		recs, err := a.st.Records(ctx, s.ID, 0, 100, root.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Contains(recsData(recs), []byte(`"ready"`)) {
-			break
+		if !bytes.Contains(recsData(recs), []byte(`"ready"`)) {
+			return fmt.Errorf("logs:\n%s", logs.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent did not start; logs:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, _, err := a.fsys.Session(s.ID).WriteFile(ctx, "/notes.txt", []byte("hello\n"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,19 +147,11 @@ func testServeLeavesNoGoroutines(t *testing.T, args []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := a.srv.URL()
 	client := &http.Client{Transport: &http.Transport{}}
-	req, _ := http.NewRequest("GET", base+"/api/v1/sessions/"+s.ID+"/fs/notes.txt", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	r := testkit.Request(t, client, "GET", a.srv.URL()+"/api/v1/sessions/"+s.ID+"/fs/notes.txt", key, nil)
 	client.CloseIdleConnections()
-	if resp.StatusCode != 200 {
-		t.Fatalf("read a file: %d", resp.StatusCode)
+	if r.Status != 200 {
+		t.Fatalf("read a file: %d", r.Status)
 	}
 
 	stop()
@@ -182,13 +167,12 @@ func testServeLeavesNoGoroutines(t *testing.T, args []string) {
 	if left := leftover(before, true); len(left) > 0 {
 		t.Fatalf("%d goroutines of the module still run after Close:\n\n%s", len(left), strings.Join(left, "\n\n"))
 	}
-	var left []string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if left = leftover(before, false); len(left) == 0 {
-			return
+	testkit.EventuallyNil(t, 10*time.Second, "every goroutine to end after Close", func() error {
+		if left := leftover(before, false); len(left) > 0 {
+			return fmt.Errorf("%d still run:\n\n%s", len(left), strings.Join(left, "\n\n"))
 		}
-	}
-	t.Fatalf("%d goroutines still run 10 s after Close:\n\n%s", len(left), strings.Join(left, "\n\n"))
+		return nil
+	})
 }
 
 func recsData(recs []store.Record) []byte {

@@ -2,16 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // cliImages are the CLI images (the real claude 2.1.x, codex 0.169) with
@@ -24,44 +22,16 @@ var cliImages = map[string]string{
 
 const claudeImage = "filepath/test-claude-approvals:e2e"
 
-var (
-	buildCLIMu   sync.Mutex
-	buildCLIDone = map[string]error{}
-)
-
+// buildCLIImage builds the custom image of agent (its CLI's image with
+// this tree's adapter as the entrypoint) and returns its tag.
 func buildCLIImage(t *testing.T, agent string) string {
 	t.Helper()
-	testenv.RequireImage(t, "filepath/agent-"+agent+":latest")
-	buildCLIMu.Lock()
-	defer buildCLIMu.Unlock()
-	err, done := buildCLIDone[agent]
-	if !done {
-		err = func() error {
-			dir := t.TempDir()
-			build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "filepath-cli-adapter"), "../../adapters/cli")
-			build.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, e := build.CombinedOutput(); e != nil {
-				return fmt.Errorf("build the CLI adapter: %v\n%s", e, out)
-			}
-			// A custom agent (the only kind whose image a node may name)
-			// gets FILEPATH_AGENT_TYPE=custom: the flag says which CLI.
-			df := "FROM filepath/agent-" + agent + ":latest\nCOPY filepath-cli-adapter /usr/local/bin/filepath-cli-adapter\n" +
-				`ENTRYPOINT ["/usr/local/bin/filepath-cli-adapter", "--agent", "` + agent + `"]` + "\n"
-			if e := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); e != nil {
-				return e
-			}
-			cmd := exec.Command("docker", "build", "-q", "--force-rm", "-t", cliImages[agent], dir)
-			cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-			if out, e := cmd.CombinedOutput(); e != nil {
-				return fmt.Errorf("docker build %s: %v\n%s", cliImages[agent], e, out)
-			}
-			return nil
-		}()
-		buildCLIDone[agent] = err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.RequireImage(t, "filepath/agent-"+agent+":latest")
+	// A custom agent (the only kind whose image a node may name) gets
+	// FILEPATH_AGENT_TYPE=custom: the flag says which CLI.
+	df := "FROM filepath/agent-" + agent + ":latest\nCOPY filepath-cli-adapter /usr/local/bin/filepath-cli-adapter\n" +
+		`ENTRYPOINT ["/usr/local/bin/filepath-cli-adapter", "--agent", "` + agent + `"]` + "\n"
+	testkit.Image(t, cliImages[agent], df, map[string]string{"filepath-cli-adapter": testkit.Program(t, "../../adapters/cli")})
 	return cliImages[agent]
 }
 
@@ -143,51 +113,29 @@ func TestClaudeCodeApprovals(t *testing.T) {
 	t.Setenv("FILEPATH_ANTHROPIC_API_KEY", "sk-ant-test")
 	t.Setenv("FILEPATH_ANTHROPIC_BASE_URL", up.URL)
 	data := t.TempDir()
-	var srv *server
-	srv = collabServer(t, up, data, "--approval-timeout", "5m")
-	c := newClient(t, data, &srv)
-	var sess struct{ ID string }
-	if c.do("POST", "/api/v1/sessions", map[string]any{"name": "claude approvals"}, &sess) != 201 {
-		t.Fatal("create session")
-	}
-	removeSessionContainers(t, sess.ID)
+	srv := llmServer(t, up, data, "--approval-timeout", "5m")
+	c := newClient(t, srv)
+	sid := c.session(map[string]any{"name": "claude approvals"})
 	spawn := func(name, parent string) nodeJSON {
 		t.Helper()
-		body := map[string]any{"name": name, "agent_type": "custom", "image": claudeImage, "model": "anthropic/claude-sonnet-4-5",
-			"task": "SAVE THE URL https://example.com to fetched.txt"}
-		if parent != "" {
-			body["parent_id"] = parent
-		}
-		var n nodeJSON
-		if code := c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", body, &n); code != 201 {
-			t.Fatalf("create %s: %d", name, code)
-		}
-		return n
+		return c.spawn(sid, map[string]any{"name": name, "agent_type": "custom", "image": claudeImage, "model": "anthropic/claude-sonnet-4-5",
+			"task": "SAVE THE URL https://example.com to fetched.txt", "parent_id": parent})
 	}
 	approve := spawn("approve", "")
 	deny := spawn("deny", approve.ID)
+	c.logRecordsOnFailure(sid, approve, deny)
 	t.Cleanup(func() {
-		if !t.Failed() {
-			return
+		if t.Failed() {
+			t.Logf("%d upstream requests", len(up.Requests()))
 		}
-		for _, n := range []nodeJSON{approve, deny} {
-			var b strings.Builder
-			for _, r := range c.records(sess.ID, n.ID) {
-				fmt.Fprintf(&b, "%d %s %s\n", r.Seq, r.Kind, r.Data)
-			}
-			t.Logf("records of %s:\n%s", n.Name, b.String())
-		}
-		t.Logf("%d upstream requests", len(up.Requests()))
 	})
-	denyID := streamApproval(t, c, sess.ID, deny.ID)
-	approveID := streamApproval(t, c, sess.ID, approve.ID)
+	denyID := streamApproval(t, c, sid, deny.ID)
+	approveID := streamApproval(t, c, sid, approve.ID)
 
 	// Denied: claude is refused, the command does not run, claude reports
 	// the refusal.
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/approvals/"+denyID, map[string]any{"decision": "deny"}, nil) != 200 {
-		t.Fatal("deny")
-	}
-	c.waitRecords("the denied claude's report", sess.ID, deny.ID, func(r []rec) bool {
+	c.answerApproval(sid, denyID, "deny")
+	c.waitRecords("the denied claude's report", sid, deny.ID, 3*time.Minute, func(r []rec) bool {
 		return hasRecord(r, "event", "result:", "filepath: not allowed", "denied it")
 	})
 	if _, err := os.Stat(filepath.Join(data, "nodes", deny.ID, "fetched.txt")); err == nil {
@@ -196,22 +144,15 @@ func TestClaudeCodeApprovals(t *testing.T) {
 
 	// The orchestrator dies while the other prompt waits; after the
 	// restart it is still pending, and approving it runs the command.
-	srv.cmd.Process.Kill()
-	srv.cmd.Wait()
-	srv = collabServer(t, up, data, "--approval-timeout", "5m")
-	var pending struct{ Data []struct{ ID string } }
-	if c.do("GET", "/api/v1/sessions/"+sess.ID+"/approvals?status=pending", nil, &pending) != 200 || len(pending.Data) != 1 || pending.Data[0].ID != approveID {
-		t.Fatalf("pending after the restart: %+v", pending)
-	}
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/approvals/"+approveID, map[string]any{"decision": "approve"}, nil) != 200 {
-		t.Fatal("approve")
-	}
-	c.waitRecords("the approved claude's report", sess.ID, approve.ID, func(r []rec) bool { return hasRecord(r, "event", `"type":"text"`, "result:") })
+	srv.restart()
+	c.wantPending(sid, approveID)
+	c.answerApproval(sid, approveID, "approve")
+	c.waitRecords("the approved claude's report", sid, approve.ID, 3*time.Minute, func(r []rec) bool { return hasRecord(r, "event", `"type":"text"`, "result:") })
 	b, err := os.ReadFile(filepath.Join(data, "nodes", approve.ID, "fetched.txt"))
 	if err != nil || strings.TrimSpace(string(b)) != "https://example.com" {
 		t.Fatalf("the approved command did not run: %q %v", b, err)
 	}
-	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
+	c.do("DELETE", "/api/v1/sessions/"+sid, nil, nil)
 	srv.stop(t)
 }
 
@@ -253,26 +194,16 @@ func TestClaudeCodeCallsFilepathsTools(t *testing.T) {
 	})
 	t.Setenv("FILEPATH_ANTHROPIC_API_KEY", "sk-ant-test")
 	t.Setenv("FILEPATH_ANTHROPIC_BASE_URL", up.URL)
-	data := t.TempDir()
-	var srv *server
-	srv = collabServer(t, up, data)
-	c := newClient(t, data, &srv)
-	var sess struct{ ID string }
-	if c.do("POST", "/api/v1/sessions", map[string]any{"name": "claude mcp"}, &sess) != 201 {
-		t.Fatal("create session")
-	}
-	removeSessionContainers(t, sess.ID)
-	var n nodeJSON
-	if code := c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"name": "mem", "agent_type": "custom",
-		"image": claudeImage, "model": "anthropic/claude-sonnet-4-5", "task": "REMEMBER THE BUILD step"}, &n); code != 201 {
-		t.Fatalf("create the node: %d", code)
-	}
-	recs := c.waitRecords("claude's report of the tool call", sess.ID, n.ID, func(r []rec) bool { return hasRecord(r, "event", "stored:") })
+	srv := llmServer(t, up, t.TempDir())
+	c := newClient(t, srv)
+	sid := c.session(map[string]any{"name": "claude mcp"})
+	n := c.spawn(sid, map[string]any{"name": "mem", "agent_type": "custom", "image": claudeImage, "model": "anthropic/claude-sonnet-4-5", "task": "REMEMBER THE BUILD step"})
+	recs := c.waitRecords("claude's report of the tool call", sid, n.ID, 3*time.Minute, func(r []rec) bool { return hasRecord(r, "event", "stored:") })
 	if hasRecord(recs, "system", `"type":"approval"`) {
 		t.Error("a call of filepath's own tool asked for approval")
 	}
 	if !hasRecord(recs, "event", "stored:", "run make build before the tests") {
-		t.Errorf("the tool's result is not the stored memory: %v", recs)
+		t.Errorf("the tool's result is not the stored memory: %v", records(recs))
 	}
 	var mems struct {
 		Data []struct{ Key, Text string }
@@ -280,6 +211,6 @@ func TestClaudeCodeCallsFilepathsTools(t *testing.T) {
 	if c.do("GET", "/api/v1/memories", nil, &mems) != 200 || len(mems.Data) != 1 || mems.Data[0].Key != "build" || mems.Data[0].Text != "run make build before the tests" {
 		t.Fatalf("memories: %+v", mems)
 	}
-	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
+	c.do("DELETE", "/api/v1/sessions/"+sid, nil, nil)
 	srv.stop(t)
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,15 +12,13 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
 // The real Claude Code and Codex CLIs, in their images, run by the real
 // orchestrator (Docker, --network none) with their provider served by a
 // scripted fake upstream through the gateway.
-
-var cliImageOnce sync.Map // agent type -> *sync.Once
 
 // cliImage puts this tree's filepath-cli-adapter into the agent's image
 // (filepath/agent-<type>:latest, made by images/build.sh with the CLI the
@@ -32,31 +28,9 @@ var cliImageOnce sync.Map // agent type -> *sync.Once
 func cliImage(t *testing.T, agent string) {
 	t.Helper()
 	image := "filepath/agent-" + agent + ":latest"
-	testenv.RequireImage(t, image)
-	once, _ := cliImageOnce.LoadOrStore(agent, &sync.Once{})
-	var err error
-	once.(*sync.Once).Do(func() {
-		dir := t.TempDir()
-		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "filepath-cli-adapter"), "../../adapters/cli")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, e := build.CombinedOutput(); e != nil {
-			err = fmt.Errorf("build the CLI adapter: %v\n%s", e, out)
-			return
-		}
-		df := "FROM " + image + "\nCOPY filepath-cli-adapter /usr/local/bin/filepath-cli-adapter\n"
-		if e := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); e != nil {
-			err = e
-			return
-		}
-		cmd := exec.Command("docker", "build", "-q", "--force-rm", "-t", image, dir)
-		cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-		if out, e := cmd.CombinedOutput(); e != nil {
-			err = fmt.Errorf("docker build %s: %v\n%s", image, e, out)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.RequireImage(t, image)
+	testkit.Image(t, image, "FROM "+image+"\nCOPY filepath-cli-adapter /usr/local/bin/filepath-cli-adapter\n",
+		map[string]string{"filepath-cli-adapter": testkit.Program(t, "../../adapters/cli")})
 }
 
 // convo is what the fake upstream reads of one request: the latest prompt
@@ -255,44 +229,8 @@ func TestCodexEndToEnd(t *testing.T) {
 	})
 }
 
-// cliRec is a record as the messages API gives it.
-type cliRec struct {
-	Seq  int64           `json:"seq"`
-	Kind string          `json:"kind"`
-	Ref  int64           `json:"ref"`
-	Data json.RawMessage `json:"data"`
-}
-
-func (c *client) cliRecords(sid, nid string) []cliRec {
-	var page struct{ Data []cliRec }
-	if c.do("GET", fmt.Sprintf("/api/v1/sessions/%s/nodes/%s/messages?limit=1000", sid, nid), nil, &page) != 200 {
-		c.t.Fatal("read messages")
-	}
-	return page.Data
-}
-
-// waitCLI polls the node's records until cond holds.
-func (c *client) waitCLI(what, sid, nid string, cond func([]cliRec) bool) []cliRec {
-	c.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		recs := c.cliRecords(sid, nid)
-		if cond(recs) {
-			return recs
-		}
-		if time.Now().After(deadline) {
-			var b strings.Builder
-			for _, r := range recs {
-				fmt.Fprintf(&b, "%d %s ref=%d %s\n", r.Seq, r.Kind, r.Ref, r.Data)
-			}
-			c.t.Fatalf("timed out waiting for %s; records:\n%s", what, b.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // events decodes the event records after seq.
-func cliEvents(t *testing.T, recs []cliRec, after int64) []protocol.Event {
+func cliEvents(t *testing.T, recs []rec, after int64) []protocol.Event {
 	t.Helper()
 	var out []protocol.Event
 	for _, r := range recs {
@@ -309,8 +247,8 @@ func cliEvents(t *testing.T, recs []cliRec, after int64) []protocol.Event {
 }
 
 // idleAfter reports whether an idle status follows seq.
-func idleAfter(seq int64) func([]cliRec) bool {
-	return func(recs []cliRec) bool {
+func idleAfter(seq int64) func([]rec) bool {
+	return func(recs []rec) bool {
 		for _, r := range recs {
 			if r.Seq > seq && r.Kind == "event" && strings.Contains(string(r.Data), `"state":"idle"`) {
 				return true
@@ -341,22 +279,12 @@ func TestValidateAcceptsTheCLIAdaptersGoldenFAP(t *testing.T) {
 		t.Fatalf("golden files: %d, %v", len(files), err)
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lines []string
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "#") {
-				lines = append(lines, l)
-			}
-		}
-		validateAll(t, f, lines)
+		validateAll(t, f, testkit.Lines(t, f))
 	}
 }
 
 func testCLIEndToEnd(t *testing.T, s cliScript) {
-	testenv.RequireDocker(t)
+	testkit.RequireDocker(t)
 	cliImage(t, s.agent)
 	up := fakellm.New()
 	defer up.Close()
@@ -370,29 +298,15 @@ func testCLIEndToEnd(t *testing.T, s cliScript) {
 	}
 	t.Setenv("FILEPATH_"+prov+"_BASE_URL", base)
 	data := t.TempDir()
-	var srv *server
-	srv = startServer(t, data, "--workspace", "dir", "--network", "none")
-	c := newClient(t, data, &srv)
-	var sess struct{ ID string }
-	if c.do("POST", "/api/v1/sessions", map[string]any{"name": s.agent}, &sess) != 201 {
-		t.Fatal("create session")
-	}
-	removeSessionContainers(t, sess.ID)
-	var node nodeJSON
-	t.Cleanup(func() { exec.Command("docker", "volume", "rm", "-f", "filepath-state-"+node.ID).Run() })
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"agent_type": s.agent, "task": taskPrompt}, &node) != 201 {
-		t.Fatal("create the node")
-	}
-	sid, nid := sess.ID, node.ID
+	srv := startServer(t, data, "--workspace", "dir", "--network", "none")
+	c := newClient(t, srv)
+	sid := c.session(map[string]any{"name": s.agent})
+	nid := c.spawn(sid, map[string]any{"agent_type": s.agent, "task": taskPrompt}).ID
+	t.Cleanup(func() { exec.Command("docker", "volume", "rm", "-f", "filepath-state-"+nid).Run() })
 	defer func() {
 		if t.Failed() {
-			req, _ := http.NewRequest("GET", srv.base+"/api/v1/sessions/"+sid+"/nodes/"+nid+"/logs?tail=60", nil)
-			req.Header.Set("Authorization", "Bearer "+c.key)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				t.Logf("the node's stderr:\n%s", b)
-			}
+			logs := testkit.Request(t, nil, "GET", srv.base+"/api/v1/sessions/"+sid+"/nodes/"+nid+"/logs?tail=60", c.key, nil)
+			t.Logf("the node's stderr:\n%s", logs.Body)
 			for _, r := range up.Requests() {
 				t.Logf("upstream %s %s %.300s", r.Method, r.Path, r.Body)
 			}
@@ -400,11 +314,11 @@ func testCLIEndToEnd(t *testing.T, s cliScript) {
 	}()
 
 	// 1. The task: a file write, a shell command that commits, a text.
-	recs := c.waitCLI("the first turn", sid, nid, idleAfter(0))
+	recs := c.waitRecords("the first turn", sid, nid, 3*time.Minute, idleAfter(0))
 	evs := cliEvents(t, recs, 0)
 	var order []string
 	var commitRef int64
-	bySeq := map[int64]cliRec{}
+	bySeq := map[int64]rec{}
 	for _, r := range recs {
 		bySeq[r.Seq] = r
 	}
@@ -450,10 +364,8 @@ func testCLIEndToEnd(t *testing.T, s cliScript) {
 	// 2. A second message continues the conversation: its request carries
 	// the first turn.
 	last := recs[len(recs)-1].Seq
-	if c.do("POST", "/api/v1/sessions/"+sid+"/nodes/"+nid+"/messages", map[string]any{"content": secondPrompt}, nil) != 202 {
-		t.Fatal("send the second message")
-	}
-	recs = c.waitCLI("the second turn", sid, nid, idleAfter(last))
+	c.send(sid, nid, secondPrompt)
+	recs = c.waitRecords("the second turn", sid, nid, 3*time.Minute, idleAfter(last))
 	if !hasCLIText(recs, last, "I changed README.md to say hello world.") {
 		t.Errorf("no answer to the second message")
 	}
@@ -463,30 +375,31 @@ func testCLIEndToEnd(t *testing.T, s cliScript) {
 
 	// 3. Stop during a command: the agent ends within the grace.
 	last = recs[len(recs)-1].Seq
-	c.do("POST", "/api/v1/sessions/"+sid+"/nodes/"+nid+"/messages", map[string]any{"content": sleepPrompt}, nil)
-	recs = c.waitCLI("the sleep command", sid, nid, func(r []cliRec) bool { return hasCLIRecord(r, last, `"type":"command"`, `"status":"start"`, waitCmd) })
+	c.send(sid, nid, sleepPrompt)
+	recs = c.waitRecords("the sleep command", sid, nid, 3*time.Minute, func(r []rec) bool { return hasRecordAfter(r, last, `"type":"command"`, `"status":"start"`, waitCmd) })
 	at := time.Now()
 	if code := c.do("POST", "/api/v1/sessions/"+sid+"/nodes/"+nid+"/signal", map[string]any{"action": "stop"}, nil); code != 202 {
 		t.Fatalf("stop: %d", code)
 	}
-	recs = c.waitCLI("the stop", sid, nid, func(r []cliRec) bool { return hasCLIRecord(r, last, `"type":"done"`) })
+	recs = c.waitRecords("the stop", sid, nid, 3*time.Minute, func(r []rec) bool { return hasRecordAfter(r, last, `"type":"done"`) })
 	if took := time.Since(at); took > 20*time.Second {
 		t.Errorf("the stop took %v", took)
 	}
-	if !hasCLIRecord(recs, last, `"type":"done"`, `"summary":"stopped"`) {
+	if !hasRecordAfter(recs, last, `"type":"done"`, `"summary":"stopped"`) {
 		t.Errorf("the stop's done record is not stopped")
 	}
 	// The container has exited when the node has its exit code (a message
 	// before that would go to the agent that is ending).
-	waitNodeExited(t, c, sid, nid)
+	testkit.Eventually(t, time.Minute, "the node's exit", func() bool {
+		n := c.node(sid, nid)
+		return n.Status == "done" && n.ExitCode != nil
+	})
 
 	// 4. A message to the stopped node starts a new container, which
 	// resumes the conversation from the node's state volume.
 	last = recs[len(recs)-1].Seq
-	if c.do("POST", "/api/v1/sessions/"+sid+"/nodes/"+nid+"/messages", map[string]any{"content": afterPrompt}, nil) != 202 {
-		t.Fatal("send the message after the stop")
-	}
-	recs = c.waitCLI("the turn after the restart", sid, nid, func(r []cliRec) bool {
+	c.send(sid, nid, afterPrompt)
+	recs = c.waitRecords("the turn after the restart", sid, nid, 3*time.Minute, func(r []rec) bool {
 		return hasCLIText(r, last, "Still here, with README.md saying hello world.") && idleAfter(last)(r)
 	})
 	if cv, ok := log.lastMain(afterPrompt); !ok || !strings.Contains(cv.body, taskPrompt) || !strings.Contains(cv.body, secondPrompt) {
@@ -494,31 +407,19 @@ func testCLIEndToEnd(t *testing.T, s cliScript) {
 	}
 
 	// Tokens: the node's are what the fake reported.
-	var tree struct {
-		Data []struct {
-			ID     string
-			Tokens int64
+	testkit.EventuallyNil(t, 30*time.Second, "the node's tokens", func() error {
+		if tree := c.tree(sid); len(tree) != 1 || tree[0].Tokens != log.total() {
+			return fmt.Errorf("node tokens %+v, want %d (what the fake reported)", tree, log.total())
 		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c.do("GET", "/api/v1/sessions/"+sid+"/tree", nil, &tree)
-		if len(tree.Data) == 1 && tree.Data[0].Tokens == log.total() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("node tokens %+v, want %d (what the fake reported)", tree.Data, log.total())
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	if log.total() == 0 {
 		t.Error("the fake reported no tokens")
 	}
 
 	// Everything the adapter emitted passes `filepath validate`.
 	var lines []string
-	for _, r := range c.cliRecords(sid, nid) {
+	for _, r := range c.records(sid, nid) {
 		if r.Kind == "event" {
 			lines = append(lines, string(r.Data))
 		}
@@ -528,48 +429,9 @@ func testCLIEndToEnd(t *testing.T, s cliScript) {
 	srv.stop(t)
 }
 
-func hasCLIRecord(recs []cliRec, after int64, parts ...string) bool {
-	for _, r := range recs {
-		if r.Seq <= after {
-			continue
-		}
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(string(r.Data), p)
-		}
-		if all {
-			return true
-		}
-	}
-	return false
-}
-
-func hasCLIText(recs []cliRec, after int64, text string) bool {
+func hasCLIText(recs []rec, after int64, text string) bool {
 	b, _ := json.Marshal(text)
-	return hasCLIRecord(recs, after, `"type":"text"`, `"content":`+string(b))
-}
-
-func waitNodeExited(t *testing.T, c *client, sid, nid string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var tree struct {
-			Data []struct {
-				ID, Status string
-				ExitCode   *int `json:"exit_code"`
-			}
-		}
-		c.do("GET", "/api/v1/sessions/"+sid+"/tree", nil, &tree)
-		for _, n := range tree.Data {
-			if n.ID == nid && n.Status == "done" && n.ExitCode != nil {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s has not exited: %+v", nid, tree.Data)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return hasRecordAfter(recs, after, `"type":"text"`, `"content":`+string(b))
 }
 
 // TestSecretsKey: serve makes its secrets key once (0600, beside the

@@ -2,9 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
 )
@@ -75,69 +75,35 @@ func TestCodexApprovals(t *testing.T) {
 	up.Fallback(codexUpstream)
 	t.Setenv("FILEPATH_OPENAI_API_KEY", "sk-test")
 	t.Setenv("FILEPATH_OPENAI_BASE_URL", up.URL+"/v1")
-	data := t.TempDir()
-	var srv *server
-	srv = collabServer(t, up, data, "--approval-timeout", "5m")
-	c := newClient(t, data, &srv)
-	var sess struct{ ID string }
-	if c.do("POST", "/api/v1/sessions", map[string]any{"name": "codex approvals"}, &sess) != 201 {
-		t.Fatal("create session")
-	}
-	removeSessionContainers(t, sess.ID)
+	srv := llmServer(t, up, t.TempDir(), "--approval-timeout", "5m")
+	c := newClient(t, srv)
+	sid := c.session(map[string]any{"name": "codex approvals"})
 	spawn := func(name, parent, task string) nodeJSON {
 		t.Helper()
-		body := map[string]any{"name": name, "agent_type": "custom", "image": image, "model": "openai/gpt-5.5", "task": task}
-		if parent != "" {
-			body["parent_id"] = parent
-		}
-		var n nodeJSON
-		if code := c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", body, &n); code != 201 {
-			t.Fatalf("create %s: %d", name, code)
-		}
-		return n
+		return c.spawn(sid, map[string]any{"name": name, "agent_type": "custom", "image": image, "model": "openai/gpt-5.5", "task": task, "parent_id": parent})
 	}
 	approve := spawn("approve", "", "SAVE THE URL https://example.com")
 	deny := spawn("deny", approve.ID, "SAVE THE URL https://example.com")
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, n := range []nodeJSON{approve, deny} {
-			var b strings.Builder
-			for _, r := range c.records(sess.ID, n.ID) {
-				fmt.Fprintf(&b, "%d %s %.600s\n", r.Seq, r.Kind, r.Data)
-			}
-			t.Logf("records of %s:\n%s", n.Name, b.String())
-		}
-	})
-	denyID := streamApprovalOf(t, c, sess.ID, deny.ID, "bash: curl -s https://example.com")
-	approveID := streamApprovalOf(t, c, sess.ID, approve.ID, "bash: curl -s https://example.com")
+	c.logRecordsOnFailure(sid, approve, deny)
+	denyID := streamApprovalOf(t, c, sid, deny.ID, "bash: curl -s https://example.com")
+	approveID := streamApprovalOf(t, c, sid, approve.ID, "bash: curl -s https://example.com")
 
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/approvals/"+denyID, map[string]any{"decision": "deny"}, nil) != 200 {
-		t.Fatal("deny")
-	}
-	c.waitRecords("the declined command", sess.ID, deny.ID, func(r []rec) bool {
+	c.answerApproval(sid, denyID, "deny")
+	c.waitRecords("the declined command", sid, deny.ID, 3*time.Minute, func(r []rec) bool {
 		return hasRecord(r, "event", `"type":"command"`, `"status":"error"`, "declined") && hasRecord(r, "event", `"type":"text"`, "result:")
 	})
-	if recs := c.records(sess.ID, deny.ID); hasRecord(recs, "event", "curl: command not found") {
+	if recs := c.records(sid, deny.ID); hasRecord(recs, "event", "curl: command not found") {
 		t.Fatal("the declined command ran")
 	}
 
-	srv.cmd.Process.Kill()
-	srv.cmd.Wait()
-	srv = collabServer(t, up, data, "--approval-timeout", "5m")
-	var pending struct{ Data []struct{ ID string } }
-	if c.do("GET", "/api/v1/sessions/"+sess.ID+"/approvals?status=pending", nil, &pending) != 200 || len(pending.Data) != 1 || pending.Data[0].ID != approveID {
-		t.Fatalf("pending after the restart: %+v", pending)
-	}
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/approvals/"+approveID, map[string]any{"decision": "approve"}, nil) != 200 {
-		t.Fatal("approve")
-	}
+	srv.restart()
+	c.wantPending(sid, approveID)
+	c.answerApproval(sid, approveID, "approve")
 	// curl is not in the image: that bash says so proves the command ran.
-	c.waitRecords("the approved command's report", sess.ID, approve.ID, func(r []rec) bool {
+	c.waitRecords("the approved command's report", sid, approve.ID, 3*time.Minute, func(r []rec) bool {
 		return hasRecord(r, "event", `"type":"text"`, "result:", "curl: command not found")
 	})
 
-	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
+	c.do("DELETE", "/api/v1/sessions/"+sid, nil, nil)
 	srv.stop(t)
 }

@@ -1,23 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // collabImage is the shelley image with this tree's native agent
@@ -25,34 +20,11 @@ import (
 // one, and other work on this machine uses that tag.
 const collabImage = "filepath/test-shelley-collab:e2e"
 
-var buildCollabOnce sync.Once
-
 func buildCollabImage(t *testing.T) {
 	t.Helper()
-	testenv.RequireImage(t, "filepath/agent-shelley:latest")
-	var err error
-	buildCollabOnce.Do(func() {
-		dir := t.TempDir()
-		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "filepath-native"), "../../adapters/native")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, e := build.CombinedOutput(); e != nil {
-			err = fmt.Errorf("build the native agent: %v\n%s", e, out)
-			return
-		}
-		df := "FROM filepath/agent-shelley:latest\nCOPY filepath-native /usr/local/bin/filepath-native\n"
-		if e := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); e != nil {
-			err = e
-			return
-		}
-		cmd := exec.Command("docker", "build", "-q", "--force-rm", "-t", collabImage, dir)
-		cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-		if out, e := cmd.CombinedOutput(); e != nil {
-			err = fmt.Errorf("docker build %s: %v\n%s", collabImage, e, out)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.RequireImage(t, "filepath/agent-shelley:latest")
+	testkit.Image(t, collabImage, "FROM filepath/agent-shelley:latest\nCOPY filepath-native /usr/local/bin/filepath-native\n",
+		map[string]string{"filepath-native": testkit.Program(t, "../../adapters/native")})
 }
 
 // chatMsg is a chat completions message as the fake upstream receives it.
@@ -104,74 +76,6 @@ func toolCall(id, name string, args map[string]any) fakellm.ToolCall {
 	return fakellm.ToolCall{ID: id, Name: name, Arguments: string(b)}
 }
 
-// collabServer starts the real orchestrator (Docker, agents without
-// network) with OpenRouter served by the fake upstream through the gateway.
-func collabServer(t *testing.T, up *fakellm.Server, data string, flags ...string) *server {
-	t.Helper()
-	t.Setenv("FILEPATH_OPENROUTER_API_KEY", "sk-or-test")
-	t.Setenv("FILEPATH_OPENROUTER_BASE_URL", up.URL+"/v1")
-	return startServer(t, data, append([]string{"--workspace", "dir", "--network", "none"}, flags...)...)
-}
-
-func newClient(t *testing.T, data string, srv **server) *client {
-	t.Helper()
-	var key bytes.Buffer
-	if code := Main(context.Background(), []string{"apikey", "create", "--data", data}, nil, &key, io.Discard); code != 0 {
-		t.Fatal("apikey create failed")
-	}
-	return &client{t: t, key: strings.TrimSpace(key.String()), base: func() string { return (*srv).base }}
-}
-
-func removeSessionContainers(t *testing.T, sid string) {
-	t.Cleanup(func() {
-		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=filepath.session="+sid).Output()
-		if ids := strings.Fields(string(out)); len(ids) > 0 {
-			exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
-		}
-	})
-}
-
-type nodeJSON struct {
-	ID, Name, Status string
-	ParentID         *string `json:"parent_id"`
-}
-
-// waitRecords polls a node's records until cond holds.
-func (c *client) waitRecords(what, sid, nid string, cond func([]rec) bool) []rec {
-	c.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		recs := c.records(sid, nid)
-		if cond(recs) {
-			return recs
-		}
-		if time.Now().After(deadline) {
-			var b strings.Builder
-			for _, r := range recs {
-				fmt.Fprintf(&b, "%d %s %s\n", r.Seq, r.Kind, r.Data)
-			}
-			c.t.Fatalf("timed out waiting for %s; records:\n%s", what, b.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func hasRecord(recs []rec, kind string, parts ...string) bool {
-	for _, r := range recs {
-		if r.Kind != kind {
-			continue
-		}
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(string(r.Data), p)
-		}
-		if all {
-			return true
-		}
-	}
-	return false
-}
-
 // TestShelleyCoordinatesChildren runs a shelley parent (the native agent in
 // a real container without network, its model a scripted fake upstream
 // behind the gateway) that spawns two children through the agent API,
@@ -217,32 +121,22 @@ func TestShelleyCoordinatesChildren(t *testing.T) {
 		},
 	}))
 	data := t.TempDir()
-	var srv *server
-	srv = collabServer(t, up, data)
-	c := newClient(t, data, &srv)
-	var sess struct{ ID string }
-	if c.do("POST", "/api/v1/sessions", map[string]any{"name": "collab"}, &sess) != 201 {
-		t.Fatal("create session")
-	}
-	removeSessionContainers(t, sess.ID)
-	var lead nodeJSON
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"name": "lead", "agent_type": "custom", "image": collabImage,
-		"model": "fake/coder", "task": "LEAD: coordinate alpha and beta"}, &lead) != 201 {
-		t.Fatal("create the lead")
-	}
-	recs := c.waitRecords("the lead's report", sess.ID, lead.ID, func(r []rec) bool { return hasRecord(r, "event", `"type":"done"`, "Report: both children finished") })
+	srv := llmServer(t, up, data)
+	c := newClient(t, srv)
+	sid := c.session(map[string]any{"name": "collab"})
+	lead := c.spawn(sid, map[string]any{"name": "lead", "agent_type": "custom", "image": collabImage, "model": "fake/coder", "task": "LEAD: coordinate alpha and beta"})
+	recs := c.waitRecords("the lead's report", sid, lead.ID, 3*time.Minute, func(r []rec) bool { return hasRecord(r, "event", `"type":"done"`, "Report: both children finished") })
 
-	var tree struct{ Data []nodeJSON }
-	c.do("GET", "/api/v1/sessions/"+sess.ID+"/tree", nil, &tree)
+	tree := c.tree(sid)
 	kids := map[string]nodeJSON{}
-	for _, n := range tree.Data {
+	for _, n := range tree {
 		if n.ParentID != nil && *n.ParentID == lead.ID {
 			kids[n.Name] = n
 		}
 	}
 	alpha, beta := kids["alpha"], kids["beta"]
 	if len(kids) != 2 || alpha.ID == "" || beta.ID == "" {
-		t.Fatalf("the tree: %+v", tree.Data)
+		t.Fatalf("the tree: %+v", tree)
 	}
 	// The lead's chat: both spawns logged, then each tool's call.
 	for _, want := range [][]string{
@@ -257,7 +151,7 @@ func TestShelleyCoordinatesChildren(t *testing.T) {
 		}
 	}
 	// Beta got the message from its parent, named.
-	betaRecs := c.waitRecords("beta's work", sess.ID, beta.ID, func(r []rec) bool { return hasRecord(r, "event", "beta wrote beta.txt") })
+	betaRecs := c.waitRecords("beta's work", sid, beta.ID, 3*time.Minute, func(r []rec) bool { return hasRecord(r, "event", "beta wrote beta.txt") })
 	if !hasRecord(betaRecs, "input", `"from":"parent"`, "please write beta.txt", `"from_node":{"id":"`+lead.ID+`","name":"lead"}`) {
 		t.Errorf("beta's input from its parent: %+v", betaRecs)
 	}
@@ -270,7 +164,7 @@ func TestShelleyCoordinatesChildren(t *testing.T) {
 	var audit struct {
 		Data []struct{ Source, Name string }
 	}
-	c.do("GET", "/api/v1/sessions/"+sess.ID+"/nodes/"+lead.ID+"/audit", nil, &audit)
+	c.do("GET", "/api/v1/sessions/"+sid+"/nodes/"+lead.ID+"/audit", nil, &audit)
 	names := map[string]bool{}
 	for _, a := range audit.Data {
 		names[a.Source+" "+a.Name] = true
@@ -280,11 +174,11 @@ func TestShelleyCoordinatesChildren(t *testing.T) {
 			t.Errorf("no %q in the lead's audit: %v", want, names)
 		}
 	}
-	c.do("GET", "/api/v1/sessions/"+sess.ID+"/nodes/"+alpha.ID+"/audit", nil, &audit)
+	c.do("GET", "/api/v1/sessions/"+sid+"/nodes/"+alpha.ID+"/audit", nil, &audit)
 	if len(audit.Data) == 0 || audit.Data[0].Source != "command" {
 		t.Errorf("alpha's audit: %+v", audit.Data)
 	}
-	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
+	c.do("DELETE", "/api/v1/sessions/"+sid, nil, nil)
 	srv.stop(t)
 }
 
@@ -301,7 +195,7 @@ func streamApprovalOf(t *testing.T, c *client, sid, nid, action string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	url := strings.Replace(c.base(), "http://", "ws://", 1) + "/api/v1/sessions/" + sid + "/stream?after=0"
+	url := strings.Replace(c.srv.base, "http://", "ws://", 1) + "/api/v1/sessions/" + sid + "/stream?after=0"
 	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: map[string][]string{"Authorization": {"Bearer " + c.key}}})
 	if err != nil {
 		t.Fatal(err)
@@ -353,64 +247,42 @@ func TestApprovalsInbox(t *testing.T) {
 	}
 	up.Fallback(scriptedAgents(t, map[string]func([]chatMsg) fakellm.Turn{"APPROVE:": asker, "DENY:": asker, "TIMEOUT:": asker}))
 	data := t.TempDir()
-	var srv *server
-	srv = collabServer(t, up, data, "--approval-timeout", "5m")
-	c := newClient(t, data, &srv)
-	var sess struct{ ID string }
-	if c.do("POST", "/api/v1/sessions", map[string]any{"name": "approvals"}, &sess) != 201 {
-		t.Fatal("create session")
-	}
-	removeSessionContainers(t, sess.ID)
+	srv := llmServer(t, up, data, "--approval-timeout", "5m")
+	c := newClient(t, srv)
+	sid := c.session(map[string]any{"name": "approvals"})
 	spawn := func(name, task, parent string) nodeJSON {
 		t.Helper()
-		body := map[string]any{"name": name, "agent_type": "custom", "image": collabImage, "model": "fake/coder", "task": task}
-		if parent != "" {
-			body["parent_id"] = parent
-		}
-		var n nodeJSON
-		if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", body, &n) != 201 {
-			t.Fatalf("create %s", name)
-		}
-		return n
+		return c.spawn(sid, map[string]any{"name": name, "agent_type": "custom", "image": collabImage, "model": "fake/coder", "task": task, "parent_id": parent})
 	}
 	approve := spawn("approve", "APPROVE: fetch it", "")
 	deny := spawn("deny", "DENY: fetch it", approve.ID)
-	approveID := streamApproval(t, c, sess.ID, approve.ID)
-	denyID := streamApproval(t, c, sess.ID, deny.ID)
+	approveID := streamApproval(t, c, sid, approve.ID)
+	denyID := streamApproval(t, c, sid, deny.ID)
 
 	// Denied: the agent is told, and says so.
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/approvals/"+denyID, map[string]any{"decision": "deny"}, nil) != 200 {
-		t.Fatal("deny")
-	}
-	c.waitRecords("the denied agent's report", sess.ID, deny.ID, func(r []rec) bool { return hasRecord(r, "event", "result: not run:", "denied it") })
+	c.answerApproval(sid, denyID, "deny")
+	c.waitRecords("the denied agent's report", sid, deny.ID, 3*time.Minute, func(r []rec) bool { return hasRecord(r, "event", "result: not run:", "denied it") })
 	if _, err := os.Stat(filepath.Join(data, "nodes", deny.ID, "fetched.txt")); err == nil {
 		t.Fatal("the denied command ran")
 	}
 
 	// The orchestrator dies while the other request waits; it is still
 	// pending after the restart, and its answer reaches the agent.
-	srv.cmd.Process.Kill()
-	srv.cmd.Wait()
-	srv = collabServer(t, up, data, "--approval-timeout", "3s")
-	var pending struct{ Data []struct{ ID string } }
-	if c.do("GET", "/api/v1/sessions/"+sess.ID+"/approvals?status=pending", nil, &pending) != 200 || len(pending.Data) != 1 || pending.Data[0].ID != approveID {
-		t.Fatalf("pending after the restart: %+v", pending)
-	}
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/approvals/"+approveID, map[string]any{"decision": "approve"}, nil) != 200 {
-		t.Fatal("approve")
-	}
-	c.waitRecords("the approved command", sess.ID, approve.ID, func(r []rec) bool { return hasRecord(r, "event", "result: exit code: 0") })
+	srv.restart("--approval-timeout", "3s")
+	c.wantPending(sid, approveID)
+	c.answerApproval(sid, approveID, "approve")
+	c.waitRecords("the approved command", sid, approve.ID, 3*time.Minute, func(r []rec) bool { return hasRecord(r, "event", "result: exit code: 0") })
 	if _, err := os.Stat(filepath.Join(data, "nodes", approve.ID, "fetched.txt")); err != nil {
 		t.Fatalf("the approved command did not run: %v", err)
 	}
 
 	// Nobody answers: denied at the timeout (3 s on this server).
 	late := spawn("late", "TIMEOUT: fetch it", approve.ID)
-	streamApproval(t, c, sess.ID, late.ID)
-	recs := c.waitRecords("the timed-out agent's report", sess.ID, late.ID, func(r []rec) bool { return hasRecord(r, "event", "result: not run:", "nobody answered") })
+	streamApproval(t, c, sid, late.ID)
+	recs := c.waitRecords("the timed-out agent's report", sid, late.ID, 3*time.Minute, func(r []rec) bool { return hasRecord(r, "event", "result: not run:", "nobody answered") })
 	if !hasRecord(recs, "system", `"status":"denied"`, `"answered_by":"timeout"`) {
-		t.Fatalf("no timeout record: %+v", recs)
+		t.Fatalf("no timeout record: %v", records(recs))
 	}
-	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
+	c.do("DELETE", "/api/v1/sessions/"+sid, nil, nil)
 	srv.stop(t)
 }

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"io"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // TestForkedChildThroughServe runs the real orchestrator with FUSE
@@ -18,42 +13,21 @@ import (
 // log) leaves the parent's repository as it was; the diff route shows the
 // child's work and merge brings its commit into the parent's repository.
 func TestForkedChildThroughServe(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, "filepath/byo-echo:latest")
-	data := t.TempDir()
-	t.Cleanup(func() { unmountUnder(filepath.Join(data, "mnt")) })
-	srv := startServer(t, data, "--network", "none")
-	var key bytes.Buffer
-	if code := Main(context.Background(), []string{"apikey", "create", "--data", data}, nil, &key, io.Discard); code != 0 {
-		t.Fatal("apikey create failed")
-	}
-	c := &client{t: t, key: strings.TrimSpace(key.String()), base: func() string { return srv.base }}
-	var sess struct{ ID string }
-	if c.do("POST", "/api/v1/sessions", map[string]any{"name": "fork"}, &sess) != 201 {
-		t.Fatal("create session")
-	}
-	t.Cleanup(func() {
-		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=filepath.session="+sess.ID).Output()
-		if ids := strings.Fields(string(out)); len(ids) > 0 {
-			exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
-		}
-	})
-	type nodeJSON struct{ ID, Status string }
-	var root, child nodeJSON
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"agent_type": "custom", "image": "filepath/byo-echo:latest"}, &root) != 201 || root.Status != "running" {
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, "filepath/byo-echo:latest")
+	srv := startServer(t, testkit.DataDir(t), "--network", "none")
+	c := newClient(t, srv)
+	sid := c.session(map[string]any{"name": "fork"})
+	root := c.spawn(sid, map[string]any{"agent_type": "custom", "image": "filepath/byo-echo:latest"})
+	if root.Status != "running" {
 		t.Fatalf("spawn root: %+v", root)
 	}
-	run := func(node, cmd string) string {
-		t.Helper()
-		if code := c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes/"+node+"/messages", map[string]any{"content": "/cmd " + cmd}, nil); code != 202 {
-			t.Fatalf("send %q: %d", cmd, code)
-		}
-		return c.commandDone(sess.ID, node, cmd)
-	}
+	run := func(node, cmd string) string { t.Helper(); return c.run(sid, node, cmd) }
 	const git = `export HOME=/tmp GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@x GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@x; `
 	run(root.ID, git+`git init -q -b main && echo hello > README && git add -A && git commit -q -m first && git log --format=%s`)
 
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes", map[string]any{"agent_type": "custom", "image": "filepath/byo-echo:latest", "parent_id": root.ID, "workspace": "fork"}, &child) != 201 || child.Status != "running" {
+	child := c.spawn(sid, map[string]any{"agent_type": "custom", "image": "filepath/byo-echo:latest", "parent_id": root.ID, "workspace": "fork"})
+	if child.Status != "running" {
 		t.Fatalf("spawn forked child: %+v", child)
 	}
 	if out := run(child.ID, git+`echo child > README && echo new > new.txt && git add -A && git commit -q -m 'child work' && git log --format=%s | tr '\n' ' ' && git status --porcelain | wc -l`); out != "child work first 0" {
@@ -65,7 +39,7 @@ func TestForkedChildThroughServe(t *testing.T) {
 	var diff struct {
 		Changes []struct{ Path, Op, Diff string }
 	}
-	if c.do("GET", "/api/v1/sessions/"+sess.ID+"/nodes/"+child.ID+"/diff", nil, &diff) != 200 {
+	if c.do("GET", "/api/v1/sessions/"+sid+"/nodes/"+child.ID+"/diff", nil, &diff) != 200 {
 		t.Fatal("diff")
 	}
 	var readme bool
@@ -79,13 +53,13 @@ func TestForkedChildThroughServe(t *testing.T) {
 		Applied   []struct{ Path string }
 		Conflicts []struct{ Path string }
 	}
-	if c.do("POST", "/api/v1/sessions/"+sess.ID+"/nodes/"+child.ID+"/merge", nil, &merged) != 200 || len(merged.Conflicts) != 0 || len(merged.Applied) == 0 {
+	if c.do("POST", "/api/v1/sessions/"+sid+"/nodes/"+child.ID+"/merge", nil, &merged) != 200 || len(merged.Conflicts) != 0 || len(merged.Applied) == 0 {
 		t.Fatalf("merge: %+v", merged)
 	}
 	// the parent's container sees the merged repository at once
 	if out := run(root.ID, git+`git log --format=%s | tr '\n' ' ' && git status --porcelain | wc -l && cat new.txt`); out != "child work first 0\nnew" {
 		t.Fatalf("the parent's repository after the merge: %q", out)
 	}
-	c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil)
+	c.do("DELETE", "/api/v1/sessions/"+sid, nil, nil)
 	srv.stop(t)
 }

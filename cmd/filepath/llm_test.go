@@ -1,18 +1,14 @@
 package main
 
 import (
-	"io"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 )
 
 func TestParseServeLLM(t *testing.T) {
-	vars := []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_OPENROUTER_BASE_URL", "FILEPATH_ANTHROPIC_API_KEY",
-		"FILEPATH_ANTHROPIC_BASE_URL", "FILEPATH_OPENAI_API_KEY", "FILEPATH_OPENAI_BASE_URL", "FILEPATH_SESSION_BUDGET_TOKENS",
-		"FILEPATH_SESSION_BUDGET_USD", "FILEPATH_GATEWAY_MAX_BODY", "FILEPATH_GATEWAY_TIMEOUT", "FILEPATH_MODELS_TTL"}
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -63,21 +59,9 @@ func TestParseServeLLM(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range vars {
-				t.Setenv(k, tt.env[k])
-				if _, ok := tt.env[k]; !ok {
-					unsetenv(t, k)
-				}
-			}
-			c, err := parseServe(tt.args, io.Discard)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
+			c, err := parseServeEnv(t, tt.env, tt.args)
+			if testkit.WantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			tt.check(t, c.LLM)
 		})

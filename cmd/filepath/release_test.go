@@ -1,41 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
-
-// mountsUnder lists what /proc/self/mountinfo shows mounted at or below dir.
-func mountsUnder(t *testing.T, dir string) []string {
-	t.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fs := strings.Fields(sc.Text()); len(fs) > 4 && (fs[4] == dir || strings.HasPrefix(fs[4], dir+"/")) {
-			out = append(out, fs[4])
-		}
-	}
-	return out
-}
 
 // `filepath serve` leaves nothing mounted in its data directory when it
 // stops (SIGTERM cancels Main's ctx) or fails to start, so the directory
 // can be removed at once.
 func TestServeLeavesNoMount(t *testing.T) {
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	for _, tt := range []struct {
 		name string
 		addr string
@@ -45,37 +25,27 @@ func TestServeLeavesNoMount(t *testing.T) {
 		{"failed start", "nonsense", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := filepath.EvalSymlinks(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { syscall.Unmount(filepath.Join(data, "mnt"), syscall.MNT_DETACH) })
+			data := testkit.DataDir(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			errOut := &lockedBuffer{}
+			errOut := &testkit.Buffer{}
 			done := make(chan int, 1)
 			go func() {
-				done <- Main(ctx, []string{"serve", "--addr", tt.addr, "--data", data, "--runtime", "process", "--agent-cmd", "/bin/true", "--log-level", "warn"}, nil, &lockedBuffer{}, errOut)
+				done <- Main(ctx, []string{"serve", "--addr", tt.addr, "--data", data, "--runtime", "process", "--agent-cmd", "/bin/true", "--log-level", "warn"}, nil, &testkit.Buffer{}, errOut)
 			}()
 			if tt.code == 0 {
-				deadline := time.Now().Add(20 * time.Second)
-				for len(mountsUnder(t, data)) == 0 || !fileExists(filepath.Join(data, urlFile)) {
-					if time.Now().After(deadline) {
-						t.Fatalf("serve did not start: %s", errOut.String())
+				testkit.EventuallyNil(t, 20*time.Second, "serve to start", func() error {
+					if _, err := os.Stat(filepath.Join(data, urlFile)); err != nil || len(testkit.Mounts(t, data)) == 0 {
+						return fmt.Errorf("%s", errOut.String())
 					}
-					time.Sleep(20 * time.Millisecond)
-				}
+					return nil
+				})
 				cancel()
 			}
-			select {
-			case code := <-done:
-				if code != tt.code {
-					t.Fatalf("exit %d, want %d: %s", code, tt.code, errOut.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("serve did not return")
+			if code := testkit.Recv(t, done, 30*time.Second, "serve to return"); code != tt.code {
+				t.Fatalf("exit %d, want %d: %s", code, tt.code, errOut.String())
 			}
-			if m := mountsUnder(t, data); len(m) != 0 {
+			if m := testkit.Mounts(t, data); len(m) != 0 {
 				t.Fatalf("still mounted after serve returned: %v", m)
 			}
 			if err := os.RemoveAll(data); err != nil {
@@ -84,5 +54,3 @@ func TestServeLeavesNoMount(t *testing.T) {
 		})
 	}
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -3,17 +3,36 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
+
+// serveVars are the variables serve reads.
+var serveVars = []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
+	"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_CHECK_TIMEOUT", "FILEPATH_CHECK_TIMEOUT_MAX",
+	"FILEPATH_APPROVAL_TIMEOUT", "FILEPATH_GIT_ALLOW_PRIVATE",
+	"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_OPENROUTER_BASE_URL", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_ANTHROPIC_BASE_URL", "FILEPATH_OPENAI_API_KEY", "FILEPATH_OPENAI_BASE_URL",
+	"FILEPATH_SESSION_BUDGET_TOKENS", "FILEPATH_SESSION_BUDGET_USD", "FILEPATH_GATEWAY_MAX_BODY", "FILEPATH_GATEWAY_TIMEOUT", "FILEPATH_MODELS_TTL"}
+
+// parseServeEnv parses serve's args with exactly env's variables of
+// serveVars set.
+func parseServeEnv(t *testing.T, env map[string]string, args []string) (serveConfig, error) {
+	t.Helper()
+	for _, k := range serveVars {
+		t.Setenv(k, env[k])
+		if _, ok := env[k]; !ok {
+			unsetenv(t, k)
+		}
+	}
+	return parseServe(args, io.Discard)
+}
 
 func TestParseServe(t *testing.T) {
 	tests := []struct {
@@ -132,70 +151,35 @@ func TestParseServe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
-				"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_CHECK_TIMEOUT", "FILEPATH_CHECK_TIMEOUT_MAX",
-				"FILEPATH_APPROVAL_TIMEOUT", "FILEPATH_GIT_ALLOW_PRIVATE",
-				"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY"} {
-				t.Setenv(k, tt.env[k])
-				if _, ok := tt.env[k]; !ok {
-					unsetenv(t, k)
-				}
-			}
-			c, err := parseServe(tt.args, io.Discard)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
+			c, err := parseServeEnv(t, tt.env, tt.args)
+			if testkit.WantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			tt.check(t, c)
 		})
 	}
 }
 
-// lockedBuffer is a goroutine-safe buffer.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeEndToEnd runs `filepath serve` through Main on 127.0.0.1:0, logs
 // in, uses `apikey create` and `user add/login`, and stops it with ctx.
 func TestServeEndToEnd(t *testing.T) {
-	data := t.TempDir()
 	// serve makes <data>/mnt a shared mount point for the FUSE workspaces and
-	// leaves it (a restarted orchestrator reuses it); the test removes it.
-	t.Cleanup(func() { syscall.Unmount(filepath.Join(data, "mnt"), syscall.MNT_DETACH) })
+	// leaves it (a restarted orchestrator reuses it); DataDir removes it.
+	data := testkit.DataDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &testkit.Buffer{}, &testkit.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn"}, nil, out, errOut)
 	}()
 	re := regexp.MustCompile(`(?m)^login: (http://(\S+?))/login\?token=\S+$`)
-	deadline := time.Now().Add(20 * time.Second)
-	for !re.MatchString(out.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no login line; stdout %q stderr %q", out.String(), errOut.String())
+	testkit.EventuallyNil(t, 20*time.Second, "the login line", func() error {
+		if !re.MatchString(out.String()) {
+			return fmt.Errorf("stdout %q stderr %q", out.String(), errOut.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := strings.Count(out.String(), "\n"); n != 1 {
 		t.Fatalf("stdout has %d lines, want exactly the login line: %q", n, out.String())
 	}
@@ -220,16 +204,8 @@ func TestServeEndToEnd(t *testing.T) {
 	if strings.Count(keyOut.String(), "\n") != 1 || key == "" {
 		t.Fatalf("apikey create printed %q, want the key alone", keyOut.String())
 	}
-	req, _ := http.NewRequest("GET", base+"/api/v1/me", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err = client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(b), `"admin"`) {
-		t.Fatalf("me: %d %s", resp.StatusCode, b)
+	if me := testkit.Request(t, client, "GET", base+"/api/v1/me", key, nil); me.Status != 200 || !strings.Contains(string(me.Body), `"admin"`) {
+		t.Fatalf("me: %d %s", me.Status, me.Body)
 	}
 
 	tests := []struct {
@@ -272,18 +248,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("serve exit %d: %s", code, errOut.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
-}
-func unsetenv(t *testing.T, k string) {
-	t.Helper()
-	if err := os.Unsetenv(k); err != nil {
-		t.Fatal(err)
+	if code := testkit.Recv(t, done, 20*time.Second, "serve to stop"); code != 0 {
+		t.Fatalf("serve exit %d: %s", code, errOut.String())
 	}
 }

@@ -4,18 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 )
 
@@ -49,9 +46,9 @@ const gatewayTimeout = 4 * time.Second
 // then the last good list with a note, and the bundled list with its
 // offline note on a server that never reached the upstream.
 func TestShelleyThroughGateway(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, shelleyImage)
-	testenv.RequireImage(t, "filepath/byo-echo:latest")
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, shelleyImage)
+	testkit.RequireImage(t, "filepath/byo-echo:latest")
 	for _, k := range []string{"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_OPENAI_API_KEY", "FILEPATH_SESSION_BUDGET_TOKENS", "FILEPATH_SESSION_BUDGET_USD"} {
 		t.Setenv(k, "")
 		unsetenv(t, k)
@@ -62,11 +59,8 @@ func TestShelleyThroughGateway(t *testing.T) {
 	up.Fallback(agents.answer)
 	t.Setenv("FILEPATH_OPENROUTER_API_KEY", providerKey)
 	t.Setenv("FILEPATH_OPENROUTER_BASE_URL", up.URL+"/v1")
-	data := t.TempDir()
-	t.Cleanup(func() { unmountUnder(filepath.Join(data, "mnt")) })
-	var srv *server
-	srv = startServer(t, data, "--network", "none", "--git-allow-private", "--gateway-timeout", gatewayTimeout.String(), "--models-ttl", "2s")
-	e := &shelleyEnv{c: newClient(t, data, &srv), up: up, agents: agents, data: data}
+	srv := startServer(t, testkit.DataDir(t), "--network", "none", "--git-allow-private", "--gateway-timeout", gatewayTimeout.String(), "--models-ttl", "2s")
+	e := &shelleyEnv{c: newClient(t, srv), up: up, agents: agents}
 
 	t.Run("agents", func(t *testing.T) {
 		t.Run("fix a test", func(t *testing.T) { t.Parallel(); e.fixATest(t) })
@@ -154,102 +148,21 @@ type shelleyEnv struct {
 	c      *client
 	up     *fakellm.Server
 	agents *fakeAgents
-	data   string
 }
 
-// session creates a session (with body's fields) whose containers go with
-// the test.
-func (e *shelleyEnv) session(t *testing.T, body map[string]any) string {
+// session creates a session (with body's fields) that goes with the test.
+func (e *shelleyEnv) session(t *testing.T, body map[string]any) (*client, string) {
 	t.Helper()
-	c := e.clientFor(t)
-	var sess struct{ ID string }
-	if c.do("POST", "/api/v1/sessions", body, &sess) != 201 {
-		t.Fatalf("create session %v", body)
-	}
-	removeSessionContainers(t, sess.ID)
-	t.Cleanup(func() { c.do("DELETE", "/api/v1/sessions/"+sess.ID, nil, nil) })
-	return sess.ID
-}
-
-// clientFor is the shared client reporting to t.
-func (e *shelleyEnv) clientFor(t *testing.T) *client {
-	c := *e.c
-	c.t = t
-	return &c
-}
-
-type treeNode struct {
-	ID             string  `json:"id"`
-	Name           string  `json:"name"`
-	Status         string  `json:"status"`
-	Model          string  `json:"model"`
-	ContainerID    string  `json:"container_id"`
-	Tokens         int64   `json:"tokens"`
-	CostUSD        float64 `json:"cost_usd"`
-	SubtreeTokens  int64   `json:"subtree_tokens"`
-	SubtreeCostUSD float64 `json:"subtree_cost_usd"`
-	Generation     int     `json:"generation"`
-}
-
-func (c *client) treeNode(sid, nid string) treeNode {
-	c.t.Helper()
-	var tree struct{ Data []treeNode }
-	if c.do("GET", "/api/v1/sessions/"+sid+"/tree", nil, &tree) != 200 {
-		c.t.Fatal("read the tree")
-	}
-	for _, n := range tree.Data {
-		if n.ID == nid {
-			return n
-		}
-	}
-	c.t.Fatalf("node %s is not in the tree %+v", nid, tree.Data)
-	return treeNode{}
+	c := e.c.with(t)
+	sid := c.session(body)
+	t.Cleanup(func() { c.do("DELETE", "/api/v1/sessions/"+sid, nil, nil) })
+	return c, sid
 }
 
 // spawnShelley creates a shelley node with its catalog defaults.
-func (e *shelleyEnv) spawnShelley(t *testing.T, sid, name, task, parent string) treeNode {
-	t.Helper()
-	body := map[string]any{"name": name, "agent_type": "shelley", "task": task}
-	if parent != "" {
-		body["parent_id"] = parent
-	}
-	var n treeNode
-	if e.clientFor(t).do("POST", "/api/v1/sessions/"+sid+"/nodes", body, &n) != 201 {
-		t.Fatalf("spawn shelley %q", name)
-	}
-	return n
-}
-
-func (e *shelleyEnv) send(t *testing.T, sid, nid, content string) {
-	t.Helper()
-	if code := e.clientFor(t).do("POST", "/api/v1/sessions/"+sid+"/nodes/"+nid+"/messages", map[string]any{"content": content}, nil); code != 202 {
-		t.Fatalf("send %q: %d", content, code)
-	}
-}
-
-// waitFor polls a node's records until cond holds (within limit).
-func (e *shelleyEnv) waitFor(t *testing.T, what, sid, nid string, limit time.Duration, cond func([]rec) bool) []rec {
-	t.Helper()
-	c := e.clientFor(t)
-	deadline := time.Now().Add(limit)
-	for {
-		recs := c.records(sid, nid)
-		if cond(recs) {
-			return recs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; records:\n%s", what, dumpRecords(recs))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func dumpRecords(recs []rec) string {
-	var b strings.Builder
-	for _, r := range recs {
-		fmt.Fprintf(&b, "%d %s %s\n", r.Seq, r.Kind, r.Data)
-	}
-	return b.String()
+func spawnShelley(c *client, sid, name, task, parent string) nodeJSON {
+	c.t.Helper()
+	return c.spawn(sid, map[string]any{"name": name, "agent_type": "shelley", "task": task, "parent_id": parent})
 }
 
 // fapEvent is the fields of an event record the transcript shows.
@@ -338,41 +251,25 @@ func hasEventText(recs []rec, parts ...string) bool {
 	return false
 }
 
-func dockerOut(t *testing.T, stdin string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("docker", args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || args[0] != "exec" {
-			t.Fatalf("docker %v: %v\n%s%s", args, err, out, stderr.String())
-		}
-	}
-	return string(out)
-}
-
 // usageTokens is what the fake reports as a turn's tokens: prompt (cached or
 // not) and completion, the gateway's count.
 func usageTokens(u fakellm.Usage) int64 { return int64(u.Input + u.CacheRead + u.Output) }
 
 // waitTokens waits until the node's metered tokens and cost reach what
 // the fake reported, and checks they are exactly that.
-func (e *shelleyEnv) waitTokens(t *testing.T, sid, nid string, tokens int64, cost float64) treeNode {
-	t.Helper()
-	c := e.clientFor(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n := c.treeNode(sid, nid)
+func waitTokens(c *client, sid, nid string, tokens int64, cost float64) {
+	c.t.Helper()
+	testkit.EventuallyNil(c.t, 30*time.Second, "the node's tokens", func() error {
+		n := c.node(sid, nid)
 		if n.Tokens == tokens && math.Abs(n.CostUSD-cost) < 1e-9 {
-			return n
+			return nil
 		}
-		if n.Tokens > tokens || time.Now().After(deadline) {
-			t.Fatalf("node %s has %d tokens and $%v, the fake reported %d tokens and $%v", n.Name, n.Tokens, n.CostUSD, tokens, cost)
+		err := fmt.Errorf("node %s has %d tokens and $%v, the fake reported %d tokens and $%v", n.Name, n.Tokens, n.CostUSD, tokens, cost)
+		if n.Tokens > tokens {
+			c.t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // The Go module of "add a failing test and fix it": Abs has a bug its test
@@ -384,36 +281,6 @@ const (
 	newTest    = "\nfunc TestAbsNegative(t *testing.T) {\n\tif got := Abs(-2); got != 2 {\n\t\tt.Fatalf(\"Abs(-2) = %d, want 2\", got)\n\t}\n}\n"
 	fixMessage = "Abs: return the absolute value of negative numbers"
 )
-
-// gitRepo serves a repository holding files, one commit "initial", over
-// git's dumb HTTP protocol on 127.0.0.1 and returns its URL.
-func gitRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	work, served := t.TempDir(), t.TempDir()
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.invalid",
-			"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git(work, "init", "-q", "-b", "main")
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(work, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(work, "add", "-A")
-	git(work, "commit", "-q", "-m", "initial")
-	git(served, "clone", "-q", "--bare", work, "repo.git")
-	git(filepath.Join(served, "repo.git"), "update-server-info")
-	srv := httptest.NewServer(http.FileServer(http.Dir(served)))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/repo.git"
-}
 
 func toolArgs(args map[string]any) string {
 	b, _ := json.Marshal(args)
@@ -442,34 +309,6 @@ var fixTurns = []fakellm.Turn{
 		Usage: fakellm.Usage{Input: 120, CacheRead: 2300, Output: 30, Cost: 0.0010}},
 }
 
-// fixEvents are the agent's events for fixTurns, in order.
-var fixEvents = []string{
-	"status thinking",
-	"text Let me look at the code first.",
-	"status running",
-	"tool read_file start calc.go", "tool read_file done calc.go",
-	"tool read_file start /workspace/calc_test.go", "tool read_file done calc_test.go",
-	"status thinking", "status running",
-	"tool edit_file start calc_test.go", "tool edit_file done calc_test.go",
-	"status thinking", "status running",
-	"command start go test ./...", "command done go test ./... exit 1",
-	"status thinking",
-	"text The new test fails: Abs does not handle negative numbers.",
-	"status running",
-	"tool edit_file start calc.go", "tool edit_file done calc.go",
-	"status thinking", "status running",
-	"command start go test ./...", "command done go test ./... exit 0",
-	"status thinking", "status running",
-	"command start git add -A", "command done git add -A exit 0",
-	"command start git commit -m '" + fixMessage + "'",
-	"command done git commit -m '" + fixMessage + "' exit 0",
-	"commit " + fixMessage,
-	"status thinking",
-	"text Added TestAbsNegative, which failed, and fixed Abs; go test passes and the change is committed.",
-	"status idle",
-	"done",
-}
-
 // fixATest: shelley adds a failing test to a cloned Go repository and
 // fixes it. The files are in the container's /workspace and in the session
 // filesystem (API), the commit in git log and as a commit record linked to
@@ -485,21 +324,22 @@ func (e *shelleyEnv) fixATest(t *testing.T) {
 		}
 		return fakellm.Turn{Text: "Nothing more to do."}
 	})
-	repo := gitRepo(t, map[string]string{"go.mod": "module calc\n\ngo 1.21\n", "calc.go": calcGo, "calc_test.go": calcTestGo})
-	sid := e.session(t, map[string]any{"name": "fix a test", "git_repo_url": repo, "checks": []map[string]any{{"command": "test -f go.mod"}}})
-	node := e.spawnShelley(t, sid, "fixer", task, "")
-	c := e.clientFor(t)
+	repo := testkit.GitRepo(t, map[string]string{"go.mod": "module calc\n\ngo 1.21\n", "calc.go": calcGo, "calc_test.go": calcTestGo})
+	c, sid := e.session(t, map[string]any{"name": "fix a test", "git_repo_url": repo, "checks": []map[string]any{{"command": "test -f go.mod"}}})
+	node := spawnShelley(c, sid, "fixer", task, "")
 	// go test builds the standard library in a fresh container: minutes.
-	recs := e.waitFor(t, "the fix's done", sid, node.ID, 8*time.Minute, func(r []rec) bool { return countEvents(r, "done") > 0 })
-	node = c.treeNode(sid, node.ID)
+	recs := c.waitRecords("the fix's done", sid, node.ID, 8*time.Minute, func(r []rec) bool { return countEvents(r, "done") > 0 })
+	node = c.node(sid, node.ID)
 	if node.Model != "anthropic/claude-sonnet-4" {
 		t.Errorf("the node's model %q, want the catalog default anthropic/claude-sonnet-4", node.Model)
 	}
 
 	// The clone before the agent starts, then the agent's events.
+	// The native agent's events for fixTurns, its own tests' golden file.
+	fixEvents := testkit.Lines(t, "../../adapters/native/testdata/fix-a-test/events.txt")
 	want := append([]string{"command start git clone " + repo + " /workspace", "command done git clone " + repo + " /workspace exit 0"}, fixEvents...)
 	if got := transcript(recs); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("events:\n%s\n\nwant:\n%s\n\nrecords:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), dumpRecords(recs))
+		t.Fatalf("events:\n%s\n\nwant:\n%s\n\nrecords:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), records(recs))
 	}
 	for _, r := range recs {
 		if r.Kind == "error" {
@@ -527,7 +367,7 @@ func (e *shelleyEnv) fixATest(t *testing.T) {
 	// The files: in the container's /workspace and in the session filesystem.
 	id := node.ContainerID
 	fixed := "if n < 0 {\n\t\treturn -n\n\t}"
-	if got := dockerOut(t, "", "exec", id, "cat", "/workspace/calc.go"); !strings.Contains(got, fixed) {
+	if got := docker(t, "", "exec", id, "cat", "/workspace/calc.go"); !strings.Contains(got, fixed) {
 		t.Fatalf("calc.go in the container:\n%s", got)
 	}
 	var file struct{ Content string }
@@ -539,13 +379,13 @@ func (e *shelleyEnv) fixATest(t *testing.T) {
 	}
 	// The commit: on top of the clone, by shelley, the commit record's hash,
 	// linked to the git commit's command record.
-	log := dockerOut(t, "", "exec", id, "git", "-C", "/workspace", "log", "--format=%H %an %s")
+	log := docker(t, "", "exec", id, "git", "-C", "/workspace", "log", "--format=%H %an %s")
 	lines := strings.Split(strings.TrimSpace(log), "\n")
 	if len(lines) != 2 || !strings.HasSuffix(lines[0], " shelley "+fixMessage) || !strings.HasSuffix(lines[1], " test initial") {
 		t.Fatalf("git log:\n%s", log)
 	}
 	head, _, _ := strings.Cut(lines[0], " ")
-	if st := dockerOut(t, "", "exec", id, "git", "-C", "/workspace", "status", "--porcelain"); st != "" {
+	if st := docker(t, "", "exec", id, "git", "-C", "/workspace", "status", "--porcelain"); st != "" {
 		t.Fatalf("uncommitted changes:\n%s", st)
 	}
 	var commitCmd int64
@@ -571,7 +411,7 @@ func (e *shelleyEnv) fixATest(t *testing.T) {
 		tokens += usageTokens(turn.Usage)
 		cost += turn.Usage.Cost
 	}
-	e.waitTokens(t, sid, node.ID, tokens, cost)
+	waitTokens(c, sid, node.ID, tokens, cost)
 	var sess struct {
 		TokensUsed int64 `json:"tokens_used"`
 	}
@@ -588,19 +428,19 @@ func (e *shelleyEnv) fixATest(t *testing.T) {
 // files.
 func noProviderKey(t *testing.T, id string) {
 	t.Helper()
-	if inspect := dockerOut(t, "", "inspect", id); strings.Contains(inspect, providerKey) || !strings.Contains(inspect, "FILEPATH_API_KEY=") {
+	if inspect := docker(t, "", "inspect", id); strings.Contains(inspect, providerKey) || !strings.Contains(inspect, "FILEPATH_API_KEY=") {
 		t.Fatalf("docker inspect shows the provider key (or no env at all):\n%s", inspect)
 	}
-	env := dockerOut(t, "", "exec", id, "sh", "-c", "cat /proc/[0-9]*/environ | tr '\\0' '\\n'")
+	env := docker(t, "", "exec", id, "sh", "-c", "cat /proc/[0-9]*/environ | tr '\\0' '\\n'")
 	if strings.Contains(env, providerKey) || !strings.Contains(env, "FILEPATH_API_URL=") {
 		t.Fatalf("the processes' environments hold the provider key (or could not be read):\n%s", env)
 	}
 	canary := "canary-" + strings.ReplaceAll(providerKey, "sk-or-", "")
-	dockerOut(t, "", "exec", id, "sh", "-c", "echo "+canary+" > /tmp/fp-canary")
+	docker(t, "", "exec", id, "sh", "-c", "echo "+canary+" > /tmp/fp-canary")
 	// The container's files as it sees them (its image, /tmp, /workspace),
 	// read from the host through its root, by root with every capability:
 	// inside, root without capabilities cannot read everything.
-	pid := strings.TrimSpace(dockerOut(t, "", "inspect", "--format", "{{.State.Pid}}", id))
+	pid := strings.TrimSpace(docker(t, "", "inspect", "--format", "{{.State.Pid}}", id))
 	root := "/proc/" + pid + "/root"
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -622,16 +462,6 @@ func noProviderKey(t *testing.T, id string) {
 	}
 }
 
-// containerRunning says whether a container runs (docker inspect).
-func containerRunning(t *testing.T, id string) bool {
-	t.Helper()
-	out, err := exec.Command("docker", "inspect", "--format", "{{.State.Running}}", id).Output()
-	if err != nil {
-		return false // removed
-	}
-	return strings.TrimSpace(string(out)) == "true"
-}
-
 // stopMidTurn: a stop while the upstream holds its stream open ends the
 // agent promptly (its container is gone within 5 s, under a second on an
 // idle machine); the chat has the stop and the agent's last status, and no
@@ -640,35 +470,23 @@ func (e *shelleyEnv) stopMidTurn(t *testing.T) {
 	e.agents.add("STOP:", func([]chatMsg) fakellm.Turn {
 		return fakellm.Turn{Text: "never sent", Hang: true}
 	})
-	sid := e.session(t, map[string]any{"name": "stop"})
-	node := e.spawnShelley(t, sid, "stopper", "STOP: think for a long time", "")
-	c := e.clientFor(t)
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(requestsOf(t, e.up, "STOP:")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent sent no request upstream; records:\n%s", dumpRecords(c.records(sid, node.ID)))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	id := c.treeNode(sid, node.ID).ContainerID
+	c, sid := e.session(t, map[string]any{"name": "stop"})
+	node := spawnShelley(c, sid, "stopper", "STOP: think for a long time", "")
+	c.waitRecords("a request upstream", sid, node.ID, 2*time.Minute, func([]rec) bool { return len(requestsOf(t, e.up, "STOP:")) > 0 })
+	id := c.node(sid, node.ID).ContainerID
 	start := time.Now()
 	if code := c.do("POST", "/api/v1/sessions/"+sid+"/nodes/"+node.ID+"/signal", map[string]any{"action": "stop"}, nil); code != 202 {
 		t.Fatalf("signal stop: %d", code)
 	}
-	for containerRunning(t, id) {
-		if time.Since(start) > 5*time.Second {
-			t.Fatalf("the container still runs %s after signal stop", time.Since(start))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, "the container to end after signal stop", func() bool { return !containerRunning(id) })
 	took := time.Since(start)
-	recs := e.waitFor(t, "the node to stop", sid, node.ID, 30*time.Second, func([]rec) bool {
-		s := c.treeNode(sid, node.ID).Status
+	recs := c.waitRecords("the node to stop", sid, node.ID, 30*time.Second, func([]rec) bool {
+		s := c.node(sid, node.ID).Status
 		return s != "running" && s != "thinking"
 	})
-	n := c.treeNode(sid, node.ID)
+	n := c.node(sid, node.ID)
 	if n.Status == "error" {
-		t.Fatalf("after a stop the node is %s; records:\n%s", n.Status, dumpRecords(recs))
+		t.Fatalf("after a stop the node is %s; records:\n%s", n.Status, records(recs))
 	}
 	// In the chat: the stop, then the agent's idle; no LLM error.
 	stopAt := int64(-1)
@@ -684,7 +502,7 @@ func (e *shelleyEnv) stopMidTurn(t *testing.T) {
 		}
 	}
 	if stopAt < 0 || !idleAfter || hasEventText(recs, "LLM error") || hasRecord(recs, "error") {
-		t.Fatalf("the chat after a stop (stop at %d, idle after %v):\n%s", stopAt, idleAfter, dumpRecords(recs))
+		t.Fatalf("the chat after a stop (stop at %d, idle after %v):\n%s", stopAt, idleAfter, records(recs))
 	}
 	t.Logf("the container ended %s after signal stop; the node is %s", took, n.Status)
 }
@@ -708,32 +526,31 @@ func (e *shelleyEnv) upstreamErrors(t *testing.T) {
 		}
 		return fakellm.Turn{Text: "Back to work: the upstream answers again.", Usage: fakellm.Usage{Input: 40, Output: 9}}
 	})
-	sid := e.session(t, map[string]any{"name": "upstream errors"})
-	node := e.spawnShelley(t, sid, "survivor", "UPSTREAM: say hello", "")
-	c := e.clientFor(t)
-	recs := e.waitFor(t, "the 500 in the chat", sid, node.ID, 2*time.Minute, func(r []rec) bool { return hasEventText(r, "LLM error") })
+	c, sid := e.session(t, map[string]any{"name": "upstream errors"})
+	node := spawnShelley(c, sid, "survivor", "UPSTREAM: say hello", "")
+	recs := c.waitRecords("the 500 in the chat", sid, node.ID, 2*time.Minute, func(r []rec) bool { return hasEventText(r, "LLM error") })
 	if !hasEventText(recs, "LLM error: HTTP 500 Internal Server Error: fake upstream exploded") {
-		t.Fatalf("the chat after an upstream 500:\n%s", dumpRecords(recs))
+		t.Fatalf("the chat after an upstream 500:\n%s", records(recs))
 	}
-	id := c.treeNode(sid, node.ID).ContainerID
+	id := c.node(sid, node.ID).ContainerID
 
-	e.send(t, sid, node.ID, "try again")
+	c.send(sid, node.ID, "try again")
 	start := time.Now()
-	recs = e.waitFor(t, "the timeout in the chat", sid, node.ID, time.Minute, func(r []rec) bool { return hasEventText(r, "HTTP 504") })
+	recs = c.waitRecords("the timeout in the chat", sid, node.ID, time.Minute, func(r []rec) bool { return hasEventText(r, "HTTP 504") })
 	host := strings.TrimPrefix(e.up.URL, "http://")
 	if !hasEventText(recs, "LLM error: HTTP 504 Gateway Timeout: upstream "+host+" (openrouter) did not answer within "+gatewayTimeout.String()) {
-		t.Fatalf("the chat after an upstream timeout:\n%s", dumpRecords(recs))
+		t.Fatalf("the chat after an upstream timeout:\n%s", records(recs))
 	}
 	if took := time.Since(start); took < gatewayTimeout-time.Second || took > gatewayTimeout+20*time.Second {
 		t.Fatalf("the timeout showed %s after the message, want about %s", took, gatewayTimeout)
 	}
 
-	e.send(t, sid, node.ID, "once more")
-	recs = e.waitFor(t, "the answer after the errors", sid, node.ID, time.Minute, func(r []rec) bool { return countEvents(r, "done") > 0 })
+	c.send(sid, node.ID, "once more")
+	recs = c.waitRecords("the answer after the errors", sid, node.ID, time.Minute, func(r []rec) bool { return countEvents(r, "done") > 0 })
 	if !hasEventText(recs, "Back to work") {
-		t.Fatalf("records:\n%s", dumpRecords(recs))
+		t.Fatalf("records:\n%s", records(recs))
 	}
-	if n := c.treeNode(sid, node.ID); n.ContainerID != id || !containerRunning(t, id) {
+	if n := c.node(sid, node.ID); n.ContainerID != id || !containerRunning(id) {
 		t.Fatalf("the node changed or lost its container: %q → %q", id, n.ContainerID)
 	}
 	if reqs := requestsOf(t, e.up, "UPSTREAM:"); len(reqs) != 3 {
@@ -751,20 +568,19 @@ func (e *shelleyEnv) budget(t *testing.T) {
 		}
 		return fakellm.Turn{Text: "Answer after the raise.", Usage: fakellm.Usage{Input: 10, Output: 5}}
 	})
-	sid := e.session(t, map[string]any{"name": "budget"})
-	c := e.clientFor(t)
+	c, sid := e.session(t, map[string]any{"name": "budget"})
 	if code := c.do("PATCH", "/api/v1/sessions/"+sid, map[string]any{"budget_tokens": 1000}, nil); code != 200 {
 		t.Fatalf("set the budget: %d", code)
 	}
-	node := e.spawnShelley(t, sid, "spender", "BUDGET: answer twice", "")
-	e.waitFor(t, "the first answer", sid, node.ID, 2*time.Minute, func(r []rec) bool { return countEvents(r, "done") > 0 })
-	e.waitTokens(t, sid, node.ID, 1500, 0)
+	node := spawnShelley(c, sid, "spender", "BUDGET: answer twice", "")
+	c.waitRecords("the first answer", sid, node.ID, 2*time.Minute, func(r []rec) bool { return countEvents(r, "done") > 0 })
+	waitTokens(c, sid, node.ID, 1500, 0)
 
-	e.send(t, sid, node.ID, "and more")
+	c.send(sid, node.ID, "and more")
 	why := "this session's LLM budget is used up: 1500 of 1000 tokens used (budget_tokens)"
-	recs := e.waitFor(t, "the budget error", sid, node.ID, time.Minute, func(r []rec) bool { return hasEventText(r, "LLM error") })
+	recs := c.waitRecords("the budget error", sid, node.ID, time.Minute, func(r []rec) bool { return hasEventText(r, "LLM error") })
 	if !hasEventText(recs, "LLM error: HTTP 429 Too Many Requests: "+why) || !hasRecord(recs, "error", why, `"source":"gateway"`, "PATCH /api/v1/sessions/"+sid) {
-		t.Fatalf("the chat over the budget:\n%s", dumpRecords(recs))
+		t.Fatalf("the chat over the budget:\n%s", records(recs))
 	}
 	if reqs := requestsOf(t, e.up, "BUDGET:"); len(reqs) != 1 {
 		t.Fatalf("%d requests upstream, want 1: the one over the budget never leaves the gateway", len(reqs))
@@ -773,15 +589,15 @@ func (e *shelleyEnv) budget(t *testing.T) {
 	if code := c.do("PATCH", "/api/v1/sessions/"+sid, map[string]any{"budget_tokens": nil}, nil); code != 200 {
 		t.Fatalf("clear the budget: %d", code)
 	}
-	// The gateway reads a session's budget at most once a second
-	// (gateway.DefaultSpendTTL).
+	// Time is the point: the gateway reads a session's budget at most once
+	// a second (gateway.DefaultSpendTTL), so the raise counts a second on.
 	time.Sleep(1100 * time.Millisecond)
-	e.send(t, sid, node.ID, "go on")
-	recs = e.waitFor(t, "the answer after the raise", sid, node.ID, time.Minute, func(r []rec) bool { return countEvents(r, "done") > 1 })
+	c.send(sid, node.ID, "go on")
+	recs = c.waitRecords("the answer after the raise", sid, node.ID, time.Minute, func(r []rec) bool { return countEvents(r, "done") > 1 })
 	if !hasEventText(recs, "Answer after the raise.") {
-		t.Fatalf("records:\n%s", dumpRecords(recs))
+		t.Fatalf("records:\n%s", records(recs))
 	}
-	e.waitTokens(t, sid, node.ID, 1515, 0)
+	waitTokens(c, sid, node.ID, 1515, 0)
 }
 
 // messageDuringTurn: a message sent while the agent runs a command reaches
@@ -794,15 +610,15 @@ func (e *shelleyEnv) messageDuringTurn(t *testing.T) {
 		}
 		return fakellm.Turn{Text: "Noted: " + lastMsg(msgs).Content}
 	})
-	sid := e.session(t, map[string]any{"name": "message during a turn"})
-	node := e.spawnShelley(t, sid, "listener", "MIDTURN: wait a bit", "")
-	e.waitFor(t, "the command to start", sid, node.ID, 2*time.Minute, func(r []rec) bool {
+	c, sid := e.session(t, map[string]any{"name": "message during a turn"})
+	node := spawnShelley(c, sid, "listener", "MIDTURN: wait a bit", "")
+	c.waitRecords("the command to start", sid, node.ID, 2*time.Minute, func(r []rec) bool {
 		return hasRecord(r, "event", `"type":"command"`, `"status":"start"`, "sleep 4")
 	})
-	e.send(t, sid, node.ID, "also mention the README")
-	recs := e.waitFor(t, "the turn's end", sid, node.ID, time.Minute, func(r []rec) bool { return countEvents(r, "done") > 0 })
+	c.send(sid, node.ID, "also mention the README")
+	recs := c.waitRecords("the turn's end", sid, node.ID, time.Minute, func(r []rec) bool { return countEvents(r, "done") > 0 })
 	if countEvents(recs, "done") != 1 || !hasEventText(recs, "Noted: also mention the README") {
-		t.Fatalf("records:\n%s", dumpRecords(recs))
+		t.Fatalf("records:\n%s", records(recs))
 	}
 	reqs := requestsOf(t, e.up, "MIDTURN:")
 	if len(reqs) != 2 {
@@ -854,21 +670,17 @@ func (e *shelleyEnv) handoff(t *testing.T) {
 	})
 	e.agents.add("HANDOFF NOTE:", func([]chatMsg) fakellm.Turn { return gen2 })
 
-	repo := gitRepo(t, map[string]string{"parse.go": "package parse\n"})
-	sid := e.session(t, map[string]any{"name": "handoff", "git_repo_url": repo,
+	repo := testkit.GitRepo(t, map[string]string{"parse.go": "package parse\n"})
+	c, sid := e.session(t, map[string]any{"name": "handoff", "git_repo_url": repo,
 		"checks": []map[string]any{{"command": "echo '" + lintOut + "' >&2; exit 2"}}})
-	c := e.clientFor(t)
 	// The parent clones the repository and finishes: the rescue commit
 	// happens only while no other agent of the session runs.
-	var lead treeNode
-	if c.do("POST", "/api/v1/sessions/"+sid+"/nodes", map[string]any{"name": "lead", "agent_type": "custom", "image": "filepath/byo-echo:latest", "task": "/done"}, &lead) != 201 {
-		t.Fatal("spawn the lead")
-	}
-	e.waitFor(t, "the lead to finish", sid, lead.ID, 2*time.Minute, func([]rec) bool { return c.treeNode(sid, lead.ID).Status == "done" })
-	node := e.spawnShelley(t, sid, "worker", "HANDOFF: teach the parser maps", lead.ID)
+	lead := c.spawn(sid, map[string]any{"name": "lead", "agent_type": "custom", "image": "filepath/byo-echo:latest", "task": "/done"})
+	c.waitRecords("the lead to finish", sid, lead.ID, 2*time.Minute, func([]rec) bool { return c.node(sid, lead.ID).Status == "done" })
+	node := spawnShelley(c, sid, "worker", "HANDOFF: teach the parser maps", lead.ID)
 
-	recs := e.waitFor(t, "the continuation's answer", sid, node.ID, 3*time.Minute, func(r []rec) bool { return hasEventText(r, "Picking up from the handoff note") })
-	if n := c.treeNode(sid, node.ID); n.Generation != 2 {
+	recs := c.waitRecords("the continuation's answer", sid, node.ID, 3*time.Minute, func(r []rec) bool { return hasEventText(r, "Picking up from the handoff note") })
+	if n := c.node(sid, node.ID); n.Generation != 2 {
 		t.Fatalf("generation %d, want 2", n.Generation)
 	}
 
@@ -918,11 +730,11 @@ func (e *shelleyEnv) handoff(t *testing.T) {
 		}
 	}
 	if i < len(steps) {
-		t.Fatalf("no %s (in order) in the chat:\n%s", steps[i].what, dumpRecords(recs))
+		t.Fatalf("no %s (in order) in the chat:\n%s", steps[i].what, records(recs))
 	}
 	// The rescue commit holds the file the first generation left.
-	id := c.treeNode(sid, node.ID).ContainerID
-	if files := strings.TrimSpace(dockerOut(t, "", "exec", id, "git", "-C", "/workspace", "show", "--name-only", "--format=", rescue.Hash)); files != "notes.txt" {
+	id := c.node(sid, node.ID).ContainerID
+	if files := strings.TrimSpace(docker(t, "", "exec", id, "git", "-C", "/workspace", "show", "--name-only", "--format=", rescue.Hash)); files != "notes.txt" {
 		t.Fatalf("the rescue commit %s holds %q, want notes.txt", rescue.Hash, files)
 	}
 
@@ -960,8 +772,8 @@ func (e *shelleyEnv) handoff(t *testing.T) {
 		tokens += usageTokens(u)
 		cost += u.Cost
 	}
-	e.waitTokens(t, sid, node.ID, tokens, cost)
-	if p := c.treeNode(sid, lead.ID); p.Tokens != 0 || p.SubtreeTokens != tokens || math.Abs(p.SubtreeCostUSD-cost) > 1e-9 {
+	waitTokens(c, sid, node.ID, tokens, cost)
+	if p := c.node(sid, lead.ID); p.Tokens != 0 || p.SubtreeTokens != tokens || math.Abs(p.SubtreeCostUSD-cost) > 1e-9 {
 		t.Fatalf("the parent: %d tokens, subtree %d tokens $%v; want 0, %d, $%v", p.Tokens, p.SubtreeTokens, p.SubtreeCostUSD, tokens, cost)
 	}
 	var sess struct {
@@ -1002,7 +814,7 @@ func (m modelsAnswer) has(id string) bool {
 // a server that never reached the upstream serves the bundled list with
 // its offline note.
 func (e *shelleyEnv) modelList(t *testing.T, srv *server) {
-	c := e.clientFor(t)
+	c := e.c.with(t)
 	get := func(c *client) modelsAnswer {
 		t.Helper()
 		var m modelsAnswer
@@ -1020,22 +832,14 @@ func (e *shelleyEnv) modelList(t *testing.T, srv *server) {
 	if cached := get(c); cached.Note != "" || cached.FetchedAt == nil || !cached.FetchedAt.Equal(*live.FetchedAt) || !cached.has("fake/no-tools") {
 		t.Fatalf("with the upstream gone, within the TTL: %+v", cached)
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	var stale modelsAnswer
-	for stale = get(c); stale.Note == ""; stale = get(c) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no note 30 s after the upstream went away: %+v", stale)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testkit.Eventually(t, 30*time.Second, "a note after the upstream went away", func() bool { stale = get(c); return stale.Note != "" })
 	if !strings.Contains(stale.Note, "could not refresh the list from "+host) || !stale.has("fake/no-tools") || stale.FetchedAt == nil || !stale.FetchedAt.Equal(*live.FetchedAt) {
 		t.Fatalf("past the TTL with the upstream gone, want the last good list with a note: %+v", stale)
 	}
 
-	data := t.TempDir()
-	var offline *server
-	offline = startServer(t, data, "--workspace", "dir")
-	bundled := get(newClient(t, data, &offline))
+	offline := startServer(t, t.TempDir(), "--workspace", "dir")
+	bundled := get(newClient(t, offline))
 	if !bundled.Offline || !strings.HasPrefix(bundled.Note, "offline list: could not reach "+host) || bundled.FetchedAt != nil ||
 		bundled.has("fake/no-tools") || !bundled.has("anthropic/claude-sonnet-4") {
 		t.Fatalf("a server that never reached its upstream: %+v", bundled)

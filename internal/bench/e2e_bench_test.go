@@ -24,7 +24,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
@@ -190,14 +190,14 @@ func newServer(b *testing.B, kind string) *server {
 	var closeRT func() error
 	switch kind {
 	case "docker":
-		testenv.RequireImage(b, testImage)
+		testkit.RequireImage(b, testImage)
 		d, err := containers.NewDocker(ctx, containers.DockerConfig{Network: "none"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		s.rt, closeRT, rcfg.Network = d, d.Close, "none"
 	case "process":
-		s.agent = buildAgent(b)
+		s.agent = testkit.Program(b, "github.com/filepath-dev/filepath/adapters/testagent")
 		p, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(s.dir, "proc"), Logger: log})
 		if err != nil {
 			b.Fatal(err)
@@ -251,18 +251,6 @@ func newServer(b *testing.B, kind string) *server {
 		s.st.Close()
 	})
 	return s
-}
-
-// buildAgent builds the static test agent into a temp dir.
-func buildAgent(b *testing.B) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "testagent")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/filepath-dev/filepath/adapters/testagent")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("build testagent: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // session creates a session whose root runs the test agent with task.
@@ -473,7 +461,7 @@ var modes = []string{"pipe", "process-log", "process-store", "process", "docker-
 // of one agent run of `rate n perSec`.
 func setup(b *testing.B, mode string) func(n, perSec int) *run {
 	if mode == "pipe" {
-		agent := buildAgent(b)
+		agent := testkit.Program(b, "github.com/filepath-dev/filepath/adapters/testagent")
 		return func(n, perSec int) *run { return pipe(b, agent, n, perSec) }
 	}
 	kind, suffix, _ := strings.Cut(mode, "-")
@@ -555,12 +543,12 @@ func BenchmarkE2ESpawn(b *testing.B) {
 			var once func() time.Duration
 			switch mode {
 			case "docker-run":
-				testenv.RequireImage(b, testImage)
+				testkit.RequireImage(b, testImage)
 				once = func() time.Duration {
 					return firstLine(b, "docker", "run", "--rm", "--pull", "never", "--network", "none", "-e", "FILEPATH_TASK=echo hi; done", testImage)
 				}
 			case "exec":
-				agent := buildAgent(b)
+				agent := testkit.Program(b, "github.com/filepath-dev/filepath/adapters/testagent")
 				once = func() time.Duration { return firstLine(b, agent) }
 			default:
 				once = newServer(b, mode).spawn

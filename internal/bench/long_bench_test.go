@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
@@ -38,7 +38,7 @@ func medianMS(ds []time.Duration) float64 {
 //
 //	go test -run='^$' -bench=Handoff -benchtime=10x ./internal/bench/
 func BenchmarkHandoff(b *testing.B) {
-	testenv.RequireImage(b, testImage)
+	testkit.RequireImage(b, testImage)
 	ctx := context.Background()
 	dir := b.TempDir()
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
@@ -69,7 +69,8 @@ func BenchmarkHandoff(b *testing.B) {
 		b.Fatal(err)
 	}
 	// firstEventAfter waits for the node's first event after seq and returns
-	// its time (the time Docker stamped on the line).
+	// its time (the time Docker stamped on the line). The benchmark's waits
+	// poll every 2 ms, finer than testkit.Eventually: they are timed.
 	firstEventAfter := func(after int64, what string) time.Time {
 		deadline := time.Now().Add(time.Minute)
 		for time.Now().Before(deadline) {
@@ -174,8 +175,8 @@ func goRepo(b *testing.B, dir string) {
 //
 //	go test -run='^$' -bench=HealthChecks -benchtime=3x ./internal/bench/
 func BenchmarkHealthChecks(b *testing.B) {
-	testenv.RequireImage(b, checkImage)
-	testenv.RequireFUSE(b)
+	testkit.RequireImage(b, checkImage)
+	testkit.RequireFUSE(b)
 	ctx := context.Background()
 	rt, err := containers.NewDocker(ctx, containers.DockerConfig{Network: "none"})
 	if err != nil {

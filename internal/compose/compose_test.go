@@ -5,21 +5,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 const (
@@ -35,11 +32,11 @@ const (
 // /workspace (FUSE, propagated to the host) holds the clone; the agent
 // answers a message. Everything it starts is removed at the end.
 func TestCompose(t *testing.T) {
-	testenv.RequireFUSE(t) // root, which the shared mount below needs too
-	testenv.RequireImage(t, baseImage)
-	testenv.RequireImage(t, agent)
+	testkit.RequireFUSE(t) // root, which the shared mount below needs too
+	testkit.RequireImage(t, baseImage)
+	testkit.RequireImage(t, agent)
 	if _, err := exec.LookPath("docker-compose"); err != nil {
-		testenv.Missing(t, "docker-compose (apt-get install docker-compose)")
+		testkit.Missing(t, "docker-compose (apt-get install docker-compose)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -54,9 +51,8 @@ func TestCompose(t *testing.T) {
 
 	// The data directory: the same path inside and outside, a shared mount
 	// (compose.yaml's rshared bind needs one).
-	data := t.TempDir()
+	data := testkit.DataDir(t) // what is mounted in it is detached at the end
 	run(t, ctx, "", nil, "mount", "--bind", data, data)
-	t.Cleanup(func() { unmountUnder(t, data) })
 	run(t, ctx, "", nil, "mount", "--make-rshared", data)
 
 	env := append(os.Environ(), "FILEPATH_IMAGE="+image, "FILEPATH_DATA_DIR="+data, "FILEPATH_PORT="+freePort(t),
@@ -75,9 +71,7 @@ func TestCompose(t *testing.T) {
 		}
 		// Agent containers are the host engine's, not the compose project's.
 		for _, s := range sessions {
-			if ids, _ := output(cctx, "", nil, "docker", "ps", "-aq", "--filter", "label=filepath.session="+s); strings.TrimSpace(ids) != "" {
-				output(cctx, "", nil, "docker", append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
-			}
+			testkit.RemoveContainers(t, "filepath.session="+s)
 		}
 		if out, err := compose(cctx, "down", "-v", "--remove-orphans", "--timeout", "10"); err != nil {
 			t.Errorf("docker-compose down: %v\n%s", err, out)
@@ -93,18 +87,19 @@ func TestCompose(t *testing.T) {
 	}
 
 	// The healthcheck (filepath healthcheck in the container) turns healthy.
-	checkFor(t, ctx, 90*time.Second, "the container to be healthy", func() (bool, error) {
+	testkit.EventuallyNil(t, 90*time.Second, "the container to be healthy", func() error {
 		st, err := output(ctx, "", nil, "docker", "inspect", "-f", "{{.State.Status}} {{.State.Health.Status}}", container)
 		if err != nil { // no Health: compose.yaml has no healthcheck
-			return false, fmt.Errorf("%v: %s", err, strings.TrimSpace(st))
+			return fmt.Errorf("%v: %s", err, strings.TrimSpace(st))
 		}
 		switch st = strings.TrimSpace(st); st {
 		case "running healthy":
-			return true, nil
+			return nil
 		case "running starting":
-			return false, fmt.Errorf("state %q", st)
+			return fmt.Errorf("state %q", st)
 		}
-		return false, &fatal{fmt.Errorf("container state %q", st)}
+		t.Fatalf("container state %q", st)
+		return nil
 	})
 	if v := run(t, ctx, "", nil, "docker", "exec", container, "git", "--version"); !strings.HasPrefix(v, "git version") {
 		t.Fatalf("git --version in the image: %q", v)
@@ -128,9 +123,9 @@ func TestCompose(t *testing.T) {
 	run(t, ctx, "", nil, "git", "--git-dir", repo, "symbolic-ref", "HEAD", "refs/heads/main")
 	run(t, ctx, "", nil, "docker", "exec", "-d", container, "git", "daemon", "--export-all", "--reuseaddr",
 		"--base-path="+filepath.Dir(repo), "--listen=127.0.0.1", "--port=9418")
-	checkFor(t, ctx, 20*time.Second, "git daemon in the container", func() (bool, error) {
+	testkit.EventuallyNil(t, 20*time.Second, "git daemon in the container", func() error {
 		_, err := output(ctx, "", nil, "docker", "exec", container, "git", "ls-remote", "git://127.0.0.1/demo.git")
-		return err == nil, err
+		return err
 	})
 
 	var sess struct{ ID string }
@@ -141,7 +136,7 @@ func TestCompose(t *testing.T) {
 	msgs := "/sessions/" + sess.ID + "/nodes/" + node.ID + "/messages"
 	waitEvent := func(what string, match func(map[string]any) bool) {
 		t.Helper()
-		checkFor(t, ctx, 60*time.Second, what, func() (bool, error) {
+		testkit.EventuallyNil(t, 60*time.Second, what, func() error {
 			var page struct {
 				Data []struct {
 					Kind string
@@ -151,13 +146,13 @@ func TestCompose(t *testing.T) {
 			c.do(t, "GET", msgs+"?limit=1000", nil, 200, &page)
 			for _, r := range page.Data {
 				if r.Kind == "error" {
-					return false, &fatal{fmt.Errorf("error record: %v", r.Data)}
+					t.Fatalf("waiting for %s: error record: %v", what, r.Data)
 				}
 				if r.Kind == "event" && match(r.Data) {
-					return true, nil
+					return nil
 				}
 			}
-			return false, fmt.Errorf("%d records so far", len(page.Data))
+			return fmt.Errorf("%d records so far", len(page.Data))
 		})
 	}
 	waitEvent("the clone in the agent's /workspace", func(e map[string]any) bool {
@@ -167,9 +162,12 @@ func TestCompose(t *testing.T) {
 	waitEvent("the echo", func(e map[string]any) bool { return e["type"] == "text" && e["content"] == "hello through compose" })
 
 	c.do(t, "DELETE", "/sessions/"+sess.ID, nil, 204, nil)
-	checkFor(t, ctx, 30*time.Second, "the agent container to be removed", func() (bool, error) {
+	testkit.EventuallyNil(t, 30*time.Second, "the agent container to be removed", func() error {
 		ids, err := output(ctx, "", nil, "docker", "ps", "-aq", "--filter", "label=filepath.session="+sess.ID)
-		return err == nil && strings.TrimSpace(ids) == "", err
+		if err == nil && strings.TrimSpace(ids) != "" {
+			err = fmt.Errorf("still there: %s", ids)
+		}
+		return err
 	})
 }
 
@@ -197,83 +195,16 @@ func buildImage(t *testing.T, ctx context.Context, root, image string) {
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", image).Run() })
 }
 
-// unmountUnder detaches every mount at or below dir, deepest first: the
-// shared bind, and what the orchestrator mounted under it (mnt/, FUSE).
-func unmountUnder(t *testing.T, dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	var mounts []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			mounts = append(mounts, f[4])
-		}
-	}
-	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
-	for _, m := range mounts {
-		if out, err := exec.Command("umount", "-l", m).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", m, err, out)
-		}
-	}
-}
-
 type client struct{ base, key string }
 
 func (c *client) do(t *testing.T, method, path string, body any, status int, out any) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != status {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, status)
+	r := testkit.Request(t, &http.Client{Timeout: 30 * time.Second}, method, c.base+path, c.key, body)
+	if r.Status != status {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, r.Status, r.Body, status)
 	}
 	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: %v in %s", method, path, err, b)
-		}
-	}
-}
-
-// fatal ends checkFor at once.
-type fatal struct{ error }
-
-// checkFor polls f until it says done, the deadline passes or it fails fatally.
-func checkFor(t *testing.T, ctx context.Context, d time.Duration, what string, f func() (bool, error)) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for {
-		done, err := f()
-		if done {
-			return
-		}
-		if fe, ok := err.(*fatal); ok {
-			t.Fatalf("waiting for %s: %v", what, fe.error)
-		}
-		if time.Now().After(end) || ctx.Err() != nil {
-			t.Fatalf("timed out after %s waiting for %s (last: %v)", d, what, err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
+		r.JSON(t, out)
 	}
 }
 

@@ -36,12 +36,16 @@ func TestImportArrows(t *testing.T) {
 		// The file tiers and tools work on the session filesystem and know
 		// nothing of the store or of the APIs that serve them.
 		"orchestrator/files": {"orchestrator/files", "orchestrator/vfs", "orchestrator/gitnet", "=orchestrator", "protocol"},
+		// The shared test kit: the standard library only, so that the
+		// tests of every layer above may use it.
+		"internal/testkit/...": {"internal/testkit"},
 	}
 	for pkgs, ok := range allowed {
 		check(t, pkgs, ok, "-deps")
-		// Their tests may use the test helpers besides (fakellm: the scripted
-		// LLM upstream the native agents are tested against).
-		check(t, pkgs, append(ok, "internal/testenv", "internal/fakellm"), "-deps", "-test")
+		// Their tests may use the test helpers besides (testkit: the shared
+		// test kit; fakellm: the scripted LLM upstream the native agents are
+		// tested against).
+		check(t, pkgs, append(ok, "internal/testkit", "internal/fakellm"), "-deps", "-test")
 	}
 }
 

@@ -3,7 +3,6 @@ package agentapi
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
@@ -79,24 +79,26 @@ type answer struct {
 
 func get(t *testing.T, url string, header ...string) answer {
 	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	a := answer{status: resp.StatusCode}
-	if err := json.Unmarshal(b, &a.body); err != nil {
-		t.Fatalf("GET %s: %d, not JSON: %q", url, resp.StatusCode, b)
+	r := testkit.Request(t, nil, "GET", url, "", nil, header...)
+	a := answer{status: r.Status}
+	if err := json.Unmarshal(r.Body, &a.body); err != nil {
+		t.Fatalf("GET %s: %d, not JSON: %q", url, r.Status, r.Body)
 	}
 	return a
+}
+
+// server is a Server (cfg, its Auth the fixture's store) with whoami
+// mounted at /test/, shut down when the test ends.
+func (f *fixture) server(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	cfg.Auth = f.st
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	s.Mount("/test/", whoami())
+	return s
 }
 
 func errMessage(a answer) string {
@@ -109,12 +111,7 @@ func errMessage(a answer) string {
 // loopback, where the token alone tells the node.
 func TestSharedListener(t *testing.T) {
 	f := newFixture(t)
-	s, err := New(Config{Auth: f.st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
-	s.Mount("/test/", whoami())
+	s := f.server(t, Config{})
 	if !strings.HasPrefix(s.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL %q is not on the host's loopback", s.URL())
 	}
@@ -195,12 +192,7 @@ func TestSharedListener(t *testing.T) {
 // own node's token.
 func TestNodeListenerRefusesOtherNodes(t *testing.T) {
 	f := newFixture(t)
-	s, err := New(Config{Auth: f.st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
-	s.Mount("/test/", whoami())
+	s := f.server(t, Config{})
 	srv := httptest.NewServer(s.Handler(f.nodeA.ID))
 	defer srv.Close()
 	if a := get(t, srv.URL+"/test/x", "Authorization", "Bearer "+f.keyB); a.status != 403 || !strings.Contains(errMessage(a), "another agent") {
@@ -238,19 +230,14 @@ func TestLimitListener(t *testing.T) {
 			second <- c
 		}
 	}()
-	select {
+	select { // time is the point: nothing is accepted within 100 ms
 	case <-second:
 		t.Fatal("a second connection was accepted while the bound (1) was reached")
 	case <-time.After(100 * time.Millisecond):
 	}
 	first.Close()
 	first.Close() // gives its slot back once
-	select {
-	case c := <-second:
-		c.Close()
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting connection was not accepted after the first closed")
-	}
+	testkit.Recv(t, second, 10*time.Second, "the waiting connection to be accepted after the first closed").Close()
 	ln.Close()
 	if _, err := ln.Accept(); err == nil {
 		t.Fatal("accept after close")
@@ -259,11 +246,7 @@ func TestLimitListener(t *testing.T) {
 
 func TestMountRefusesHealthz(t *testing.T) {
 	f := newFixture(t)
-	s, err := New(Config{Auth: f.st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
+	s := f.server(t, Config{})
 	defer func() {
 		if recover() == nil {
 			t.Fatal("mounting /healthz did not panic")

@@ -4,19 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 const byoEcho = "filepath/byo-echo:latest"
 
-// agent is a byo-echo container whose /workspace holds testdata/probe.sh.
+// agent is a byo-echo container whose /workspace holds testkit's probe.sh.
 type agent struct {
 	t   *testing.T
 	ctx context.Context
@@ -28,13 +26,7 @@ type agent struct {
 func startAgent(t *testing.T, ctx context.Context, d *containers.Docker, session, nodeID string, env map[string]string) *agent {
 	t.Helper()
 	ws := t.TempDir()
-	probe, err := os.ReadFile("testdata/probe.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "probe.sh"), probe, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteProbe(t, ws)
 	id, err := d.Create(ctx, containers.Spec{SessionID: session, NodeID: nodeID, Image: byoEcho, WorkspaceDir: ws, Network: "none", Env: env})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +75,7 @@ func (a *agent) run(cmd string) string {
 // sees it as its node; another node's token and a user key are refused;
 // after Close its connections are refused.
 func TestContainerListener(t *testing.T) {
-	testenv.RequireImage(t, byoEcho)
+	testkit.RequireImage(t, byoEcho)
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -92,12 +84,7 @@ func TestContainerListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	s, err := New(Config{Auth: f.st, Netns: d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
-	s.Mount("/test/", whoami())
+	s := f.server(t, Config{Netns: d})
 	if s.URL() != "http://127.0.0.1:7428" {
 		t.Fatalf("URL %q", s.URL())
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
@@ -30,16 +29,11 @@ import (
 //	go test -run '^$' -bench AgentToolsInContainer -benchtime 1x ./orchestrator/agenttools/
 func BenchmarkAgentToolsInContainer(b *testing.B) {
 	const image = "filepath/base:bookworm"
-	testenv.RequireDocker(b)
-	testenv.RequireImage(b, image)
+	testkit.RequireDocker(b)
+	testkit.RequireImage(b, image)
 	ctx := context.Background()
-	dir := b.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "agentbench"), "../../internal/cmd/agentbench")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build agentbench: %v\n%s", err, out)
-	}
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "db")})
+	bench := testkit.Program(b, "../../internal/cmd/agentbench")
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(b.TempDir(), "db")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,7 +76,7 @@ func BenchmarkAgentToolsInContainer(b *testing.B) {
 	api.Mount(agenttools.RESTPrefix, tools.REST())
 	api.Mount(agenttools.MCPPath, tools.MCP())
 
-	out, err := exec.Command("docker", "run", "-d", "--network", "none", "--cap-drop", "ALL", "-v", dir+":/bench:ro", image, "sleep", "600").Output()
+	out, err := exec.Command("docker", "run", "-d", "--network", "none", "--cap-drop", "ALL", "-v", bench+":/bench/agentbench:ro", image, "sleep", "600").Output()
 	if err != nil {
 		b.Fatalf("docker run: %v", err)
 	}

@@ -1,10 +1,8 @@
 package agenttools_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
@@ -81,64 +80,6 @@ func (r *fakeRunner) stop(nodeID string) {
 	delete(r.running, nodeID)
 }
 
-// fakeClock is a settable clock; After fires when Add passes its time.
-type fakeClock struct {
-	mu     sync.Mutex
-	t      time.Time
-	timers []fakeTimer
-}
-
-type fakeTimer struct {
-	at time.Time
-	c  chan time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.t
-		return ch
-	}
-	c.timers = append(c.timers, fakeTimer{c.t.Add(d), ch})
-	return ch
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	kept := c.timers[:0]
-	for _, tm := range c.timers {
-		if !tm.at.After(c.t) {
-			tm.c <- c.t
-		} else {
-			kept = append(kept, tm)
-		}
-	}
-	c.timers = kept
-}
-
-// armed reports whether a timer for d from now waits (a goroutine is
-// parked on After(d)).
-func (c *fakeClock) armed(d time.Duration) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, tm := range c.timers {
-		if tm.at.Equal(c.t.Add(d)) {
-			return true
-		}
-	}
-	return false
-}
-
 // fixture is a store with two users; alice's session holds the tree
 // root → parent → child, root → sibling; her other session one node;
 // bob's session one node. Each node has a container token. The agent
@@ -149,7 +90,7 @@ type fixture struct {
 	st     *store.Store
 	hub    *hub.Hub[store.Record]
 	run    *fakeRunner
-	clock  *fakeClock
+	clock  *testkit.Clock
 	tools  *agenttools.Server
 	api    *agentapi.Server
 	url    string
@@ -165,7 +106,7 @@ func newFixture(t *testing.T, opts ...func(*agenttools.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
-	clock := &fakeClock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	// One clock for the store (the approvals' deadlines) and the tools.
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "db"), Publisher: h, Now: clock.Now})
 	if err != nil {
@@ -267,29 +208,19 @@ func (a answer) errMessage() string {
 // call makes one REST call with the token of who ("" : none).
 func (f *fixture) call(who, method, path string, body any) answer {
 	f.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+	r := testkit.Request(f.t, nil, method, f.url+path, f.keys[who], body)
+	a := answer{status: r.Status, raw: r.Body}
+	_ = json.Unmarshal(r.Body, &a.body)
+	return a
+}
+
+// spawn has who spawn a child named name (task "t") through the REST tool.
+func (f *fixture) spawn(who, name string) answer {
+	f.t.Helper()
+	a := f.call(who, "POST", "/api/v1/children", map[string]any{"name": name, "task": "t"})
+	if a.status != 201 {
+		f.t.Fatalf("spawn %s: %d %s", name, a.status, a.raw)
 	}
-	req, err := http.NewRequest(method, f.url+path, rd)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if who != "" {
-		req.Header.Set("Authorization", "Bearer "+f.keys[who])
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	a := answer{status: resp.StatusCode, raw: b}
-	_ = json.Unmarshal(b, &a.body)
 	return a
 }
 
@@ -341,16 +272,4 @@ func (f *fixture) records(nodeID string) []store.Record {
 		f.t.Fatal(err)
 	}
 	return recs
-}
-
-// waitUntil polls cond with a deadline.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

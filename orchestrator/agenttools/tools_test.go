@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -129,13 +130,10 @@ func TestSendMessage(t *testing.T) {
 // node record, no polling), or when its timeout passes.
 func TestWaitForChildren(t *testing.T) {
 	f := newFixture(t)
-	second := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "second", "task": "t"})
-	if second.status != 201 {
-		t.Fatalf("spawn: %d %s", second.status, second.raw)
-	}
+	second := f.spawn("parent", "second")
 	got := make(chan answer, 1)
 	go func() { got <- f.call("parent", "GET", "/api/v1/children/wait?timeout=10m", nil) }()
-	waitUntil(t, "the wait to arm its deadline", func() bool { return f.clock.armed(10 * time.Minute) })
+	testkit.Eventually(t, 10*time.Second, "the wait to arm its deadline", func() bool { return f.clock.Armed(10 * time.Minute) })
 	done := store.NodeDone
 	if _, err := f.st.PatchNode(f.ctx, f.sid, f.nodes["child"].ID, store.NodePatch{Status: &done}); err != nil {
 		t.Fatal(err)
@@ -158,8 +156,8 @@ func TestWaitForChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { got <- f.call("parent", "GET", "/api/v1/children/wait?timeout=30s", nil) }()
-	waitUntil(t, "the wait to arm its deadline", func() bool { return f.clock.armed(30 * time.Second) })
-	f.clock.Add(30 * time.Second)
+	testkit.Eventually(t, 10*time.Second, "the wait to arm its deadline", func() bool { return f.clock.Armed(30 * time.Second) })
+	f.clock.Advance(30 * time.Second)
 	a = <-got
 	if a.status != 200 || a.body["all_finished"] != false || a.body["timed_out"] != true {
 		t.Fatalf("timed-out wait: %d %s", a.status, a.raw)
@@ -192,7 +190,7 @@ func TestApprovalLongPoll(t *testing.T) {
 	}
 	got := make(chan answer, 1)
 	go func() { got <- f.call("child", "GET", "/api/v1/approvals/"+id+"?wait=60s", nil) }()
-	waitUntil(t, "the poll to wait", func() bool { return f.clock.armed(time.Minute) })
+	testkit.Eventually(t, 10*time.Second, "the poll to wait", func() bool { return f.clock.Armed(time.Minute) })
 	if _, err := f.st.AnswerApproval(f.ctx, f.alice.ID, f.sid, id, store.Decision{Approve: true}, "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +214,7 @@ func TestApprovalLongPoll(t *testing.T) {
 		res <- mcpResult{out, e}
 	}()
 	var pending []store.Approval
-	waitUntil(t, "the MCP request", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the MCP request", func() bool {
 		pending, _ = f.st.Approvals(f.ctx, f.alice.ID, f.sid, store.ApprovalPending, 0)
 		return len(pending) == 1
 	})
@@ -232,7 +230,7 @@ func TestApprovalLongPoll(t *testing.T) {
 	gone := f.call("child", "POST", "/api/v1/approvals", map[string]any{"action": "bash: npm install", "kind": "bash"})
 	goneID := gone.body["id"].(string)
 	go func() { got <- f.call("child", "GET", "/api/v1/approvals/"+goneID+"?wait=90s", nil) }()
-	waitUntil(t, "the poll to wait", func() bool { return f.clock.armed(90 * time.Second) })
+	testkit.Eventually(t, 10*time.Second, "the poll to wait", func() bool { return f.clock.Armed(90 * time.Second) })
 	if w := f.call("child", "DELETE", "/api/v1/approvals/"+goneID, nil); w.status != 200 || w.body["status"] != "denied" || w.body["answered_by"] != "agent" {
 		t.Fatalf("withdraw: %d %s", w.status, w.raw)
 	}
@@ -247,8 +245,8 @@ func TestApprovalLongPoll(t *testing.T) {
 	late := f.call("child", "POST", "/api/v1/approvals", map[string]any{"action": "rm -rf /tmp/x", "kind": "bash"})
 	lateID := late.body["id"].(string)
 	go func() { got <- f.call("child", "GET", "/api/v1/approvals/"+lateID+"?wait=2m", nil) }()
-	waitUntil(t, "the poll and the sweeper to wait", func() bool { return f.clock.armed(2*time.Minute) && f.clock.armed(time.Minute) })
-	f.clock.Add(time.Minute)
+	testkit.Eventually(t, 10*time.Second, "the poll and the sweeper to wait", func() bool { return f.clock.Armed(2*time.Minute) && f.clock.Armed(time.Minute) })
+	f.clock.Advance(time.Minute)
 	p := <-got
 	if p.status != 200 || p.body["status"] != "denied" || p.body["answered_by"] != "timeout" {
 		t.Fatalf("after the deadline: %d %s", p.status, p.raw)
@@ -368,10 +366,7 @@ func TestSpawnInheritsAllowedPaths(t *testing.T) {
 // make the child ambiguous: the caller's own child wins.
 func TestSpawnNameClash(t *testing.T) {
 	f := newFixture(t)
-	first := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"})
-	if first.status != 201 {
-		t.Fatalf("spawn: %d %s", first.status, first.raw)
-	}
+	first := f.spawn("parent", "w1")
 	again := f.call("parent", "POST", "/api/v1/children", map[string]any{"name": "w1", "task": "t"})
 	if again.status != 409 || !strings.Contains(again.errMessage(), `"w1"`) {
 		t.Fatalf("second child named w1: %d %s, want 409 naming it", again.status, again.raw)

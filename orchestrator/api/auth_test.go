@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 )
 
@@ -123,7 +124,7 @@ func TestUnauthenticated(t *testing.T) {
 // it expired. A key without an expiry keeps working.
 func TestAPIKeyExpiry(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	e := newEnv(t, envOpts{now: clock.Now})
 	a := e.account("alice")
 	until := clock.Now().Add(30 * 24 * time.Hour)
@@ -138,11 +139,11 @@ func TestAPIKeyExpiry(t *testing.T) {
 	if err := e.st.DeleteAPIKey(ctx, a.user.ID, rk.ID); err != nil {
 		t.Fatal(err)
 	}
-	clock.Add(30*24*time.Hour - time.Second)
+	clock.Advance(30*24*time.Hour - time.Second)
 	if r := e.do("GET", "/api/v1/me", key, ""); r.status != 200 || !strings.Contains(string(r.body), `"name":"alice"`) {
 		t.Fatalf("key before its expiry: %d %s", r.status, r.body)
 	}
-	clock.Add(time.Second)
+	clock.Advance(time.Second)
 	for _, path := range []string{"/api/v1/me", "/api/v1/sessions"} {
 		r := e.do("GET", path, key, "")
 		code, msg, _ := r.errorOf(t)
@@ -162,10 +163,10 @@ func TestAPIKeyExpiry(t *testing.T) {
 }
 
 func TestExpiry(t *testing.T) {
-	clock := &fakeClock{t: time.Now()}
+	clock := testkit.NewClock(time.Now())
 	e := newEnv(t, envOpts{now: clock.Now})
 	// The first-start link expires after 24h.
-	clock.Add(24*time.Hour + time.Minute)
+	clock.Advance(24*time.Hour + time.Minute)
 	r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "")
 	if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "expired") {
 		t.Fatalf("expired link: %d %s", r.status, r.body)
@@ -188,7 +189,7 @@ func TestExpiry(t *testing.T) {
 	if r := e.do("GET", "/api/v1/me", "", "", cookie...); r.status != 200 {
 		t.Fatalf("fresh cookie: %d %s", r.status, r.body)
 	}
-	clock.Add(api.DefaultSessionTTL + time.Minute)
+	clock.Advance(api.DefaultSessionTTL + time.Minute)
 	r = e.do("GET", "/api/v1/me", "", "", cookie...)
 	if r.status != http.StatusUnauthorized {
 		t.Fatalf("expired cookie: %d %s", r.status, r.body)
@@ -336,7 +337,7 @@ func TestSessionTTL(t *testing.T) {
 		{name: "configured", ttl: 90 * time.Minute, want: 90 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &fakeClock{t: time.Now()}
+			clock := testkit.NewClock(time.Now())
 			e := newEnv(t, envOpts{now: clock.Now, cfg: func(c *api.Config) { c.SessionTTL = tc.ttl }})
 			r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "")
 			ck := cookieOf(r)
@@ -344,11 +345,11 @@ func TestSessionTTL(t *testing.T) {
 				t.Fatalf("cookie %v, want Max-Age %d", r.header["Set-Cookie"], int(tc.want/time.Second))
 			}
 			hdr := []string{"Cookie", ck.Name + "=" + ck.Value}
-			clock.Add(tc.want - time.Minute)
+			clock.Advance(tc.want - time.Minute)
 			if r := e.do("GET", "/api/v1/me", "", "", hdr...); r.status != 200 {
 				t.Fatalf("before expiry: %d", r.status)
 			}
-			clock.Add(2 * time.Minute)
+			clock.Advance(2 * time.Minute)
 			if r := e.do("GET", "/api/v1/me", "", "", hdr...); r.status != 401 {
 				t.Fatalf("after expiry: %d", r.status)
 			}
@@ -375,7 +376,7 @@ func TestTrustedProxies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			logs := &syncBuffer{}
+			logs := &testkit.Buffer{}
 			e := newEnv(t, envOpts{cfg: func(c *api.Config) {
 				c.TrustedProxies = nets
 				c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))

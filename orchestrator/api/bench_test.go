@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
@@ -127,7 +128,7 @@ func BenchmarkStreamThroughput(b *testing.B) {
 			for range clients {
 				<-ready
 			}
-			waitFor(b, 10*time.Second, "subscriptions", func() bool { return e.hub.Subscribers(s.ID) == clients })
+			testkit.Eventually(b, 10*time.Second, "subscriptions", func() bool { return e.hub.Subscribers(s.ID) == clients })
 			b.ResetTimer()
 			start := time.Now()
 			appendBatches(b, e.st, s.ID, n.ID, b.N)
@@ -186,7 +187,7 @@ func BenchmarkStreamLatency(b *testing.B) {
 			for range clients {
 				<-ready
 			}
-			waitFor(b, 10*time.Second, "subscriptions", func() bool { return e.hub.Subscribers(s.ID) == clients })
+			testkit.Eventually(b, 10*time.Second, "subscriptions", func() bool { return e.hub.Subscribers(s.ID) == clients })
 			b.ResetTimer()
 			tick := time.NewTicker(time.Second / rate)
 			defer tick.Stop()

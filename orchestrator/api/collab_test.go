@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
@@ -25,7 +26,7 @@ func TestApprovalsInbox(t *testing.T) {
 	}
 	// The inbox is oldest first, by creation time (milliseconds), then id:
 	// the second request is made in a later millisecond.
-	waitFor(t, time.Second, "the next millisecond", func() bool { return time.Now().Truncate(time.Millisecond).After(a1.CreatedAt) })
+	testkit.Eventually(t, time.Second, "the next millisecond", func() bool { return time.Now().Truncate(time.Millisecond).After(a1.CreatedAt) })
 	a2, _, _ := e.st.RequestApproval(ctx, s.ID, root.ID, store.NewApproval{Action: "bash: git push", Kind: "bash", Timeout: time.Minute})
 	base := "/api/v1/sessions/" + s.ID + "/approvals"
 
@@ -37,7 +38,7 @@ func TestApprovalsInbox(t *testing.T) {
 	if r := e.do("GET", base+"?status=maybe", alice.key, ""); r.status != 400 {
 		t.Fatalf("bad status filter: %d %s", r.status, r.body)
 	}
-	nodeKey, _, _ := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
+	nodeKey := e.nodeKey(alice, s.ID, root.ID)
 	if r := e.do("POST", base+"/"+a1.ID, nodeKey, `{"decision":"approve"}`); r.status != 403 {
 		t.Fatalf("a node key answers its own request: %d %s", r.status, r.body)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -14,25 +13,16 @@ import (
 // its node's config.allowed_paths allows, for every verb, like the node's
 // FUSE mount; refusals are audited; the user's own key reaches everything.
 func TestFilesNodeKeyAllowedPaths(t *testing.T) {
-	e := newEnv(t, envOpts{})
+	tr := newNodeTree(t) // me: allowed_paths ["/src"], with a key
+	e, a, root, n, key := tr.e, tr.a, tr.root, tr.me, tr.key
 	ctx := context.Background()
-	a := e.account("alice")
-	s, root := e.session(a)
-	n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, n.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := e.files.Session(s.ID)
+	fs := e.files.Session(tr.sid)
 	for p, content := range map[string]string{"/src/a.rs": "fn a() {}\n", "/src/b.txt": "needle in src\n", "/docs/moved.rs": "secret\n", "/docs/notes.txt": "needle in docs\n", "/top.txt": "needle at top\n"} {
 		if _, _, err := fs.WriteFile(ctx, p, []byte(content), vfs.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	base := "/api/v1/sessions/" + s.ID + "/fs"
+	base := "/api/v1/sessions/" + tr.sid + "/fs"
 	tests := []struct {
 		name, method, path, body string
 		status                   int
@@ -124,11 +114,7 @@ func TestFilesNodeKeyAllowedPaths(t *testing.T) {
 		t.Fatalf("user key: %d %s", r.status, r.body)
 	}
 	// A node key of a node without allowed_paths reaches everything too.
-	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, root.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := e.do("GET", base+"/docs/moved.rs", rootKey, ""); r.status != 200 {
+	if r := e.do("GET", base+"/docs/moved.rs", e.nodeKey(a, tr.sid, root.ID), ""); r.status != 200 {
 		t.Fatalf("unrestricted node key: %d %s", r.status, r.body)
 	}
 }
@@ -136,26 +122,17 @@ func TestFilesNodeKeyAllowedPaths(t *testing.T) {
 // TestNodeKeyCannotWidenItsPolicy: a node key cannot change its own
 // config, where its allowed_paths live; its name it can.
 func TestNodeKeyCannotWidenItsPolicy(t *testing.T) {
-	e := newEnv(t, envOpts{})
+	tr := newNodeTree(t) // me: allowed_paths ["/src"], with a key
+	e, a, n, key := tr.e, tr.a, tr.me, tr.key
 	ctx := context.Background()
-	a := e.account("alice")
-	s, root := e.session(a)
-	n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`{"allowed_paths":["/src"]}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, n.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID
+	p := "/api/v1/sessions/" + tr.sid + "/nodes/" + n.ID
 	if r := e.do("PATCH", p, key, `{"config":{"allowed_paths":["/"]}}`); r.status != 403 {
 		t.Fatalf("node key widening its allowed_paths: %d %s", r.status, r.body)
 	}
 	if r := e.do("PATCH", p, key, `{"name":"renamed"}`); r.status != 200 {
 		t.Fatalf("node key renaming itself: %d %s", r.status, r.body)
 	}
-	got, err := e.st.GetNode(ctx, a.user.ID, s.ID, n.ID)
+	got, err := e.st.GetNode(ctx, a.user.ID, tr.sid, n.ID)
 	if err != nil || !strings.Contains(string(got.Config), `"/src"`) {
 		t.Fatalf("config now %s, %v", got.Config, err)
 	}

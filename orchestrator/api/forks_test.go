@@ -30,18 +30,7 @@ func TestForkDiffMergeAPI(t *testing.T) {
 	put(sfs, "/a.txt", "one\ntwo\nthree\n")
 	put(sfs, "/both.txt", "base\n")
 
-	r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes", alice.key, `{"agent_type":"shelley","parent_id":"`+root.ID+`","workspace":"fork"}`)
-	if r.status != http.StatusCreated {
-		t.Fatalf("create forked child: %d %s", r.status, r.body)
-	}
-	var child store.Node
-	if err := json.Unmarshal(r.body, &child); err != nil {
-		t.Fatal(err)
-	}
-	fk, err := e.files.ForkOfNode(ctx, child.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	child, fk := e.forkedChild(alice, s.ID, root.ID, "")
 	cfs := e.files.Session(fk.ID)
 	put(cfs, "/a.txt", "one\nTWO\nthree\n")
 	put(cfs, "/new.txt", "new\n")
@@ -52,7 +41,7 @@ func TestForkDiffMergeAPI(t *testing.T) {
 		t.Fatalf("the child's new file is in the parent's workspace: %d", r.status)
 	}
 
-	r = e.do(http.MethodGet, "/api/v1/sessions/"+s.ID+"/nodes/"+child.ID+"/diff", alice.key, "")
+	r := e.do(http.MethodGet, "/api/v1/sessions/"+s.ID+"/nodes/"+child.ID+"/diff", alice.key, "")
 	if r.status != http.StatusOK {
 		t.Fatalf("diff: %d %s", r.status, r.body)
 	}
@@ -65,14 +54,7 @@ func TestForkDiffMergeAPI(t *testing.T) {
 	}
 
 	// who may merge
-	childKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	childKey, rootKey := e.nodeKey(alice, s.ID, child.ID), e.nodeKey(alice, s.ID, root.ID)
 	merge := "/api/v1/sessions/" + s.ID + "/nodes/" + child.ID + "/merge"
 	if r := e.do(http.MethodPost, merge, childKey, ""); r.status != http.StatusForbidden {
 		t.Fatalf("the child merged itself: %d %s", r.status, r.body)
@@ -140,27 +122,13 @@ func TestForkedNodeKeyFilesAreItsFork(t *testing.T) {
 	if _, _, err := sfs.WriteFile(ctx, "/a.txt", []byte("base\n"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes", alice.key, `{"agent_type":"shelley","parent_id":"`+root.ID+`","workspace":"fork"}`)
-	if r.status != http.StatusCreated {
-		t.Fatalf("create forked child: %d %s", r.status, r.body)
-	}
-	var child store.Node
-	if err := json.Unmarshal(r.body, &child); err != nil {
-		t.Fatal(err)
-	}
-	fk, err := e.files.ForkOfNode(ctx, child.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	child, fk := e.forkedChild(alice, s.ID, root.ID, "")
 	if _, _, err := sfs.WriteFile(ctx, "/a.txt", []byte("parent\n"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	childKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, child.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	childKey := e.nodeKey(alice, s.ID, child.ID)
 	fsURL := "/api/v1/sessions/" + s.ID + "/fs/"
-	r = e.do(http.MethodGet, fsURL+"a.txt", childKey, "")
+	r := e.do(http.MethodGet, fsURL+"a.txt", childKey, "")
 	var got struct {
 		SessionID string `json:"session_id"`
 		Content   string `json:"content"`
@@ -181,11 +149,7 @@ func TestForkedNodeKeyFilesAreItsFork(t *testing.T) {
 		t.Fatalf("the child's write is not in its fork: %q %v", b, err)
 	}
 	// the parent's key still reaches the session's workspace
-	rootKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := e.do(http.MethodGet, fsURL+"a.txt", rootKey, ""); r.status != http.StatusOK || !strings.Contains(string(r.body), `"content":"parent\n"`) {
+	if r := e.do(http.MethodGet, fsURL+"a.txt", e.nodeKey(alice, s.ID, root.ID), ""); r.status != http.StatusOK || !strings.Contains(string(r.body), `"content":"parent\n"`) {
 		t.Fatalf("root reads /a.txt: %d %s", r.status, r.body)
 	}
 }
@@ -200,34 +164,15 @@ func TestMergeByMovedParentRefused(t *testing.T) {
 	alice := e.account("alice")
 	s, root := e.session(alice)
 	sfs := e.files.Session(s.ID)
-	spawn := func(name string) store.Node {
-		t.Helper()
-		r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes", alice.key, `{"agent_type":"shelley","name":"`+name+`","parent_id":"`+root.ID+`","workspace":"fork"}`)
-		if r.status != http.StatusCreated {
-			t.Fatalf("create %s: %d %s", name, r.status, r.body)
-		}
-		var n store.Node
-		if err := json.Unmarshal(r.body, &n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	a, b := spawn("a"), spawn("b")
-	fb, err := e.files.ForkOfNode(ctx, b.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, _ := e.forkedChild(alice, s.ID, root.ID, "a")
+	b, fb := e.forkedChild(alice, s.ID, root.ID, "b")
 	if _, _, err := e.files.Session(fb.ID).WriteFile(ctx, "/from-b.txt", []byte("b\n"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes/"+b.ID+"/move", alice.key, `{"parent_id":"`+a.ID+`","sort_order":0}`); r.status != http.StatusOK {
 		t.Fatalf("move b under a: %d %s", r.status, r.body)
 	}
-	aKey, _, err := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes/"+b.ID+"/merge", aKey, "")
+	r := e.do(http.MethodPost, "/api/v1/sessions/"+s.ID+"/nodes/"+b.ID+"/merge", e.nodeKey(alice, s.ID, a.ID), "")
 	if r.status != http.StatusForbidden {
 		t.Fatalf("a merged b (forked from the session's workspace) past its own fork: %d %s", r.status, r.body)
 	}

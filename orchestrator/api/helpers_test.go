@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,33 +12,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
-
-// syncBuffer is a goroutine-safe bytes.Buffer for the server's stdout.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // testEnv is a real server on 127.0.0.1:0 over a real SQLite store.
 type testEnv struct {
@@ -49,7 +30,7 @@ type testEnv struct {
 	hub    *hub.Hub[store.Record]
 	files  *vfs.VFS
 	base   string
-	stdout *syncBuffer
+	stdout *testkit.Buffer
 	login  string // the first-start login URL
 	runErr chan error
 }
@@ -68,24 +49,6 @@ type envOpts struct {
 	secrets   []byte           // the store's secrets key
 }
 
-// fakeClock is a settable clock for the store.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func newEnv(t testing.TB, o envOpts) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
@@ -99,7 +62,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	level := slog.LevelWarn
 	if os.Getenv("API_TEST_DEBUG") != "" {
 		level = slog.LevelDebug
@@ -143,21 +106,9 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	})
 	// Wait for the first-start login line (the bootstrap ran).
 	re := regexp.MustCompile(`(?m)^login: (http://\S+)$`)
-	waitFor(t, 10*time.Second, "login line on stdout", func() bool { return re.MatchString(out.String()) })
+	testkit.Eventually(t, 10*time.Second, "login line on stdout", func() bool { return re.MatchString(out.String()) })
 	e.login = re.FindStringSubmatch(out.String())[1]
 	return e
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // account is a user with an API key.
@@ -193,6 +144,52 @@ func (e *testEnv) session(a account) (store.Session, store.Node) {
 		e.t.Fatalf("create node: %v", err)
 	}
 	return s, n
+}
+
+// nodeKey makes a container token of node nid in a's session sid.
+func (e *testEnv) nodeKey(a account, sid, nid string) string {
+	e.t.Helper()
+	key, _, err := e.st.CreateNodeAPIKey(context.Background(), a.user.ID, sid, nid)
+	if err != nil {
+		e.t.Fatalf("create node key: %v", err)
+	}
+	return key
+}
+
+// child creates a node under parent in a's session sid (in's other fields
+// as given).
+func (e *testEnv) child(a account, sid, parent string, in store.NewNode) store.Node {
+	e.t.Helper()
+	in.ParentID = &parent
+	n, err := e.st.CreateNode(context.Background(), a.user.ID, sid, in)
+	if err != nil {
+		e.t.Fatalf("create node: %v", err)
+	}
+	return n
+}
+
+// forkedChild spawns through the API, as a, a shelley child of parent
+// (named name unless "") that works on a fork of its parent's workspace,
+// and returns it with its fork.
+func (e *testEnv) forkedChild(a account, sid, parent, name string) (store.Node, vfs.ForkInfo) {
+	e.t.Helper()
+	body := `{"agent_type":"shelley","parent_id":"` + parent + `","workspace":"fork"`
+	if name != "" {
+		body += `,"name":"` + name + `"`
+	}
+	r := e.do(http.MethodPost, "/api/v1/sessions/"+sid+"/nodes", a.key, body+"}")
+	if r.status != http.StatusCreated {
+		e.t.Fatalf("create forked child %s: %d %s", name, r.status, r.body)
+	}
+	var n store.Node
+	if err := json.Unmarshal(r.body, &n); err != nil {
+		e.t.Fatal(err)
+	}
+	fk, err := e.files.ForkOfNode(context.Background(), n.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n, fk
 }
 
 type reply struct {

@@ -26,25 +26,16 @@ type nodeTree struct {
 func newNodeTree(t *testing.T) *nodeTree {
 	t.Helper()
 	e := newEnv(t, envOpts{})
-	ctx := context.Background()
 	a := e.account("alice")
 	s, root := e.session(a)
 	child := func(parent string, config string) store.Node {
-		n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &parent, Config: json.RawMessage(config)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return e.child(a, s.ID, parent, store.NewNode{AgentType: "pi", Config: json.RawMessage(config)})
 	}
 	tr := &nodeTree{e: e, a: a, sid: s.ID, root: root}
 	tr.me = child(root.ID, `{"allowed_paths":["/src"]}`)
 	tr.grandchild = child(tr.me.ID, `{}`)
 	tr.sibling = child(root.ID, `{}`)
-	key, _, err := e.st.CreateNodeAPIKey(ctx, a.user.ID, s.ID, tr.me.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.key = key
+	tr.key = e.nodeKey(a, s.ID, tr.me.ID)
 	for _, n := range []store.Node{root, tr.me, tr.grandchild, tr.sibling} {
 		appendEvents(t, e.st, s.ID, n.ID, 2)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -26,7 +27,7 @@ func TestRunStoppedDuringStartIsGraceful(t *testing.T) {
 	defer st.Close()
 	files := vfs.New(st.SQL(), vfs.Config{Logger: slog.New(slog.DiscardHandler)})
 	defer files.Close()
-	srv, err := api.New(api.Config{Addr: "127.0.0.1:0", Store: st, Hub: h, Files: files, Stdout: &syncBuffer{},
+	srv, err := api.New(api.Config{Addr: "127.0.0.1:0", Store: st, Hub: h, Files: files, Stdout: &testkit.Buffer{},
 		Logger: slog.New(slog.DiscardHandler), Resolver: noDNS{}})
 	if err != nil {
 		t.Fatal(err)

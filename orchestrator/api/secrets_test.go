@@ -68,7 +68,7 @@ func TestSessionSecrets(t *testing.T) {
 	if r = e.do("PUT", base+"/secrets/CURSOR_API_KEY", alice.key, `{}`); r.status != 422 {
 		t.Errorf("no value: %d %s", r.status, r.body)
 	}
-	nodeKey, _, _ := e.st.CreateNodeAPIKey(ctx, alice.user.ID, s.ID, root.ID)
+	nodeKey := e.nodeKey(alice, s.ID, root.ID)
 	for _, m := range []string{"GET", "PUT", "DELETE"} {
 		path := base + "/secrets"
 		if m != "GET" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -34,6 +35,47 @@ func (e *testEnv) dial(ctx context.Context, sid string, after int64, key string,
 		c.SetReadLimit(1 << 20)
 	}
 	return c, resp, err
+}
+
+// stream dials the session stream after seq with key, failing the test if
+// that fails; the connection closes when the test ends.
+func (e *testEnv) stream(t *testing.T, ctx context.Context, sid string, after int64, key string) *websocket.Conn {
+	t.Helper()
+	c, _, err := e.dial(ctx, sid, after, key)
+	if err != nil {
+		t.Fatalf("dial after=%d: %v", after, err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+// live dials the session stream after its last record, as the only
+// client, and waits until the hub has it; it returns that last seq too.
+func (e *testEnv) live(t *testing.T, ctx context.Context, sid, key string) (*websocket.Conn, int64) {
+	t.Helper()
+	last, err := e.st.LastSeq(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.stream(t, ctx, sid, last, key)
+	testkit.Eventually(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(sid) == 1 })
+	return c, last
+}
+
+// readThrough reads the records after last up to want, failing on an
+// error, a gap or a duplicate.
+func readThrough(t *testing.T, ctx context.Context, c *websocket.Conn, last, want int64) {
+	t.Helper()
+	for last < want {
+		r, err := readRecord(ctx, c)
+		if err != nil {
+			t.Fatalf("read after %d: %v", last, err)
+		}
+		if r.Seq != last+1 {
+			t.Fatalf("got %d after %d", r.Seq, last)
+		}
+		last = r.Seq
+	}
 }
 
 type wireRecord struct {
@@ -170,25 +212,9 @@ func TestStreamGapFilledFromStore(t *testing.T) {
 	s, n := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	last, _ := e.st.LastSeq(ctx, s.ID)
-	c, _, err := e.dial(ctx, s.ID, last, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	waitFor(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	c, last := e.live(t, ctx, s.ID, a.key)
 	appendEvents(t, e.st, s.ID, n.ID, 50)
-	want := last + 50
-	for last < want {
-		r, err := readRecord(ctx, c)
-		if err != nil {
-			t.Fatalf("read after %d: %v", last, err)
-		}
-		if r.Seq != last+1 {
-			t.Fatalf("got %d after %d", r.Seq, last)
-		}
-		last = r.Seq
-	}
+	readThrough(t, ctx, c, last, last+50)
 }
 
 // TestStreamSlowClientDropped: a client that does not read is dropped by the
@@ -199,13 +225,7 @@ func TestStreamSlowClientDropped(t *testing.T) {
 	s, n_node := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start, _ := e.st.LastSeq(ctx, s.ID)
-	c, _, err := e.dial(ctx, s.ID, start, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	waitFor(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	c, start := e.live(t, ctx, s.ID, a.key)
 
 	// 8 KiB records: enough to fill the loopback socket buffers so that the
 	// server's writes block and the hub buffer overflows.
@@ -242,7 +262,7 @@ func TestStreamSlowClientDropped(t *testing.T) {
 	if p50 > 10*base[len(base)/2]+5*time.Millisecond {
 		t.Errorf("the stuck client slowed the writer: p50 %v vs baseline %v", p50, base[len(base)/2])
 	}
-	waitFor(t, 10*time.Second, "the slow subscriber to be dropped", func() bool { return e.hub.Dropped() >= 1 })
+	testkit.Eventually(t, 10*time.Second, "the slow subscriber to be dropped", func() bool { return e.hub.Dropped() >= 1 })
 
 	last := start
 	for {
@@ -266,21 +286,7 @@ func TestStreamSlowClientDropped(t *testing.T) {
 		t.Fatalf("client got everything (%d): it was never too slow", last)
 	}
 	// Resuming with after=last gets the rest.
-	c2, _, err := e.dial(ctx, s.ID, last, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.CloseNow()
-	for last < start+appended {
-		r, err := readRecord(ctx, c2)
-		if err != nil {
-			t.Fatalf("resume read after %d: %v", last, err)
-		}
-		if r.Seq != last+1 {
-			t.Fatalf("got %d after %d", r.Seq, last)
-		}
-		last = r.Seq
-	}
+	readThrough(t, ctx, e.stream(t, ctx, s.ID, last, a.key), last, start+appended)
 }
 
 func TestStreamAuthAndOrigin(t *testing.T) {
@@ -353,16 +359,10 @@ func TestStreamShutdownGoingAway(t *testing.T) {
 	s, _ := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	last, _ := e.st.LastSeq(ctx, s.ID)
-	c, _, err := e.dial(ctx, s.ID, last, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	waitFor(t, 5*time.Second, "subscription", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	c, _ := e.live(t, ctx, s.ID, a.key)
 	done := make(chan struct{})
 	go func() { defer close(done); e.srv.Close() }()
-	_, _, err = c.Read(ctx)
+	_, _, err := c.Read(ctx)
 	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("read: %v, want close 1001", err)
 	}
@@ -383,27 +383,17 @@ func TestStreamClosedWhenSessionDeleted(t *testing.T) {
 	other, _ := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, _, err := e.dial(ctx, s.ID, 0, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	co, _, err := e.dial(ctx, other.ID, 0, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer co.CloseNow()
-	waitFor(t, 5*time.Second, "subscriptions", func() bool {
+	c := e.stream(t, ctx, s.ID, 0, a.key)
+	e.stream(t, ctx, other.ID, 0, a.key)
+	testkit.Eventually(t, 5*time.Second, "subscriptions", func() bool {
 		return e.hub.Subscribers(s.ID) == 1 && e.hub.Subscribers(other.ID) == 1
 	})
 	if r := e.doT(t, "DELETE", "/api/v1/sessions/"+s.ID, a.key, ""); r.status != 204 {
 		t.Fatalf("delete: %d %s", r.status, r.body)
 	}
-	for {
+	var err error
+	for err == nil {
 		_, _, err = c.Read(ctx)
-		if err != nil {
-			break
-		}
 	}
 	if websocket.CloseStatus(err) != 4404 {
 		t.Fatalf("read: %v, want close 4404", err)
@@ -427,12 +417,7 @@ func TestStreamAfterBeyondLast(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	last, _ := e.st.LastSeq(ctx, other.ID)
-	cb, _, err := e.dial(ctx, other.ID, last+10, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cb.CloseNow()
-	if _, _, err := cb.Read(ctx); websocket.CloseStatus(err) != 4422 {
+	if _, _, err := e.stream(t, ctx, other.ID, last+10, a.key).Read(ctx); websocket.CloseStatus(err) != 4422 {
 		t.Fatalf("read: %v, want close 4422", err)
 	}
 }
@@ -450,19 +435,10 @@ func TestStreamPingTimeoutCloses(t *testing.T) {
 	defer cancel()
 	last, _ := e.st.LastSeq(ctx, s.ID)
 	// A reading client answers pings and stays connected.
-	live, _, err := e.dial(ctx, s.ID, last, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.CloseNow()
-	readCtx := live.CloseRead(ctx)
+	readCtx := e.stream(t, ctx, s.ID, last, a.key).CloseRead(ctx)
 	// A client that never reads cannot answer pings and is dropped.
-	dead, _, err := e.dial(ctx, s.ID, last, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dead.CloseNow()
-	waitFor(t, 10*time.Second, "the silent client to be closed", func() bool { return e.hub.Subscribers(s.ID) == 1 })
+	e.stream(t, ctx, s.ID, last, a.key)
+	testkit.Eventually(t, 10*time.Second, "the silent client to be closed", func() bool { return e.hub.Subscribers(s.ID) == 1 })
 	time.Sleep(time.Second) // many ping intervals: the reading client must survive them
 	if readCtx.Err() != nil || e.hub.Subscribers(s.ID) != 1 {
 		t.Fatal("the reading client was closed")

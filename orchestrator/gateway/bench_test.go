@@ -69,6 +69,26 @@ func BenchmarkStream(b *testing.B) { benchStreams(b, 0) }
 // the gateway adds to a live stream.
 func BenchmarkStreamPaced(b *testing.B) { benchStreams(b, 10*time.Millisecond) }
 
+// spread calls f(0) … f(n-1) from workers goroutines and waits for them;
+// a worker stops at its first error, which fails the benchmark.
+func spread(b *testing.B, workers, n int, f func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				if err := f(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 func benchStreams(b *testing.B, gap time.Duration) {
 	e := newEnv(b, envOpts{})
 	e.up.Fallback(func(r fakellm.Request) fakellm.Turn {
@@ -106,27 +126,11 @@ func benchStreams(b *testing.B, gap time.Duration) {
 				e.gw.Flush()
 				ttfb := make([]time.Duration, b.N)
 				ttlb := make([]time.Duration, b.N)
-				var next atomic.Int64
 				b.ResetTimer()
-				for range conc {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							i := int(next.Add(1)) - 1
-							if i >= b.N {
-								return
-							}
-							f, l, err := streamOnce(client, tg.url, tg.auth, body)
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							ttfb[i], ttlb[i] = f, l
-						}
-					}()
-				}
-				wg.Wait()
+				spread(b, conc, b.N, func(i int) (err error) {
+					ttfb[i], ttlb[i], err = streamOnce(client, tg.url, tg.auth, body)
+					return err
+				})
 				b.StopTimer()
 				e.gw.Flush()
 				b.ReportMetric(pct(ttfb, 0.5), "ttfb-p50-ms")
@@ -154,27 +158,12 @@ func BenchmarkMeteringExact(b *testing.B) {
 	})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100}}
 	paths := []string{"/openrouter/v1/chat/completions", "/anthropic/v1/messages", "/openai/v1/responses"}
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	b.ResetTimer()
-	for range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				n := int(next.Add(1)) - 1
-				if n >= b.N {
-					return
-				}
-				body := fmt.Sprintf(`{"model":"m-%d","stream":true,"n":%d,"messages":[]}`, n, n)
-				if _, _, err := streamOnce(client, e.srv.URL+paths[n%3], "Bearer "+nodeToken, body); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	spread(b, 10, b.N, func(n int) error {
+		body := fmt.Sprintf(`{"model":"m-%d","stream":true,"n":%d,"messages":[]}`, n, n)
+		_, _, err := streamOnce(client, e.srv.URL+paths[n%3], "Bearer "+nodeToken, body)
+		return err
+	})
 	e.gw.Flush()
 	b.StopTimer()
 	var rows []store.Usage

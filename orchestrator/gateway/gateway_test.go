@@ -17,40 +17,23 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
-// recorder is a store.Publisher keeping every record.
-type recorder struct {
-	mu   sync.Mutex
-	recs []store.Record
-}
-
-func (r *recorder) Publish(rec store.Record) {
-	r.mu.Lock()
-	r.recs = append(r.recs, rec)
-	r.mu.Unlock()
-}
-
-func (r *recorder) all() []store.Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]store.Record(nil), r.recs...)
-}
-
 const nodeToken = "fp_node_secret_token"
 
 type env struct {
 	st     *store.Store
-	pub    *recorder
+	pub    *testkit.Recorder[store.Record]
 	up     *fakellm.Server
 	gw     *gateway.Gateway
 	srv    *httptest.Server
 	caller orchestrator.Caller
 	user   store.User
-	clock  *fakeClock // of the spend cache
+	clock  *testkit.Clock // of the spend cache
 }
 
 type envOpts struct {
@@ -64,7 +47,7 @@ type envOpts struct {
 func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{pub: &recorder{}, up: fakellm.New(), clock: &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}}
+	e := &env{pub: &testkit.Recorder[store.Record]{}, up: fakellm.New(), clock: testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))}
 	t.Cleanup(e.up.Close)
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "f.db"), Publisher: e.pub})
 	if err != nil {
@@ -240,7 +223,7 @@ func TestOpenRouterStream(t *testing.T) {
 		t.Fatalf("node tokens %d cost %v, want 150 and 0.0125", n.Tokens, n.CostUSD)
 	}
 	var seen bool
-	for _, r := range e.pub.all() {
+	for _, r := range e.pub.All() {
 		var c store.NodeChange
 		if r.Kind == store.KindNode && json.Unmarshal(r.Data, &c) == nil && c.Op == store.OpUpdated && c.Node.Tokens == 150 && c.Node.CostUSD == 0.0125 {
 			seen = true
@@ -468,29 +451,13 @@ func TestClientAbortMidStream(t *testing.T) {
 			}
 		}
 	}()
-	select {
-	case l := <-got:
-		if !strings.Contains(l, "message_start") {
-			t.Fatalf("first event %q", l)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first event did not arrive while the upstream holds the stream: the gateway buffers")
+	if l := testkit.Recv(t, got, 10*time.Second, "the first event while the upstream holds the stream (else the gateway buffers)"); !strings.Contains(l, "message_start") {
+		t.Fatalf("first event %q", l)
 	}
 	cancel()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		us := e.usage(t)
-		if len(us) == 1 {
-			u := us[0]
-			if u.Status != gateway.StatusClientClosed || u.InputTokens != 1234 || u.OutputTokens != 1 || !strings.Contains(u.Note, "went away") {
-				t.Fatalf("usage after abort %+v", u)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the aborted request was not metered")
-		}
-		time.Sleep(10 * time.Millisecond)
+	testkit.Eventually(t, 10*time.Second, "the aborted request to be metered", func() bool { return len(e.usage(t)) == 1 })
+	if u := e.usage(t)[0]; u.Status != gateway.StatusClientClosed || u.InputTokens != 1234 || u.OutputTokens != 1 || !strings.Contains(u.Note, "went away") {
+		t.Fatalf("usage after abort %+v", u)
 	}
 }
 
@@ -648,7 +615,7 @@ func TestBudget(t *testing.T) {
 	}
 	notices := func() []map[string]string {
 		var out []map[string]string
-		for _, r := range e.pub.all() {
+		for _, r := range e.pub.All() {
 			if r.Kind == store.KindError && r.NodeID == e.caller.NodeID {
 				var d map[string]string
 				_ = json.Unmarshal(r.Data, &d)
@@ -672,7 +639,7 @@ func TestBudget(t *testing.T) {
 	if resp := chat(); resp.StatusCode != 429 {
 		t.Fatalf("within the spend TTL: %d", resp.StatusCode)
 	}
-	e.clock.Add(gateway.DefaultSpendTTL)
+	e.clock.Advance(gateway.DefaultSpendTTL)
 	if resp := chat(); resp.StatusCode != 200 {
 		t.Fatalf("after raising: %d", resp.StatusCode)
 	} else {
@@ -690,7 +657,7 @@ func TestBudget(t *testing.T) {
 	if _, err := e.st.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, store.BudgetPatch{SetTokens: true, SetUSD: true, USD: ptr(0.0)}); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Add(gateway.DefaultSpendTTL)
+	e.clock.Advance(gateway.DefaultSpendTTL)
 	resp := chat()
 	if _, msg := errorBody(t, resp, false); resp.StatusCode != 429 || !strings.Contains(msg, "budget_usd") {
 		t.Fatalf("usd budget: %d %s", resp.StatusCode, msg)

@@ -4,26 +4,14 @@ import (
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/models"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func modelIDs(l models.List) []string {
 	var ids []string
@@ -51,7 +39,7 @@ func TestModelsCached(t *testing.T) {
 	ctx := context.Background()
 	up := fakellm.New()
 	defer up.Close()
-	clock := &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	m, err := gateway.NewModels(gateway.ModelsConfig{OpenRouter: gateway.Upstream{APIKey: "or-key", BaseURL: up.URL + "/api/v1"}, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -67,11 +55,11 @@ func TestModelsCached(t *testing.T) {
 		t.Fatalf("upstream request %s %v", r.Path, r.Header)
 	}
 	up.SetModels([]byte(`{"data":[{"id":"new/model","name":"New"}]}`))
-	clock.Add(59 * time.Minute)
+	clock.Advance(59 * time.Minute)
 	if l, _ := m.Models(ctx); len(modelIDs(l)) != 3 || modelsRequests(up) != 1 {
 		t.Fatalf("within the hour: %v, %d fetches", modelIDs(l), modelsRequests(up))
 	}
-	clock.Add(time.Minute)
+	clock.Advance(time.Minute)
 	l, _ = m.Models(ctx)
 	if ids := modelIDs(l); len(ids) != 1 || ids[0] != "new/model" || modelsRequests(up) != 2 || !l.FetchedAt.Equal(clock.Now()) {
 		t.Fatalf("after the hour: %v, %d fetches", ids, modelsRequests(up))
@@ -84,24 +72,24 @@ func TestModelsRefreshFailureKeepsLastGood(t *testing.T) {
 	ctx := context.Background()
 	up := fakellm.New()
 	defer up.Close()
-	clock := &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	m, _ := gateway.NewModels(gateway.ModelsConfig{OpenRouter: gateway.Upstream{APIKey: "k", BaseURL: up.URL}, Now: clock.Now})
 	first, _ := m.Models(ctx)
 	up.SetModels([]byte(`<html>bad gateway</html>`))
-	clock.Add(2 * time.Hour)
+	clock.Advance(2 * time.Hour)
 	l, err := m.Models(ctx)
 	if err != nil || l.Offline || !strings.Contains(l.Note, "could not refresh") || len(modelIDs(l)) != len(modelIDs(first)) ||
 		!l.FetchedAt.Equal(*first.FetchedAt) {
 		t.Fatalf("after a failed refresh %+v, %v", l, err)
 	}
 	n := modelsRequests(up)
-	clock.Add(30 * time.Second)
+	clock.Advance(30 * time.Second)
 	m.Models(ctx)
 	if modelsRequests(up) != n {
 		t.Fatal("retried before the retry interval")
 	}
 	up.SetModels(nil) // the default list again
-	clock.Add(time.Minute)
+	clock.Advance(time.Minute)
 	if l, _ := m.Models(ctx); l.Note != "" || modelsRequests(up) != n+1 || !l.FetchedAt.Equal(clock.Now()) {
 		t.Fatalf("after the retry interval: %+v (%d fetches)", l, modelsRequests(up))
 	}

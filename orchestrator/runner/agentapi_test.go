@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -65,7 +65,7 @@ func (e *env) run(nodeID, cmd string) string {
 // (runner Close, new runner, Reconcile) opens the listener again for the
 // still running container; when the container exits the listener closes.
 func TestAgentAPIInContainer(t *testing.T) {
-	testenv.RequireImage(t, byoEchoImage)
+	testkit.RequireImage(t, byoEchoImage)
 	var api *agentapi.Server
 	e := newEnv(t, func(c *Config) {
 		rt := c.Runtime.(*containers.Docker)
@@ -90,13 +90,7 @@ func TestAgentAPIInContainer(t *testing.T) {
 	// container, its listener and its relay).
 	e.waitFor("the listener of the running container", func() bool { return api.Serving(root.ID) })
 	t.Logf("StartSession until the listener serves (create, checks, start, listener, relay) took %v", time.Since(started))
-	probe, err := os.ReadFile("testdata/probe.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.dir, "nodes", root.ID, "probe.sh"), probe, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteProbe(t, filepath.Join(e.dir, "nodes", root.ID))
 	if got := e.run(root.ID, "echo $FILEPATH_API_URL"); got != "http://127.0.0.1:7428" {
 		t.Fatalf("FILEPATH_API_URL in the container: %q", got)
 	}
@@ -104,7 +98,7 @@ func TestAgentAPIInContainer(t *testing.T) {
 	if got := e.run(root.ID, whoamiCmd); got != "200 "+root.ID {
 		t.Fatalf("the agent's own call: %q, want 200 %s", got, root.ID)
 	}
-	assertNoHostListener(t, 7428)
+	testkit.NoHostListener(t, 7428)
 
 	e.r.Close()
 	if api.Serving(root.ID) {
@@ -130,49 +124,25 @@ func TestAgentAPIInContainer(t *testing.T) {
 // TestAgentAPIProcessRuntime: with the process runtime, every agent shares
 // one listener on the host's loopback and its token tells who it is.
 func TestAgentAPIProcessRuntime(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	probe, err := filepath.Abs("testdata/probe.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	api, err := agentapi.New(agentapi.Config{Auth: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api.Shutdown()
-	api.Mount("/whoami", whoami)
-	u, _ := st.CreateUser(ctx, "erin", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "process"})
-	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The agent calls the API, keeps the answer in its workspace, and ends.
-	agent := `bash ` + probe + ` /whoami "$FILEPATH_API_KEY" > answer.txt; echo '{"type":"done"}'`
-	r, err := New(Config{Store: st, Runtime: rt, DataDir: dir, AgentAPI: api,
-		Cmd: func(store.Node) []string { return []string{"bash", "-c", agent} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
-	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+	probe := `bash probe.sh /whoami "$FILEPATH_API_KEY" > answer.txt; echo '{"type":"done"}'`
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "process"}, func(c *Config) {
+		api, err := agentapi.New(agentapi.Config{Auth: c.Store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(api.Shutdown)
+		api.Mount("/whoami", whoami)
+		c.AgentAPI = api
+		c.Cmd = func(store.Node) []string { return []string{"bash", "-c", probe} }
+	})
+	root := e.processRoot("")
+	testkit.WriteProbe(t, e.workspace(root.ID))
+	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(root.ID, store.NodeDone)
-	got, err := os.ReadFile(filepath.Join(dir, "nodes", root.ID, "answer.txt"))
+	got, err := os.ReadFile(filepath.Join(e.dir, "nodes", root.ID, "answer.txt"))
 	if err != nil || strings.TrimSpace(string(got)) != "200 "+root.ID {
 		t.Fatalf("the agent's answer: %q (%v), want 200 %s", got, err, root.ID)
 	}
@@ -244,23 +214,5 @@ func TestMissingProviderKey(t *testing.T) {
 	keysLeft, _ := st.ListAPIKeys(ctx, u.ID)
 	if len(keysLeft) != 0 {
 		t.Fatalf("a refused start created %d node keys", len(keysLeft))
-	}
-}
-
-// assertNoHostListener fails when a TCP socket of this (the host's) network
-// namespace listens on port.
-func assertNoHostListener(t *testing.T, port int) {
-	t.Helper()
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			fs := strings.Fields(line)
-			if len(fs) > 3 && fs[3] == "0A" && strings.HasSuffix(fs[1], fmt.Sprintf(":%04X", port)) {
-				t.Fatalf("%s: something listens on port %d on the host: %s", f, port, line)
-			}
-		}
 	}
 }

@@ -13,36 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
-
-// gitFixture serves a one-commit repository over git's dumb HTTP protocol on
-// 127.0.0.1 and returns its URL.
-func gitFixture(t *testing.T) string {
-	t.Helper()
-	work, served := t.TempDir(), t.TempDir()
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git(work, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# fixture\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(work, "add", "README.md")
-	git(work, "commit", "-q", "-m", "first")
-	git(served, "clone", "-q", "--bare", work, "repo.git")
-	git(filepath.Join(served, "repo.git"), "update-server-info")
-	srv := httptest.NewServer(http.FileServer(http.Dir(served)))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/repo.git"
-}
 
 func (e *env) sessionWithRepo(url string) (store.Session, store.Node) {
 	e.t.Helper()
@@ -78,7 +52,7 @@ func allowPrivate(c *Config) { c.GitAllowPrivate = true }
 
 func TestCloneBeforeAgentStarts(t *testing.T) {
 	e := newEnv(t, allowPrivate)
-	url := gitFixture(t)
+	url := testkit.GitRepo(t, map[string]string{"README.md": "# fixture\n"})
 	s, n := e.sessionWithRepo(url)
 	if err := e.r.StartSession(e.ctx, e.uid, s.ID); err != nil {
 		t.Fatalf("start: %v", err)
@@ -137,7 +111,7 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 // private address) unless the server allows it: the check runs at clone
 // time, whatever the host resolved to when the session was made.
 func TestCloneRefusesPrivateHosts(t *testing.T) {
-	fixture := gitFixture(t) // http://127.0.0.1:PORT/repo.git
+	fixture := testkit.GitRepo(t, map[string]string{"README.md": "# fixture\n"}) // http://127.0.0.1:PORT/repo.git
 	rebound := resolverFunc(func(string) []netip.Addr { return []netip.Addr{netip.MustParseAddr("127.0.0.1")} })
 	for _, tt := range []struct{ name, url string }{
 		{"loopback address", fixture},
@@ -180,7 +154,7 @@ func (f resolverFunc) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 // git runs without the host's configuration: a credential helper in the
 // server user's ~/.gitconfig does not log a session into a repository.
 func TestCloneDoesNotUseTheHostsCredentials(t *testing.T) {
-	fixture := gitFixture(t)
+	fixture := testkit.GitRepo(t, map[string]string{"README.md": "# fixture\n"})
 	// The same repository behind basic auth (user u, password secret).
 	base := strings.TrimSuffix(fixture, "/repo.git")
 	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -2,17 +2,13 @@ package runner
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -22,42 +18,13 @@ import (
 // checks can run in the agent's own image.
 const gitAgentImage = "filepath/test-testagent-git:e2e"
 
-var (
-	gitAgentOnce sync.Once
-	gitAgentErr  error
-)
-
-// gitAgent builds gitAgentImage once per test binary.
+// gitAgent builds gitAgentImage (the test agent on the Debian base, which
+// has git) once per test binary.
 func gitAgent(t *testing.T) string {
 	t.Helper()
-	testenv.RequireImage(t, "filepath/base:bookworm")
-	gitAgentOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "filepath-gitagent-")
-		if err != nil {
-			gitAgentErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", filepath.Join(dir, "testagent"), "../../adapters/testagent")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			gitAgentErr = fmt.Errorf("build testagent: %v\n%s", err, out)
-			return
-		}
-		df := "FROM filepath/base:bookworm\nCOPY testagent /usr/local/bin/testagent\nENTRYPOINT [\"/usr/local/bin/testagent\"]\n"
-		if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
-			gitAgentErr = err
-			return
-		}
-		cmd := exec.Command("docker", "build", "-q", "-t", gitAgentImage, dir)
-		cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			gitAgentErr = fmt.Errorf("docker build %s: %v\n%s", gitAgentImage, err, out)
-		}
-	})
-	if gitAgentErr != nil {
-		t.Fatal(gitAgentErr)
-	}
+	testkit.RequireImage(t, "filepath/base:bookworm")
+	testkit.Image(t, gitAgentImage, "FROM filepath/base:bookworm\nCOPY testagent /usr/local/bin/testagent\nENTRYPOINT [\"/usr/local/bin/testagent\"]\n",
+		map[string]string{"testagent": testkit.Program(t, "../../adapters/testagent")})
 	return gitAgentImage
 }
 
@@ -106,9 +73,9 @@ func TestHandoffContinuation(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(ws, "parse.go"), "package parse\n")
-	git(t, ws, "init", "-q")
-	git(t, ws, "add", "-A")
-	git(t, ws, "commit", "-q", "-m", "start")
+	testkit.Git(t, ws, "init", "-q")
+	testkit.Git(t, ws, "add", "-A")
+	testkit.Git(t, ws, "commit", "-q", "-m", "start")
 
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
@@ -173,11 +140,11 @@ func TestHandoffContinuation(t *testing.T) {
 	}
 
 	// The rescue commit holds the file, names the node and why.
-	head := git(t, ws, "rev-parse", "HEAD")
-	if files := git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "notes.txt" {
+	head := testkit.Git(t, ws, "rev-parse", "HEAD")
+	if files := testkit.Git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "notes.txt" {
 		t.Fatalf("rescue commit has %q", files)
 	}
-	subject := git(t, ws, "log", "-1", "--format=%s")
+	subject := testkit.Git(t, ws, "log", "-1", "--format=%s")
 	if !strings.Contains(subject, root.ID) || !strings.Contains(subject, "continuation (generation 2)") {
 		t.Fatalf("rescue commit message %q", subject)
 	}

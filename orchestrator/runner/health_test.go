@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -30,45 +29,6 @@ func (f *fakeMemories) Relevant(_ context.Context, userID, repoURL, query string
 	defer f.mu.Unlock()
 	f.queries = append(f.queries, userID+"|"+repoURL+"|"+query)
 	return f.mems, f.err
-}
-
-// newProcessEnv is a runner on the process runtime (the test agent as a
-// local process, checks as local processes in the workspace directory).
-func newProcessEnv(t *testing.T, sess store.NewSession, mod func(*Config)) *env {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	dir := t.TempDir()
-	bin := buildTestagent(t, ctx, dir)
-	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	u, err := st.CreateUser(ctx, "dana", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := st.CreateSession(ctx, u.ID, sess)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: ctx, dir: dir, st: st, uid: u.ID, sid: s.ID}
-	e.cfg = Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }, StopGrace: 2 * time.Second, KillGrace: time.Second}
-	if mod != nil {
-		mod(&e.cfg)
-	}
-	e.r, err = New(e.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.r.Close() })
-	return e
 }
 
 // createRoot creates the root node (the test agent) without starting it.
@@ -90,18 +50,6 @@ func (e *env) workspace(nodeID string) string {
 		e.t.Fatal(err)
 	}
 	return dir
-}
-
-// git runs git in dir on the host.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -154,9 +102,9 @@ func goRepo(t *testing.T, dir string) {
 	t.Helper()
 	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/h\n\ngo 1.21\n")
 	writeFile(t, filepath.Join(dir, "main.go"), "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Printf(\"%d\\n\", \"not a number\")\n}\n")
-	git(t, dir, "init", "-q")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "start")
+	testkit.Git(t, dir, "init", "-q")
+	testkit.Git(t, dir, "add", "-A")
+	testkit.Git(t, dir, "commit", "-q", "-m", "start")
 }
 
 // TestHealthChecksBeforeStart: before its agent starts, a node's workspace
@@ -167,7 +115,7 @@ func goRepo(t *testing.T, dir string) {
 // the failing check does not stop the agent.
 func TestHealthChecksBeforeStart(t *testing.T) {
 	mem := &fakeMemories{mems: []Memory{{Key: "style", Text: "wrap errors with %w"}}}
-	e := newProcessEnv(t, store.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
 	root := e.createRoot("echo started")
 	ws := e.workspace(root.ID)
 	goRepo(t, ws)
@@ -180,17 +128,17 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	recs := e.records(root.ID)
 
 	// The rescue commit: in the repository, and shown as a commit event.
-	if st := git(t, ws, "status", "--porcelain"); st != "" {
+	if st := testkit.Git(t, ws, "status", "--porcelain"); st != "" {
 		t.Fatalf("workspace not clean after the rescue:\n%s", st)
 	}
-	subject := git(t, ws, "log", "-1", "--format=%an|%s")
+	subject := testkit.Git(t, ws, "log", "-1", "--format=%an|%s")
 	if !strings.HasPrefix(subject, "filepath|filepath: rescue uncommitted work of agent \"root\" (node "+root.ID+") before its start") {
 		t.Fatalf("rescue commit %q", subject)
 	}
-	if files := git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "wip.go" {
+	if files := testkit.Git(t, ws, "show", "--name-only", "--format=", "HEAD"); files != "wip.go" {
 		t.Fatalf("rescue commit has %q", files)
 	}
-	head := git(t, ws, "rev-parse", "HEAD")
+	head := testkit.Git(t, ws, "rev-parse", "HEAD")
 	var commit *protocol.CommitEvent
 	for _, r := range recs {
 		var ev protocol.CommitEvent
@@ -270,7 +218,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 // TestCheckTimeLimit: a check that runs past its time limit is stopped and
 // shown as timed out; the agent starts anyway and is told.
 func TestCheckTimeLimit(t *testing.T) {
-	e := newProcessEnv(t, store.NewSession{Name: "slow", Checks: []store.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "slow", Checks: []store.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
 	root := e.createRoot("echo started")
 	started := time.Now()
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
@@ -294,7 +242,7 @@ func TestCheckTimeLimit(t *testing.T) {
 // start: the check's process ends, the node is idle without a container,
 // the session stopped; a message delivered meanwhile is refused.
 func TestStopWhileChecking(t *testing.T) {
-	e := newProcessEnv(t, store.NewSession{Name: "stop", Checks: []store.Check{{Command: "sleep 60"}}}, nil)
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "stop", Checks: []store.Check{{Command: "sleep 60"}}}, nil)
 	root := e.createRoot("echo started")
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)

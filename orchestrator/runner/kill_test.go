@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
@@ -53,12 +54,10 @@ func TestHelperRunner(t *testing.T) {
 		if err := r.StartSession(ctx, f[0], f[1]); err != nil {
 			t.Fatal(err)
 		}
-		for {
-			if _, err := r.Deliver(ctx, f[1], f[2], msg(f[3])); err == nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.Eventually(t, time.Minute, "the message to be delivered", func() bool {
+			_, err := r.Deliver(ctx, f[1], f[2], msg(f[3]))
+			return err == nil
+		})
 	}
 	fmt.Println("helper ready")
 	<-ctx.Done()
@@ -130,18 +129,5 @@ func TestKill9Recovery(t *testing.T) {
 	p = spawn("")
 	e.waitFor("the node to finish", func() bool { return e.node(root.ID).Status == store.NodeDone })
 	kill(p)
-	var fl []string
-	for _, s := range texts(e.records(root.ID)) {
-		if strings.HasPrefix(s, "flood ") {
-			fl = append(fl, s)
-		}
-	}
-	if len(fl) != n {
-		t.Fatalf("%d flood events after two kill -9, want %d", len(fl), n)
-	}
-	for i, s := range fl {
-		if want := fmt.Sprintf("flood %d", i%(n/2)+1); s != want {
-			t.Fatalf("flood event %d = %q, want %q (lost or duplicated)", i, s, want)
-		}
-	}
+	wantFloods(t, texts(e.records(root.ID)), n)
 }

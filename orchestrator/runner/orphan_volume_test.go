@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,10 +9,10 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
@@ -28,24 +27,6 @@ func (s stateDirSpecs) Create(ctx context.Context, spec containers.Spec) (string
 		spec.Env[containers.EnvStateDir] = "/home/agent/.state"
 	}
 	return s.Runtime.Create(ctx, spec)
-}
-
-// lockedBuffer is a log sink for a runner's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func randomID() string {
@@ -84,7 +65,7 @@ func volumeExists(name string) bool {
 // instance, an unlabelled filepath-state-* volume, and one a container still
 // uses (with a warning).
 func TestReconcileRemovesOrphanStateVolumes(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	e := newEnv(t, func(c *Config) {
 		c.Runtime = stateDirSpecs{c.Runtime}
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))

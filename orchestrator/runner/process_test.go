@@ -3,9 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,20 +11,59 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
-// buildTestagent builds the test agent for the process runtime.
-func buildTestagent(t *testing.T, ctx context.Context, dir string) string {
+// newProcessEnv is a runner on the process runtime (the test agent as a
+// local process, checks as local processes in the workspace directory)
+// over a store opened with sc (its path set here), with one session.
+func newProcessEnv(t *testing.T, sc store.Config, sess store.NewSession, mod func(*Config)) *env {
 	t.Helper()
-	bin := filepath.Join(dir, "testagent")
-	build := exec.CommandContext(ctx, filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../../adapters/testagent")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build testagent: %v\n%s", err, out)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	e := &env{t: t, ctx: ctx, dir: t.TempDir()}
+	bin := testkit.Program(t, "../../adapters/testagent")
+	var err error
+	if e.proc, err = containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(e.dir, "proc")}); err != nil {
+		t.Fatal(err)
 	}
-	return bin
+	t.Cleanup(func() { e.proc.Close() })
+	sc.Path = filepath.Join(e.dir, "filepath.db")
+	if e.st, err = store.Open(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.st.Close() })
+	u, err := e.st.CreateUser(ctx, "dana", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.st.CreateSession(ctx, u.ID, sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.uid, e.sid = u.ID, s.ID
+	e.cfg = Config{Store: e.st, Runtime: e.proc, DataDir: e.dir, Cmd: func(store.Node) []string { return []string{bin} }, StopGrace: 2 * time.Second, KillGrace: time.Second}
+	if mod != nil {
+		mod(&e.cfg)
+	}
+	if e.r, err = New(e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.r.Close() })
+	return e
+}
+
+// processRoot creates the root node of a process env's session with task.
+func (e *env) processRoot(task string) store.Node {
+	e.t.Helper()
+	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: task})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
 }
 
 // envRecorder is a runtime that remembers the environment of every agent
@@ -66,40 +103,16 @@ func (e *envRecorder) env(t *testing.T, i int) map[string]string {
 // Docker): the test agent binary, a message round trip, a spawned child and
 // a clean exit.
 func TestProcessRuntime(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin := buildTestagent(t, ctx, dir)
-	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	u, _ := st.CreateUser(ctx, "carol", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "process"})
-	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "spawn 1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
-	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "process"}, nil)
+	root := e.processRoot("spawn 1")
+	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("the child to finish", func() bool {
-		tree, _ := st.Tree(ctx, u.ID, s.ID)
-		return len(tree) == 2 && tree[1].Status == store.NodeDone && !r.Running(tree[1].ID)
+		tree, _ := e.st.Tree(e.ctx, e.uid, e.sid)
+		return len(tree) == 2 && tree[1].Status == store.NodeDone && !e.r.Running(tree[1].ID)
 	})
-	if _, err := r.Deliver(ctx, s.ID, root.ID, msg("echo pong; done")); err != nil {
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo pong; done")); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(root.ID, store.NodeDone)
@@ -120,40 +133,12 @@ func TestProcessRuntime(t *testing.T) {
 //     and settles the session (error: its root is error), instead of
 //     leaving it running for good.
 func TestProcessRestartLifecycle(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin := buildTestagent(t, ctx, dir)
-	newRuntime := func() *envRecorder {
-		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rt.Close() })
-		return &envRecorder{Runtime: rt}
-	}
-	rec := newRuntime()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	u, _ := st.CreateUser(ctx, "carol", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "restarts"})
-	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo first job"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Store: st, Runtime: rec, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }}
-	r, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
+	rec := &envRecorder{}
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "restarts"}, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
+	root := e.processRoot("echo first job")
 	authorized := func(key string) bool {
 		t.Helper()
-		p, err := st.AuthAPIKey(ctx, key)
+		p, err := e.st.AuthAPIKey(e.ctx, key)
 		if err != nil && orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
 			t.Fatal(err)
 		}
@@ -170,7 +155,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	}
 
 	// First start: the task, a working token.
-	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("the first job", func() bool { return count("first job") == 1 })
@@ -184,7 +169,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	}
 
 	// Exit: the token dies with the container.
-	if _, err := r.Deliver(ctx, s.ID, root.ID, msg("done")); err != nil {
+	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(root.ID, store.NodeDone)
@@ -194,10 +179,10 @@ func TestProcessRestartLifecycle(t *testing.T) {
 
 	// Restart by a message (what the API does for a message to a stopped
 	// node): no task, a new token, the resume message first.
-	if err := r.StartNode(ctx, u.ID, s.ID, root.ID); err != nil {
+	if err := e.r.StartNode(e.ctx, e.uid, e.sid, root.ID); err != nil {
 		t.Fatal(err)
 	}
-	in, err := r.Deliver(ctx, s.ID, root.ID, msg("echo second job"))
+	in, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo second job"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,27 +227,24 @@ func TestProcessRestartLifecycle(t *testing.T) {
 
 	// The orchestrator and its agents die (for the process runtime a crash
 	// takes the agents with it); the next start finds the container gone.
-	if err := r.Close(); err != nil {
+	if err := e.r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rec.Runtime.(*containers.Process).Close()
-	cfg.Runtime = newRuntime()
-	r, err = New(cfg)
+	e.proc.Close()
+	proc, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(e.dir, "proc")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close() })
-	e.r = r
-	if err := r.Reconcile(ctx); err != nil {
-		t.Fatalf("reconcile: %v", err)
-	}
-	if n := e.node(root.ID); n.Status != store.NodeError || r.Running(root.ID) {
-		t.Fatalf("lost node after reconcile: status %s, running %v", n.Status, r.Running(root.ID))
+	t.Cleanup(func() { proc.Close() })
+	e.cfg.Runtime = &envRecorder{Runtime: proc}
+	e.r = e.newRunner() // reconciles
+	if n := e.node(root.ID); n.Status != store.NodeError || e.r.Running(root.ID) {
+		t.Fatalf("lost node after reconcile: status %s, running %v", n.Status, e.r.Running(root.ID))
 	}
 	if authorized(key2) {
 		t.Fatal("the lost container's token still works")
 	}
-	if sess, err := st.SessionByID(ctx, s.ID); err != nil || sess.Status != store.SessionError {
+	if sess, err := e.st.SessionByID(e.ctx, e.sid); err != nil || sess.Status != store.SessionError {
 		t.Fatalf("session after reconcile: %q, %v; want error (nothing runs, its root is error)", sess.Status, err)
 	}
 }
@@ -272,54 +254,29 @@ func TestProcessRestartLifecycle(t *testing.T) {
 // container's log gives it, not the time of the recovery; and Deliver
 // answers with the input record as stored.
 func TestRecoveredOutputKeepsItsTime(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin := buildTestagent(t, ctx, dir)
-	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
 	// The store's clock runs an hour ahead once the orchestrator is down,
 	// so that a record stamped at its append cannot pass for one stamped
 	// when the line was printed.
 	var ahead atomic.Int64
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"),
-		Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	u, _ := st.CreateUser(ctx, "carol", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "recovery"})
-	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo ready"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }}
-	r, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
-	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+	e := newProcessEnv(t, store.Config{Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }}, store.NewSession{Name: "recovery"}, nil)
+	root := e.processRoot("echo ready")
+	ctx, st, rt, s := e.ctx, e.st, e.proc, e.sid
+	if err := e.r.StartSession(ctx, e.uid, s); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
-	in, err := r.Deliver(ctx, s.ID, root.ID, msg("echo pong"))
+	in, err := e.r.Deliver(ctx, s, root.ID, msg("echo pong"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := st.Records(ctx, s.ID, in.Seq-1, 1, "")
-	if err != nil || len(stored) != 1 || stored[0].Seq != in.Seq || !stored[0].At.Equal(in.At) || string(stored[0].Data) != string(in.Data) || in.SessionID != s.ID {
+	stored, err := st.Records(ctx, s, in.Seq-1, 1, "")
+	if err != nil || len(stored) != 1 || stored[0].Seq != in.Seq || !stored[0].At.Equal(in.At) || string(stored[0].Data) != string(in.Data) || in.SessionID != s {
 		t.Fatalf("Deliver answered %+v; stored %+v, %v", in, stored, err)
 	}
 	e.waitFor("pong", func() bool { return hasText(e.records(root.ID), "pong") })
 
 	// The orchestrator stops; the agent, still running, prints a line.
-	if err := r.Close(); err != nil {
+	if err := e.r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	cid := e.node(root.ID).ContainerID
@@ -350,15 +307,7 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 		}
 	})
 	ahead.Store(int64(time.Hour))
-	r, err = New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	e.r = r
-	if err := r.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.r = e.newRunner() // reconciles
 	e.waitFor("the recovered line", func() bool { return hasText(e.records(root.ID), "printed while down") })
 	for _, rc := range e.records(root.ID) {
 		if rc.Kind == store.KindEvent && strings.Contains(string(rc.Data), "printed while down") {
@@ -375,40 +324,17 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 // settle is held after it found no relay of the session until the new relay
 // is attached.
 func TestSettleRacesRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin := buildTestagent(t, ctx, dir)
-	rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(dir, "proc")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	u, _ := st.CreateUser(ctx, "dave", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "race"})
-	root, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: "echo up"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Config{Store: st, Runtime: rt, DataDir: dir, Cmd: func(store.Node) []string { return []string{bin} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	e := &env{t: t, ctx: ctx, st: st, uid: u.ID, sid: s.ID, r: r}
-	if err := r.StartSession(ctx, u.ID, s.ID); err != nil {
+	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "race"}, nil)
+	root := e.processRoot("echo up")
+	ctx, st, r, s, u := e.ctx, e.st, e.r, e.sid, e.uid
+	if err := r.StartSession(ctx, u, s); err != nil {
 		t.Fatal(err)
 	}
 	entered, release, settled := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var once, onceDone sync.Once
 	r.settleHook = func() { once.Do(func() { close(entered); <-release }) }
 	r.settledHook = func() { onceDone.Do(func() { close(settled) }) }
-	if _, err := r.Deliver(ctx, s.ID, root.ID, msg("done")); err != nil {
+	if _, err := r.Deliver(ctx, s, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -417,14 +343,14 @@ func TestSettleRacesRestart(t *testing.T) {
 		t.Fatal("the ended relay did not settle its session")
 	}
 	started := make(chan error, 1)
-	go func() { started <- r.StartNode(ctx, u.ID, s.ID, root.ID) }()
+	go func() { started <- r.StartNode(ctx, u, s, root.ID) }()
 	e.waitFor("the restarted relay", func() bool { return r.Running(root.ID) })
 	close(release)
 	if err := <-started; err != nil {
 		t.Fatal(err)
 	}
 	<-settled
-	if sess, err := st.SessionByID(ctx, s.ID); err != nil || sess.Status != store.SessionRunning {
+	if sess, err := st.SessionByID(ctx, s); err != nil || sess.Status != store.SessionRunning {
 		t.Fatalf("session %q, %v with its agent running; want running", sess.Status, err)
 	}
 }

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
@@ -19,31 +18,14 @@ import (
 
 const testImage = "filepath/testagent:latest"
 
-// published records every record the store publishes, in publish order.
-type published struct {
-	mu   sync.Mutex
-	recs []store.Record
-}
-
-func (p *published) Publish(r store.Record) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.recs = append(p.recs, r)
-}
-
-func (p *published) list() []store.Record {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]store.Record(nil), p.recs...)
-}
-
 type env struct {
 	t    *testing.T
 	ctx  context.Context
 	dir  string
 	st   *store.Store
-	pub  *published
-	rt   *containers.Docker
+	pub  *testkit.Recorder[store.Record] // every record the store publishes, in order
+	rt   *containers.Docker              // newEnv's runtime
+	proc *containers.Process             // newProcessEnv's
 	uid  string
 	sid  string
 	cfg  Config
@@ -53,10 +35,10 @@ type env struct {
 
 func newEnv(t *testing.T, mod func(*Config)) *env {
 	t.Helper()
-	testenv.RequireImage(t, testImage)
+	testkit.RequireImage(t, testImage)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, dir: t.TempDir(), pub: &published{}}
+	e := &env{t: t, ctx: ctx, dir: t.TempDir(), pub: &testkit.Recorder[store.Record]{}}
 	var err error
 	e.st, err = store.Open(ctx, store.Config{Path: filepath.Join(e.dir, "filepath.db"), Publisher: e.pub, SecretsKey: testSecretsKey})
 	if err != nil {
@@ -146,17 +128,22 @@ func (e *env) node(id string) store.Node {
 	return n
 }
 
-// waitFor polls cond for up to a minute.
+// waitFor polls cond for up to a minute; a failure shows the session's
+// records.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s; records:\n%s", what, dump(e.records("")))
+	testkit.EventuallyNil(e.t, time.Minute, what, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return sessionRecords{e}
+	})
 }
+
+// sessionRecords shows the records of an env's session in a failure.
+type sessionRecords struct{ e *env }
+
+func (s sessionRecords) Error() string { return "records:\n" + dump(s.e.records("")) }
 
 func (e *env) waitStatus(nodeID, status string) store.Node {
 	e.t.Helper()
@@ -237,7 +224,7 @@ func TestMessageRoundTrip(t *testing.T) {
 		t.Fatal("deliver to a finished node succeeded")
 	}
 	// The published stream is the store's log, in seq order.
-	pub := e.pub.list()
+	pub := e.pub.All()
 	for i := 1; i < len(pub); i++ {
 		if pub[i].Seq != pub[i-1].Seq+1 {
 			t.Fatalf("published seq %d after %d", pub[i].Seq, pub[i-1].Seq)
@@ -292,7 +279,7 @@ func TestSpawnTree(t *testing.T) {
 	}
 	// In the published stream, each child's "created" record comes after its
 	// parent's spawn event, and each node's events after its creation.
-	pub := e.pub.list()
+	pub := e.pub.All()
 	created := map[string]int64{}
 	spawned := map[string][]int64{} // parent → seqs of its spawn events
 	for _, r := range pub {
@@ -510,9 +497,15 @@ func TestRestartRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitStatus(root.ID, store.NodeDone)
-	got := texts(e.records(root.ID))
+	wantFloods(t, texts(e.records(root.ID)), n)
+}
+
+// wantFloods checks that texts hold the n events of two floods of n/2
+// ("flood 1" … "flood n/2", twice), in order: none lost or duplicated.
+func wantFloods(t *testing.T, texts []string, n int) {
+	t.Helper()
 	var fl []string
-	for _, s := range got {
+	for _, s := range texts {
 		if strings.HasPrefix(s, "flood ") {
 			fl = append(fl, s)
 		}
@@ -578,16 +571,7 @@ func TestDeletedUnderRelay(t *testing.T) {
 	if err := e.rt.Stop(e.ctx, cid, time.Second); err != nil { // the exit makes the relay append
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := e.rt.Inspect(e.ctx, cid); err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the deleted node's container was not removed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.waitFor("the deleted node's container to be removed", func() bool { _, err := e.rt.Inspect(e.ctx, cid); return err != nil })
 	if e.r.Running(root.ID) {
 		t.Fatal("relay of a deleted node still registered")
 	}
@@ -807,8 +791,8 @@ func TestDeleteSessionWhileSpawning(t *testing.T) {
 		return len(infos)
 	}
 	e.waitFor("no containers of the deleted session", func() bool { return left() == 0 })
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	// Time is the point: none may appear in the next 2 s.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
 		if n := left(); n != 0 {
 			t.Fatalf("%d containers of the deleted session appeared after the delete (root %s)", n, root.ID)
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -104,7 +104,7 @@ var (
 )
 
 func loopbackMount(b *testing.B, noOpen bool) string {
-	testenv.RequireFUSE(b)
+	testkit.RequireFUSE(b)
 	under, dir := b.TempDir(), b.TempDir()
 	root, err := fs.NewLoopbackRoot(under)
 	if err != nil {
@@ -139,14 +139,7 @@ func loopbackMount(b *testing.B, noOpen bool) string {
 	b.Cleanup(func() {
 		// The kernel may still hold the mount busy for a moment after the
 		// last file closes: retry, and say so if it stays (a leaked mount).
-		var err error
-		for range 20 {
-			if err = server.Unmount(); err == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		b.Errorf("unmount the loopback at %s: %v", dir, err)
+		testkit.EventuallyNil(b, 2*time.Second, "unmount the loopback at "+dir, server.Unmount)
 	})
 	return dir
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
@@ -71,16 +71,23 @@ func sharedDir(t *testing.T) string {
 	return dir
 }
 
-func TestContainerGit(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+// containerEnv is a session whose node-1 workspace a Manager (closed when
+// the test ends) mounts, and a container running on it.
+func containerEnv(t *testing.T) (*env, *Manager, string) {
+	t.Helper()
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	mgr := newManager(t, sharedDir(t), e)
 	t.Cleanup(func() { mgr.Close() })
 	if _, err := mgr.Mount(ctxT(t), "node-1"); err != nil {
 		t.Fatal(err)
 	}
-	c := startContainer(t, mgr, "node-1")
+	return e, mgr, startContainer(t, mgr, "node-1")
+}
+
+func TestContainerGit(t *testing.T) {
+	e, mgr, c := containerEnv(t)
 	out := dockerExec(t, c, `
 		export HOME=/tmp GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@x GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@x
 		git init -q -b main
@@ -101,13 +108,8 @@ func TestContainerGit(t *testing.T) {
 	// container's bind keeps the connection alive, so it is aborted).
 	done := make(chan error, 1)
 	go func() { done <- mgr.Unmount("node-1") }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Unmount under a running container did not return")
+	if err := testkit.Recv(t, done, 20*time.Second, "Unmount under a running container to return"); err != nil {
+		t.Fatal(err)
 	}
 	if out, err := exec.Command("docker", "exec", c, "ls", "/workspace").CombinedOutput(); err == nil {
 		t.Fatalf("after Unmount the container still lists /workspace: %q", out)
@@ -122,8 +124,8 @@ func TestContainerGit(t *testing.T) {
 // the container's kernel caches names, attributes and pages for 30 s; and
 // the other node sees the container's changes at once too.
 func TestContainerSeesOtherNodes(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	mgr := newManager(t, sharedDir(t), e)
 	t.Cleanup(func() { mgr.Close() })
@@ -145,7 +147,7 @@ func TestContainerSeesOtherNodes(t *testing.T) {
 	if _, _, err := e.fs.WriteFile(ctx, "/api.txt", []byte("from the API"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 3*time.Second, "the container sees the other node's and the API's changes", func() error {
+	testkit.EventuallyNil(t, 3*time.Second, "the container sees the other node's and the API's changes", func() error {
 		out, err := exec.Command("docker", "exec", "-w", "/workspace", c, "sh", "-c", `cat new.txt; echo; cat shared.txt; echo; cat api.txt`).CombinedOutput()
 		if want := "from node 2\nv2\nfrom the API"; err != nil || string(out) != want {
 			return fmt.Errorf("%q, %v; want %q", out, err, want)
@@ -154,7 +156,7 @@ func TestContainerSeesOtherNodes(t *testing.T) {
 	})
 	wantContent(t, filepath.Join(other, "api.txt"), "from the API")
 	dockerExec(t, c, `echo -n v3 > shared.txt; rm new.txt`)
-	checkFor(t, 3*time.Second, "the other node sees the container's changes", func() error {
+	testkit.EventuallyNil(t, 3*time.Second, "the other node sees the container's changes", func() error {
 		if err := readsAs(filepath.Join(other, "shared.txt"), "v3")(); err != nil {
 			return err
 		}
@@ -167,16 +169,8 @@ func TestContainerSeesOtherNodes(t *testing.T) {
 // with "Permission denied" at once (not silently at close); the file is
 // unchanged. Removing it still works.
 func TestContainerReadonly(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
-	e := newEnv(t, vfs.Config{})
-	mgr := newManager(t, sharedDir(t), e)
-	t.Cleanup(func() { mgr.Close() })
+	e, _, c := containerEnv(t)
 	ctx := ctxT(t)
-	if _, err := mgr.Mount(ctx, "node-1"); err != nil {
-		t.Fatal(err)
-	}
-	c := startContainer(t, mgr, "node-1")
 	dockerExec(t, c, `echo keep > ro.txt`)
 	ro := true
 	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &ro, NoContent: true}); err != nil {
@@ -198,16 +192,8 @@ func TestContainerReadonly(t *testing.T) {
 // path under /workspace works in the container and through the session
 // filesystem's path API (the REST API and the Files tab) alike.
 func TestContainerAbsoluteSymlink(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
-	e := newEnv(t, vfs.Config{})
-	mgr := newManager(t, sharedDir(t), e)
-	t.Cleanup(func() { mgr.Close() })
+	e, _, c := containerEnv(t)
 	ctx := ctxT(t)
-	if _, err := mgr.Mount(ctx, "node-1"); err != nil {
-		t.Fatal(err)
-	}
-	c := startContainer(t, mgr, "node-1")
 	if out := dockerExec(t, c, `mkdir sub && echo agent > sub/agent.txt && ln -s /workspace/sub/agent.txt abs-link && ln -s /workspace/sub abs-dir && cat abs-link abs-dir/agent.txt`); out != "agent\nagent\n" {
 		t.Fatalf("in the container: %q", out)
 	}
@@ -232,8 +218,8 @@ func TestContainerAbsoluteSymlink(t *testing.T) {
 // sees a working /workspace again with the data it had fsynced. The dead
 // layers earlier versions stacked at every start are cleared.
 func TestRestartRecovery(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	dir := sharedDir(t)
 	mgr := newManager(t, dir, e)
@@ -360,13 +346,8 @@ func startHelper(t *testing.T, e *env, dir string, nodes ...string) (kill func()
 		ready <- nil
 		io.Copy(io.Discard, stdout)
 	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("helper not ready after 30s")
+	if err := testkit.Recv(t, ready, 30*time.Second, "the helper to be ready"); err != nil {
+		t.Fatal(err)
 	}
 	return kill
 }
@@ -391,8 +372,8 @@ func wantLayers(t *testing.T, dir string, want int) {
 // path holds exactly one mount however often the server died, the finished
 // node's none.
 func TestRestartAfterKill(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	dir := sharedDir(t)
 	os.MkdirAll(dir, 0o755)
@@ -404,7 +385,7 @@ func TestRestartAfterKill(t *testing.T) {
 	want := "fsynced\n"
 	for round := 1; round <= 3; round++ {
 		kill()
-		checkFor(t, 10*time.Second, "ENOTCONN in the container", func() error {
+		testkit.EventuallyNil(t, 10*time.Second, "ENOTCONN in the container", func() error {
 			out, err := exec.Command("docker", "exec", c, "ls", "/workspace").CombinedOutput()
 			if err == nil || !strings.Contains(string(out), "not connected") {
 				return fmt.Errorf("ls /workspace = %q, %v", out, err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -21,7 +21,7 @@ import (
 // whole content or nothing (a file whose create committed and whose write
 // did not); the store is consistent.
 func TestCrashDuringCreates(t *testing.T) {
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	e := newEnv(t, vfs.Config{})
 	dir := sharedDir(t)
 	os.MkdirAll(dir, 0o755)
@@ -55,7 +55,13 @@ func TestCrashDuringCreates(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Kill it mid-burst, once the burst has fsynced files (a fixed 700 ms
+	// could pass before any under load).
+	testkit.Eventually(t, time.Minute, "the burst to fsync files", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(synced) >= 20
+	})
 	kill()
 	ClearMounts(ws)
 	wg.Wait()

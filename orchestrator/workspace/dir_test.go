@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -17,7 +17,7 @@ import (
 // needs no VFS lookup, and shows the right size.
 func TestReadDirPlus(t *testing.T) {
 	e := newEnv(t, vfs.Config{})
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	cfs := &countingFS{FS: e.fs}
 	m, err := Mount(ctxT(t), t.TempDir(), cfs, Options{Fanout: e.fanout})
 	if err != nil {
@@ -78,7 +78,7 @@ func TestListingSeesOtherMounts(t *testing.T) {
 	}
 	soon := func(what, want string) {
 		t.Helper()
-		checkFor(t, 2*time.Second, what, func() error {
+		testkit.EventuallyNil(t, 2*time.Second, what, func() error {
 			if got := names(mb.Dir()); got != want {
 				return fmt.Errorf("b lists %s, want %s", got, want)
 			}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 )
@@ -17,8 +17,8 @@ import (
 // container, nor the parent's commits the child's; the diff lists the
 // child's changes.
 func TestContainerForkGit(t *testing.T) {
-	testenv.RequireFUSE(t)
-	testenv.RequireImage(t, gitImage)
+	testkit.RequireFUSE(t)
+	testkit.RequireImage(t, gitImage)
 	e := newEnv(t, vfs.Config{})
 	mgr, err := NewManager(ManagerConfig{
 		Dir: sharedDir(t),

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -18,7 +18,7 @@ import (
 // not copied, moving one, and writing a file through a name in a directory
 // not yet copied work as on any workspace, and the origin sees none of it.
 func TestLazyForkMount(t *testing.T) {
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	e := newEnv(t, vfs.Config{})
 	ctx := ctxT(t)
 	for p, s := range map[string]string{"/src/a.go": "package a\n", "/src/pkg/b.go": "package pkg\n", "/docs/x.md": "# x\n", "/deep/1/2/3/f": "deep\n"} {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
@@ -75,7 +75,7 @@ func (e *env) mount(tb testing.TB, opts Options) *MountPoint {
 // mountUnshared mounts the session without a Fanout unless opts has one.
 func (e *env) mountUnshared(tb testing.TB, opts Options) *MountPoint {
 	tb.Helper()
-	testenv.RequireFUSE(tb)
+	testkit.RequireFUSE(tb)
 	dir := tb.TempDir()
 	m, err := Mount(ctxT(tb), dir, e.fs, opts)
 	if err != nil {
@@ -94,21 +94,5 @@ func (e *env) check(tb testing.TB) {
 	tb.Helper()
 	if err := e.v.Check(context.Background(), e.sid); err != nil {
 		tb.Errorf("vfs consistency: %v", err)
-	}
-}
-
-// checkFor polls cond until it holds or the deadline passes.
-func checkFor(tb testing.TB, d time.Duration, what string, cond func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -84,7 +85,7 @@ func TestNoticeRetriedForInodeJustHanded(t *testing.T) {
 	m.handed(42)
 	gen := m.gen.Load()
 	m.inval.push(invalItem{ch: events.Change{Data: []int64{42, 43}, Entries: []events.Entry{{Parent: 1, Name: "f"}}}})
-	checkFor(t, 2*time.Second, "the notices, and the one about 42 again", func() error {
+	testkit.EventuallyNil(t, 2*time.Second, "the notices, and the one about 42 again", func() error {
 		if k.count("inode 42 0") != 2 || k.count("inode 43 0") != 1 || k.count("entry 1/f") != 1 {
 			return fmt.Errorf("log %v", k.snapshot())
 		}
@@ -93,6 +94,7 @@ func TestNoticeRetriedForInodeJustHanded(t *testing.T) {
 	if m.gen.Load() == gen {
 		t.Fatal("a change from elsewhere left the mount's attribute cache trusted")
 	}
+	// Time is the point: no notice may come after the last retry's time.
 	time.Sleep(2 * retryAfter << maxRetries)
 	if n := k.count("inode 43 0"); n != 1 {
 		t.Fatalf("a notice about an inode never handed out was sent %d times", n)
@@ -124,7 +126,7 @@ func TestRewrittenNewFileNotCachedStale(t *testing.T) {
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond) // let any store happen
+		time.Sleep(10 * time.Millisecond) // time is the point: room for a wrong store of the first version
 		os.Stat(p)
 		for j := 0; j < 2; j++ {
 			wantContent(t, p, "HEADER-new body of the archive\n")
@@ -137,7 +139,7 @@ func TestRewrittenNewFileNotCachedStale(t *testing.T) {
 	if err := os.WriteFile(p, []byte("second\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // time is the point: room for a wrong store of the first version
 	os.Stat(p)
 	wantContent(t, p, "second\n")
 }
@@ -153,7 +155,7 @@ func TestDirMtimeAfterLazyCreate(t *testing.T) {
 	if err := os.Mkdir(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond) // a later mtime for the create
+	time.Sleep(20 * time.Millisecond) // time is the point: a later mtime for the create
 	f, err := os.Create(filepath.Join(d, "new"))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +171,7 @@ func TestDirMtimeAfterLazyCreate(t *testing.T) {
 	}
 	sameMtime := func(what, dir string) {
 		t.Helper()
-		checkFor(t, 2*time.Second, what, func() error {
+		testkit.EventuallyNil(t, 2*time.Second, what, func() error {
 			da, err := e.fs.Lookup(ctx, vfs.RootIno, "d")
 			if err != nil {
 				return err
@@ -199,7 +201,7 @@ func TestDirMtimeAfterLazyCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // time is the point: the other mount's change comes later
 	mustWrite(t, filepath.Join(od, "from-other"), "b")
 	sameMtime("the other mount's change", d)
 	f1.WriteString("1")
@@ -280,7 +282,7 @@ func TestStoppedMountCancelsRetries(t *testing.T) {
 	go func() { defer close(ended); m.invalidator(stop) }()
 	m.handed(42) // the kernel does not know 42 yet: its notice is retried
 	m.inval.push(invalItem{ch: events.Change{Data: []int64{42}}})
-	checkFor(t, 2*time.Second, "a retry scheduled", func() error {
+	testkit.EventuallyNil(t, 2*time.Second, "a retry scheduled", func() error {
 		if m.retries.len() == 0 {
 			return fmt.Errorf("no retry pending; log %v", k.snapshot())
 		}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"golang.org/x/sys/unix"
@@ -109,7 +109,7 @@ func TestPOSIX(t *testing.T) {
 			wantContent(t, b, "new")
 			// The replaced inode goes once the kernel forgets it (nothing
 			// has it open): no orphan is left behind, holding its bytes.
-			checkFor(t, 5*time.Second, "the replaced inode removed", func() error {
+			testkit.EventuallyNil(t, 5*time.Second, "the replaced inode removed", func() error {
 				var n int
 				e.st.SQL().QueryRow(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND ino=?`, e.sid, old.Ino).Scan(&n)
 				if n != 0 {
@@ -157,7 +157,7 @@ func TestPOSIX(t *testing.T) {
 			}
 			// The inode is freed when the kernel forgets it, after the
 			// close: nothing of it is left.
-			checkFor(t, 5*time.Second, "orphan removed", func() error {
+			testkit.EventuallyNil(t, 5*time.Second, "orphan removed", func() error {
 				var n int
 				e.st.SQL().QueryRow(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND ino=?`, e.sid, st.Ino).Scan(&n)
 				if n != 0 {
@@ -539,7 +539,7 @@ func TestTwoMountsUnshared(t *testing.T) {
 	e := newEnv(t, vfs.Config{})
 	opts := Options{EntryTimeout: 200 * time.Millisecond, AttrTimeout: 200 * time.Millisecond, NegativeTimeout: 200 * time.Millisecond}
 	a, b := e.mountUnshared(t, opts).Dir(), e.mountUnshared(t, opts).Dir()
-	eventually := func(what string, cond func() error) { checkFor(t, 3*time.Second, what, cond) }
+	eventually := func(what string, cond func() error) { testkit.EventuallyNil(t, 3*time.Second, what, cond) }
 	_, err := os.Stat(filepath.Join(b, "f")) // cache a negative entry in b
 	wantErrno(t, err, syscall.ENOENT)
 	mustWrite(t, filepath.Join(a, "f"), "one")
@@ -566,7 +566,7 @@ func TestTwoMounts(t *testing.T) {
 	ctx := ctxT(t)
 	// Well below the 30 s the kernel may cache for: only a notice explains
 	// seeing the change in time.
-	soon := func(what string, cond func() error) { checkFor(t, 2*time.Second, what, cond) }
+	soon := func(what string, cond func() error) { testkit.EventuallyNil(t, 2*time.Second, what, cond) }
 	fa, fb := filepath.Join(a, "f"), filepath.Join(b, "f")
 
 	_, err := os.Stat(fb) // a negative entry in b's kernel
@@ -678,7 +678,7 @@ func TestPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	m, err := Mount(ctx, t.TempDir(), restricted, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -742,7 +742,7 @@ func (c *countingFS) ReadAt(ctx context.Context, ino int64, p []byte, off int64)
 // not reach the VFS, and reads the right bytes.
 func TestNewFileFromPageCache(t *testing.T) {
 	e := newEnv(t, vfs.Config{})
-	testenv.RequireFUSE(t)
+	testkit.RequireFUSE(t)
 	cfs := &countingFS{FS: e.fs}
 	m, err := Mount(ctxT(t), t.TempDir(), cfs, Options{Fanout: e.fanout})
 	if err != nil {
@@ -811,7 +811,7 @@ func TestReadonly(t *testing.T) {
 			t.Fatalf("mode = %o, want %o", st.Mode, syscall.S_IFREG|want)
 		}
 	}
-	checkFor(t, 3*time.Second, "the readonly flag shows in the mode", func() error {
+	testkit.EventuallyNil(t, 3*time.Second, "the readonly flag shows in the mode", func() error {
 		var st syscall.Stat_t
 		if err := syscall.Stat(p, &st); err != nil || st.Mode&0o222 != 0 {
 			return fmt.Errorf("mode %o, %v", st.Mode, err)
@@ -865,7 +865,7 @@ func TestReadonly(t *testing.T) {
 	if _, _, err := e.fs.WriteFile(ctx, "/ro.txt", nil, vfs.WriteOptions{Readonly: &rw, NoContent: true}); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 3*time.Second, "the write bits are back", func() error {
+	testkit.EventuallyNil(t, 3*time.Second, "the write bits are back", func() error {
 		var st syscall.Stat_t
 		if err := syscall.Stat(p, &st); err != nil || st.Mode&0o777 != 0o644 {
 			return fmt.Errorf("mode %o, %v", st.Mode, err)

@@ -6,13 +6,13 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/filepath-dev/filepath/internal/testenv"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // Release keeps the shared mount while a workspace is mounted below it (a
 // running container follows it to the next start) and removes it after.
 func TestReleaseKeepsTheDirUnderALiveMount(t *testing.T) {
-	testenv.RequireFUSE(t) // root, for mount(2)
+	testkit.RequireFUSE(t) // root, for mount(2)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

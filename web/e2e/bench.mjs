@@ -200,17 +200,9 @@ try {
 	const streamingOther = await sample(SECONDS);
 	if (process.env.PROFILE) {
 		// where the main thread goes while the stream continues (after the measured window)
-		const cdp = await context.newCDPSession(page);
-		await cdp.send('Performance.enable');
-		await cdp.send('Profiler.enable');
-		await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
-		const m0 = await metrics(cdp);
-		await cdp.send('Profiler.start');
-		const s2 = await sample(Math.min(5, SECONDS));
-		const { profile: prof } = await cdp.send('Profiler.stop');
-		const m1 = await metrics(cdp);
+		const { result: s2, printProfile } = await profiled(await context.newCDPSession(page), () => sample(Math.min(5, SECONDS)));
 		console.error(`profile (streaming ${round((s2.last - s2.first) / (s2.ms / 1000))}/s for ${round(s2.ms / 1000)} s):`);
-		printProfile(prof, m0, m1);
+		printProfile();
 	}
 
 	const out = {
@@ -304,19 +296,27 @@ function report(o) {
 // spent its time (self time per function, and Chromium's script/layout/style totals).
 async function profile(context, url) {
 	const page = await context.newPage();
-	const cdp = await context.newCDPSession(page);
+	const { printProfile } = await profiled(await context.newCDPSession(page), async () => {
+		await page.goto(url, { waitUntil: 'commit' });
+		await page.locator('[data-testid=chat-scroll] .item[data-kind=text]', { hasText: LAST }).waitFor({ timeout: 60_000 });
+	});
+	console.error('profile (page load):');
+	printProfile();
+	await page.close();
+}
+
+// profiled runs fn under the CDP sampling profiler (cdp: a session of the page) and returns fn's
+// result and printProfile, which prints where the main thread spent its time meanwhile.
+async function profiled(cdp, fn) {
 	await cdp.send('Performance.enable');
 	await cdp.send('Profiler.enable');
 	await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
 	const m0 = await metrics(cdp);
 	await cdp.send('Profiler.start');
-	await page.goto(url, { waitUntil: 'commit' });
-	await page.locator('[data-testid=chat-scroll] .item[data-kind=text]', { hasText: LAST }).waitFor({ timeout: 60_000 });
+	const result = await fn();
 	const { profile: prof } = await cdp.send('Profiler.stop');
 	const m1 = await metrics(cdp);
-	console.error('profile (page load):');
-	printProfile(prof, m0, m1);
-	await page.close();
+	return { result, printProfile: () => printProfile(prof, m0, m1) };
 }
 function printProfile(prof, m0, m1) {
 	const dt = (k) => round((m1[k] - m0[k]) * 1000);

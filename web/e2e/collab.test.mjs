@@ -6,7 +6,7 @@
 //   cd web && npm run e2e
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { api, containersOf, launch, poll, removeDir, requirements, startServer, tempDir } from './lib.mjs';
+import { e2eRun, poll, requirements, sendMessage } from './lib.mjs';
 
 const T = 30_000;
 const BYO_ECHO = process.env.E2E_BYO_IMAGE ?? 'filepath/byo-echo:latest';
@@ -23,46 +23,22 @@ sed -n '$p' <&3
 
 test('approvals inbox, memory and audit against the real binary and a real agent', { skip: req.skip, timeout: 300_000 }, async (t) => {
 	if (req.__fail) assert.fail(`CI=true and the end-to-end test cannot run: ${req.__fail}`);
-	const dataDir = await tempDir('fp-e2e-collab-');
-	let server;
-	let a;
-	let sessionId = '';
-	t.after(async () => {
-		if (a?.errors.length) t.diagnostic(`browser errors:\n${a.errors.join('\n')}`);
-		if (sessionId && server && a) {
-			try {
-				await api(a.context, server.base, 'DELETE', `/sessions/${sessionId}`);
-				await poll(async () => (await containersOf(sessionId)).length === 0, { timeout: T, what: 'the session containers to be removed' });
-			} catch (e) {
-				t.diagnostic(`cleanup: ${e.message}`);
-			}
-		}
-		await a?.close();
-		await server?.stop();
-		await removeDir(dataDir);
-	});
-
-	server = await startServer(dataDir);
-	a = await launch({ width: 1280, height: 800 });
+	const run = await e2eRun(t, 'fp-e2e-collab-');
+	const server = await run.start();
+	const a = await run.launch({ width: 1280, height: 800 });
 	const page = a.page;
-	const call = (method, p, body) => api(a.context, server.base, method, p, body);
+	const call = run.api;
 	await page.goto(server.loginURL);
 	await page.getByRole('heading', { name: 'Sessions' }).waitFor({ timeout: T });
 
 	const sess = await call('POST', '/sessions', { name: 'e2e-collab' });
-	sessionId = sess.id;
+	const sessionId = (run.sessionId = sess.id);
 	const node = await call('POST', `/sessions/${sessionId}/nodes`, { name: 'asker', agent_type: 'custom', image: BYO_ECHO });
 	assert.equal(node.status, 'running', 'the agent container runs');
 	await call('POST', `/sessions/${sessionId}/fs/agentapi.sh`, { content: SCRIPT, encoding: 'text' });
 	await page.goto(`${server.base}/session/${sessionId}`);
 	await page.locator('section.panel h1.name', { hasText: 'asker' }).waitFor({ timeout: T });
-
-	async function send(text) {
-		const box = page.getByRole('textbox', { name: 'Message' });
-		await box.fill(text);
-		await box.press('Enter');
-		await poll(async () => (await box.inputValue()) === '', { timeout: T, what: 'the message to be sent' });
-	}
+	const send = (text) => sendMessage(page, text, T);
 
 	// The agent asks; the badge counts it, live.
 	const badge = page.getByTestId('approvals-badge');

@@ -228,6 +228,80 @@ export async function api(context, base, method, p, body) {
 	return text ? JSON.parse(text) : undefined;
 }
 
+/**
+ * e2eRun is the state of one end-to-end test, with its cleanup registered on t: a temp data
+ * directory, the served binary (start), headless browsers (launch; the first one calls the API),
+ * the session under test (sessionId), and the step that failed (failed). After the test it logs
+ * the server's stderr if a step failed and the browsers' errors, deletes the session and waits for
+ * its containers to go, closes the browsers, stops the server and removes the directory.
+ */
+export async function e2eRun(t, prefix) {
+	const run = {
+		dataDir: await tempDir(prefix),
+		server: undefined,
+		browsers: [],
+		sessionId: '',
+		failed: '',
+		async start(opts) {
+			run.server = await startServer(run.dataDir, opts);
+			return run.server;
+		},
+		async launch(opts) {
+			const br = await launch(opts);
+			run.browsers.push(br);
+			return br;
+		},
+		api: (method, p, body) => api(run.browsers[0].context, run.server.base, method, p, body)
+	};
+	t.after(async () => {
+		if (run.failed && run.server) t.diagnostic(`server stderr (tail):\n${run.server.stderr.slice(-4000)}`);
+		for (const br of run.browsers) if (br.errors.length) t.diagnostic(`browser errors:\n${br.errors.join('\n')}`);
+		if (run.sessionId && run.server && run.browsers.length) {
+			try {
+				await run.api('DELETE', `/sessions/${run.sessionId}`);
+				await poll(async () => (await containersOf(run.sessionId)).length === 0, { timeout: 30_000, what: 'the session containers to be removed' });
+			} catch (e) {
+				t.diagnostic(`cleanup: ${e.message}`);
+			}
+		}
+		for (const br of run.browsers) await br.close();
+		await run.server?.stop();
+		await removeDir(run.dataDir);
+	});
+	return run;
+}
+
+/** sendMessage sends text from the chat's message box and waits until it is sent. */
+export async function sendMessage(page, text, timeout = 30_000) {
+	const box = page.getByRole('textbox', { name: 'Message' });
+	await box.fill(text);
+	await box.press('Enter');
+	await poll(async () => (await box.inputValue()) === '', { timeout, what: 'the message to be sent' });
+}
+
+/**
+ * newSession creates a session from the dashboard's New session modal (name, optional health
+ * checks) and returns its id; the spawn dialog opens next.
+ */
+export async function newSession(page, name, { checks, timeout = 30_000 } = {}) {
+	await page.getByRole('button', { name: 'New session' }).first().click();
+	await page.locator('#ns-name').fill(name);
+	if (checks) await page.getByLabel(/Health checks/).fill(checks);
+	await page.getByRole('button', { name: 'Create and spawn agent' }).click();
+	await page.waitForURL(/\/session\/[^/?]+/, { timeout });
+	return decodeURIComponent(new URL(page.url()).pathname.split('/')[2]);
+}
+
+/** spawnCustom spawns a custom agent of image, named name, in the open Spawn agent dialog. */
+export async function spawnCustom(page, name, image, timeout = 30_000) {
+	const dlg = page.getByRole('dialog', { name: 'Spawn agent' });
+	await dlg.locator('#spawn-name').fill(name);
+	await dlg.getByRole('group', { name: 'Agent type' }).getByRole('button', { name: 'custom', exact: true }).click();
+	await dlg.locator('#spawn-image').fill(image);
+	await dlg.getByRole('button', { name: 'Spawn', exact: true }).click();
+	await dlg.waitFor({ state: 'detached', timeout });
+}
+
 /** containersOf lists the ids of Docker containers labelled with a filepath session. */
 export async function containersOf(sessionId) {
 	const { stdout } = await run('docker', ['ps', '-aq', '--filter', `label=filepath.session=${sessionId}`]);

@@ -5,60 +5,26 @@
 //   cd web && npm run e2e
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AGENT_IMAGE, api, containersOf, launch, poll, removeDir, requirements, startServer, tempDir } from './lib.mjs';
+import { AGENT_IMAGE, containersOf, e2eRun, newSession, poll, requirements, sendMessage, spawnCustom } from './lib.mjs';
 
 const T = 30_000;
 const req = await requirements();
 
 test('handoff, checks and commit links against the real binary and a real agent', { skip: req.skip, timeout: 300_000 }, async (t) => {
 	if (req.__fail) assert.fail(`CI=true and the end-to-end test cannot run: ${req.__fail}`);
-	const dataDir = await tempDir('fp-e2e-long-');
-	let server;
-	let a;
-	let sessionId = '';
-	t.after(async () => {
-		if (a?.errors.length) t.diagnostic(`browser errors:\n${a.errors.join('\n')}`);
-		if (sessionId && server && a) {
-			try {
-				await api(a.context, server.base, 'DELETE', `/sessions/${sessionId}`);
-				await poll(async () => (await containersOf(sessionId)).length === 0, { timeout: T, what: 'the session containers to be removed' });
-			} catch (e) {
-				t.diagnostic(`cleanup: ${e.message}`);
-			}
-		}
-		await a?.close();
-		await server?.stop();
-		await removeDir(dataDir);
-	});
-
-	server = await startServer(dataDir);
-	a = await launch({ width: 1280, height: 800 });
+	const run = await e2eRun(t, 'fp-e2e-long-');
+	const server = await run.start();
+	const a = await run.launch({ width: 1280, height: 800 });
 	const page = a.page;
 	const chat = (kind) => page.locator(`[data-testid=chat-scroll] .item[data-kind=${kind}]`);
-	async function send(text) {
-		const box = page.getByRole('textbox', { name: 'Message' });
-		await box.fill(text);
-		await box.press('Enter');
-		await poll(async () => (await box.inputValue()) === '', { timeout: T, what: 'the message to be sent' });
-	}
+	const send = (text) => sendMessage(page, text, T);
 
 	await page.goto(server.loginURL);
 	await page.getByRole('heading', { name: 'Sessions' }).waitFor({ timeout: T });
-	await page.getByRole('button', { name: 'New session' }).first().click();
-	await page.locator('#ns-name').fill('e2e-long');
-	await page.getByLabel(/Health checks/).fill('test -d /workspace');
-	await page.getByRole('button', { name: 'Create and spawn agent' }).click();
-	await page.waitForURL(/\/session\/[^/?]+/, { timeout: T });
-	sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/')[2]);
-	const sess = await api(a.context, server.base, 'GET', `/sessions/${sessionId}`);
+	const sessionId = (run.sessionId = await newSession(page, 'e2e-long', { checks: 'test -d /workspace', timeout: T }));
+	const sess = await run.api('GET', `/sessions/${sessionId}`);
 	assert.deepEqual(sess.checks, [{ command: 'test -d /workspace' }]);
-
-	const dlg = page.getByRole('dialog', { name: 'Spawn agent' });
-	await dlg.locator('#spawn-name').fill('lead');
-	await dlg.getByRole('group', { name: 'Agent type' }).getByRole('button', { name: 'custom', exact: true }).click();
-	await dlg.locator('#spawn-image').fill(AGENT_IMAGE);
-	await dlg.getByRole('button', { name: 'Spawn', exact: true }).click();
-	await dlg.waitFor({ state: 'detached', timeout: T });
+	await spawnCustom(page, 'lead', AGENT_IMAGE, T);
 
 	// The session's check ran before the agent (in the agent's own image: the test agent's has no
 	// shell, so it could not run; the block says so).

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { AGENT_IMAGE, api, containersOf, launch, poll, removeDir, requirements, startServer, tempDir } from './lib.mjs';
+import { AGENT_IMAGE, containersOf, e2eRun, newSession, poll, requirements, sendMessage, spawnCustom } from './lib.mjs';
 
 const T = 30_000;
 const req = await requirements();
@@ -35,23 +35,11 @@ async function evilSite(base, sessionId) {
 
 test('CSP, CSRF and logout in a real browser', { skip: req.skip, timeout: 300_000 }, async (t) => {
 	if (req.__fail) assert.fail(`CI=true and the end-to-end test cannot run: ${req.__fail}`);
-	const dataDir = await tempDir('fp-e2e-sec-');
-	let server, br, evil;
-	let sessionId = '';
-	t.after(async () => {
-		if (br?.errors.length) t.diagnostic(`browser errors:\n${br.errors.join('\n')}`);
-		if (sessionId && server && br) {
-			await api(br.context, server.base, 'DELETE', `/sessions/${sessionId}`).catch((e) => t.diagnostic(`cleanup: ${e.message}`));
-			await poll(async () => (await containersOf(sessionId)).length === 0, { timeout: T, what: 'the session containers to be removed' }).catch(() => {});
-		}
-		await br?.close();
-		await evil?.close();
-		await server?.stop();
-		await removeDir(dataDir);
-	});
-
-	server = await startServer(dataDir);
-	br = await launch();
+	const run = await e2eRun(t, 'fp-e2e-sec-');
+	let evil;
+	t.after(async () => evil?.close());
+	const server = await run.start();
+	const br = await run.launch();
 	await br.context.addInitScript(() => {
 		window.__cspViolations = [];
 		document.addEventListener('securitypolicyviolation', (e) => window.__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
@@ -66,44 +54,33 @@ test('CSP, CSRF and logout in a real browser', { skip: req.skip, timeout: 300_00
 	await page.getByRole('heading', { name: 'Sessions' }).waitFor({ timeout: T });
 
 	await t.test('the UI works under its CSP: a session, an agent, a live answer', async () => {
-		await page.getByRole('button', { name: 'New session' }).first().click();
-		await page.locator('#ns-name').fill('e2e-security');
-		await page.getByRole('button', { name: 'Create and spawn agent' }).click();
-		await page.waitForURL(/\/session\/[^/?]+/, { timeout: T });
-		sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/')[2]);
-		const dlg = page.getByRole('dialog', { name: 'Spawn agent' });
-		await dlg.locator('#spawn-name').fill('lead');
-		await dlg.getByRole('group', { name: 'Agent type' }).getByRole('button', { name: 'custom', exact: true }).click();
-		await dlg.locator('#spawn-image').fill(AGENT_IMAGE);
-		await dlg.getByRole('button', { name: 'Spawn', exact: true }).click();
-		await dlg.waitFor({ state: 'detached', timeout: T });
-		const box = page.getByRole('textbox', { name: 'Message' });
-		await box.fill('echo answered under the CSP');
-		await box.press('Enter');
+		run.sessionId = await newSession(page, 'e2e-security', { timeout: T });
+		await spawnCustom(page, 'lead', AGENT_IMAGE, T);
+		await sendMessage(page, 'echo answered under the CSP', T);
 		await page.locator('[data-testid=chat-scroll] .item[data-kind=text]', { hasText: 'answered under the CSP' }).waitFor({ timeout: T });
 		assert.deepEqual(await page.evaluate(() => window.__cspViolations), []);
 		assert.deepEqual(br.errors.filter((e) => /Content Security Policy/i.test(e)), []);
 	});
 
 	await t.test('another origin cannot change anything with the cookie', async () => {
-		evil = await evilSite(server.base, sessionId);
+		evil = await evilSite(server.base, run.sessionId);
 		const attacker = await br.context.newPage();
 		const answer = attacker.waitForResponse((r) => r.url().endsWith('/stop') && r.request().method() === 'POST', { timeout: T });
 		await attacker.goto(`${evil.url}/form`);
 		assert.equal((await answer).status(), 403, 'the form post is refused');
-		const sess = await api(br.context, server.base, 'GET', `/sessions/${sessionId}`);
+		const sess = await run.api('GET', `/sessions/${run.sessionId}`);
 		assert.equal(sess.status, 'running', 'the session still runs');
 		await attacker.goto(`${evil.url}/fetch`);
 		await poll(async () => (await attacker.title()) === 'sent', { timeout: T, what: 'the cross-origin fetch to finish' });
 		await attacker.close();
-		const { data } = await api(br.context, server.base, 'GET', '/sessions');
+		const { data } = await run.api('GET', '/sessions');
 		assert.deepEqual(data.map((s) => s.name).filter((n) => n.startsWith('evil')), [], 'no session was created by another origin');
 	});
 
 	await t.test('sign out ends the browser session', async () => {
-		await api(br.context, server.base, 'DELETE', `/sessions/${sessionId}`);
-		await poll(async () => (await containersOf(sessionId)).length === 0, { timeout: T, what: 'the session containers to be removed' });
-		sessionId = '';
+		await run.api('DELETE', `/sessions/${run.sessionId}`);
+		await poll(async () => (await containersOf(run.sessionId)).length === 0, { timeout: T, what: 'the session containers to be removed' });
+		run.sessionId = '';
 		const out = await page.evaluate(async () => {
 			const r = await fetch('/api/v1/logout', { method: 'POST' });
 			const me = await fetch('/api/v1/me');

@@ -10,19 +10,7 @@ import { execFile } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import {
-	AGENT_IMAGE,
-	REPO,
-	api,
-	containersOf,
-	launch,
-	poll,
-	removeDir,
-	requirements,
-	startServer,
-	tempDir,
-	userLogin
-} from './lib.mjs';
+import { AGENT_IMAGE, REPO, containersOf, e2eRun, newSession, poll, requirements, sendMessage, spawnCustom, userLogin } from './lib.mjs';
 
 const SHOTS = process.env.E2E_SCREENSHOTS ?? path.join(REPO, 'docs/screenshots');
 const T = 30_000; // the deadline of one wait (container start-up included)
@@ -46,38 +34,21 @@ async function containerPaused(id) {
 test('session flow against the real binary, a real agent container and headless Chromium', { skip: req.skip, timeout: 600_000 }, async (t) => {
 	if (req.__fail) assert.fail(`CI=true and the end-to-end test cannot run: ${req.__fail}`);
 
-	const dataDir = await tempDir('fp-e2e-data-');
+	const run = await e2eRun(t, 'fp-e2e-data-');
+	const dataDir = run.dataDir;
 	let server;
 	let a; // browser A (desktop)
 	let b; // browser B (a second profile, same user)
 	let sessionId = '';
-	let failed = '';
-
-	t.after(async () => {
-		if (failed && server) t.diagnostic(`server stderr (tail):\n${server.stderr.slice(-4000)}`);
-		for (const br of [a, b]) if (br?.errors.length) t.diagnostic(`browser errors:\n${br.errors.join('\n')}`);
-		if (sessionId && server && a) {
-			try {
-				await api(a.context, server.base, 'DELETE', `/sessions/${sessionId}`);
-				await poll(async () => (await containersOf(sessionId)).length === 0, { timeout: T, what: 'the session containers to be removed' });
-			} catch (e) {
-				t.diagnostic(`cleanup: ${e.message}`);
-			}
-		}
-		await a?.close();
-		await b?.close();
-		await server?.stop();
-		await removeDir(dataDir);
-	});
 
 	// step runs one named part of the flow; after a failure the rest are skipped (the failure
 	// already fails the run) so the log shows the first broken step, not a cascade.
 	const step = (name, fn) =>
-		t.test(name, failed ? { skip: `an earlier step failed: ${failed}` } : {}, async () => {
+		t.test(name, run.failed ? { skip: `an earlier step failed: ${run.failed}` } : {}, async () => {
 			try {
 				await fn();
 			} catch (e) {
-				failed = name;
+				run.failed = name;
 				throw e;
 			}
 		});
@@ -86,20 +57,15 @@ test('session flow against the real binary, a real agent container and headless 
 	const header = () => page.locator('section.panel h1.name');
 	const chat = (kind) => page.locator(`[data-testid=chat-scroll] .item[data-kind=${kind}]`);
 	const treeRow = (name) => page.locator('[role=treeitem] > .row').filter({ has: page.locator('.name', { hasText: new RegExp(`^${name}$`) }) });
-	async function send(text) {
-		const box = page.getByRole('textbox', { name: 'Message' });
-		await box.fill(text);
-		await box.press('Enter');
-		await poll(async () => (await box.inputValue()) === '', { timeout: T, what: 'the message to be sent' });
-	}
+	const send = (text) => sendMessage(page, text, T);
 
 	await step('server starts and prints a login URL with its real port', async () => {
-		server = await startServer(dataDir);
+		server = await run.start();
 		assert.match(server.loginURL, /^http:\/\/127\.0\.0\.1:[1-9]\d*\/login\?token=/);
 	});
 
 	await step('log in with the printed URL', async () => {
-		a = await launch({ width: 1280, height: 800 });
+		a = await run.launch({ width: 1280, height: 800 });
 		page = a.page;
 		await page.goto(server.loginURL);
 		await page.waitForURL(server.base + '/', { timeout: T });
@@ -107,22 +73,13 @@ test('session flow against the real binary, a real agent container and headless 
 	});
 
 	await step('create a session from the dashboard', async () => {
-		await page.getByRole('button', { name: 'New session' }).first().click();
-		await page.locator('#ns-name').fill('e2e-refactor');
-		await page.getByRole('button', { name: 'Create and spawn agent' }).click();
-		await page.waitForURL(/\/session\/[^/?]+/, { timeout: T });
-		sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/')[2]);
+		sessionId = run.sessionId = await newSession(page, 'e2e-refactor', { timeout: T });
 		assert.ok(sessionId, 'session id in the address');
 		await page.getByRole('dialog', { name: 'Spawn agent' }).waitFor({ timeout: T });
 	});
 
 	await step('spawn a custom agent (the test agent image); its container starts', async () => {
-		const dlg = page.getByRole('dialog', { name: 'Spawn agent' });
-		await dlg.locator('#spawn-name').fill('lead');
-		await dlg.getByRole('group', { name: 'Agent type' }).getByRole('button', { name: 'custom', exact: true }).click();
-		await dlg.locator('#spawn-image').fill(AGENT_IMAGE);
-		await dlg.getByRole('button', { name: 'Spawn', exact: true }).click();
-		await dlg.waitFor({ state: 'detached', timeout: T });
+		await spawnCustom(page, 'lead', AGENT_IMAGE, T);
 		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'the panel header to show lead' });
 		await treeRow('lead').waitFor({ timeout: T });
 		await poll(async () => (await containersOf(sessionId)).length === 1, { timeout: T, what: "the lead's container" });
@@ -205,7 +162,7 @@ test('session flow against the real binary, a real agent container and headless 
 	await step('a second browser (same user, own cookie) sees a new message live', async () => {
 		const login = await userLogin(dataDir, server.base);
 		assert.match(login, /\/login\?token=/);
-		b = await launch({ width: 1280, height: 800 });
+		b = await run.launch({ width: 1280, height: 800 });
 		const pb = b.page;
 		await pb.goto(login);
 		await pb.waitForURL(server.base + '/', { timeout: T });
@@ -227,7 +184,7 @@ test('session flow against the real binary, a real agent container and headless 
 		const entry = (name) => page.locator('.entries .nm', { hasText: new RegExp(`^${name.replace('.', '\\.')}$`) });
 		await page.locator('.entries, .rows').first().waitFor({ timeout: T });
 		// written after the tab is open: it must appear without a refresh (file records on the stream)
-		await api(a.context, server.base, 'POST', `/sessions/${sessionId}/fs/notes/e2e.txt`, { content: 'written by the e2e test\n', encoding: 'text' });
+		await run.api('POST', `/sessions/${sessionId}/fs/notes/e2e.txt`, { content: 'written by the e2e test\n', encoding: 'text' });
 		await entry('notes/').waitFor({ timeout: T });
 		await entry('notes/').click();
 		await entry('e2e.txt').waitFor({ timeout: T });
@@ -267,7 +224,7 @@ test('session flow against the real binary, a real agent container and headless 
 		await crumbs.getByRole('button', { name: /workspace/ }).click();
 		await entry('notes/').click();
 		await entry('copy.txt').waitFor({ timeout: T });
-		const copy = await api(a.context, server.base, 'GET', `/sessions/${sessionId}/fs/notes/copy.txt`);
+		const copy = await run.api('GET', `/sessions/${sessionId}/fs/notes/copy.txt`);
 		assert.equal(copy.content, 'written by the e2e test\n');
 		await page.getByRole('tab', { name: 'Chat' }).click();
 		await chat('text').first().waitFor({ timeout: T });
@@ -277,7 +234,7 @@ test('session flow against the real binary, a real agent container and headless 
 		await treeRow('lead').locator('button.select').click();
 		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'lead in the panel header' });
 		const label = page.getByTestId('status-label');
-		const lead = (await api(a.context, server.base, 'GET', `/sessions/${sessionId}/tree`)).data.find((n) => n.name === 'lead');
+		const lead = (await run.api('GET', `/sessions/${sessionId}/tree`)).data.find((n) => n.name === 'lead');
 		await page.getByRole('button', { name: 'Pause', exact: true }).click();
 		await poll(async () => (await label.textContent()) === 'Paused', { timeout: T, what: 'the header to say Paused' });
 		await treeRow('lead').locator('.dot[data-status=paused]').waitFor({ timeout: T });
@@ -299,7 +256,7 @@ test('session flow against the real binary, a real agent container and headless 
 		await treeRow('child-3').dragTo(treeRow('child-1'));
 		await item('child-1').locator('ul[role=group] .name', { hasText: /^child-3$/ }).waitFor({ timeout: T });
 		const parentOf = async (name) => {
-			const nodes = (await api(a.context, server.base, 'GET', `/sessions/${sessionId}/tree`)).data;
+			const nodes = (await run.api('GET', `/sessions/${sessionId}/tree`)).data;
 			return nodes.find((n) => n.id === nodes.find((m) => m.name === name).parent_id)?.name;
 		};
 		assert.equal(await parentOf('child-3'), 'child-1');
@@ -336,12 +293,7 @@ test('session flow against the real binary, a real agent container and headless 
 		await treeRow('lead').locator('button.select').click();
 		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'lead selected' });
 		await page.locator('aside.tree').getByRole('button', { name: 'spawn' }).click();
-		const dlg = page.getByRole('dialog', { name: 'Spawn agent' });
-		await dlg.locator('#spawn-name').fill('echo');
-		await dlg.getByRole('group', { name: 'Agent type' }).getByRole('button', { name: 'custom', exact: true }).click();
-		await dlg.locator('#spawn-image').fill(BYO_ECHO);
-		await dlg.getByRole('button', { name: 'Spawn', exact: true }).click();
-		await dlg.waitFor({ state: 'detached', timeout: T });
+		await spawnCustom(page, 'echo', BYO_ECHO, T);
 		await poll(async () => (await header().textContent()) === 'echo', { timeout: T, what: 'echo in the header' });
 		await send('/spawn helper-a');
 		await treeRow('helper-a').waitFor({ timeout: T });
@@ -368,10 +320,10 @@ test('session flow against the real binary, a real agent container and headless 
 		await dlg.waitFor({ state: 'detached', timeout: T });
 		await poll(async () => (await header().textContent()) === 'ampy', { timeout: T, what: 'ampy in the header' });
 		assert.equal((await page.getByTestId('tokens').textContent()).trim(), 'usage not metered by filepath');
-		const secrets = await api(a.context, server.base, 'GET', `/sessions/${sessionId}/secrets`);
+		const secrets = await run.api('GET', `/sessions/${sessionId}/secrets`);
 		assert.deepEqual(secrets.data.map((x) => x.name), ['AMP_API_KEY']);
 		assert.ok(!JSON.stringify(secrets).includes(key), 'the list never holds the key');
-		const tree = await api(a.context, server.base, 'GET', `/sessions/${sessionId}/tree`);
+		const tree = await run.api('GET', `/sessions/${sessionId}/tree`);
 		assert.ok(tree.data.some((n) => n.name === 'ampy' && n.agent_type === 'amp'));
 		assert.ok(!JSON.stringify(tree).includes(key), 'the tree never holds the key');
 	});

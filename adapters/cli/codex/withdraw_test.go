@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/adapters/cli/run"
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -181,15 +182,6 @@ func (f *inbox) state() (posts int, polling int, deletes []string) {
 	return len(f.posts), f.polling, append([]string(nil), f.deletes...)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 20 s", what)
-		}
-	}
-}
-
 func TestCodexWithdrawsAnApprovalItNoLongerWaitsFor(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -234,13 +226,13 @@ func TestCodexWithdrawsAnApprovalItNoLongerWaitsFor(t *testing.T) {
 			cmds <- run.Command{Op: run.Send, Text: "fetch https://example.com"}
 
 			// Asked in the inbox, and the adapter's long poll waits.
-			waitFor(t, "long poll of the approval request", func() bool {
+			testkit.Eventually(t, 20*time.Second, "long poll of the approval request", func() bool {
 				posts, polling, _ := api.state()
 				return posts == 1 && polling > 0
 			})
 			tt.act(cmds, cancel)
 			if tt.withdrawn {
-				waitFor(t, "withdrawal while the adapter runs", func() bool {
+				testkit.Eventually(t, 20*time.Second, "withdrawal while the adapter runs", func() bool {
 					_, _, deletes := api.state()
 					return len(deletes) > 0
 				})

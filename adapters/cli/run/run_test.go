@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,19 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/protocol"
 )
-
-func git(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
 
 func commitMessages(evs []protocol.Event) []string {
 	var out []string
@@ -42,17 +32,17 @@ func commitMessages(evs []protocol.Event) []string {
 
 func TestHeadWatcherReportsNewCommitsOldestFirst(t *testing.T) {
 	dir := t.TempDir()
-	git(t, dir, "init", "-q")
+	testkit.Git(t, dir, "init", "-q")
 	w := newHeadWatcher(dir)
 	if evs := w.check(); evs != nil {
 		t.Fatalf("no commits yet, got %v", evs)
 	}
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
+	testkit.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
 	if got := commitMessages(w.check()); !slices.Equal(got, []string{"first"}) {
 		t.Errorf("after the first commit of the repository: %q", got)
 	}
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "second")
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "third")
+	testkit.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "second")
+	testkit.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "third")
 	evs := w.check()
 	if got := commitMessages(evs); !slices.Equal(got, []string{"second", "third"}) {
 		t.Errorf("two commits in one step: %q, want oldest first", got)
@@ -63,12 +53,12 @@ func TestHeadWatcherReportsNewCommitsOldestFirst(t *testing.T) {
 	if evs := w.check(); evs != nil {
 		t.Errorf("HEAD did not move, got %v", evs)
 	}
-	git(t, dir, "commit", "-q", "--amend", "--allow-empty", "-m", "third, amended")
+	testkit.Git(t, dir, "commit", "-q", "--amend", "--allow-empty", "-m", "third, amended")
 	if got := commitMessages(w.check()); !slices.Equal(got, []string{"third, amended"}) {
 		t.Errorf("after an amend: %q, want the commit HEAD names now", got)
 	}
 	for i := range maxCommits + 5 {
-		git(t, dir, "commit", "-q", "--allow-empty", "-m", "bulk "+string(rune('a'+i)))
+		testkit.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "bulk "+string(rune('a'+i)))
 	}
 	if got := w.check(); len(got) != maxCommits {
 		t.Errorf("%d commits reported for %d new, want at most %d", len(got), maxCommits+5, maxCommits)
@@ -213,13 +203,7 @@ func TestChildKillEndsTheWholeProcessGroup(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("kill took %v", took)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the grandchild %d outlived the kill", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, fmt.Sprintf("the grandchild %d to end with the kill", pid), func() bool { return syscall.Kill(pid, 0) != nil })
 }
 
 func TestChildThatLeavesAProcessHoldingStdoutStillEnds(t *testing.T) {
@@ -228,11 +212,7 @@ func TestChildThatLeavesAProcessHoldingStdoutStillEnds(t *testing.T) {
 	if got := readAll(t, c); !slices.Equal(got, []string{"bye"}) {
 		t.Errorf("lines %q", got)
 	}
-	select {
-	case <-c.Done():
-	case <-time.After(drainWait + 5*time.Second):
-		t.Fatal("Done did not close")
-	}
+	testkit.Recv(t, c.Done(), drainWait+5*time.Second, "Done to close")
 }
 
 func TestChildDropsAnOverlongLineAndGoesOn(t *testing.T) {
@@ -423,8 +403,8 @@ func TestMainCLIExitZeroIsDone(t *testing.T) {
 
 func TestMainReportsTheCommitAfterACommand(t *testing.T) {
 	dir := t.TempDir()
-	git(t, dir, "init", "-q")
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "init")
+	testkit.Git(t, dir, "init", "-q")
+	testkit.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "init")
 	in := line(protocol.MessageInput{Type: "message", From: "user", Content: "commit"})
 	r := runMain(t, Config{Workspace: dir}, in, false, func(ctx context.Context, cmds <-chan Command, emit func(protocol.Event), got func(Command)) error {
 		for c := range cmds {
@@ -432,7 +412,7 @@ func TestMainReportsTheCommitAfterACommand(t *testing.T) {
 				return nil
 			}
 			emit(protocol.CommandEvent{Cmd: "git commit", Status: protocol.StepStart})
-			git(t, dir, "commit", "-q", "--allow-empty", "-m", "made by the agent")
+			testkit.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "made by the agent")
 			emit(protocol.ToolEvent{Name: "Edit", Path: new(string), Status: protocol.StepDone}) // a file tool: not looked after
 			emit(protocol.CommandEvent{Cmd: "git commit", Status: protocol.StepDone})
 			emit(protocol.StatusEvent{State: protocol.StateIdle})

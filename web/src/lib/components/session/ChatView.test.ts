@@ -158,32 +158,30 @@ describe('ChatView', () => {
 		Object.defineProperty(el, 'scrollTop', { configurable: true, get: () => top, set: (v) => (top = Math.min(v, height.v - 200)) });
 	}
 
-	it('follows new records while at the bottom', async () => {
+	// grownWhileAt renders a record, scrolls the chat (1000 px high) to top, then
+	// adds a record that makes it 1400 px high.
+	async function grownWhileAt(top: number) {
 		const recs = [ev('n', { type: 'text', content: 'a' })];
 		const { rerender } = render(ChatView, { records: recs });
 		const el = screen.getByTestId('chat-scroll');
 		const h = { v: 1000 };
 		fakeScroll(el, h);
-		el.scrollTop = 800; // at bottom
+		el.scrollTop = top;
 		await fireEvent.scroll(el);
 		h.v = 1400;
 		await rerender({ records: [...recs, ev('n', { type: 'text', content: 'b' })] });
 		await tick();
+		return el;
+	}
+
+	it('follows new records while at the bottom', async () => {
+		const el = await grownWhileAt(800); // at bottom
 		expect(el.scrollTop).toBe(1200);
 		expect(screen.queryByText(/new messages/)).toBeNull();
 	});
 
 	it('does not yank a reader who scrolled up; offers a button instead', async () => {
-		const recs = [ev('n', { type: 'text', content: 'a' })];
-		const { rerender } = render(ChatView, { records: recs });
-		const el = screen.getByTestId('chat-scroll');
-		const h = { v: 1000 };
-		fakeScroll(el, h);
-		el.scrollTop = 100; // reading history
-		await fireEvent.scroll(el);
-		h.v = 1400;
-		await rerender({ records: [...recs, ev('n', { type: 'text', content: 'b' })] });
-		await tick();
+		const el = await grownWhileAt(100); // reading history
 		expect(el.scrollTop).toBe(100);
 		const btn = screen.getByRole('button', { name: /new messages/ });
 		await fireEvent.click(btn);

@@ -1,7 +1,4 @@
-// Package testenv decides what a test does when something it needs from the
-// machine (a Docker engine, Chromium, FUSE) is missing: with CI=true it fails,
-// otherwise it skips.
-package testenv
+package testkit
 
 import (
 	"context"
@@ -11,8 +8,8 @@ import (
 	"time"
 )
 
-// InCI reports whether the tests run under CI (env CI=true), where nothing may
-// be skipped for lack of a tool.
+// InCI reports whether the tests run under CI (env CI=true), where nothing
+// may be skipped for lack of a tool.
 func InCI() bool { return os.Getenv("CI") == "true" }
 
 // Missing fails the test under CI and skips it elsewhere.
