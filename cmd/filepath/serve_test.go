@@ -109,6 +109,17 @@ func TestParseServe(t *testing.T) {
 		{name: "process runtime without a command", args: []string{"--runtime", "process"}, wantErr: "--agent-cmd"},
 		{name: "bad workspace", args: []string{"--workspace", "nfs"}, wantErr: "--workspace"},
 		{name: "bad quota", args: []string{"--session-quota", "lots"}, wantErr: "--session-quota"},
+		{name: "file limits default", check: func(t *testing.T, c serveConfig) {
+			if c.FileMax != 50<<20 || c.SessionQuota != 1<<30 || c.FileCache != 64<<20 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "no file cache", env: map[string]string{"FILEPATH_FILE_CACHE": "0"}, check: func(t *testing.T, c serveConfig) {
+			if c.FileCache != 0 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad file cache", args: []string{"--file-cache", "-1"}, wantErr: "--file-cache"},
 		{name: "bad format", args: []string{"--log-format", "xml"}, wantErr: "--log-format"},
 		{name: "bad size", args: []string{"--max-body", "lots"}, wantErr: "--max-body"},
 		{name: "extra arg", args: []string{"now"}, wantErr: "unexpected argument"},
