@@ -276,13 +276,16 @@ func (u *Upload) moveInto(ctx context.Context, tx *txn, ino, oldSize int64) erro
 			}
 		}
 	}
-	for _, q := range []string{
-		`DELETE FROM fs_data WHERE session_id=?1 AND ino=?2`,
-		`UPDATE fs_data SET ino=?2 WHERE session_id=?1 AND ino=?3`,
-		`DELETE FROM fs_orphan WHERE session_id=?1 AND ino=?3`,
-		`DELETE FROM fs_inode WHERE session_id=?1 AND ino=?3`,
+	for _, st := range []struct {
+		q    string
+		args []any
+	}{
+		{`DELETE FROM fs_data WHERE session_id=? AND ino=?`, []any{fs.sid, ino}},
+		{`UPDATE fs_data SET ino=? WHERE session_id=? AND ino=?`, []any{ino, fs.sid, u.ino}},
+		{`DELETE FROM fs_orphan WHERE session_id=? AND ino=?`, []any{fs.sid, u.ino}},
+		{`DELETE FROM fs_inode WHERE session_id=? AND ino=?`, []any{fs.sid, u.ino}},
 	} {
-		if _, err := tx.ExecContext(ctx, q, fs.sid, ino, u.ino); err != nil {
+		if _, err := tx.ExecContext(ctx, st.q, st.args...); err != nil {
 			return fmt.Errorf("upload %s: %w", u.path, err)
 		}
 	}

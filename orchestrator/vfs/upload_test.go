@@ -94,6 +94,13 @@ func TestUploadRoundTrip(t *testing.T) {
 	if ev := f.rec.take(); strings.Join(ev, ",") != "modified /in/big.bin" {
 		t.Fatalf("events %v", ev)
 	}
+	// again (the statements are prepared by now)
+	if d3, _, err := upload(t, f.fs, "/in/big.bin", data, WriteOptions{}); err != nil || d3.Ino != d.Ino || d3.Hash != d.Hash {
+		t.Fatalf("replace again: %+v %v", d3, err)
+	}
+	if u := settledUsage(t, f); u != int64(len(data)) {
+		t.Fatalf("usage %d, want %d", u, len(data))
+	}
 	f.check(t)
 }
 
