@@ -21,6 +21,10 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -33,8 +37,8 @@ func (r *failingRunner) StopSession(context.Context, string, string) error  { re
 func (r *failingRunner) StartNode(context.Context, string, string, string) error {
 	return r.err
 }
-func (r *failingRunner) Deliver(context.Context, string, string, protocol.Input) (store.Record, error) {
-	return store.Record{}, r.err
+func (r *failingRunner) Deliver(context.Context, string, string, protocol.Input) (protocol.Record, error) {
+	return protocol.Record{}, r.err
 }
 func (r *failingRunner) Running(string) bool { return false }
 func (r *failingRunner) DeleteNode(context.Context, string, string, string) error {
@@ -44,8 +48,8 @@ func (r *failingRunner) DeleteSession(context.Context, string, string) error { r
 func (r *failingRunner) NodeLog(context.Context, string, string, int) ([]byte, error) {
 	return nil, r.err
 }
-func (r *failingRunner) SpawnChild(context.Context, string, string, protocol.SpawnEvent) (store.Node, error) {
-	return store.Node{}, r.err
+func (r *failingRunner) SpawnChild(context.Context, string, string, protocol.SpawnEvent) (sessions.Node, error) {
+	return sessions.Node{}, r.err
 }
 
 // TestErrorStatusOnBothAPIs: every error code answers one status, the same
@@ -88,40 +92,42 @@ func TestErrorStatusOnBothAPIs(t *testing.T) {
 	)
 
 	ctx := context.Background()
-	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	h := hub.New[protocol.Record](hub.Config{})
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "db"), Publisher: h})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss, aud := identity.New(st), sessions.New(st, sessions.Config{}), audit.New(st)
+	cs := collab.New(st, ss, collab.Config{})
 	t.Cleanup(func() { st.Close(); h.Close() })
 	run := &failingRunner{}
-	u, err := st.CreateUser(ctx, "alice", false)
+	u, err := ident.CreateUser(ctx, "alice", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	userKey, _, err := st.CreateAPIKey(ctx, u.ID, "script")
+	userKey, _, err := ident.CreateAPIKey(ctx, u.ID, "script")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "s"})
+	sess, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := st.CreateNode(ctx, u.ID, sess.ID, store.NewNode{AgentType: "shelley"})
+	root, err := ss.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{AgentType: "shelley"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := st.CreateNode(ctx, u.ID, sess.ID, store.NewNode{AgentType: "shelley", ParentID: &root.ID})
+	child, err := ss.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{AgentType: "shelley", ParentID: &root.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	users, err := api.New(api.Config{Addr: "127.0.0.1:0", Store: st, Hub: h, Runner: run})
+	users, err := api.New(api.Config{Addr: "127.0.0.1:0", Store: st, Users: ident, Sessions: ss, Collab: cs, Audit: aud, Hub: h, Runner: run})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { users.Close() })
-	tools, err := agenttools.New(agenttools.Config{Store: st, Hub: h, Runner: run})
+	tools, err := agenttools.New(agenttools.Config{Store: st, Sessions: ss, Collab: cs, Audit: aud, Hub: h, Runner: run})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,15 +15,16 @@ const (
 	KindSystem = "system" // Data is a SystemData
 )
 
-// RecordKinds lists the record kinds in the order of DESIGN.md.
+// RecordKinds lists the record kinds in the order of docs/design.md.
 func RecordKinds() []string {
 	return []string{KindEvent, KindInput, KindNode, KindFile, KindError, KindSystem}
 }
 
-// Record is one entry of a session's ordered log, as the live stream and the
-// API send it: every record of a session has a strictly increasing Seq.
-// Kind selects the shape of Data; the record schema (RecordSchema) says
-// which shape goes with which kind.
+// Record is one entry of a session's ordered log: the one type the relays
+// append, the store keeps (with the session id beside it) and the live
+// stream and the API send. Every record of a session has a strictly
+// increasing Seq. Kind selects the shape of Data; the record schema
+// (RecordSchema) says which shape goes with which kind.
 type Record struct {
 	Seq  int64  `json:"seq" jsonschema:"minimum=1"`
 	Kind string `json:"kind" jsonschema:"enum=event,enum=input,enum=node,enum=file,enum=error,enum=system"`

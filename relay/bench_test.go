@@ -17,17 +17,19 @@ import (
 // countLog is a Log that only counts: the relay's own cost, without a store.
 type countLog struct{ n atomic.Int64 }
 
-func (l *countLog) Append(_ context.Context, _ string, recs ...Record) ([]Record, error) {
+func (l *countLog) Append(_ context.Context, _ string, recs ...protocol.Record) ([]protocol.Record, error) {
 	l.n.Add(int64(len(recs)))
 	return recs, nil
 }
 
-func (l *countLog) AppendWithCursor(_ context.Context, _, _, _ string, recs ...Record) ([]Record, error) {
+func (l *countLog) AppendWithCursor(_ context.Context, _, _, _ string, recs ...protocol.Record) ([]protocol.Record, error) {
 	l.n.Add(int64(len(recs)))
 	return recs, nil
 }
 
-func (l *countLog) Inputs(context.Context, string, string, int64) ([]Record, error) { return nil, nil }
+func (l *countLog) Inputs(context.Context, string, string, int64) ([]protocol.Record, error) {
+	return nil, nil
+}
 
 func benchLines(n int) [][]byte {
 	kinds := []string{

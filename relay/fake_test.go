@@ -243,7 +243,7 @@ type fakeLog struct {
 	mu      sync.Mutex
 	tr      *trace
 	seq     int64
-	recs    []Record
+	recs    []protocol.Record
 	batches []int
 	cursor  string
 	cursors []string // the cursor after each AppendWithCursor
@@ -251,7 +251,7 @@ type fakeLog struct {
 	calls   int
 }
 
-func (l *fakeLog) append(cursor *string, recs []Record) ([]Record, error) {
+func (l *fakeLog) append(cursor *string, recs []protocol.Record) ([]protocol.Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
@@ -260,7 +260,7 @@ func (l *fakeLog) append(cursor *string, recs []Record) ([]Record, error) {
 			return nil, err
 		}
 	}
-	stored := make([]Record, len(recs))
+	stored := make([]protocol.Record, len(recs))
 	var kinds []string
 	for i, r := range recs {
 		l.seq++
@@ -289,20 +289,20 @@ func (l *fakeLog) append(cursor *string, recs []Record) ([]Record, error) {
 	return stored, nil
 }
 
-func (l *fakeLog) Append(_ context.Context, _ string, recs ...Record) ([]Record, error) {
+func (l *fakeLog) Append(_ context.Context, _ string, recs ...protocol.Record) ([]protocol.Record, error) {
 	return l.append(nil, recs)
 }
 
-func (l *fakeLog) AppendWithCursor(_ context.Context, _, _, cursor string, recs ...Record) ([]Record, error) {
+func (l *fakeLog) AppendWithCursor(_ context.Context, _, _, cursor string, recs ...protocol.Record) ([]protocol.Record, error) {
 	return l.append(&cursor, recs)
 }
 
-func (l *fakeLog) Inputs(_ context.Context, _, nodeID string, after int64) ([]Record, error) {
+func (l *fakeLog) Inputs(_ context.Context, _, nodeID string, after int64) ([]protocol.Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []Record
+	var out []protocol.Record
 	for _, r := range l.recs {
-		if r.Kind == KindInput && r.NodeID == nodeID && r.Seq > after {
+		if r.Kind == protocol.KindInput && r.NodeID == nodeID && r.Seq > after {
 			out = append(out, r)
 		}
 	}
@@ -315,10 +315,10 @@ func (l *fakeLog) lastCursor() string {
 	return l.cursor
 }
 
-func (l *fakeLog) records() []Record {
+func (l *fakeLog) records() []protocol.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Record(nil), l.recs...)
+	return append([]protocol.Record(nil), l.recs...)
 }
 
 // fakeEffects is an Effects built from function fields; nil fields record
@@ -426,7 +426,7 @@ func (h *harness) start(t *testing.T) *Relay {
 }
 
 // dataOf decodes a record's data into a map.
-func dataOf(t *testing.T, r Record) map[string]any {
+func dataOf(t *testing.T, r protocol.Record) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.Data, &m); err != nil {
@@ -435,7 +435,7 @@ func dataOf(t *testing.T, r Record) map[string]any {
 	return m
 }
 
-func summary(recs []Record) string {
+func summary(recs []protocol.Record) string {
 	var b strings.Builder
 	for _, r := range recs {
 		fmt.Fprintf(&b, "%s %s\n", r.Kind, r.Data)

@@ -106,7 +106,7 @@ func TestHandoffEscalates(t *testing.T) {
 				t.Fatalf("exit = %+v", ex)
 			}
 			for _, rec := range h.log.records() {
-				if rec.Kind == KindError {
+				if rec.Kind == protocol.KindError {
 					t.Fatalf("a handoff's stop is not an error: %s", rec.Data)
 				}
 			}

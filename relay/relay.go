@@ -5,33 +5,15 @@
 package relay
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/protocol"
-)
-
-// Record kinds a relay appends.
-const (
-	KindEvent = protocol.KindEvent
-	KindInput = protocol.KindInput
-	KindError = protocol.KindError
-)
-
-// Sources of an error record a relay appends.
-const (
-	SourceStdout  = protocol.SourceStdout
-	SourceExit    = protocol.SourceExit
-	SourceRuntime = protocol.SourceRuntime
 )
 
 // Defaults of Config.
@@ -62,37 +44,18 @@ var (
 	ErrStopping = errors.New("agent is stopping")
 )
 
-// Record is one session log record a relay appends. The Log sets Seq.
-type Record struct {
-	Seq    int64
-	Kind   string
-	NodeID string
-	// At is when the record's content happened. A relay sets it for what
-	// comes from the container's log (the runtime's timestamp of the line,
-	// so that output recovered after a restart keeps the time it was
-	// printed) and leaves it zero for the rest (inputs, exits, runtime
-	// errors), which the Log stamps with the append time. Seq, not At, is
-	// the order.
-	At   time.Time
-	Data json.RawMessage
-	// Ref links the record to an earlier one (a commit to the tool or
-	// command record it was made during): > 0 is its seq; -k the record k
-	// places before this one in the same Append call.
-	Ref int64
-}
-
 // Log is the durable, ordered session log (the store).
 type Log interface {
 	// Append appends recs in one transaction and returns them as stored
 	// (with Seq, and At when it was zero).
-	Append(ctx context.Context, sessionID string, recs ...Record) ([]Record, error)
+	Append(ctx context.Context, sessionID string, recs ...protocol.Record) ([]protocol.Record, error)
 	// AppendWithCursor appends recs and sets the node's log cursor in the
 	// same transaction, so that the cursor never covers a line whose records
 	// are not committed, nor the reverse. recs may be empty: then only the
 	// cursor moves. It returns the records as stored.
-	AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...Record) ([]Record, error)
+	AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...protocol.Record) ([]protocol.Record, error)
 	// Inputs returns the node's input records with seq > after, in order.
-	Inputs(ctx context.Context, sessionID, nodeID string, after int64) ([]Record, error)
+	Inputs(ctx context.Context, sessionID, nodeID string, after int64) ([]protocol.Record, error)
 }
 
 // Node is the node a relay serves.
@@ -192,7 +155,7 @@ type Relay struct {
 	stopTimer   <-chan time.Time
 	tail        []string
 	batch       []logItem
-	recs        []Record
+	recs        []protocol.Record
 	effects     []protocol.Event
 	stderrLines [][]byte
 	// step is the seq of the node's last tool or command record since the
@@ -207,7 +170,7 @@ type request struct {
 }
 
 type result struct {
-	rec Record
+	rec protocol.Record
 	err error
 }
 
@@ -309,17 +272,17 @@ func (r *Relay) Close() error {
 // container's stdin. It returns the record as stored once the line is
 // written (for pause and resume: once the container is paused/unpaused).
 // It fails at once with ErrMailboxFull when too many inputs are pending.
-func (r *Relay) Deliver(ctx context.Context, in protocol.Input) (Record, error) {
+func (r *Relay) Deliver(ctx context.Context, in protocol.Input) (protocol.Record, error) {
 	req := request{in: in, reply: make(chan result, 1)}
 	select {
 	case <-r.done:
-		return Record{}, ErrClosed
+		return protocol.Record{}, ErrClosed
 	default:
 	}
 	select {
 	case r.mailbox <- req:
 	default:
-		return Record{}, fmt.Errorf("deliver to node %s: %w (%d inputs pending)", r.cfg.Node.ID, ErrMailboxFull, r.cfg.MailboxLen)
+		return protocol.Record{}, fmt.Errorf("deliver to node %s: %w (%d inputs pending)", r.cfg.Node.ID, ErrMailboxFull, r.cfg.MailboxLen)
 	}
 	select {
 	case res := <-req.reply:
@@ -329,10 +292,10 @@ func (r *Relay) Deliver(ctx context.Context, in protocol.Input) (Record, error) 
 		case res := <-req.reply:
 			return res.rec, res.err
 		default:
-			return Record{}, ErrClosed
+			return protocol.Record{}, ErrClosed
 		}
 	case <-ctx.Done():
-		return Record{}, ctx.Err()
+		return protocol.Record{}, ctx.Err()
 	}
 }
 
@@ -432,36 +395,6 @@ func (r *Relay) run(ctx context.Context) {
 	}
 }
 
-// pendingInputs returns write jobs for the node's messages appended after
-// the last input the cursor says was written: a crash between an input's
-// append and its write would otherwise lose it, and a message appended
-// before the relay started (the runner's resume message for a restarted
-// node) is written before anything delivered to the relay. Such a message
-// may reach the agent twice (written, then a crash before the cursor
-// moved); signals are not repeated (a stale pause or stop could do harm),
-// and at most MailboxLen messages are.
-func (r *Relay) pendingInputs(ctx context.Context) []writeJob {
-	recs, err := r.cfg.Log.Inputs(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, r.cur.Input)
-	if err != nil {
-		r.log.Warn("read inputs not yet written", "err", err)
-		return nil
-	}
-	var jobs []writeJob
-	for _, rec := range recs {
-		in, err := protocol.DecodeInput(rec.Data)
-		if _, ok := in.(protocol.MessageInput); err != nil || !ok {
-			continue
-		}
-		if len(jobs) == cap(r.writes) {
-			r.log.Warn("too many inputs not yet written; repeating only the last ones", "max", cap(r.writes))
-			jobs = jobs[1:]
-		}
-		jobs = append(jobs, writeJob{line: append(bytes.Clone(rec.Data), '\n'), rec: rec})
-		r.log.Debug("writing an input appended before the relay started", "seq", rec.Seq)
-	}
-	return jobs
-}
-
 // drain answers every request still queued once the goroutines have ended.
 func (r *Relay) drain() {
 	for {
@@ -476,537 +409,4 @@ func (r *Relay) drain() {
 			return
 		}
 	}
-}
-
-// process appends one batch of log lines with the cursor after its last
-// line, then runs the side effects of its events in order.
-func (r *Relay) process(ctx context.Context, batch []logItem) {
-	recs, effects, stderr := r.recs[:0], r.effects[:0], r.stderrLines[:0]
-	cur := r.cur
-	// The step a commit links to: r.step (appended before), or the record
-	// at index stepAt of recs (its seq comes with the append).
-	step, stepAt := r.step, -1
-	var stop *writeJob
-	for i := range batch {
-		it := &batch[i]
-		cur.Stdout, cur.Stderr = it.pos.Stdout, it.pos.Stderr
-		if it.Stream == containers.Stderr {
-			stderr = append(stderr, it.Line)
-			r.pushTail(it.Line)
-			continue
-		}
-		line := bytes.TrimSuffix(it.Line, []byte{'\r'})
-		if len(bytes.TrimSpace(line)) == 0 && !it.Truncated {
-			continue
-		}
-		at := it.Time // zero (a runtime without times): the Log's append time
-		if it.Truncated {
-			msg := fmt.Sprintf("line of %d bytes is longer than the %d-byte line limit; cut", it.Size, r.cfg.MaxLine)
-			recs = append(recs, r.errorRecord(at, errorData{Message: msg, Raw: r.raw(line), Source: SourceStdout}))
-			continue
-		}
-		ev, err := protocol.DecodeEvent(line)
-		if err != nil {
-			recs = append(recs, r.errorRecord(at, errorData{Message: err.Error(), Raw: r.raw(line), Source: SourceStdout}))
-			continue
-		}
-		data, err := json.Marshal(ev)
-		if err != nil { // cannot happen for the protocol's structs
-			recs = append(recs, r.errorRecord(at, errorData{Message: "encode event: " + err.Error(), Raw: r.raw(line), Source: SourceStdout}))
-			continue
-		}
-		rec := Record{Kind: KindEvent, NodeID: r.cfg.Node.ID, At: at, Data: data}
-		switch e := ev.(type) {
-		case protocol.ToolEvent, protocol.CommandEvent:
-			step, stepAt = 0, len(recs)
-		case protocol.CommitEvent:
-			if stepAt >= 0 {
-				rec.Ref = -int64(len(recs) - stepAt)
-			} else {
-				rec.Ref = step
-			}
-		case protocol.StatusEvent:
-			if e.State == protocol.StateIdle || e.State == protocol.StateDone {
-				step, stepAt = 0, -1
-			}
-		case protocol.DoneEvent:
-			step, stepAt = 0, -1
-		}
-		recs = append(recs, rec)
-		switch e := ev.(type) {
-		case protocol.SpawnEvent:
-			effects = append(effects, ev)
-		case protocol.StatusEvent:
-			if !cur.Handoff {
-				effects = append(effects, ev)
-			}
-		case protocol.DoneEvent:
-			cur.SawDone = true
-			if !cur.Handoff {
-				effects = append(effects, ev)
-			}
-		case protocol.HandoffEvent:
-			if cur.Handoff || cur.Stopping {
-				// One handoff per agent; and a stop asked for already wins.
-				break
-			}
-			// The stop that ends this agent goes with the event, in the
-			// same transaction as the cursor that remembers both: a restart
-			// in between still stops it and continues the node.
-			cur.Handoff, cur.Stopping = true, true
-			sig, _ := json.Marshal(protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop})
-			recs = append(recs, Record{Kind: KindInput, NodeID: r.cfg.Node.ID, Data: sig})
-			stop = &writeJob{line: append(sig, '\n')}
-			effects = append(effects, e)
-		}
-	}
-	r.recs, r.effects, r.stderrLines = recs, effects, stderr
-	if len(stderr) > 0 && r.cfg.LogDir != nil {
-		// Written before the cursor moves: after a crash in between, these
-		// lines appear twice in the node's log, never zero times.
-		if err := r.cfg.LogDir.Write(r.cfg.Node.ID, stderr...); err != nil {
-			r.log.Warn("write node log", "err", err)
-		}
-	}
-	stored, err := r.appendRetry(ctx, cur, recs)
-	if err != nil {
-		return
-	}
-	r.cur = cur
-	if stepAt >= 0 && stepAt < len(stored) {
-		step = stored[stepAt].Seq
-	}
-	r.step = step
-	if stop != nil {
-		for _, rec := range stored {
-			if rec.Kind == KindInput {
-				stop.rec = rec
-			}
-		}
-		r.armStop()
-		if len(r.writes) < cap(r.writes) { // only this goroutine sends: cannot block
-			r.writes <- *stop
-		} else {
-			r.log.Warn("handoff: stdin queue full; the agent is stopped after the grace period without the stop line")
-		}
-	}
-	for _, ev := range effects {
-		r.apply(ctx, ev)
-	}
-	clear(recs)
-	clear(stderr)
-}
-
-// armStop starts the escalation to the runtime's stop (once).
-func (r *Relay) armStop() {
-	if r.stopTimer == nil && !r.stopArmed {
-		r.stopArmed = true
-		r.stopTimer = r.cfg.Clock.After(r.cfg.StopGrace)
-	}
-}
-
-// appendRetry appends recs with cur until it succeeds or ctx ends: the lines
-// stay in the container's log, so a failed append is retried, never dropped.
-func (r *Relay) appendRetry(ctx context.Context, cur Cursor, recs []Record) ([]Record, error) {
-	backoff := 50 * time.Millisecond
-	cs := cur.String()
-	for {
-		stored, err := r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cs, recs...)
-		if err == nil {
-			return stored, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if r.cfg.Permanent != nil && r.cfg.Permanent(err) {
-			r.log.Warn("append to session log failed; ending the relay", "err", err)
-			r.err = fmt.Errorf("append to session log: %w", err)
-			r.once.Do(r.cancel)
-			return nil, err
-		}
-		r.log.Warn("append to session log failed; retrying", "records", len(recs), "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-r.cfg.Clock.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
-}
-
-func (r *Relay) apply(ctx context.Context, ev protocol.Event) {
-	var err error
-	var what string
-	switch e := ev.(type) {
-	case protocol.SpawnEvent:
-		what = "spawn " + strconv.Quote(e.Name)
-		err = r.cfg.Effects.Spawn(ctx, r.cfg.Node, e)
-	case protocol.StatusEvent:
-		what = "status " + e.State
-		err = r.cfg.Effects.StatusChanged(ctx, r.cfg.Node, e)
-	case protocol.DoneEvent:
-		what = "done"
-		err = r.cfg.Effects.Done(ctx, r.cfg.Node, e)
-	case protocol.HandoffEvent:
-		what = "handoff"
-		err = r.cfg.Effects.Handoff(ctx, r.cfg.Node, e)
-	}
-	if err == nil || ctx.Err() != nil {
-		return
-	}
-	r.log.Warn("side effect failed", "effect", what, "err", err)
-	rec := r.errorRecord(time.Time{}, errorData{Message: what + ": " + err.Error(), Source: SourceRuntime})
-	if _, err := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec); err != nil {
-		r.log.Warn("append side effect error", "err", err)
-	}
-}
-
-// finish appends the exit (once: the cursor remembers it) and runs
-// Effects.Exited.
-func (r *Relay) finish(ctx context.Context) {
-	ex := Exit{Code: r.exit.code, Err: r.exit.err, Done: r.cur.SawDone, Stopped: r.cur.Stopping, Handoff: r.cur.Handoff, StderrTail: r.tailText()}
-	if ex.Err != nil {
-		ex.Code = -1
-	}
-	var recs []Record
-	if !ex.Clean() && !ex.Stopped {
-		d := errorData{Source: SourceExit, StderrTail: ex.StderrTail}
-		if ex.Err != nil {
-			d.Message = "lost the agent's container: " + ex.Err.Error()
-		} else {
-			code := ex.Code
-			d.ExitCode = &code
-			d.Message = fmt.Sprintf("agent exited with code %d", code)
-			if code == 0 {
-				d.Message += " without a done event"
-			}
-		}
-		recs = append(recs, r.errorRecord(time.Time{}, d))
-	}
-	cur := r.cur
-	cur.Exited, cur.ExitCode = true, ex.Code
-	if _, err := r.appendRetry(ctx, cur, recs); err != nil {
-		return
-	}
-	r.cur = cur
-	r.callExited(ctx, ex)
-}
-
-func (r *Relay) callExited(ctx context.Context, ex Exit) {
-	if err := r.cfg.Effects.Exited(ctx, r.cfg.Node, ex); err != nil && ctx.Err() == nil {
-		r.log.Warn("record exit", "err", err)
-	}
-}
-
-// handle appends an input and queues it for the stdin writer.
-func (r *Relay) handle(ctx context.Context, req request) {
-	if r.exit != nil {
-		req.reply <- result{err: ErrExited}
-		return
-	}
-	if _, isMsg := req.in.(protocol.MessageInput); isMsg && r.cur.Stopping {
-		req.reply <- result{err: ErrStopping}
-		return
-	}
-	if len(r.writes) == cap(r.writes) { // only this goroutine sends: the send below cannot block
-		req.reply <- result{err: fmt.Errorf("deliver to node %s: %w (%d inputs not yet written to stdin)", r.cfg.Node.ID, ErrMailboxFull, cap(r.writes))}
-		return
-	}
-	data, err := json.Marshal(req.in)
-	if err == nil {
-		_, err = protocol.DecodeInput(data)
-	}
-	if err != nil {
-		req.reply <- result{err: fmt.Errorf("invalid input: %w", err)}
-		return
-	}
-	rec := Record{Kind: KindInput, NodeID: r.cfg.Node.ID, Data: data}
-	sig, isSignal := req.in.(protocol.SignalInput)
-	var stored []Record
-	if isSignal && sig.Action == protocol.ActionStop && (!r.cur.Stopping || r.cur.Handoff) {
-		// Remembered with the record, so that a restart keeps escalating.
-		// A stop asked for while the agent hands off ends the node: no
-		// continuation follows.
-		cur := r.cur
-		cur.Stopping, cur.Handoff = true, false
-		stored, err = r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cur.String(), rec)
-		if err == nil {
-			r.cur = cur
-		}
-	} else {
-		stored, err = r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec)
-	}
-	if err == nil && len(stored) != 1 {
-		err = fmt.Errorf("the log stored %d records for one", len(stored))
-	}
-	if err != nil {
-		req.reply <- result{err: fmt.Errorf("append input: %w", err)}
-		return
-	}
-	rec = stored[0]
-	if !isSignal {
-		r.step = 0 // a message starts a turn
-	}
-	job := writeJob{line: append(data, '\n'), rec: rec, reply: req.reply}
-	if isSignal {
-		id := r.cfg.Node.ContainerID
-		switch sig.Action {
-		case protocol.ActionStop:
-			r.armStop()
-		case protocol.ActionPause:
-			job.after = func(ctx context.Context) error { return r.cfg.Process.Pause(ctx, id) }
-		case protocol.ActionResume:
-			job.before = func(ctx context.Context) error { return r.cfg.Process.Unpause(ctx, id) }
-		}
-	}
-	r.writes <- job
-}
-
-// errorData is the data of an error record, defined once in protocol.
-type errorData = protocol.ErrorData
-
-func (r *Relay) errorRecord(at time.Time, d errorData) Record {
-	data, _ := json.Marshal(d) // strings and an int: cannot fail
-	return Record{Kind: KindError, NodeID: r.cfg.Node.ID, At: at, Data: data}
-}
-
-// raw cuts a bad line to MaxRaw bytes for its error record. Invalid UTF-8 is
-// replaced by U+FFFD when the record is encoded as JSON.
-func (r *Relay) raw(line []byte) string {
-	if len(line) > r.cfg.MaxRaw {
-		line = line[:r.cfg.MaxRaw]
-	}
-	return string(line)
-}
-
-func (r *Relay) pushTail(line []byte) {
-	if len(line) > maxTailLine {
-		line = line[:maxTailLine]
-	}
-	if len(r.tail) == r.cfg.TailLines {
-		copy(r.tail, r.tail[1:])
-		r.tail = r.tail[:len(r.tail)-1]
-	}
-	r.tail = append(r.tail, string(line))
-}
-
-func (r *Relay) tailText() string {
-	var b bytes.Buffer
-	for _, l := range r.tail {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// readLoop follows the container's log from the cursor and feeds lines to
-// the run goroutine. When a follow ends before the container has exited, it
-// re-opens the log from where it stopped; once the container has exited it
-// reads the log one last time (without follow) and closes r.lines.
-func (r *Relay) readLoop(ctx context.Context, from Cursor) {
-	defer close(r.lines)
-	pos := from
-	backoff := 100 * time.Millisecond
-	for {
-		final := false
-		select {
-		case <-r.exited:
-			final = true
-		default:
-		}
-		sk := skipper{from: pos}
-		got := false
-		streamErr := r.readOnce(ctx, containers.LogOptions{Since: pos.since(), Follow: !final, MaxLine: r.cfg.MaxLine},
-			func(ln containers.LogLine) bool {
-				s := 0
-				if ln.Stream == containers.Stderr {
-					s = 1
-				}
-				if sk.skip(s, ln.Time) {
-					return true
-				}
-				if ln.Unterminated && !final {
-					// Its rest may still come: read it again once the
-					// container has exited (or the follow is re-opened).
-					return false
-				}
-				if s == 0 {
-					pos.Stdout = pos.Stdout.advance(ln.Time)
-				} else {
-					pos.Stderr = pos.Stderr.advance(ln.Time)
-				}
-				got = true
-				k := min(max(len(ln.Line)/bufferToken, 1), cap(r.budget))
-				for range k {
-					select {
-					case <-r.budget:
-					case <-ctx.Done():
-						return false
-					}
-				}
-				select {
-				case r.lines <- logItem{LogLine: ln, pos: pos, tokens: k}:
-					return true
-				case <-ctx.Done():
-					return false
-				}
-			})
-		if ctx.Err() != nil {
-			return
-		}
-		if final {
-			if streamErr != nil {
-				r.log.Warn("read the exited container's log", "err", streamErr)
-			}
-			return
-		}
-		if streamErr != nil {
-			r.log.Warn("follow container log; re-opening", "err", streamErr, "backoff", backoff)
-		}
-		if got {
-			backoff = 100 * time.Millisecond
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.exited:
-		case <-r.cfg.Clock.After(backoff):
-			backoff = min(2*backoff, maxBackoff)
-		}
-	}
-}
-
-// readOnce opens the log once and hands each line to fn until fn returns
-// false or the log ends (nil) or breaks (the error).
-func (r *Relay) readOnce(ctx context.Context, opts containers.LogOptions, fn func(containers.LogLine) bool) error {
-	rd, err := r.cfg.Process.Logs(ctx, r.cfg.Node.ContainerID, opts)
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	stop := context.AfterFunc(ctx, func() { rd.Close() })
-	defer stop()
-	for {
-		ln, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !fn(ln) {
-			return nil
-		}
-	}
-}
-
-func (r *Relay) waitLoop(ctx context.Context) {
-	code, err := r.cfg.Process.Wait(ctx, r.cfg.Node.ContainerID)
-	if ctx.Err() != nil {
-		return
-	}
-	r.exitCh <- exitResult{code: code, err: err}
-	close(r.exited)
-}
-
-type writeJob struct {
-	line          []byte
-	rec           Record
-	before, after func(context.Context) error
-	reply         chan result
-}
-
-// writeLoop owns the container's stdin: it writes queued inputs in order,
-// attaching (again) when there is no working attachment.
-func (r *Relay) writeLoop(ctx context.Context) {
-	var mu sync.Mutex // guards w against the close on cancel
-	var w io.WriteCloser
-	stop := context.AfterFunc(ctx, func() {
-		// A write to an agent that does not read its stdin blocks; closing
-		// the attachment ends it.
-		mu.Lock()
-		defer mu.Unlock()
-		if w != nil {
-			w.Close()
-			w = nil
-		}
-	})
-	defer func() {
-		stop()
-		mu.Lock()
-		defer mu.Unlock()
-		if w != nil {
-			w.Close()
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case j := <-r.writes:
-			err := r.write(ctx, &mu, &w, j)
-			if err == nil {
-				select {
-				case r.written <- j.rec.Seq:
-				case <-ctx.Done():
-				}
-			}
-			if err != nil && ctx.Err() == nil {
-				r.log.Warn("write input", "seq", j.rec.Seq, "err", err)
-				rec := r.errorRecord(time.Time{}, errorData{Message: fmt.Sprintf("input seq %d not delivered: %v", j.rec.Seq, err), Source: SourceRuntime})
-				if _, aerr := r.cfg.Log.Append(ctx, r.cfg.Node.SessionID, rec); aerr != nil {
-					r.log.Warn("append write error", "err", aerr)
-				}
-			}
-			if j.reply != nil {
-				j.reply <- result{rec: j.rec, err: err}
-			}
-		}
-	}
-}
-
-func (r *Relay) write(ctx context.Context, mu *sync.Mutex, w *io.WriteCloser, j writeJob) error {
-	if j.before != nil {
-		if err := j.before(ctx); err != nil {
-			return err
-		}
-	}
-	var err error
-	for attempt := 0; attempt < 2; attempt++ {
-		mu.Lock()
-		cur := *w
-		mu.Unlock()
-		if cur == nil {
-			cur, err = r.cfg.Process.AttachStdin(ctx, r.cfg.Node.ContainerID)
-			if err != nil {
-				err = fmt.Errorf("attach stdin: %w", err)
-				continue
-			}
-			mu.Lock()
-			if ctx.Err() != nil {
-				mu.Unlock()
-				cur.Close()
-				return ctx.Err()
-			}
-			*w = cur
-			mu.Unlock()
-		}
-		if _, err = cur.Write(j.line); err == nil {
-			break
-		}
-		err = fmt.Errorf("write stdin: %w", err)
-		mu.Lock()
-		if *w == cur {
-			cur.Close()
-			*w = nil
-		}
-		mu.Unlock()
-	}
-	if err != nil {
-		return err
-	}
-	if j.after != nil {
-		return j.after(ctx)
-	}
-	return nil
 }

@@ -168,7 +168,7 @@ func TestResumeExactlyOnce(t *testing.T) {
 				h.cfg.Cursor = cur
 				h.start(t)
 				h.eff.lastExit(t)
-				got := append(append([]Record(nil), all[:before]...), h.log.records()...)
+				got := append(append([]protocol.Record(nil), all[:before]...), h.log.records()...)
 				if summary(got) != summary(all) {
 					t.Fatalf("resume from cursor %d (%s): got\n%s\nwant\n%s", k, cur, summary(got), summary(all))
 				}
@@ -232,7 +232,7 @@ func TestDeliverAppendsThenWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := `{"type":"message","from":"user","content":"hello"}`
-	if rec.Seq != 1 || rec.Kind != KindInput || string(rec.Data) != line {
+	if rec.Seq != 1 || rec.Kind != protocol.KindInput || string(rec.Data) != line {
 		t.Fatalf("record = %+v", rec)
 	}
 	// Deliver answers with the record as the Log stored it (its time too).
@@ -404,7 +404,7 @@ func TestSignals(t *testing.T) {
 			t.Fatal("runtime stop before the stop signal was written")
 		}
 		for _, rec := range h.log.records() {
-			if rec.Kind == KindError {
+			if rec.Kind == protocol.KindError {
 				t.Fatalf("a requested stop must not be an error: %s", rec.Data)
 			}
 		}
@@ -475,7 +475,7 @@ func TestExit(t *testing.T) {
 			}
 			var got string
 			for _, rec := range h.log.records() {
-				if rec.Kind == KindError {
+				if rec.Kind == protocol.KindError {
 					got = string(rec.Data)
 				}
 			}
@@ -648,12 +648,14 @@ func TestReadAheadBound(t *testing.T) {
 
 func TestPendingInputsWrittenAfterRestart(t *testing.T) {
 	h := newHarness()
-	in := func(s string) Record { return Record{Kind: KindInput, NodeID: testNode.ID, Data: []byte(s)} }
+	in := func(s string) protocol.Record {
+		return protocol.Record{Kind: protocol.KindInput, NodeID: testNode.ID, Data: []byte(s)}
+	}
 	h.log.Append(context.Background(), testNode.SessionID,
 		in(`{"type":"message","from":"user","content":"a"}`), // seq 1: written before the crash
 		in(`{"type":"message","from":"user","content":"b"}`), // seq 2: appended, never written
 		in(`{"type":"signal","action":"pause"}`),             // seq 3: signals are not repeated
-		Record{Kind: KindInput, NodeID: "other", Data: []byte(`{"type":"message","from":"user","content":"x"}`)},
+		protocol.Record{Kind: protocol.KindInput, NodeID: "other", Data: []byte(`{"type":"message","from":"user","content":"x"}`)},
 	)
 	h.cfg.Cursor = "o=0:0,e=0:0,i=1"
 	r := h.start(t)

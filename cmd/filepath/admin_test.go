@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 )
 
 // TestAdminCommandsNeedADatabase: admin commands never create an empty
@@ -51,15 +52,16 @@ func TestUserLogout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident := identity.New(st)
 	cookie := func(name string) string {
 		t.Helper()
-		u, err := st.UserByName(ctx, name)
+		u, err := ident.UserByName(ctx, name)
 		if err != nil {
-			if u, err = st.CreateUser(ctx, name, false); err != nil {
+			if u, err = ident.CreateUser(ctx, name, false); err != nil {
 				t.Fatal(err)
 			}
 		}
-		c, err := st.CreateWebSession(ctx, u.ID, time.Hour)
+		c, err := ident.CreateWebSession(ctx, u.ID, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,12 +82,13 @@ func TestUserLogout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	ident = identity.New(st)
 	for _, c := range []string{bob1, bob2} {
-		if _, err := st.UserByWebSession(ctx, c); err == nil {
+		if _, err := ident.UserByWebSession(ctx, c); err == nil {
 			t.Fatal("a session of bob survived")
 		}
 	}
-	if _, err := st.UserByWebSession(ctx, carol); err != nil {
+	if _, err := ident.UserByWebSession(ctx, carol); err != nil {
 		t.Fatalf("carol's session: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 )
 
 const apikeyUsage = `usage:
@@ -102,16 +102,17 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	defer st.Close()
-	u, err := keyUser(ctx, st, *userName)
+	ident := identity.New(st)
+	u, err := keyUser(ctx, ident, *userName)
 	if err != nil {
 		fmt.Fprintf(stderr, "apikey create: %v\n", err)
 		return 1
 	}
 	var key string
 	if ttl > 0 {
-		key, _, err = st.CreateAPIKeyExpiring(ctx, u.ID, *keyName, st.Now().Add(ttl))
+		key, _, err = ident.CreateAPIKeyExpiring(ctx, u.ID, *keyName, st.Now().Add(ttl))
 	} else {
-		key, _, err = st.CreateAPIKey(ctx, u.ID, *keyName)
+		key, _, err = ident.CreateAPIKey(ctx, u.ID, *keyName)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "apikey create: %v\n", err)
@@ -123,24 +124,24 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // keyUser returns the user called name, or the first administrator when name
 // is empty.
-func keyUser(ctx context.Context, st *store.Store, name string) (store.User, error) {
+func keyUser(ctx context.Context, ident *identity.Store, name string) (identity.User, error) {
 	if name != "" {
-		u, err := st.UserByName(ctx, name)
+		u, err := ident.UserByName(ctx, name)
 		if err != nil {
-			return store.User{}, fmt.Errorf("user %q: %w", name, err)
+			return identity.User{}, fmt.Errorf("user %q: %w", name, err)
 		}
 		return u, nil
 	}
-	us, err := st.ListUsers(ctx)
+	us, err := ident.ListUsers(ctx)
 	if err != nil {
-		return store.User{}, err
+		return identity.User{}, err
 	}
 	for _, u := range us {
 		if u.IsAdmin {
 			return u, nil
 		}
 	}
-	return store.User{}, errors.New("no administrator yet: start `filepath serve` once, or pass --user NAME")
+	return identity.User{}, errors.New("no administrator yet: start `filepath serve` once, or pass --user NAME")
 }
 
 // runAPIKeyList is `filepath apikey list`: every user's keys (or one
@@ -169,15 +170,16 @@ func runAPIKeyList(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	defer st.Close()
-	var users []store.User
+	ident := identity.New(st)
+	var users []identity.User
 	if *userName != "" {
-		u, err := st.UserByName(ctx, *userName)
+		u, err := ident.UserByName(ctx, *userName)
 		if err != nil {
 			fmt.Fprintf(stderr, "apikey list: user %q: %v\n", *userName, err)
 			return 1
 		}
-		users = []store.User{u}
-	} else if users, err = st.ListUsers(ctx); err != nil {
+		users = []identity.User{u}
+	} else if users, err = ident.ListUsers(ctx); err != nil {
 		fmt.Fprintf(stderr, "apikey list: %v\n", err)
 		return 1
 	}
@@ -185,7 +187,7 @@ func runAPIKeyList(ctx context.Context, args []string, stdout, stderr io.Writer)
 	now := st.Now()
 	fmt.Fprintln(tw, "ID\tPREFIX\tUSER\tNAME\tCREATED\tLAST USED\tEXPIRES")
 	for _, u := range users {
-		keys, err := st.ListAPIKeys(ctx, u.ID)
+		keys, err := ident.ListAPIKeys(ctx, u.ID)
 		if err != nil {
 			fmt.Fprintf(stderr, "apikey list: %v\n", err)
 			return 1
@@ -243,13 +245,14 @@ func runAPIKeyRevoke(ctx context.Context, args []string, stdout, stderr io.Write
 		return 1
 	}
 	defer st.Close()
-	users, err := st.ListUsers(ctx)
+	ident := identity.New(st)
+	users, err := ident.ListUsers(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "apikey revoke: %v\n", err)
 		return 1
 	}
 	for _, u := range users {
-		keys, err := st.ListAPIKeys(ctx, u.ID)
+		keys, err := ident.ListAPIKeys(ctx, u.ID)
 		if err != nil {
 			fmt.Fprintf(stderr, "apikey revoke: %v\n", err)
 			return 1
@@ -258,7 +261,7 @@ func runAPIKeyRevoke(ctx context.Context, args []string, stdout, stderr io.Write
 			if k.ID != id {
 				continue
 			}
-			if err := st.DeleteAPIKey(ctx, u.ID, k.ID); err != nil {
+			if err := ident.DeleteAPIKey(ctx, u.ID, k.ID); err != nil {
 				fmt.Fprintf(stderr, "apikey revoke: %v\n", err)
 				return 1
 			}

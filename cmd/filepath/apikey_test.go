@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 )
 
 // An administrator lists the API keys and revokes one: the running server
@@ -100,11 +101,11 @@ func TestAPIKeyExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := old.CreateUser(ctx, "admin", true)
+	admin, err := identity.New(old).CreateUser(ctx, "admin", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := old.CreateAPIKeyExpiring(ctx, admin.ID, "stale", twoDaysAgo.Add(24*time.Hour)); err != nil {
+	if _, _, err := identity.New(old).CreateAPIKeyExpiring(ctx, admin.ID, "stale", twoDaysAgo.Add(24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	old.Close()

@@ -24,10 +24,15 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // app is `filepath serve`: every part of the orchestrator, built in
@@ -36,8 +41,12 @@ type app struct {
 	log  *slog.Logger
 	data string // absolute data directory
 
-	hub *hub.Hub[store.Record]
-	st  *store.Store
+	hub      *hub.Hub[protocol.Record]
+	st       *store.Store // the database and the sessions' logs
+	users    *identity.Store
+	sessions *sessions.Store
+	collab   *collab.Store
+	audit    *audit.Store
 	// The coalescer's goroutine turns file changes into `file` records.
 	stopCoal context.CancelFunc
 	coalDone chan struct{}
@@ -80,19 +89,22 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 			a = nil
 		}
 	}()
-	a.hub = hub.New(hub.Config{Buffer: cfg.StreamBuffer}, func(r store.Record) string { return r.SessionID })
+	a.hub = hub.New[protocol.Record](hub.Config{Buffer: cfg.StreamBuffer})
 	secretsKey, err := loadSecretsKey(filepath.Join(data, "secrets.key"))
 	if err != nil {
 		return a, err
 	}
-	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub, MaxNodes: cfg.MaxAgents,
-		MaxCheckTimeout: cfg.CheckTimeoutMax, DefaultBudget: cfg.LLM.Budget, SecretsKey: secretsKey}); err != nil {
+	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub}); err != nil {
 		return a, err
 	}
+	a.users = identity.New(a.st)
+	a.sessions = sessions.New(a.st, sessions.Config{MaxNodes: cfg.MaxAgents, MaxCheckTimeout: cfg.CheckTimeoutMax, DefaultBudget: cfg.LLM.Budget})
+	a.collab = collab.New(a.st, a.sessions, collab.Config{SecretsKey: secretsKey})
+	a.audit = audit.New(a.st)
 	// The LLM gateway, served to agents on the agent-facing listener, and
 	// the model list of GET /api/v1/models.
 	var models *gateway.Models
-	if a.gw, models, err = newGateway(cfg.LLM, a.st, log); err != nil {
+	if a.gw, models, err = newGateway(cfg.LLM, a.sessions, a.st, log); err != nil {
 		return a, err
 	}
 
@@ -114,7 +126,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	if cacheBytes == 0 {
 		cacheBytes = -1
 	}
-	if a.files, err = files.New(files.Config{VFS: a.fsys, Recorder: api.FileAudit(a.st), CacheBytes: cacheBytes,
+	if a.files, err = files.New(files.Config{VFS: a.fsys, Recorder: api.FileAudit(a.audit), CacheBytes: cacheBytes,
 		DownloadAllowPrivate: cfg.GitAllowPrivate, Logger: log}); err != nil {
 		return a, err
 	}
@@ -128,11 +140,15 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopSweep, a.sweepDone = stopSweep, make(chan struct{})
-	go func() { defer close(a.sweepDone); sweepExpired(sweepCtx, a.st, time.Hour, log) }()
+	go func() { defer close(a.sweepDone); sweepExpired(sweepCtx, a.users, time.Hour, log) }()
 
 	a.srv, err = api.New(api.Config{
 		Addr:            cfg.Addr,
 		Store:           a.st,
+		Users:           a.users,
+		Sessions:        a.sessions,
+		Collab:          a.collab,
+		Audit:           a.audit,
 		Hub:             a.hub,
 		Runner:          a.run,
 		Logger:          log,
@@ -167,12 +183,12 @@ var _ api.Runner = (*runner.Runner)(nil)
 // directory with --workspace dir).
 func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	st, fsys, log := a.st, a.fsys, a.log
-	rcfg := runner.Config{Store: st, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
+	rcfg := runner.Config{Store: st, Users: a.users, Sessions: a.sessions, Collab: a.collab, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
 		ProviderKeys:    func(p string) bool { return cfg.ProviderKeys[p] != "" },
 		CheckTimeout:    cfg.CheckTimeout,
 		GitAllowPrivate: cfg.GitAllowPrivate,
-		Memories:        memories{st}}
-	acfg := agentapi.Config{Auth: st, Logger: log}
+		Memories:        memories{a.collab}}
+	acfg := agentapi.Config{Auth: a.users, Logger: log}
 	switch cfg.Runtime {
 	case "process":
 		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(a.data, "proc"), Logger: log})
@@ -180,7 +196,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 			return err
 		}
 		a.rt, rcfg.Runtime = rt, rt
-		rcfg.Cmd = func(store.Node) []string { return cfg.AgentCmd }
+		rcfg.Cmd = func(sessions.Node) []string { return cfg.AgentCmd }
 	default:
 		rt, err := containers.NewDocker(ctx, containers.DockerConfig{Network: cfg.Network})
 		if err != nil {
@@ -201,7 +217,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 			Dir:    filepath.Join(a.data, "mnt"),
 			Logger: log,
 			Open: func(ctx context.Context, nodeID string) (workspace.FS, error) {
-				n, err := st.NodeByID(ctx, nodeID)
+				n, err := a.sessions.NodeByID(ctx, nodeID)
 				if err != nil {
 					return nil, err
 				}
@@ -234,7 +250,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	}
 	a.run = run
 	// The agent tools (issue 13): REST under /api/v1/, MCP at /mcp.
-	a.tools, err = agenttools.New(agenttools.Config{Store: st, Hub: a.hub, Runner: run, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout, Files: a.files})
+	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout, Files: a.files})
 	if err != nil {
 		return err
 	}
@@ -261,10 +277,10 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 
 // memories is the memory store as the runner reads it: the learnings of a
 // user and repository that match a task, given to each agent at its start.
-type memories struct{ st *store.Store }
+type memories struct{ collab *collab.Store }
 
 func (m memories) Relevant(ctx context.Context, userID, repoURL, query string, limit int) ([]runner.Memory, error) {
-	ms, err := m.st.SearchMemories(ctx, userID, store.NormalizeRepo(repoURL), query, limit)
+	ms, err := m.collab.SearchMemories(ctx, userID, collab.NormalizeRepo(repoURL), query, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +393,7 @@ func (a *app) Close() error {
 func loadSecretsKey(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		key := make([]byte, store.SecretsKeySize)
+		key := make([]byte, collab.SecretsKeySize)
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
@@ -402,8 +418,8 @@ func loadSecretsKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read the secrets key: %w", err)
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(key) != store.SecretsKeySize {
-		return nil, fmt.Errorf("the secrets key %s is damaged: want %d hex-encoded bytes (remove it to make a new one; the secrets stored with the old one must then be set again)", path, store.SecretsKeySize)
+	if err != nil || len(key) != collab.SecretsKeySize {
+		return nil, fmt.Errorf("the secrets key %s is damaged: want %d hex-encoded bytes (remove it to make a new one; the secrets stored with the old one must then be set again)", path, collab.SecretsKeySize)
 	}
 	return key, nil
 }

@@ -18,9 +18,10 @@ import (
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // goroutines returns the stacks of every goroutine by id.
@@ -114,16 +115,16 @@ func testServeLeavesNoGoroutines(t *testing.T, args []string) {
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(runCtx) }()
 
-	u, err := a.st.CreateUser(ctx, "leaks", false)
+	u, err := a.users.CreateUser(ctx, "leaks", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := a.st.CreateSession(ctx, u.ID, store.NewSession{Name: "leaks"})
+	s, err := a.sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "leaks"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid = s.ID
-	root, err := a.st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: runner.AgentCustom, Image: "filepath/testagent:latest", Task: "echo ready"})
+	root, err := a.sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: runner.AgentCustom, Image: "filepath/testagent:latest", Task: "echo ready"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func testServeLeavesNoGoroutines(t *testing.T, args []string) {
 	if _, _, err := a.fsys.Session(s.ID).WriteFile(ctx, "/notes.txt", []byte("hello\n"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := a.st.CreateAPIKey(ctx, u.ID, "test")
+	key, _, err := a.users.CreateAPIKey(ctx, u.ID, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func testServeLeavesNoGoroutines(t *testing.T, args []string) {
 	})
 }
 
-func recsData(recs []store.Record) []byte {
+func recsData(recs []protocol.Record) []byte {
 	var b bytes.Buffer
 	for _, r := range recs {
 		b.Write(r.Data)

@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 )
 
 // llmConfig is the validated configuration of the LLM gateway, the model
 // list and the default session budget.
 type llmConfig struct {
-	Gateway gateway.Config // without its Store
-	Budget  store.Budget   // a new session's budget (nil fields: unlimited)
+	Gateway gateway.Config  // without its Store
+	Budget  sessions.Budget // a new session's budget (nil fields: unlimited)
 	// ModelsTTL is how long the live model list is served before it is
 	// fetched again (gateway.DefaultModelsTTL).
 	ModelsTTL time.Duration
@@ -93,9 +93,9 @@ func (f *llmFlags) config(where func(flag, variable string) string) (llmConfig, 
 
 // newGateway builds the LLM gateway (served to agents on the agent-facing
 // listener) and the model list of GET /api/v1/models.
-func newGateway(c llmConfig, st *store.Store, log *slog.Logger) (*gateway.Gateway, *gateway.Models, error) {
+func newGateway(c llmConfig, st gateway.Store, lg gateway.Log, log *slog.Logger) (*gateway.Gateway, *gateway.Models, error) {
 	gcfg := c.Gateway
-	gcfg.Store, gcfg.Logger = st, log
+	gcfg.Store, gcfg.Log, gcfg.Logger = st, lg, log
 	gw, err := gateway.New(gcfg)
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 )
 
 // TestMemoriesForTheRunner: the runner's memories at an agent's start come
@@ -17,13 +20,14 @@ func TestMemoriesForTheRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, cs := identity.New(st), collab.New(st, sessions.New(st, sessions.Config{}), collab.Config{})
 	defer st.Close()
-	alice, _ := st.CreateUser(ctx, "alice", false)
-	bob, _ := st.CreateUser(ctx, "bob", false)
-	if _, err := st.SetMemory(ctx, alice.ID, "github.com/o/r", "tests", "run go test -race", "", ""); err != nil {
+	alice, _ := ident.CreateUser(ctx, "alice", false)
+	bob, _ := ident.CreateUser(ctx, "bob", false)
+	if _, err := cs.SetMemory(ctx, alice.ID, "github.com/o/r", "tests", "run go test -race", "", ""); err != nil {
 		t.Fatal(err)
 	}
-	m := memories{st}
+	m := memories{cs}
 	got, err := m.Relevant(ctx, alice.ID, "git@github.com:o/r.git", "fix the failing tests", 5)
 	if err != nil || len(got) != 1 || got[0].Key != "tests" || got[0].Text != "run go test -race" {
 		t.Fatalf("alice: %+v %v", got, err)

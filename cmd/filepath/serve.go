@@ -21,6 +21,9 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
 )
 
@@ -102,7 +105,7 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	sessionTTL := str("session-ttl", "7d", "how long a browser stays logged in, e.g. 12h or 7d")
 	maxBody := str("max-body", "1MiB", "largest JSON request body")
 	buffer := str("stream-buffer", strconv.Itoa(hub.DefaultBuffer), "records buffered per stream client before it is dropped as too slow")
-	maxAgents := str("max-agents", strconv.Itoa(store.DefaultMaxNodes), "agents one session may hold, spawned ones included")
+	maxAgents := str("max-agents", strconv.Itoa(sessions.DefaultMaxNodes), "agents one session may hold, spawned ones included")
 	mailbox := str("mailbox", strconv.Itoa(relay.DefaultMailboxLen), "inputs queued per agent before sending more is refused")
 	maxLine := str("max-line", "1MiB", "longest agent output line; longer lines are cut and recorded as errors")
 	fileMax := str("file-max", "50MiB", "largest file in a session's filesystem")
@@ -316,7 +319,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 
 // sweepExpired deletes expired login links and browser sessions at start and
 // then every interval, until ctx ends.
-func sweepExpired(ctx context.Context, st *store.Store, interval time.Duration, log *slog.Logger) {
+func sweepExpired(ctx context.Context, st *identity.Store, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -342,7 +345,7 @@ func (a logAppender) Append(ctx context.Context, sessionID, kind string, data an
 	if err != nil {
 		return err
 	}
-	_, err = a.st.Append(ctx, sessionID, store.NewRecord{Kind: kind, Data: b})
+	_, err = a.st.Append(ctx, sessionID, protocol.Record{Kind: kind, Data: b})
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 )
 
 const userUsage = `usage:
@@ -115,18 +116,19 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	var u store.User
+	ident := identity.New(st)
+	var u identity.User
 	if sub == "add" {
-		u, err = st.CreateUser(ctx, name, *admin)
+		u, err = ident.CreateUser(ctx, name, *admin)
 	} else {
-		u, err = st.UserByName(ctx, name)
+		u, err = ident.UserByName(ctx, name)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "user %s %s: %v\n", sub, name, err)
 		return 1
 	}
 	if sub == "logout" {
-		n, err := st.DeleteWebSessionsOf(ctx, u.ID)
+		n, err := ident.DeleteWebSessionsOf(ctx, u.ID)
 		if err != nil {
 			fmt.Fprintf(stderr, "user logout %s: %v\n", name, err)
 			return 1
@@ -134,7 +136,7 @@ func runUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "ended %d browser sessions of %s\n", n, name)
 		return 0
 	}
-	tok, err := st.CreateLoginToken(ctx, u.ID, *af.ttl)
+	tok, err := ident.CreateLoginToken(ctx, u.ID, *af.ttl)
 	if err != nil {
 		fmt.Fprintf(stderr, "user %s %s: create login token: %v\n", sub, name, err)
 		return 1

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -100,24 +102,25 @@ func runVFS(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func vfsExport(ctx context.Context, st *store.Store, v *vfs.VFS, sessionID, file string) error {
-	if _, err := st.SessionByID(ctx, sessionID); err != nil {
+	if _, err := sessions.New(st, sessions.Config{}).SessionByID(ctx, sessionID); err != nil {
 		return err
 	}
 	return v.Export(ctx, sessionID, file)
 }
 
 func vfsImport(ctx context.Context, st *store.Store, v *vfs.VFS, file, name, userName string) (string, error) {
+	ident, sess := identity.New(st), sessions.New(st, sessions.Config{})
 	if _, err := os.Stat(file); err != nil {
 		return "", err
 	}
-	var u store.User
+	var u identity.User
 	if userName != "" {
 		var err error
-		if u, err = st.UserByName(ctx, userName); err != nil {
+		if u, err = ident.UserByName(ctx, userName); err != nil {
 			return "", err
 		}
 	} else {
-		users, err := st.ListUsers(ctx)
+		users, err := ident.ListUsers(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -133,12 +136,12 @@ func vfsImport(ctx context.Context, st *store.Store, v *vfs.VFS, file, name, use
 	if name == "" {
 		name = "imported " + filepath.Base(file)
 	}
-	s, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: name})
+	s, err := sess.CreateSession(ctx, u.ID, sessions.NewSession{Name: name})
 	if err != nil {
 		return "", err
 	}
 	if err := v.Import(ctx, s.ID, file); err != nil {
-		if derr := st.DeleteSession(ctx, u.ID, s.ID); derr != nil {
+		if derr := sess.DeleteSession(ctx, u.ID, s.ID); derr != nil {
 			err = errors.Join(err, fmt.Errorf("remove the new session: %w", derr))
 		}
 		return "", err

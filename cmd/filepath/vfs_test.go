@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -23,11 +25,12 @@ func TestVFSExportImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := st.CreateUser(ctx, "alice", false)
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
+	u, err := ident.CreateUser(ctx, "alice", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "src"})
+	s, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "src"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +73,8 @@ func TestVFSExportImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	got, err := st.GetSession(ctx, u.ID, id)
+	ss = sessions.New(st, sessions.Config{})
+	got, err := ss.GetSession(ctx, u.ID, id)
 	if err != nil || got.Name != "copy" {
 		t.Fatalf("session %+v %v", got, err)
 	}

@@ -29,6 +29,11 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 const testImage = "filepath/testagent:latest"
@@ -114,16 +119,16 @@ type tap struct {
 	next store.Publisher
 	mu   sync.Mutex
 	cur  *run
-	hook func(store.Record, time.Time) // sees every record with its publish time
+	hook func(string, protocol.Record, time.Time) // sees every record, with its session, at its publish time
 }
 
-func (t *tap) Publish(r store.Record) {
+func (t *tap) Publish(sessionID string, r protocol.Record) {
 	t.mu.Lock()
 	if t.hook != nil {
-		t.hook(r, time.Now())
+		t.hook(sessionID, r, time.Now())
 	}
 	t.mu.Unlock()
-	if r.Kind == store.KindEvent {
+	if r.Kind == protocol.KindEvent {
 		if ns, i, ok := stamp(r.Data); ok {
 			now := time.Now().UnixNano()
 			t.mu.Lock()
@@ -140,10 +145,10 @@ func (t *tap) Publish(r store.Record) {
 			t.mu.Unlock()
 		}
 	}
-	t.next.Publish(r)
+	t.next.Publish(sessionID, r)
 }
 
-func (t *tap) setHook(f func(store.Record, time.Time)) {
+func (t *tap) setHook(f func(string, protocol.Record, time.Time)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.hook = f
@@ -159,20 +164,24 @@ func (t *tap) watch(r *run) {
 // dir: plain workspace directories instead of FUSE, which is off the event
 // path), on the docker or the process runtime.
 type server struct {
-	b        *testing.B
-	ctx      context.Context
-	dir      string
-	st       *store.Store
-	hub      *hub.Hub[store.Record]
-	tap      *tap
-	rt       containers.Runtime
-	run      *runner.Runner
-	srv      *api.Server
-	ws       string
-	uid, key string
-	image    string
-	agent    string // the test agent binary (process runtime)
-	sessions []string
+	b         *testing.B
+	ctx       context.Context
+	dir       string
+	st        *store.Store
+	users     *identity.Store
+	sessStore *sessions.Store
+	collab    *collab.Store
+	audit     *audit.Store
+	hub       *hub.Hub[protocol.Record]
+	tap       *tap
+	rt        containers.Runtime
+	run       *runner.Runner
+	srv       *api.Server
+	ws        string
+	uid, key  string
+	image     string
+	agent     string // the test agent binary (process runtime)
+	sessions  []string
 }
 
 func newServer(b *testing.B, kind string) *server {
@@ -183,7 +192,7 @@ func newServer(b *testing.B, kind string) *server {
 	// FILEPATH_BENCH_STREAM_BUFFER is serve's --stream-buffer (records
 	// buffered per stream client before it is dropped as too slow).
 	buffer, _ := strconv.Atoi(os.Getenv("FILEPATH_BENCH_STREAM_BUFFER"))
-	s.hub = hub.New(hub.Config{Buffer: buffer}, func(r store.Record) string { return r.SessionID })
+	s.hub = hub.New[protocol.Record](hub.Config{Buffer: buffer})
 	s.tap = &tap{next: s.hub}
 	var err error
 	rcfg := runner.Config{DataDir: s.dir, Logger: log, StopGrace: 2 * time.Second, KillGrace: time.Second}
@@ -203,7 +212,7 @@ func newServer(b *testing.B, kind string) *server {
 			b.Fatal(err)
 		}
 		s.rt, closeRT, s.image = p, p.Close, "local"
-		rcfg.Cmd = func(store.Node) []string { return []string{s.agent} }
+		rcfg.Cmd = func(sessions.Node) []string { return []string{s.agent} }
 	default:
 		b.Fatalf("unknown runtime %q", kind)
 	}
@@ -211,22 +220,24 @@ func newServer(b *testing.B, kind string) *server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rcfg.Store, rcfg.Runtime = s.st, s.rt
+	s.users, s.sessStore, s.audit = identity.New(s.st), sessions.New(s.st, sessions.Config{}), audit.New(s.st)
+	s.collab = collab.New(s.st, s.sessStore, collab.Config{})
+	rcfg.Store, rcfg.Users, rcfg.Sessions, rcfg.Collab, rcfg.Runtime = s.st, s.users, s.sessStore, s.collab, s.rt
 	if s.run, err = runner.New(rcfg); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.run.Reconcile(ctx); err != nil {
 		b.Fatal(err)
 	}
-	u, err := s.st.CreateUser(ctx, "bench", false) // before Run: no first-start bootstrap
+	u, err := s.users.CreateUser(ctx, "bench", false) // before Run: no first-start bootstrap
 	if err != nil {
 		b.Fatal(err)
 	}
 	s.uid = u.ID
-	if s.key, _, err = s.st.CreateAPIKey(ctx, u.ID, "bench"); err != nil {
+	if s.key, _, err = s.users.CreateAPIKey(ctx, u.ID, "bench"); err != nil {
 		b.Fatal(err)
 	}
-	s.srv, err = api.New(api.Config{Addr: "127.0.0.1:0", Store: s.st, Hub: s.hub, Runner: s.run, Logger: log, Stdout: io.Discard})
+	s.srv, err = api.New(api.Config{Addr: "127.0.0.1:0", Store: s.st, Users: s.users, Sessions: s.sessStore, Collab: s.collab, Audit: s.audit, Hub: s.hub, Runner: s.run, Logger: log, Stdout: io.Discard})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -256,11 +267,11 @@ func newServer(b *testing.B, kind string) *server {
 // session creates a session whose root runs the test agent with task.
 func (s *server) session(task string) (sid, root string) {
 	s.b.Helper()
-	sess, err := s.st.CreateSession(s.ctx, s.uid, store.NewSession{Name: "bench"})
+	sess, err := s.sessStore.CreateSession(s.ctx, s.uid, sessions.NewSession{Name: "bench"})
 	if err != nil {
 		s.b.Fatal(err)
 	}
-	n, err := s.st.CreateNode(s.ctx, s.uid, sess.ID, store.NewNode{Name: "root", AgentType: runner.AgentCustom, Image: s.image, Task: task})
+	n, err := s.sessStore.CreateNode(s.ctx, s.uid, sess.ID, sessions.NewNode{Name: "root", AgentType: runner.AgentCustom, Image: s.image, Task: task})
 	if err != nil {
 		s.b.Fatal(err)
 	}
@@ -369,7 +380,7 @@ func (s *server) agentRun(n, perSec int, client bool) *run {
 	done := make(chan error, 1)
 	go func() {
 		drops, err := s.follow(ctx, sid, after, ready, func(rec wireRecord, now time.Time) bool {
-			return rec.Kind == store.KindEvent && r.see(rec.Data, now)
+			return rec.Kind == protocol.KindEvent && r.see(rec.Data, now)
 		})
 		r.drops = drops
 		done <- err
@@ -596,9 +607,9 @@ func (s *server) spawn() time.Duration {
 	sid, root := s.session("spawn 1")
 	var spawned, first time.Time
 	got := make(chan struct{})
-	s.tap.setHook(func(r store.Record, now time.Time) {
+	s.tap.setHook(func(rsid string, r protocol.Record, now time.Time) {
 		switch {
-		case r.SessionID != sid || r.Kind != store.KindEvent || !first.IsZero():
+		case rsid != sid || r.Kind != protocol.KindEvent || !first.IsZero():
 		case r.NodeID == root && bytes.Contains(r.Data, []byte(`"type":"spawn"`)):
 			spawned = now
 		case r.NodeID != root && !spawned.IsZero():

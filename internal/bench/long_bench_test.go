@@ -15,6 +15,9 @@ import (
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
 	"github.com/filepath-dev/filepath/protocol"
@@ -45,23 +48,25 @@ func BenchmarkHandoff(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	defer st.Close()
 	rt, err := containers.NewDocker(ctx, containers.DockerConfig{Network: "none"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rt.Close()
-	r, err := runner.New(runner.Config{Store: st, Runtime: rt, DataDir: dir, StopGrace: 5 * time.Second, KillGrace: time.Second})
+	r, err := runner.New(runner.Config{Store: st, Users: ident, Sessions: ss, Collab: collab.New(st, ss, collab.Config{}), Runtime: rt, DataDir: dir,
+		StopGrace: 5 * time.Second, KillGrace: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	u, _ := st.CreateUser(ctx, "bench", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "handoff"})
+	u, _ := ident.CreateUser(ctx, "bench", false)
+	s, _ := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "handoff"})
 	defer func() {
 		r.DeleteSession(ctx, u.ID, s.ID)
 	}()
-	n, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: runner.AgentCustom, Image: testImage, Task: "echo first"})
+	n, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: runner.AgentCustom, Image: testImage, Task: "echo first"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +84,7 @@ func BenchmarkHandoff(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, rec := range recs {
-				if rec.Kind == store.KindEvent {
+				if rec.Kind == protocol.KindEvent {
 					return rec.At
 				}
 			}
@@ -108,19 +113,19 @@ func BenchmarkHandoff(b *testing.B) {
 	var handoffs, restarts []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
-		gen := func() int { m, _ := st.NodeByID(ctx, n.ID); return m.Generation }()
+		gen := func() int { m, _ := ss.NodeByID(ctx, n.ID); return m.Generation }()
 		t0 := time.Now()
 		if _, err := r.Deliver(ctx, s.ID, n.ID, protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromUser, Content: fmt.Sprintf("handoff step %d", i)}); err != nil {
 			b.Fatal(err)
 		}
 		deadline := time.Now().Add(time.Minute)
-		for func() int { m, _ := st.NodeByID(ctx, n.ID); return m.Generation }() == gen {
+		for func() int { m, _ := ss.NodeByID(ctx, n.ID); return m.Generation }() == gen {
 			if time.Now().After(deadline) {
 				b.Fatal("no continuation")
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		at := firstEventAfter(lastOf(store.KindSystem, protocol.SystemContinuation), "the continuation")
+		at := firstEventAfter(lastOf(protocol.KindSystem, protocol.SystemContinuation), "the continuation")
 		handoffs = append(handoffs, at.Sub(t0))
 
 		if _, err := r.Deliver(ctx, s.ID, n.ID, protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromUser, Content: "done"}); err != nil {
@@ -198,9 +203,10 @@ func BenchmarkHealthChecks(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 			b.Cleanup(func() { st.Close() })
-			u, _ := st.CreateUser(ctx, "bench", false)
-			s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "checks"})
+			u, _ := ident.CreateUser(ctx, "bench", false)
+			s, _ := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "checks"})
 			v := vfs.New(st.SQL(), vfs.Config{MaxFileSize: 1 << 30, SessionQuota: 4 << 30})
 			mnt := filepath.Join(dir, "mnt")
 			mgr, err := workspace.NewManager(workspace.ManagerConfig{Dir: mnt,

@@ -1,7 +1,8 @@
-// Package layering holds the test of DESIGN.md's import arrows:
+// Package layering holds the test of the import arrows of docs/design.md:
 // protocol ← containers ← relay ← orchestrator ← cmd, and inside the
-// orchestrator those of the session filesystem (orchestrator/vfs), the
-// model catalogue and the gateway.
+// orchestrator those of the store (orchestrator/store and its noun
+// packages), the session filesystem (orchestrator/vfs), the model
+// catalogue and the gateway.
 package layering
 
 import (
@@ -13,7 +14,7 @@ import (
 const module = "github.com/filepath-dev/filepath/"
 
 // TestImportArrows fails when a package imports (directly or not) a package
-// of this module that DESIGN.md does not allow it to.
+// of this module that docs/design.md does not allow it to.
 func TestImportArrows(t *testing.T) {
 	allowed := map[string][]string{
 		"protocol/...":   {"protocol"},
@@ -46,6 +47,28 @@ func TestImportArrows(t *testing.T) {
 		// test kit; fakellm: the scripted LLM upstream the native agents are
 		// tested against).
 		check(t, pkgs, append(ok, "internal/testkit", "internal/fakellm"), "-deps", "-test")
+	}
+}
+
+// TestStoreArrows: the store's base (the database, the migrations, the
+// session log) knows none of its noun packages; identity and audit only
+// the base; sessions the audit (a relay's append writes its rows); collab
+// the sessions (approvals change a node's config). None knows the packages
+// that use them. Their tests may use storetest (every noun package over one
+// database), the hub (the publisher the server wires in) and the schemas.
+func TestStoreArrows(t *testing.T) {
+	base := []string{"=orchestrator/store", "=orchestrator", "protocol"}
+	allowed := map[string][]string{
+		"orchestrator/store":           base,
+		"orchestrator/store/identity":  append([]string{"orchestrator/store/identity"}, base...),
+		"orchestrator/store/audit":     append([]string{"orchestrator/store/audit"}, base...),
+		"orchestrator/store/sessions":  append([]string{"orchestrator/store/sessions", "orchestrator/store/audit"}, base...),
+		"orchestrator/store/collab":    append([]string{"orchestrator/store/collab", "orchestrator/store/sessions", "orchestrator/store/audit"}, base...),
+		"orchestrator/store/storetest": append([]string{"orchestrator/store", "internal/testkit"}, base...),
+	}
+	for pkgs, ok := range allowed {
+		check(t, pkgs, ok, "-deps")
+		check(t, pkgs, append(ok, "orchestrator/store", "orchestrator/hub", "internal/schematest", "internal/testkit"), "-deps", "-test")
 	}
 }
 
@@ -99,7 +122,7 @@ func check(t *testing.T, pkgs string, ok []string, flags ...string) {
 	t.Helper()
 	for _, rel := range deps(t, pkgs, flags...) {
 		if !allowedDep(rel, ok) {
-			t.Errorf("%s (go %v) depends on %s; DESIGN.md allows only %v", pkgs, flags, rel, ok)
+			t.Errorf("%s (go %v) depends on %s; docs/design.md allows only %v", pkgs, flags, rel, ok)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package agentapi serves the agent-facing API (FILEPATH_API_URL): the
-// routes an agent calls with its node token, the LLM gateway now and the
-// agent tools later. With Docker each running container gets its own
+// routes an agent calls with its node token: the LLM gateway
+// (orchestrator/gateway) and the agent tools (orchestrator/agenttools), which
+// cmd/filepath's app mounts on it. With Docker each running container gets its own
 // listener inside its own network namespace (127.0.0.1:7428 on the
 // container's loopback, nothing on the host); with the process runtime one
 // listener on the host's loopback serves every agent.
@@ -20,7 +21,7 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 )
 
 // Defaults of Config.
@@ -36,9 +37,9 @@ const (
 // listener, which every agent shares.
 const sharedConnsFactor = 16
 
-// Authenticator tells who an API key is; *store.Store implements it.
+// Authenticator tells who an API key is; *identity.Store implements it.
 type Authenticator interface {
-	AuthAPIKey(ctx context.Context, key string) (store.Principal, error)
+	AuthAPIKey(ctx context.Context, key string) (identity.Principal, error)
 }
 
 // Config configures a Server.
@@ -292,7 +293,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, nodeID str
 		return orchestrator.Caller{}, false
 	}
 	p, err := s.cfg.Auth.AuthAPIKey(r.Context(), token)
-	var expired *store.APIKeyExpiredError
+	var expired *identity.APIKeyExpiredError
 	switch {
 	case errors.As(err, &expired): // only user keys expire
 		writeError(w, http.StatusUnauthorized, "authentication_error", "expired_api_key",

@@ -14,14 +14,17 @@ import (
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 )
 
 // fixture is a store with one user, one session, two nodes and their keys.
 type fixture struct {
 	st                *store.Store
-	user              store.User
+	users             *identity.Store
+	user              identity.User
 	sid               string
-	nodeA, nodeB      store.Node
+	nodeA, nodeB      sessions.Node
 	keyA, keyB, uiKey string
 	keyAID            string
 }
@@ -33,31 +36,32 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	t.Cleanup(func() { st.Close() })
-	f := &fixture{st: st}
-	if f.user, err = st.CreateUser(ctx, "alice", false); err != nil {
+	f := &fixture{st: st, users: ident}
+	if f.user, err = ident.CreateUser(ctx, "alice", false); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := st.CreateSession(ctx, f.user.ID, store.NewSession{Name: "agentapi"})
+	sess, err := ss.CreateSession(ctx, f.user.ID, sessions.NewSession{Name: "agentapi"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.sid = sess.ID
-	if f.nodeA, err = st.CreateNode(ctx, f.user.ID, sess.ID, store.NewNode{Name: "a", AgentType: "custom", Image: "x"}); err != nil {
+	if f.nodeA, err = ss.CreateNode(ctx, f.user.ID, sess.ID, sessions.NewNode{Name: "a", AgentType: "custom", Image: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if f.nodeB, err = st.CreateNode(ctx, f.user.ID, sess.ID, store.NewNode{Name: "b", AgentType: "custom", Image: "x", ParentID: &f.nodeA.ID}); err != nil {
+	if f.nodeB, err = ss.CreateNode(ctx, f.user.ID, sess.ID, sessions.NewNode{Name: "b", AgentType: "custom", Image: "x", ParentID: &f.nodeA.ID}); err != nil {
 		t.Fatal(err)
 	}
-	var k store.APIKey
-	if f.keyA, k, err = st.CreateNodeAPIKey(ctx, f.user.ID, sess.ID, f.nodeA.ID); err != nil {
+	var k identity.APIKey
+	if f.keyA, k, err = ident.CreateNodeAPIKey(ctx, f.user.ID, sess.ID, f.nodeA.ID); err != nil {
 		t.Fatal(err)
 	}
 	f.keyAID = k.ID
-	if f.keyB, _, err = st.CreateNodeAPIKey(ctx, f.user.ID, sess.ID, f.nodeB.ID); err != nil {
+	if f.keyB, _, err = ident.CreateNodeAPIKey(ctx, f.user.ID, sess.ID, f.nodeB.ID); err != nil {
 		t.Fatal(err)
 	}
-	if f.uiKey, _, err = st.CreateAPIKey(ctx, f.user.ID, "scripts"); err != nil {
+	if f.uiKey, _, err = ident.CreateAPIKey(ctx, f.user.ID, "scripts"); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -87,11 +91,11 @@ func get(t *testing.T, url string, header ...string) answer {
 	return a
 }
 
-// server is a Server (cfg, its Auth the fixture's store) with whoami
+// server is a Server (cfg, its Auth the fixture's users) with whoami
 // mounted at /test/, shut down when the test ends.
 func (f *fixture) server(t *testing.T, cfg Config) *Server {
 	t.Helper()
-	cfg.Auth = f.st
+	cfg.Auth = f.users
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +176,7 @@ func TestSharedListener(t *testing.T) {
 		}
 	})
 	t.Run("revoked token", func(t *testing.T) {
-		if err := f.st.DeleteAPIKey(context.Background(), f.user.ID, f.keyAID); err != nil {
+		if err := f.users.DeleteAPIKey(context.Background(), f.user.ID, f.keyAID); err != nil {
 			t.Fatal(err)
 		}
 		if a := get(t, u+"/test/x", "Authorization", "Bearer "+f.keyA); a.status != 401 {

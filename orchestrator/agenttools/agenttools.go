@@ -19,6 +19,9 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -30,7 +33,7 @@ const (
 	DefaultMaxPoll         = 2 * time.Minute
 	DefaultMaxBody         = 1 << 20
 	MaxMessageBytes        = 256 << 10
-	MaxTaskBytes           = store.MaxTaskBytes
+	MaxTaskBytes           = sessions.MaxTaskBytes
 )
 
 // Runner runs the agents; runner.Runner implements it.
@@ -38,12 +41,12 @@ type Runner interface {
 	// StartNode starts a node's agent unless it runs.
 	StartNode(ctx context.Context, userID, sessionID, nodeID string) error
 	// Deliver appends an input for a running node and writes it to its stdin.
-	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error)
 	// Running tells whether a node's agent runs.
 	Running(nodeID string) bool
 	// SpawnChild creates a child of parentID and starts it (the spawn event
 	// is appended already).
-	SpawnChild(ctx context.Context, sessionID, parentID string, ev protocol.SpawnEvent) (store.Node, error)
+	SpawnChild(ctx context.Context, sessionID, parentID string, ev protocol.SpawnEvent) (sessions.Node, error)
 }
 
 // Clock is the time source of the approvals' timeouts.
@@ -59,11 +62,14 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 
 // Config configures a Server.
 type Config struct {
-	Store  *store.Store           // required
-	Hub    *hub.Hub[store.Record] // required: waits follow the session log
-	Runner Runner                 // required
-	Logger *slog.Logger
-	Clock  Clock // nil: the real clock
+	Store    *store.Store              // required: the sessions' logs
+	Sessions *sessions.Store           // required
+	Collab   *collab.Store             // required: approvals, memories
+	Audit    *audit.Store              // required: the calls of the tools
+	Hub      *hub.Hub[protocol.Record] // required: waits follow the session log
+	Runner   Runner                    // required
+	Logger   *slog.Logger
+	Clock    Clock // nil: the real clock
 	// ApprovalTimeout is how long a request waits for an answer before it
 	// is denied (DefaultApprovalTimeout).
 	ApprovalTimeout time.Duration
@@ -79,13 +85,16 @@ type Config struct {
 // Server is the agent tools. Mount REST and MCP on the agent-facing API and
 // Run it (it denies the approvals nobody answers in time).
 type Server struct {
-	cfg   Config
-	st    *store.Store
-	hub   *hub.Hub[store.Record]
-	run   Runner
-	log   *slog.Logger
-	clock Clock
-	wake  chan struct{} // a new approval may expire before the sweeper's next wake
+	cfg      Config
+	st       *store.Store
+	sessions *sessions.Store
+	collab   *collab.Store
+	audit    *audit.Store
+	hub      *hub.Hub[protocol.Record]
+	run      Runner
+	log      *slog.Logger
+	clock    Clock
+	wake     chan struct{} // a new approval may expire before the sweeper's next wake
 
 	mcpOnce sync.Once
 	mcp     mcpHandler
@@ -94,8 +103,8 @@ type Server struct {
 // New checks cfg and returns a Server.
 func New(cfg Config) (*Server, error) {
 	switch {
-	case cfg.Store == nil:
-		return nil, errors.New("agenttools config: Store is required")
+	case cfg.Store == nil || cfg.Sessions == nil || cfg.Collab == nil || cfg.Audit == nil:
+		return nil, errors.New("agenttools config: Store, Sessions, Collab and Audit are required")
 	case cfg.Hub == nil:
 		return nil, errors.New("agenttools config: Hub is required")
 	case cfg.Runner == nil:
@@ -119,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
-	return &Server{cfg: cfg, st: cfg.Store, hub: cfg.Hub, run: cfg.Runner, log: cfg.Logger, clock: cfg.Clock,
+	return &Server{cfg: cfg, st: cfg.Store, sessions: cfg.Sessions, collab: cfg.Collab, audit: cfg.Audit, hub: cfg.Hub, run: cfg.Runner, log: cfg.Logger, clock: cfg.Clock,
 		wake: make(chan struct{}, 1)}, nil
 }
 
@@ -127,11 +136,11 @@ func New(cfg Config) (*Server, error) {
 // that ran out while the orchestrator was down), until ctx ends.
 func (s *Server) Run(ctx context.Context) {
 	for {
-		if _, err := s.st.ExpireApprovals(ctx, s.clock.Now()); err != nil && ctx.Err() == nil {
+		if _, err := s.collab.ExpireApprovals(ctx, s.clock.Now()); err != nil && ctx.Err() == nil {
 			s.log.Warn("deny approvals nobody answered", "err", err)
 		}
 		wait := time.Hour
-		if next, ok, err := s.st.NextApprovalExpiry(ctx); err == nil && ok {
+		if next, ok, err := s.collab.NextApprovalExpiry(ctx); err == nil && ok {
 			wait = max(next.Sub(s.clock.Now()), 0)
 		} else if err != nil && ctx.Err() == nil {
 			wait = 10 * time.Second

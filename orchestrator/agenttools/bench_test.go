@@ -17,6 +17,11 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // BenchmarkAgentToolsInContainer times, from inside a real container
@@ -37,23 +42,24 @@ func BenchmarkAgentToolsInContainer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	defer st.Close()
-	u := must(st.CreateUser(ctx, "bench", false))
-	s := must(st.CreateSession(ctx, u.ID, store.NewSession{Name: "bench"}))
-	parent := must(st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "lead", AgentType: "shelley"}))
+	u := must(ident.CreateUser(ctx, "bench", false))
+	s := must(ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "bench"}))
+	parent := must(ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "lead", AgentType: "shelley"}))
 	for i := range 3 {
-		must(st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: fmt.Sprintf("worker-%d", i), AgentType: "shelley", ParentID: &parent.ID}))
+		must(ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: fmt.Sprintf("worker-%d", i), AgentType: "shelley", ParentID: &parent.ID}))
 	}
-	child := must(st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "reader", AgentType: "shelley", ParentID: &parent.ID}))
-	recs := make([]store.NewRecord, 1000)
+	child := must(ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "reader", AgentType: "shelley", ParentID: &parent.ID}))
+	recs := make([]protocol.Record, 1000)
 	for i := range recs {
 		data, _ := json.Marshal(map[string]string{"type": "text", "content": fmt.Sprintf("line %d of what the child said, long enough to look like a sentence an agent writes", i)})
-		recs[i] = store.NewRecord{NodeID: child.ID, Kind: store.KindEvent, Data: data}
+		recs[i] = protocol.Record{NodeID: child.ID, Kind: protocol.KindEvent, Data: data}
 	}
 	if _, err := st.Append(ctx, s.ID, recs...); err != nil {
 		b.Fatal(err)
 	}
-	key, _, err := st.CreateNodeAPIKey(ctx, u.ID, s.ID, parent.ID)
+	key, _, err := ident.CreateNodeAPIKey(ctx, u.ID, s.ID, parent.ID)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,14 +68,15 @@ func BenchmarkAgentToolsInContainer(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rt.Close()
-	api, err := agentapi.New(agentapi.Config{Auth: st, Netns: rt})
+	api, err := agentapi.New(agentapi.Config{Auth: ident, Netns: rt})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer api.Shutdown()
-	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	h := hub.New[protocol.Record](hub.Config{})
 	defer h.Close()
-	tools, err := agenttools.New(agenttools.Config{Store: st, Hub: h, Runner: &fakeRunner{st: st, running: map[string]bool{}}})
+	tools, err := agenttools.New(agenttools.Config{Store: st, Sessions: ss, Collab: collab.New(st, ss, collab.Config{}), Audit: audit.New(st), Hub: h,
+		Runner: &fakeRunner{st: st, sessions: ss, running: map[string]bool{}}})
 	if err != nil {
 		b.Fatal(err)
 	}

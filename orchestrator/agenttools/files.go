@@ -25,7 +25,7 @@ func (s *Server) fileCaller(ctx context.Context, c orchestrator.Caller) (files.C
 	if s.cfg.Files == nil {
 		return files.Caller{}, orchestrator.Errorf(orchestrator.EUnavailable, "this server has no file tools")
 	}
-	n, err := s.st.NodeByID(ctx, c.NodeID)
+	n, err := s.sessions.NodeByID(ctx, c.NodeID)
 	if err != nil {
 		return files.Caller{}, err
 	}

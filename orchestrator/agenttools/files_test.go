@@ -11,15 +11,16 @@ import (
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/files"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
 // auditToStore writes the file tools' audit to the store, as the server does.
-type auditToStore struct{ st *store.Store }
+type auditToStore struct{ st *audit.Store }
 
 func (a auditToStore) RecordFileOp(ctx context.Context, op files.Audit) error {
-	return a.st.RecordToolCall(ctx, store.NewToolCall{SessionID: op.SessionID, NodeID: op.NodeID, Actor: op.Actor, Source: store.AuditAPI,
+	return a.st.RecordToolCall(ctx, audit.NewToolCall{SessionID: op.SessionID, NodeID: op.NodeID, Actor: op.Actor, Source: audit.SourceAPI,
 		Name: op.Name, Parameters: op.Params, Result: op.Result, Error: op.Err, StartedAt: op.Started, CompletedAt: op.Completed})
 }
 
@@ -40,16 +41,16 @@ func newFilesFixture(t *testing.T) *filesFixture {
 		}
 		v = vfs.New(c.Store.SQL(), vfs.Config{ReadDB: rdb})
 		t.Cleanup(v.Close)
-		c.Files, err = files.New(files.Config{VFS: v, Recorder: auditToStore{c.Store}})
+		c.Files, err = files.New(files.Config{VFS: v, Recorder: auditToStore{c.Audit}})
 		if err != nil {
 			t.Fatal(err)
 		}
 	})
 	root := f.nodes["root"].ID
-	n := must(f.st.CreateNode(f.ctx, f.alice.ID, f.sid, store.NewNode{Name: "kept", AgentType: "shelley", ParentID: &root,
+	n := must(f.sessions.CreateNode(f.ctx, f.alice.ID, f.sid, sessions.NewNode{Name: "kept", AgentType: "shelley", ParentID: &root,
 		Config: json.RawMessage(`{"allowed_paths":["/src"]}`)}))
 	f.nodes["kept"] = n
-	f.keys["kept"] = must2(f.st.CreateNodeAPIKey(f.ctx, f.alice.ID, f.sid, n.ID))
+	f.keys["kept"] = must2(f.users.CreateNodeAPIKey(f.ctx, f.alice.ID, f.sid, n.ID))
 	sfs := v.Session(f.sid)
 	for p, c := range map[string]string{"/src/main.go": "package main\n\nfunc main() {}\n", "/secret/key.txt": "k\n"} {
 		if _, _, err := sfs.WriteFile(f.ctx, p, []byte(c), vfs.WriteOptions{}); err != nil {
@@ -107,7 +108,7 @@ func TestFileToolsREST(t *testing.T) {
 		t.Fatalf("range: %d %q %v", raw.Status, raw.Body, raw.Header)
 	}
 	// the node's audit has its calls, with their results and errors
-	calls, err := f.st.ToolCalls(f.ctx, f.sid, f.nodes["child"].ID, 0, 20)
+	calls, err := f.audit.ToolCalls(f.ctx, f.sid, f.nodes["child"].ID, 0, 20)
 	if err != nil {
 		t.Fatal(err)
 	}

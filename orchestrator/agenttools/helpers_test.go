@@ -18,16 +18,21 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
 // fakeRunner stands in for the lifecycle runner: nodes it "starts" run,
 // inputs are appended to the log, spawned children are created and run.
 type fakeRunner struct {
-	st      *store.Store
-	mu      sync.Mutex
-	running map[string]bool
-	starts  []string
+	st       *store.Store
+	sessions *sessions.Store
+	mu       sync.Mutex
+	running  map[string]bool
+	starts   []string
 }
 
 func (r *fakeRunner) StartNode(_ context.Context, _, _, nodeID string) error {
@@ -40,14 +45,14 @@ func (r *fakeRunner) StartNode(_ context.Context, _, _, nodeID string) error {
 	return nil
 }
 
-func (r *fakeRunner) Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error) {
+func (r *fakeRunner) Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error) {
 	if !r.Running(nodeID) {
-		return store.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running", nodeID)
+		return protocol.Record{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running", nodeID)
 	}
 	b, _ := json.Marshal(in)
-	recs, err := r.st.Append(ctx, sessionID, store.NewRecord{NodeID: nodeID, Kind: store.KindInput, Data: b})
+	recs, err := r.st.Append(ctx, sessionID, protocol.Record{NodeID: nodeID, Kind: protocol.KindInput, Data: b})
 	if err != nil {
-		return store.Record{}, err
+		return protocol.Record{}, err
 	}
 	return recs[0], nil
 }
@@ -58,18 +63,18 @@ func (r *fakeRunner) Running(nodeID string) bool {
 	return r.running[nodeID]
 }
 
-func (r *fakeRunner) SpawnChild(ctx context.Context, sessionID, parentID string, ev protocol.SpawnEvent) (store.Node, error) {
-	sess, err := r.st.SessionByID(ctx, sessionID)
+func (r *fakeRunner) SpawnChild(ctx context.Context, sessionID, parentID string, ev protocol.SpawnEvent) (sessions.Node, error) {
+	sess, err := r.sessions.SessionByID(ctx, sessionID)
 	if err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
-	in := store.NewNode{Name: ev.Name, AgentType: ev.Agent, Model: ev.Model, ParentID: &parentID}
+	in := sessions.NewNode{Name: ev.Name, AgentType: ev.Agent, Model: ev.Model, ParentID: &parentID}
 	if ev.Task != nil {
 		in.Task = *ev.Task
 	}
-	n, err := r.st.CreateNode(ctx, sess.UserID, sessionID, in)
+	n, err := r.sessions.CreateNode(ctx, sess.UserID, sessionID, in)
 	if err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
 	return n, r.StartNode(ctx, sess.UserID, sessionID, n.ID)
 }
@@ -85,50 +90,56 @@ func (r *fakeRunner) stop(nodeID string) {
 // bob's session one node. Each node has a container token. The agent
 // tools are served on a real agent-facing listener (the shared one).
 type fixture struct {
-	t      *testing.T
-	ctx    context.Context
-	st     *store.Store
-	hub    *hub.Hub[store.Record]
-	run    *fakeRunner
-	clock  *testkit.Clock
-	tools  *agenttools.Server
-	api    *agentapi.Server
-	url    string
-	alice  store.User
-	bob    store.User
-	sid    string
-	nodes  map[string]store.Node // root, parent, child, sibling, other, bobs
-	keys   map[string]string     // the same names, plus "ended" (revoked) and "user"
-	cancel context.CancelFunc
+	t        *testing.T
+	ctx      context.Context
+	st       *store.Store
+	users    *identity.Store
+	sessions *sessions.Store
+	collab   *collab.Store
+	audit    *audit.Store
+	hub      *hub.Hub[protocol.Record]
+	run      *fakeRunner
+	clock    *testkit.Clock
+	tools    *agenttools.Server
+	api      *agentapi.Server
+	url      string
+	alice    identity.User
+	bob      identity.User
+	sid      string
+	nodes    map[string]sessions.Node // root, parent, child, sibling, other, bobs
+	keys     map[string]string        // the same names, plus "ended" (revoked) and "user"
+	cancel   context.CancelFunc
 }
 
 func newFixture(t *testing.T, opts ...func(*agenttools.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	h := hub.New(hub.Config{}, func(r store.Record) string { return r.SessionID })
+	h := hub.New[protocol.Record](hub.Config{})
 	clock := testkit.NewClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	// One clock for the store (the approvals' deadlines) and the tools.
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "db"), Publisher: h, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	t.Cleanup(func() { st.Close(); h.Close() })
-	f := &fixture{t: t, ctx: ctx, st: st, hub: h, run: &fakeRunner{st: st, running: map[string]bool{}},
-		clock: clock, nodes: map[string]store.Node{}, keys: map[string]string{}}
-	f.alice = must(st.CreateUser(ctx, "alice", false))
-	f.bob = must(st.CreateUser(ctx, "bob", false))
+	f := &fixture{t: t, ctx: ctx, st: st, users: ident, sessions: ss, collab: collab.New(st, ss, collab.Config{}), audit: audit.New(st),
+		hub: h, run: &fakeRunner{st: st, sessions: ss, running: map[string]bool{}},
+		clock: clock, nodes: map[string]sessions.Node{}, keys: map[string]string{}}
+	f.alice = must(ident.CreateUser(ctx, "alice", false))
+	f.bob = must(ident.CreateUser(ctx, "bob", false))
 	repo := "https://github.com/o/r.git"
-	s := must(st.CreateSession(ctx, f.alice.ID, store.NewSession{Name: "s", GitRepoURL: &repo}))
+	s := must(ss.CreateSession(ctx, f.alice.ID, sessions.NewSession{Name: "s", GitRepoURL: &repo}))
 	f.sid = s.ID
 	node := func(name, uid, sid string, parent string) {
-		in := store.NewNode{Name: name, AgentType: "shelley"}
+		in := sessions.NewNode{Name: name, AgentType: "shelley"}
 		if parent != "" {
 			p := f.nodes[parent].ID
 			in.ParentID = &p
 		}
-		n := must(st.CreateNode(ctx, uid, sid, in))
+		n := must(ss.CreateNode(ctx, uid, sid, in))
 		f.nodes[name] = n
-		key, _, err := st.CreateNodeAPIKey(ctx, uid, sid, n.ID)
+		key, _, err := ident.CreateNodeAPIKey(ctx, uid, sid, n.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,30 +150,30 @@ func newFixture(t *testing.T, opts ...func(*agenttools.Config)) *fixture {
 	node("parent", f.alice.ID, s.ID, "root")
 	node("child", f.alice.ID, s.ID, "parent")
 	node("sibling", f.alice.ID, s.ID, "root")
-	other := must(st.CreateSession(ctx, f.alice.ID, store.NewSession{Name: "other", GitRepoURL: &repo}))
+	other := must(ss.CreateSession(ctx, f.alice.ID, sessions.NewSession{Name: "other", GitRepoURL: &repo}))
 	node("other", f.alice.ID, other.ID, "")
-	bobs := must(st.CreateSession(ctx, f.bob.ID, store.NewSession{Name: "bob's", GitRepoURL: &repo}))
+	bobs := must(ss.CreateSession(ctx, f.bob.ID, sessions.NewSession{Name: "bob's", GitRepoURL: &repo}))
 	node("bobs", f.bob.ID, bobs.ID, "")
 	// A container that ended: its token was revoked.
-	ended, _, err := st.CreateNodeAPIKey(ctx, f.alice.ID, s.ID, f.nodes["parent"].ID)
+	ended, _, err := ident.CreateNodeAPIKey(ctx, f.alice.ID, s.ID, f.nodes["parent"].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.keys["ended"] = ended
-	if _, err := st.DeleteNodeAPIKeys(ctx, f.nodes["parent"].ID); err != nil {
+	if _, err := ident.DeleteNodeAPIKeys(ctx, f.nodes["parent"].ID); err != nil {
 		t.Fatal(err)
 	}
 	// ... and the parent's current container got a new one.
-	f.keys["parent"], _, err = st.CreateNodeAPIKey(ctx, f.alice.ID, s.ID, f.nodes["parent"].ID)
+	f.keys["parent"], _, err = ident.CreateNodeAPIKey(ctx, f.alice.ID, s.ID, f.nodes["parent"].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.keys["user"], _, err = st.CreateAPIKey(ctx, f.alice.ID, "script")
+	f.keys["user"], _, err = ident.CreateAPIKey(ctx, f.alice.ID, "script")
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	cfg := agenttools.Config{Store: st, Hub: h, Runner: f.run, Clock: f.clock, ApprovalTimeout: time.Minute}
+	cfg := agenttools.Config{Store: st, Sessions: f.sessions, Collab: f.collab, Audit: f.audit, Hub: h, Runner: f.run, Clock: f.clock, ApprovalTimeout: time.Minute}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -170,7 +181,7 @@ func newFixture(t *testing.T, opts ...func(*agenttools.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.api, err = agentapi.New(agentapi.Config{Auth: st})
+	f.api, err = agentapi.New(agentapi.Config{Auth: ident})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +276,7 @@ func (f *fixture) mcpCall(cs *mcp.ClientSession, name string, args any) (map[str
 }
 
 // records returns the node's records.
-func (f *fixture) records(nodeID string) []store.Record {
+func (f *fixture) records(nodeID string) []protocol.Record {
 	f.t.Helper()
 	recs, err := f.st.Records(f.ctx, f.sid, 0, 1000, nodeID)
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // MCPPath is where MCP is mounted on the agent-facing API.
@@ -158,7 +159,7 @@ type (
 // memoriesOut and childrenOut wrap lists: structured content is an object.
 type (
 	memoriesOut struct {
-		Memories []store.Memory `json:"memories"`
+		Memories []collab.Memory `json:"memories"`
 	}
 	childrenOut struct {
 		Children []Child `json:"children"`
@@ -211,7 +212,7 @@ func (s *Server) addTools(srv *mcp.Server) {
 				return nil, err
 			}
 			// Bounded by the request's own timeout, which denies it.
-			for a.Status == store.ApprovalPending {
+			for a.Status == protocol.ApprovalPending {
 				if a, err = s.approval(ctx, c, a.ID, s.cfg.MaxPoll); err != nil {
 					return nil, err
 				}

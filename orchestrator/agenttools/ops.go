@@ -11,6 +11,8 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -53,7 +55,7 @@ type Self struct {
 
 // RecordPage is a page of a node's log records.
 type RecordPage struct {
-	Data []store.Record `json:"data"`
+	Data []protocol.Record `json:"data"`
 	// NextAfter is the seq to pass as after for the next page.
 	NextAfter int64 `json:"next_after"`
 }
@@ -96,19 +98,19 @@ type ApprovalRequest struct {
 // view is the caller's session tree, read once for one call.
 type view struct {
 	c     orchestrator.Caller
-	self  store.Node
-	nodes map[string]store.Node
+	self  sessions.Node
+	nodes map[string]sessions.Node
 	kids  map[string][]string // parent id → children ids, in tree order
 	sub   map[string]bool     // the caller and its descendants
-	sess  store.Session
+	sess  protocol.Session
 }
 
 func (s *Server) view(ctx context.Context, c orchestrator.Caller) (*view, error) {
-	nodes, err := s.st.Tree(ctx, c.UserID, c.SessionID)
+	nodes, err := s.sessions.Tree(ctx, c.UserID, c.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	v := &view{c: c, nodes: make(map[string]store.Node, len(nodes)), kids: map[string][]string{}, sub: map[string]bool{}}
+	v := &view{c: c, nodes: make(map[string]sessions.Node, len(nodes)), kids: map[string][]string{}, sub: map[string]bool{}}
 	for _, n := range nodes {
 		v.nodes[n.ID] = n
 		if n.ParentID != nil {
@@ -133,9 +135,9 @@ func (s *Server) view(ctx context.Context, c orchestrator.Caller) (*view, error)
 // first, as names are unique among siblings; else unique in the caller's
 // subtree, or the parent's), or "parent". With descendants only
 // the caller's strict descendants qualify (the parent too when withParent).
-func (v *view) resolve(ref string, withSelf, withParent bool) (store.Node, error) {
+func (v *view) resolve(ref string, withSelf, withParent bool) (sessions.Node, error) {
 	ref = strings.TrimSpace(ref)
-	ok := func(n store.Node) bool {
+	ok := func(n sessions.Node) bool {
 		switch {
 		case n.ID == v.self.ID:
 			return withSelf
@@ -147,18 +149,18 @@ func (v *view) resolve(ref string, withSelf, withParent bool) (store.Node, error
 		return false
 	}
 	if ref == "" {
-		return store.Node{}, orchestrator.FieldErrorf("node", "name the node: its id or its name (list_children shows them)")
+		return sessions.Node{}, orchestrator.FieldErrorf("node", "name the node: its id or its name (list_children shows them)")
 	}
 	if ref == "parent" && withParent {
 		if v.self.ParentID == nil {
-			return store.Node{}, orchestrator.Errorf(orchestrator.ENotFound, "this agent is the root of its session: it has no parent")
+			return sessions.Node{}, orchestrator.Errorf(orchestrator.ENotFound, "this agent is the root of its session: it has no parent")
 		}
 		return v.nodes[*v.self.ParentID], nil
 	}
 	if n, found := v.nodes[ref]; found && ok(n) {
 		return n, nil
 	}
-	var match []store.Node
+	var match []sessions.Node
 	for _, n := range v.nodes {
 		if n.Name == ref && ok(n) {
 			match = append(match, n)
@@ -181,25 +183,25 @@ func (v *view) resolve(ref string, withSelf, withParent bool) (store.Node, error
 		if withParent {
 			what = "descendants or its parent"
 		}
-		return store.Node{}, orchestrator.Errorf(orchestrator.ENotFound, "no node %q among this agent's %s", cutText(ref, 100), what)
+		return sessions.Node{}, orchestrator.Errorf(orchestrator.ENotFound, "no node %q among this agent's %s", cutText(ref, 100), what)
 	}
 	ids := make([]string, len(match))
 	for i, n := range match {
 		ids[i] = n.ID
 	}
-	return store.Node{}, orchestrator.FieldErrorf("node", "%d nodes are named %q: use an id (%s)", len(match), ref, strings.Join(ids, ", "))
+	return sessions.Node{}, orchestrator.FieldErrorf("node", "%d nodes are named %q: use an id (%s)", len(match), ref, strings.Join(ids, ", "))
 }
 
-func (s *Server) child(n store.Node) Child {
+func (s *Server) child(n sessions.Node) Child {
 	return Child{ID: n.ID, Name: n.Name, ParentID: n.ParentID, Agent: n.AgentType, Model: n.Model, Status: n.Status,
 		Running: s.run.Running(n.ID), Finished: s.finished(n), Done: n.Done, Total: n.Total, Tokens: n.Tokens, CostUSD: n.CostUSD, ExitCode: n.ExitCode}
 }
 
 // finished: the node is done or error, or its agent exited (an exit code is
 // set until its next start), or it ran once and runs no more.
-func (s *Server) finished(n store.Node) bool {
+func (s *Server) finished(n sessions.Node) bool {
 	switch {
-	case n.Status == store.NodeDone || n.Status == store.NodeError:
+	case n.Status == protocol.StateDone || n.Status == protocol.StateError:
 		return true
 	case n.ExitCode != nil:
 		return true
@@ -209,15 +211,15 @@ func (s *Server) finished(n store.Node) bool {
 
 // Self returns the caller's node.
 func (s *Server) Self(ctx context.Context, c orchestrator.Caller) (Self, error) {
-	n, err := s.st.GetNode(ctx, c.UserID, c.SessionID, c.NodeID)
+	n, err := s.sessions.GetNode(ctx, c.UserID, c.SessionID, c.NodeID)
 	if err != nil {
 		return Self{}, err
 	}
-	sess, err := s.st.GetSession(ctx, c.UserID, c.SessionID)
+	sess, err := s.sessions.GetSession(ctx, c.UserID, c.SessionID)
 	if err != nil {
 		return Self{}, err
 	}
-	pol, err := store.ApprovalPolicies(n.Config)
+	pol, err := sessions.ApprovalPolicies(n.Config)
 	if err != nil {
 		pol = map[string]string{}
 	}
@@ -225,11 +227,11 @@ func (s *Server) Self(ctx context.Context, c orchestrator.Caller) (Self, error) 
 		Approvals: pol, Repo: repoOf(sess)}, nil
 }
 
-func repoOf(sess store.Session) string {
+func repoOf(sess protocol.Session) string {
 	if sess.GitRepoURL == nil {
 		return ""
 	}
-	return store.NormalizeRepo(*sess.GitRepoURL)
+	return collab.NormalizeRepo(*sess.GitRepoURL)
 }
 
 // ListChildren returns the caller's direct children, in tree order.
@@ -317,12 +319,12 @@ func (s *Server) SendMessage(ctx context.Context, c orchestrator.Caller, to, con
 // status error.
 func (s *Server) Spawn(ctx context.Context, c orchestrator.Caller, in SpawnRequest) (Child, error) {
 	switch {
-	case utf8.RuneCountInString(in.Name) > store.MaxNodeNameLen:
-		return Child{}, orchestrator.FieldErrorf("name", "name is longer than %d characters", store.MaxNodeNameLen)
+	case utf8.RuneCountInString(in.Name) > sessions.MaxNodeNameLen:
+		return Child{}, orchestrator.FieldErrorf("name", "name is longer than %d characters", sessions.MaxNodeNameLen)
 	case len(in.Task) > MaxTaskBytes:
 		return Child{}, orchestrator.FieldErrorf("task", "task is larger than %d bytes", MaxTaskBytes)
 	}
-	self, err := s.st.GetNode(ctx, c.UserID, c.SessionID, c.NodeID)
+	self, err := s.sessions.GetNode(ctx, c.UserID, c.SessionID, c.NodeID)
 	if err != nil {
 		return Child{}, err
 	}
@@ -344,7 +346,7 @@ func (s *Server) Spawn(ctx context.Context, c orchestrator.Caller, in SpawnReque
 		return Child{}, orchestrator.FieldErrorf("agent", "%v", err)
 	}
 	// Durable before anything happens, like the relay's append of a line.
-	if _, err := s.st.Append(ctx, c.SessionID, store.NewRecord{NodeID: c.NodeID, Kind: store.KindEvent, Data: data}); err != nil {
+	if _, err := s.st.Append(ctx, c.SessionID, protocol.Record{NodeID: c.NodeID, Kind: protocol.KindEvent, Data: data}); err != nil {
 		return Child{}, err
 	}
 	child, err := s.run.SpawnChild(ctx, c.SessionID, c.NodeID, ev)
@@ -355,7 +357,7 @@ func (s *Server) Spawn(ctx context.Context, c orchestrator.Caller, in SpawnReque
 		s.recordError(ctx, c, fmt.Sprintf("spawn %q: %s", ev.Name, orchestrator.ErrorMessage(err)))
 		return Child{}, err
 	}
-	if fresh, gerr := s.st.GetNode(ctx, c.UserID, c.SessionID, child.ID); gerr == nil {
+	if fresh, gerr := s.sessions.GetNode(ctx, c.UserID, c.SessionID, child.ID); gerr == nil {
 		child = fresh
 	}
 	if err != nil {
@@ -366,7 +368,7 @@ func (s *Server) Spawn(ctx context.Context, c orchestrator.Caller, in SpawnReque
 
 func (s *Server) recordError(ctx context.Context, c orchestrator.Caller, msg string) {
 	data, _ := json.Marshal(protocol.ErrorData{Message: msg, Source: protocol.SourceRuntime})
-	if _, err := s.st.Append(context.WithoutCancel(ctx), c.SessionID, store.NewRecord{NodeID: c.NodeID, Kind: store.KindError, Data: data}); err != nil {
+	if _, err := s.st.Append(context.WithoutCancel(ctx), c.SessionID, protocol.Record{NodeID: c.NodeID, Kind: protocol.KindError, Data: data}); err != nil {
 		s.log.Warn("append error record", "node", c.NodeID, "err", err)
 	}
 }
@@ -396,10 +398,10 @@ func (s *Server) WaitForChildren(ctx context.Context, c orchestrator.Caller, tim
 			kids[k.ID] = true
 		}
 		return out.AllFinished, nil
-	}, func(r store.Record) bool {
+	}, func(r protocol.Record) bool {
 		// A child's state changes only with a node record (its status, its
 		// exit code); a node created, moved or deleted may be a child.
-		return r.Kind == store.KindNode && (kids[r.NodeID] || !bytes.Contains(r.Data, opUpdated))
+		return r.Kind == protocol.KindNode && (kids[r.NodeID] || !bytes.Contains(r.Data, opUpdated))
 	})
 	if err == errDeadline {
 		out.TimedOut = true
@@ -409,28 +411,28 @@ func (s *Server) WaitForChildren(ctx context.Context, c orchestrator.Caller, tim
 }
 
 // StoreMemory keeps a learning for the caller's user and repository.
-func (s *Server) StoreMemory(ctx context.Context, c orchestrator.Caller, key, text string) (store.Memory, error) {
-	sess, err := s.st.GetSession(ctx, c.UserID, c.SessionID)
+func (s *Server) StoreMemory(ctx context.Context, c orchestrator.Caller, key, text string) (collab.Memory, error) {
+	sess, err := s.sessions.GetSession(ctx, c.UserID, c.SessionID)
 	if err != nil {
-		return store.Memory{}, err
+		return collab.Memory{}, err
 	}
-	return s.st.SetMemory(ctx, c.UserID, repoOf(sess), key, text, c.SessionID, c.NodeID)
+	return s.collab.SetMemory(ctx, c.UserID, repoOf(sess), key, text, c.SessionID, c.NodeID)
 }
 
 // SearchMemories finds the learnings of the caller's user and repository
 // that match query (all of them, newest first, for an empty query).
-func (s *Server) SearchMemories(ctx context.Context, c orchestrator.Caller, query string, limit int) ([]store.Memory, error) {
-	sess, err := s.st.GetSession(ctx, c.UserID, c.SessionID)
+func (s *Server) SearchMemories(ctx context.Context, c orchestrator.Caller, query string, limit int) ([]collab.Memory, error) {
+	sess, err := s.sessions.GetSession(ctx, c.UserID, c.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	return s.st.SearchMemories(ctx, c.UserID, repoOf(sess), query, limit)
+	return s.collab.SearchMemories(ctx, c.UserID, repoOf(sess), query, limit)
 }
 
 // RequestApproval stores the caller's request (or returns the one it made
 // with the same request_id) and appends its record.
-func (s *Server) RequestApproval(ctx context.Context, c orchestrator.Caller, in ApprovalRequest) (store.Approval, bool, error) {
-	a, created, err := s.st.RequestApproval(ctx, c.SessionID, c.NodeID, store.NewApproval{
+func (s *Server) RequestApproval(ctx context.Context, c orchestrator.Caller, in ApprovalRequest) (collab.Approval, bool, error) {
+	a, created, err := s.collab.RequestApproval(ctx, c.SessionID, c.NodeID, collab.NewApproval{
 		RequestID: in.RequestID, Action: in.Action, Detail: in.Detail, Kind: in.Kind, Timeout: s.cfg.ApprovalTimeout})
 	if err == nil && created {
 		s.nudge()
@@ -440,21 +442,21 @@ func (s *Server) RequestApproval(ctx context.Context, c orchestrator.Caller, in 
 
 // WithdrawApproval withdraws one of the caller's pending requests (denied,
 // answered by "agent").
-func (s *Server) WithdrawApproval(ctx context.Context, c orchestrator.Caller, id string) (store.Approval, error) {
-	a, err := s.st.WithdrawApproval(ctx, c.SessionID, c.NodeID, id)
+func (s *Server) WithdrawApproval(ctx context.Context, c orchestrator.Caller, id string) (collab.Approval, error) {
+	a, err := s.collab.WithdrawApproval(ctx, c.SessionID, c.NodeID, id)
 	if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
-		return store.Approval{}, orchestrator.Errorf(orchestrator.ENotFound, "approval %q not found", id)
+		return collab.Approval{}, orchestrator.Errorf(orchestrator.ENotFound, "approval %q not found", id)
 	}
 	return a, err
 }
 
 // Approval returns one of the caller's approvals; with wait > 0 it waits
 // (at most MaxPoll) while the request is pending.
-func (s *Server) Approval(ctx context.Context, c orchestrator.Caller, id string, wait time.Duration) (store.Approval, error) {
-	get := func() (store.Approval, error) {
-		a, err := s.st.GetApproval(ctx, c.SessionID, id)
+func (s *Server) Approval(ctx context.Context, c orchestrator.Caller, id string, wait time.Duration) (collab.Approval, error) {
+	get := func() (collab.Approval, error) {
+		a, err := s.collab.GetApproval(ctx, c.SessionID, id)
 		if err == nil && a.NodeID != c.NodeID {
-			return store.Approval{}, orchestrator.Errorf(orchestrator.ENotFound, "approval %q not found", id)
+			return collab.Approval{}, orchestrator.Errorf(orchestrator.ENotFound, "approval %q not found", id)
 		}
 		return a, err
 	}
@@ -462,12 +464,12 @@ func (s *Server) Approval(ctx context.Context, c orchestrator.Caller, id string,
 		return get()
 	}
 	wait = min(wait, s.cfg.MaxPoll)
-	var a store.Approval
+	var a collab.Approval
 	err := s.follow(ctx, c.SessionID, s.clock.After(wait), func() (bool, error) {
 		var err error
 		a, err = get()
-		return err == nil && a.Status != store.ApprovalPending, err
-	}, func(r store.Record) bool { return r.Kind == store.KindSystem && r.NodeID == c.NodeID })
+		return err == nil && a.Status != protocol.ApprovalPending, err
+	}, func(r protocol.Record) bool { return r.Kind == protocol.KindSystem && r.NodeID == c.NodeID })
 	if err == errDeadline {
 		return a, nil
 	}

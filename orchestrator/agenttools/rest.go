@@ -12,6 +12,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 )
 
 // RESTPrefix is where REST is mounted on the agent-facing API.
@@ -41,7 +42,7 @@ func (s *Server) REST() http.Handler {
 		})
 	}
 	handle("GET /api/v1/self", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
-		v, err := audit(s, r.Context(), c, "self", nil, func() (Self, error) { return s.Self(r.Context(), c) }, nil)
+		v, err := audited(s, r.Context(), c, "self", nil, func() (Self, error) { return s.Self(r.Context(), c) }, nil)
 		return http.StatusOK, v, err
 	})
 	handle("GET /api/v1/children", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
@@ -90,7 +91,7 @@ func (s *Server) REST() http.Handler {
 		return http.StatusAccepted, v, err
 	})
 	handle("GET /api/v1/memories", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
-		limit, err := integer(r, "limit", store.DefaultMemoryLimit)
+		limit, err := integer(r, "limit", collab.DefaultMemoryLimit)
 		if err != nil {
 			return 0, nil, err
 		}

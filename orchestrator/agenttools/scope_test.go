@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
 // tokens are the callers of the authorization matrix: the node (parent),
@@ -32,7 +31,7 @@ func TestTokenScope(t *testing.T) {
 			owner = f.bob.ID
 		}
 		cfg := json.RawMessage(`{"approvals":{"matrix":"allow"}}`)
-		if _, err := f.st.UpdateNode(f.ctx, owner, n[who].SessionID, n[who].ID, store.NodePatch{Config: &cfg}); err != nil {
+		if _, err := f.sessions.UpdateNode(f.ctx, owner, n[who].SessionID, n[who].ID, sessions.NodePatch{Config: &cfg}); err != nil {
 			t.Fatal(err)
 		}
 	}

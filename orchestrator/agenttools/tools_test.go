@@ -9,7 +9,9 @@ import (
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -29,13 +31,13 @@ func TestSpawnIsLoggedFirst(t *testing.T) {
 	}
 	var spawnSeq, createdSeq int64
 	for _, r := range recs {
-		if r.Kind == store.KindEvent && r.NodeID == f.nodes["parent"].ID && strings.Contains(string(r.Data), `"type":"spawn"`) {
+		if r.Kind == protocol.KindEvent && r.NodeID == f.nodes["parent"].ID && strings.Contains(string(r.Data), `"type":"spawn"`) {
 			spawnSeq = r.Seq
 			if !strings.Contains(string(r.Data), `"task":"count the files"`) {
 				t.Errorf("spawn event %s", r.Data)
 			}
 		}
-		if r.Kind == store.KindNode && r.NodeID == id && createdSeq == 0 {
+		if r.Kind == protocol.KindNode && r.NodeID == id && createdSeq == 0 {
 			createdSeq = r.Seq
 		}
 	}
@@ -44,7 +46,7 @@ func TestSpawnIsLoggedFirst(t *testing.T) {
 	}
 	var task protocol.MessageInput
 	for _, r := range f.records(id) {
-		if r.Kind == store.KindInput {
+		if r.Kind == protocol.KindInput {
 			json.Unmarshal(r.Data, &task)
 		}
 	}
@@ -61,7 +63,7 @@ func TestSpawnIsLoggedFirst(t *testing.T) {
 	}
 	found := false
 	for _, r := range f.records(f.nodes["parent"].ID) {
-		found = found || r.Kind == store.KindError && strings.Contains(string(r.Data), `spawn \"w3\"`)
+		found = found || r.Kind == protocol.KindError && strings.Contains(string(r.Data), `spawn \"w3\"`)
 	}
 	if !found {
 		t.Fatal("no error record for the refused spawn")
@@ -82,7 +84,7 @@ func TestSendMessage(t *testing.T) {
 	last := func(nodeID string) protocol.MessageInput {
 		var m protocol.MessageInput
 		for _, r := range f.records(nodeID) {
-			if r.Kind == store.KindInput {
+			if r.Kind == protocol.KindInput {
 				m = protocol.MessageInput{}
 				json.Unmarshal(r.Data, &m)
 			}
@@ -134,8 +136,8 @@ func TestWaitForChildren(t *testing.T) {
 	got := make(chan answer, 1)
 	go func() { got <- f.call("parent", "GET", "/api/v1/children/wait?timeout=10m", nil) }()
 	testkit.Eventually(t, 10*time.Second, "the wait to arm its deadline", func() bool { return f.clock.Armed(10 * time.Minute) })
-	done := store.NodeDone
-	if _, err := f.st.PatchNode(f.ctx, f.sid, f.nodes["child"].ID, store.NodePatch{Status: &done}); err != nil {
+	done := protocol.StateDone
+	if _, err := f.sessions.PatchNode(f.ctx, f.sid, f.nodes["child"].ID, sessions.NodePatch{Status: &done}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -144,7 +146,7 @@ func TestWaitForChildren(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	code := 0
-	if _, err := f.st.PatchNode(f.ctx, f.sid, second.body["id"].(string), store.NodePatch{ExitCode: &code}); err != nil { // exited, status idle
+	if _, err := f.sessions.PatchNode(f.ctx, f.sid, second.body["id"].(string), sessions.NodePatch{ExitCode: &code}); err != nil { // exited, status idle
 		t.Fatal(err)
 	}
 	a := <-got
@@ -152,7 +154,7 @@ func TestWaitForChildren(t *testing.T) {
 		t.Fatalf("wait: %d %s", a.status, a.raw)
 	}
 	// A wait that times out returns the states it has.
-	if _, err := f.st.PatchNode(f.ctx, f.sid, f.nodes["child"].ID, store.NodePatch{Status: ptr(store.NodeRunning)}); err != nil {
+	if _, err := f.sessions.PatchNode(f.ctx, f.sid, f.nodes["child"].ID, sessions.NodePatch{Status: ptr(protocol.StateRunning)}); err != nil {
 		t.Fatal(err)
 	}
 	go func() { got <- f.call("parent", "GET", "/api/v1/children/wait?timeout=30s", nil) }()
@@ -191,7 +193,7 @@ func TestApprovalLongPoll(t *testing.T) {
 	got := make(chan answer, 1)
 	go func() { got <- f.call("child", "GET", "/api/v1/approvals/"+id+"?wait=60s", nil) }()
 	testkit.Eventually(t, 10*time.Second, "the poll to wait", func() bool { return f.clock.Armed(time.Minute) })
-	if _, err := f.st.AnswerApproval(f.ctx, f.alice.ID, f.sid, id, store.Decision{Approve: true}, "alice"); err != nil {
+	if _, err := f.collab.AnswerApproval(f.ctx, f.alice.ID, f.sid, id, collab.Decision{Approve: true}, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if p := <-got; p.status != 200 || p.body["status"] != "approved" || p.body["answered_by"] != "alice" {
@@ -213,12 +215,12 @@ func TestApprovalLongPoll(t *testing.T) {
 		out, e := f.mcpCall(cs, "request_approval", map[string]any{"action": "bash: git push", "kind": "bash"})
 		res <- mcpResult{out, e}
 	}()
-	var pending []store.Approval
+	var pending []collab.Approval
 	testkit.Eventually(t, 10*time.Second, "the MCP request", func() bool {
-		pending, _ = f.st.Approvals(f.ctx, f.alice.ID, f.sid, store.ApprovalPending, 0)
+		pending, _ = f.collab.Approvals(f.ctx, f.alice.ID, f.sid, protocol.ApprovalPending, 0)
 		return len(pending) == 1
 	})
-	if _, err := f.st.AnswerApproval(f.ctx, f.alice.ID, f.sid, pending[0].ID, store.Decision{}, "alice"); err != nil {
+	if _, err := f.collab.AnswerApproval(f.ctx, f.alice.ID, f.sid, pending[0].ID, collab.Decision{}, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-res; r.err != "" || r.out["status"] != "denied" {
@@ -237,7 +239,7 @@ func TestApprovalLongPoll(t *testing.T) {
 	if p := <-got; p.status != 200 || p.body["status"] != "denied" || p.body["answered_by"] != "agent" {
 		t.Fatalf("the poll of a withdrawn request: %d %s", p.status, p.raw)
 	}
-	if _, err := f.st.AnswerApproval(f.ctx, f.alice.ID, f.sid, goneID, store.Decision{Approve: true}, "alice"); orchestrator.ErrorCode(err) != orchestrator.EConflict {
+	if _, err := f.collab.AnswerApproval(f.ctx, f.alice.ID, f.sid, goneID, collab.Decision{Approve: true}, "alice"); orchestrator.ErrorCode(err) != orchestrator.EConflict {
 		t.Fatalf("approving a withdrawn request: %v", err)
 	}
 
@@ -260,12 +262,12 @@ func TestAuditOfAPICalls(t *testing.T) {
 	f.call("parent", "GET", "/api/v1/children", nil)
 	f.call("parent", "GET", "/api/v1/nodes/nobody/messages", nil)
 	f.call("parent", "POST", "/api/v1/memories", map[string]any{"key": "k", "text": strings.Repeat("long ", 200)})
-	calls, err := f.st.ToolCalls(f.ctx, f.sid, f.nodes["parent"].ID, 0, 10)
+	calls, err := f.audit.ToolCalls(f.ctx, f.sid, f.nodes["parent"].ID, 0, 10)
 	if err != nil || len(calls) != 3 {
 		t.Fatalf("audit: %+v %v", calls, err)
 	}
 	mem, read, list := calls[0], calls[1], calls[2]
-	if list.Name != "list_children" || list.Source != store.AuditAPI || string(list.Result) != `{"children":1}` {
+	if list.Name != "list_children" || list.Source != audit.SourceAPI || string(list.Result) != `{"children":1}` {
 		t.Errorf("list row: %+v", list)
 	}
 	if read.Name != "read_child_messages" || !strings.Contains(read.Error, `no node "nobody"`) || !strings.Contains(string(read.Parameters), `"child":"nobody"`) {
@@ -286,9 +288,9 @@ func TestMemoryAcrossSessions(t *testing.T) {
 		t.Fatalf("store: %d %s", a.status, a.raw)
 	}
 	later := func(url string) string {
-		s := must(f.st.CreateSession(f.ctx, f.alice.ID, store.NewSession{Name: "later", GitRepoURL: &url}))
-		n := must(f.st.CreateNode(f.ctx, f.alice.ID, s.ID, store.NewNode{AgentType: "pi"}))
-		key, _, err := f.st.CreateNodeAPIKey(f.ctx, f.alice.ID, s.ID, n.ID)
+		s := must(f.sessions.CreateSession(f.ctx, f.alice.ID, sessions.NewSession{Name: "later", GitRepoURL: &url}))
+		n := must(f.sessions.CreateNode(f.ctx, f.alice.ID, s.ID, sessions.NewNode{AgentType: "pi"}))
+		key, _, err := f.users.CreateNodeAPIKey(f.ctx, f.alice.ID, s.ID, n.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,11 +315,11 @@ func TestMemoryAcrossSessions(t *testing.T) {
 func TestSpawnInheritsAllowedPaths(t *testing.T) {
 	f := newFixture(t)
 	cfg := json.RawMessage(`{"allowed_paths":["/src"]}`)
-	if _, err := f.st.UpdateNode(f.ctx, f.alice.ID, f.sid, f.nodes["parent"].ID, store.NodePatch{Config: &cfg}); err != nil {
+	if _, err := f.sessions.UpdateNode(f.ctx, f.alice.ID, f.sid, f.nodes["parent"].ID, sessions.NodePatch{Config: &cfg}); err != nil {
 		t.Fatal(err)
 	}
 	policy := func(id string) string {
-		n, err := f.st.NodeByID(f.ctx, id)
+		n, err := f.sessions.NodeByID(f.ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +351,7 @@ func TestSpawnInheritsAllowedPaths(t *testing.T) {
 		t.Fatalf("MCP-spawned child's allowed_paths %q, want the parent's /src", got)
 	}
 	// And the grandchild a child spawns in turn.
-	key, _, err := f.st.CreateNodeAPIKey(f.ctx, f.alice.ID, f.sid, a.body["id"].(string))
+	key, _, err := f.users.CreateNodeAPIKey(f.ctx, f.alice.ID, f.sid, a.body["id"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}

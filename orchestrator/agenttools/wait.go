@@ -7,7 +7,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // errDeadline: follow's deadline passed before check said done.
@@ -19,7 +19,7 @@ var errDeadline = errors.New("deadline passed")
 // so that nothing appended in between is missed; a subscription dropped as
 // too slow is made again, followed by a check. No polling: the session log
 // is the only clock besides the deadline.
-func (s *Server) follow(ctx context.Context, sessionID string, deadline <-chan time.Time, check func() (bool, error), relevant func(store.Record) bool) error {
+func (s *Server) follow(ctx context.Context, sessionID string, deadline <-chan time.Time, check func() (bool, error), relevant func(protocol.Record) bool) error {
 	for {
 		sub := s.hub.Subscribe(sessionID)
 		done, err := check()
@@ -35,7 +35,7 @@ func (s *Server) follow(ctx context.Context, sessionID string, deadline <-chan t
 
 // await reads sub until check is done; hub.ErrTooSlow asks follow to
 // subscribe again.
-func (s *Server) await(ctx context.Context, sub *hub.Subscription[store.Record], deadline <-chan time.Time, check func() (bool, error), relevant func(store.Record) bool) error {
+func (s *Server) await(ctx context.Context, sub *hub.Subscription[protocol.Record], deadline <-chan time.Time, check func() (bool, error), relevant func(protocol.Record) bool) error {
 	defer sub.Close()
 	for {
 		select {

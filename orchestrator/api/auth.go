@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 )
 
 // CookieName is the name of the login session cookie.
@@ -53,7 +53,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		// register (the session files), answers 404 for a session the user
 		// does not own, before its handler runs (DESIGN invariant 9).
 		if sid := c.Param("id"); sid != "" && strings.HasPrefix(c.Path(), apiPrefix+"/sessions/:id") {
-			if _, err := s.store.GetSession(c.Request().Context(), p.User.ID, sid); err != nil {
+			if _, err := s.sessions.GetSession(c.Request().Context(), p.User.ID, sid); err != nil {
 				return err
 			}
 		}
@@ -64,7 +64,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 // principalOf returns who the request authenticates as, and whether by
 // the session cookie (which a browser sends on its own, so that changes
 // need a CSRF check), or a 401 error.
-func (s *Server) principalOf(c echo.Context) (p store.Principal, viaCookie bool, err error) {
+func (s *Server) principalOf(c echo.Context) (p identity.Principal, viaCookie bool, err error) {
 	ctx := c.Request().Context()
 	if h := c.Request().Header.Get(echo.HeaderAuthorization); h != "" {
 		key, ok := strings.CutPrefix(h, "Bearer ")
@@ -72,8 +72,8 @@ func (s *Server) principalOf(c echo.Context) (p store.Principal, viaCookie bool,
 		if !ok || key == "" {
 			return p, false, orchestrator.Errorf(orchestrator.EUnauthorized, "malformed Authorization header: want \"Bearer <api key>\"")
 		}
-		p, err := s.store.AuthAPIKey(ctx, key)
-		if xe := (*store.APIKeyExpiredError)(nil); errors.As(err, &xe) {
+		p, err := s.users.AuthAPIKey(ctx, key)
+		if xe := (*identity.APIKeyExpiredError)(nil); errors.As(err, &xe) {
 			// Only the key's holder gets here: the message is about that
 			// key alone.
 			return p, false, orchestrator.Errorf(orchestrator.EUnauthorized, msgExpiredAPIKey, xe.ExpiresAt.UTC().Format(time.RFC3339))
@@ -87,11 +87,11 @@ func (s *Server) principalOf(c echo.Context) (p store.Principal, viaCookie bool,
 	if err != nil || ck.Value == "" {
 		return p, false, orchestrator.Errorf(orchestrator.EUnauthorized, msgAuthRequired)
 	}
-	u, err := s.store.UserByWebSession(ctx, ck.Value)
+	u, err := s.users.UserByWebSession(ctx, ck.Value)
 	if err != nil {
 		return p, false, authError(err, msgSessionExpired)
 	}
-	return store.Principal{User: u}, true, nil
+	return identity.Principal{User: u}, true, nil
 }
 
 // nodeKeyOpen are the routes a node key may call outside its session.
@@ -139,7 +139,7 @@ var nodeKeyParent = map[string]bool{
 // and its descendants, and changes of its own node only. Other sessions are
 // 404, like another user's. The tree, the stream and the files narrow what
 // they answer themselves (getTree, recordScope, filesOf).
-func (s *Server) nodeKeyAllowed(c echo.Context, p store.Principal) error {
+func (s *Server) nodeKeyAllowed(c echo.Context, p identity.Principal) error {
 	route := c.Request().Method + " " + c.Path()
 	if nodeKeyOpen[route] {
 		return nil
@@ -181,13 +181,13 @@ func authError(err error, msg string) error {
 }
 
 // principal returns who the request authenticates as (set by authenticate).
-func principal(c echo.Context) store.Principal {
-	p, _ := c.Get(userKey).(store.Principal)
+func principal(c echo.Context) identity.Principal {
+	p, _ := c.Get(userKey).(identity.Principal)
 	return p
 }
 
 // user returns the authenticated user set by authenticate.
-func user(c echo.Context) store.User { return principal(c).User }
+func user(c echo.Context) identity.User { return principal(c).User }
 
 // Me is the authenticated user (GET /me); a node's key names its session
 // and node too.
@@ -199,7 +199,7 @@ type Me struct {
 }
 
 func (s *Server) getMe(c echo.Context) (Me, error) {
-	p, _ := c.Get(userKey).(store.Principal)
+	p, _ := c.Get(userKey).(identity.Principal)
 	return Me{ID: p.User.ID, Name: p.User.Name, SessionID: p.SessionID, NodeID: p.NodeID}, nil
 }
 
@@ -226,14 +226,14 @@ func (s *Server) login(c echo.Context) error {
 		return s.loginFailed(c, "The link has no token.")
 	}
 	ctx := c.Request().Context()
-	u, err := s.store.ConsumeLoginToken(ctx, tok)
+	u, err := s.users.ConsumeLoginToken(ctx, tok)
 	if err != nil {
 		if orchestrator.ErrorCode(err) == orchestrator.EInternal {
 			return err
 		}
 		return s.loginFailed(c, "The link was already used or has expired.")
 	}
-	val, err := s.store.CreateWebSession(ctx, u.ID, s.cfg.SessionTTL)
+	val, err := s.users.CreateWebSession(ctx, u.ID, s.cfg.SessionTTL)
 	if err != nil {
 		return err
 	}
@@ -277,13 +277,13 @@ func (s *Server) logout(c echo.Context) error {
 	ctx := c.Request().Context()
 	u := user(c)
 	if q.All {
-		n, err := s.store.DeleteWebSessionsOf(ctx, u.ID)
+		n, err := s.users.DeleteWebSessionsOf(ctx, u.ID)
 		if err != nil {
 			return err
 		}
 		s.log.Info("logout everywhere", "user", u.Name, "sessions", n)
 	} else {
-		if err := s.store.DeleteWebSession(ctx, ck.Value); err != nil {
+		if err := s.users.DeleteWebSession(ctx, ck.Value); err != nil {
 			return err
 		}
 		s.log.Info("logout", "user", u.Name)

@@ -128,15 +128,15 @@ func TestAPIKeyExpiry(t *testing.T) {
 	e := newEnv(t, envOpts{now: clock.Now})
 	a := e.account("alice")
 	until := clock.Now().Add(30 * 24 * time.Hour)
-	key, _, err := e.st.CreateAPIKeyExpiring(ctx, a.user.ID, "ci", until)
+	key, _, err := e.users.CreateAPIKeyExpiring(ctx, a.user.ID, "ci", until)
 	if err != nil {
 		t.Fatal(err)
 	}
-	revoked, rk, err := e.st.CreateAPIKey(ctx, a.user.ID, "old")
+	revoked, rk, err := e.users.CreateAPIKey(ctx, a.user.ID, "old")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.DeleteAPIKey(ctx, a.user.ID, rk.ID); err != nil {
+	if err := e.users.DeleteAPIKey(ctx, a.user.ID, rk.ID); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(30*24*time.Hour - time.Second)
@@ -172,11 +172,11 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("expired link: %d %s", r.status, r.body)
 	}
 	// A fresh link works; its cookie expires after the session TTL.
-	admin, err := e.st.UserByName(context.Background(), "admin")
+	admin, err := e.users.UserByName(context.Background(), "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := e.st.CreateLoginToken(context.Background(), admin.ID, time.Hour)
+	tok, err := e.users.CreateLoginToken(context.Background(), admin.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestCSRF(t *testing.T) {
 	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.AllowedOrigins = []string{"app.example.com"} }})
 	a := e.account("alice")
 	ctx := context.Background()
-	ck, err := e.st.CreateWebSession(ctx, a.user.ID, time.Hour)
+	ck, err := e.users.CreateWebSession(ctx, a.user.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestCSRF(t *testing.T) {
 			}
 		})
 	}
-	if got, _ := e.st.ListSessions(ctx, a.user.ID); len(got) != 1+6 {
+	if got, _ := e.sessions.ListSessions(ctx, a.user.ID); len(got) != 1+6 {
 		t.Fatalf("%d sessions, want the first and the 6 allowed creations", len(got))
 	}
 }
@@ -293,7 +293,7 @@ func TestLogout(t *testing.T) {
 	ctx := context.Background()
 	browser := func(u account) []string {
 		t.Helper()
-		v, err := e.st.CreateWebSession(ctx, u.user.ID, time.Hour)
+		v, err := e.users.CreateWebSession(ctx, u.user.ID, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	e := newEnv(t, envOpts{cfg: nil})
 	a := e.account("alice")
 	s, root := e.session(a)
-	child, err := e.st.CreateNode(context.Background(), a.user.ID, s.ID, storeNewNode(root.ID))
+	child, err := e.sessions.CreateNode(context.Background(), a.user.ID, s.ID, storeNewNode(root.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

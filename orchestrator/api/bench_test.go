@@ -16,6 +16,7 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 const benchBatch = 100 // records per Append in the throughput benchmarks
@@ -27,9 +28,9 @@ func benchData(i int) json.RawMessage {
 // appendBatches appends n records to sid in batches of benchBatch.
 func appendBatches(b *testing.B, st *store.Store, sid, nid string, n int) {
 	for i := 0; i < n; i += benchBatch {
-		recs := make([]store.NewRecord, 0, benchBatch)
+		recs := make([]protocol.Record, 0, benchBatch)
 		for j := i; j < min(n, i+benchBatch); j++ {
-			recs = append(recs, store.NewRecord{NodeID: nid, Kind: store.KindEvent, Data: benchData(j)})
+			recs = append(recs, protocol.Record{NodeID: nid, Kind: protocol.KindEvent, Data: benchData(j)})
 		}
 		if _, err := st.Append(context.Background(), sid, recs...); err != nil {
 			b.Fatal(err)
@@ -48,9 +49,9 @@ func BenchmarkStoreAppend(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; i < b.N; i += batch {
-				recs := make([]store.NewRecord, 0, batch)
+				recs := make([]protocol.Record, 0, batch)
 				for j := i; j < min(b.N, i+batch); j++ {
-					recs = append(recs, store.NewRecord{NodeID: n.ID, Kind: store.KindEvent, Data: benchData(j)})
+					recs = append(recs, protocol.Record{NodeID: n.ID, Kind: protocol.KindEvent, Data: benchData(j)})
 				}
 				if _, err := e.st.Append(context.Background(), s.ID, recs...); err != nil {
 					b.Fatal(err)
@@ -196,7 +197,7 @@ func BenchmarkStreamLatency(b *testing.B) {
 				<-tick.C
 				t0 := time.Now()
 				sent[i].Store(t0.UnixNano())
-				if _, err := e.st.Append(ctx, s.ID, store.NewRecord{NodeID: n.ID, Kind: store.KindEvent, Data: benchData(i)}); err != nil {
+				if _, err := e.st.Append(ctx, s.ID, protocol.Record{NodeID: n.ID, Kind: protocol.KindEvent, Data: benchData(i)}); err != nil {
 					b.Fatal(err)
 				}
 				appendLat = append(appendLat, time.Since(t0))

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // TestSessionChecksAPI: a session's health checks are set when it is
@@ -19,7 +19,7 @@ func TestSessionChecksAPI(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	var s store.Session
+	var s protocol.Session
 	if err := json.Unmarshal(r.body, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +55,13 @@ func TestCommitRefInAPI(t *testing.T) {
 	s, root := e.session(a)
 	cmd := `{"type":"command","cmd":"git commit -am x","status":"done"}`
 	recs, err := e.st.Append(t.Context(), s.ID,
-		store.NewRecord{NodeID: root.ID, Kind: store.KindEvent, Data: json.RawMessage(cmd)},
-		store.NewRecord{NodeID: root.ID, Kind: store.KindEvent, Ref: -1, Data: json.RawMessage(`{"type":"commit","hash":"abc","message":"x"}`)})
+		protocol.Record{NodeID: root.ID, Kind: protocol.KindEvent, Data: json.RawMessage(cmd)},
+		protocol.Record{NodeID: root.ID, Kind: protocol.KindEvent, Ref: -1, Data: json.RawMessage(`{"type":"commit","hash":"abc","message":"x"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := e.do("GET", "/api/v1/sessions/"+s.ID+"/nodes/"+root.ID+"/messages", a.key, "")
-	var page struct{ Data []store.Record }
+	var page struct{ Data []protocol.Record }
 	if err := json.Unmarshal(r.body, &page); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // collabRoutes are the user's side of agents working together: the
@@ -30,20 +32,20 @@ type approvalsQuery struct {
 }
 
 func (approvalsQuery) JSONSchemaExtend(s *jsonschema.Schema) {
-	bound(s, "limit", 1, store.MaxApprovalsList, store.DefaultApprovalsList)
+	bound(s, "limit", 1, collab.MaxApprovalsList, collab.DefaultApprovalsList)
 }
 
-func (s *Server) listApprovals(c echo.Context) (listBody[store.Approval], error) {
+func (s *Server) listApprovals(c echo.Context) (listBody[collab.Approval], error) {
 	var q approvalsQuery
 	if err := bindQuery(c, &q); err != nil {
-		return listBody[store.Approval]{}, err
+		return listBody[collab.Approval]{}, err
 	}
 	switch q.Status {
-	case "", store.ApprovalPending, store.ApprovalApproved, store.ApprovalDenied:
+	case "", protocol.ApprovalPending, protocol.ApprovalApproved, protocol.ApprovalDenied:
 	default:
-		return listBody[store.Approval]{}, badRequest("status", "query parameter \"status\" must be pending, approved or denied, not %q", q.Status)
+		return listBody[collab.Approval]{}, badRequest("status", "query parameter \"status\" must be pending, approved or denied, not %q", q.Status)
 	}
-	as, err := s.store.Approvals(c.Request().Context(), user(c).ID, c.Param("id"), q.Status, int(q.Limit))
+	as, err := s.collab.Approvals(c.Request().Context(), user(c).ID, c.Param("id"), q.Status, int(q.Limit))
 	return list(as), err
 }
 
@@ -52,30 +54,30 @@ type AnswerApprovalRequest struct {
 	Decision *string `json:"decision" jsonschema:"enum=approve,enum=deny,enum=always" jsonschema_description:"always: approve, and allow the request's kind for its node from now on"`
 }
 
-func (s *Server) answerApproval(c echo.Context) (store.Approval, error) {
+func (s *Server) answerApproval(c echo.Context) (collab.Approval, error) {
 	var req AnswerApprovalRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.Approval{}, err
+		return collab.Approval{}, err
 	}
-	var d store.Decision
+	var d collab.Decision
 	switch {
 	case req.Decision == nil:
-		return store.Approval{}, orchestrator.FieldErrorf("decision", "field \"decision\" is required: approve, deny or always")
+		return collab.Approval{}, orchestrator.FieldErrorf("decision", "field \"decision\" is required: approve, deny or always")
 	case *req.Decision == "approve":
 		d.Approve = true
 	case *req.Decision == "always":
 		d.Approve, d.Always = true, true
 	case *req.Decision == "deny":
 	default:
-		return store.Approval{}, orchestrator.FieldErrorf("decision", "field \"decision\" must be approve, deny or always, not %q", *req.Decision)
+		return collab.Approval{}, orchestrator.FieldErrorf("decision", "field \"decision\" must be approve, deny or always, not %q", *req.Decision)
 	}
 	u := user(c)
-	return s.store.AnswerApproval(c.Request().Context(), u.ID, c.Param("id"), c.Param("approval"), d, u.Name)
+	return s.collab.AnswerApproval(c.Request().Context(), u.ID, c.Param("id"), c.Param("approval"), d, u.Name)
 }
 
 // AuditPage is a page of a node's audit (GET .../audit), newest first.
 type AuditPage struct {
-	Data []store.ToolCall `json:"data"`
+	Data []audit.ToolCall `json:"data"`
 	// NextBefore is the before of the next (older) page; 0: no more.
 	NextBefore int64 `json:"next_before" jsonschema_description:"the before of the next (older) page; 0: no more"`
 }
@@ -88,7 +90,7 @@ type auditQuery struct {
 
 func (auditQuery) JSONSchemaExtend(s *jsonschema.Schema) {
 	bound(s, "before", 0, 1<<62, 0)
-	bound(s, "limit", 1, store.MaxAuditLimit, store.DefaultAuditLimit)
+	bound(s, "limit", 1, audit.MaxLimit, audit.DefaultLimit)
 }
 
 func (s *Server) nodeAudit(c echo.Context) (AuditPage, error) {
@@ -98,10 +100,10 @@ func (s *Server) nodeAudit(c echo.Context) (AuditPage, error) {
 	}
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
-	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+	if _, err := s.sessions.GetNode(ctx, user(c).ID, sid, nid); err != nil {
 		return AuditPage{}, err
 	}
-	calls, err := s.store.ToolCalls(ctx, sid, nid, q.Before, int(q.Limit))
+	calls, err := s.audit.ToolCalls(ctx, sid, nid, q.Before, int(q.Limit))
 	if err != nil {
 		return AuditPage{}, err
 	}
@@ -120,36 +122,36 @@ type memoriesQuery struct {
 }
 
 func (memoriesQuery) JSONSchemaExtend(s *jsonschema.Schema) {
-	bound(s, "limit", 1, store.MaxMemoryLimit, store.DefaultMemoryLimit)
+	bound(s, "limit", 1, collab.MaxMemoryLimit, collab.DefaultMemoryLimit)
 }
 
-func (s *Server) listMemories(c echo.Context) (listBody[store.Memory], error) {
+func (s *Server) listMemories(c echo.Context) (listBody[collab.Memory], error) {
 	var q memoriesQuery
 	if err := bindQuery(c, &q); err != nil {
-		return listBody[store.Memory]{}, err
+		return listBody[collab.Memory]{}, err
 	}
 	ctx, uid := c.Request().Context(), user(c).ID
 	words := strings.TrimSpace(q.Q)
 	var repo *string
 	if q.Repo != nil {
-		r := store.NormalizeRepo(*q.Repo)
+		r := collab.NormalizeRepo(*q.Repo)
 		repo = &r
 	}
-	var ms []store.Memory
+	var ms []collab.Memory
 	var err error
 	switch {
 	case words != "" && repo == nil:
-		return listBody[store.Memory]{}, badRequest("repo", "a search (q) needs repo: the repository's git URL, or repo= for sessions without one")
+		return listBody[collab.Memory]{}, badRequest("repo", "a search (q) needs repo: the repository's git URL, or repo= for sessions without one")
 	case words != "":
-		ms, err = s.store.SearchMemories(ctx, uid, *repo, words, int(q.Limit))
+		ms, err = s.collab.SearchMemories(ctx, uid, *repo, words, int(q.Limit))
 	default:
-		ms, err = s.store.Memories(ctx, uid, repo, int(q.Limit))
+		ms, err = s.collab.Memories(ctx, uid, repo, int(q.Limit))
 	}
 	return list(ms), err
 }
 
 func (s *Server) deleteMemory(c echo.Context) error {
-	if err := s.store.DeleteMemory(c.Request().Context(), user(c).ID, c.Param("memory")); err != nil {
+	if err := s.collab.DeleteMemory(c.Request().Context(), user(c).ID, c.Param("memory")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

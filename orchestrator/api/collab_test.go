@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/testkit"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 )
 
 // TestApprovalsInbox: the user lists a session's pending requests and
@@ -20,17 +21,17 @@ func TestApprovalsInbox(t *testing.T) {
 	ctx := context.Background()
 	alice, bob := e.account("alice"), e.account("bob")
 	s, root := e.session(alice)
-	a1, _, err := e.st.RequestApproval(ctx, s.ID, root.ID, store.NewApproval{Action: "bash: curl x", Kind: "bash", Timeout: time.Minute})
+	a1, _, err := e.collab.RequestApproval(ctx, s.ID, root.ID, collab.NewApproval{Action: "bash: curl x", Kind: "bash", Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The inbox is oldest first, by creation time (milliseconds), then id:
 	// the second request is made in a later millisecond.
 	testkit.Eventually(t, time.Second, "the next millisecond", func() bool { return time.Now().Truncate(time.Millisecond).After(a1.CreatedAt) })
-	a2, _, _ := e.st.RequestApproval(ctx, s.ID, root.ID, store.NewApproval{Action: "bash: git push", Kind: "bash", Timeout: time.Minute})
+	a2, _, _ := e.collab.RequestApproval(ctx, s.ID, root.ID, collab.NewApproval{Action: "bash: git push", Kind: "bash", Timeout: time.Minute})
 	base := "/api/v1/sessions/" + s.ID + "/approvals"
 
-	var page struct{ Data []store.Approval }
+	var page struct{ Data []collab.Approval }
 	r := e.do("GET", base+"?status=pending", alice.key, "")
 	if r.status != 200 || json.Unmarshal(r.body, &page) != nil || len(page.Data) != 2 || page.Data[0].ID != a1.ID || page.Data[0].NodeName == "" {
 		t.Fatalf("pending: %d %s", r.status, r.body)
@@ -51,7 +52,7 @@ func TestApprovalsInbox(t *testing.T) {
 	if r := e.do("POST", base+"/"+a1.ID, alice.key, `{"decision":"perhaps"}`); r.status != 422 {
 		t.Fatalf("bad decision: %d %s", r.status, r.body)
 	}
-	var got store.Approval
+	var got collab.Approval
 	r = e.do("POST", base+"/"+a1.ID, alice.key, `{"decision":"deny"}`)
 	if r.status != 200 || json.Unmarshal(r.body, &got) != nil || got.Status != "denied" || got.AnsweredBy != "alice" {
 		t.Fatalf("deny: %d %s", r.status, r.body)
@@ -63,7 +64,7 @@ func TestApprovalsInbox(t *testing.T) {
 	if r.status != 200 || json.Unmarshal(r.body, &got) != nil || got.Status != "approved" || !got.Always {
 		t.Fatalf("always: %d %s", r.status, r.body)
 	}
-	n, _ := e.st.GetNode(ctx, alice.user.ID, s.ID, root.ID)
+	n, _ := e.sessions.GetNode(ctx, alice.user.ID, s.ID, root.ID)
 	if !strings.Contains(string(n.Config), `"bash":"allow"`) {
 		t.Fatalf("config after always: %s", n.Config)
 	}
@@ -78,16 +79,16 @@ func TestMemoriesAPI(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	ctx := context.Background()
 	alice, bob := e.account("alice"), e.account("bob")
-	m, err := e.st.SetMemory(ctx, alice.user.ID, "github.com/o/r", "tests", "run with -race", "", "")
+	m, err := e.collab.SetMemory(ctx, alice.user.ID, "github.com/o/r", "tests", "run with -race", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.SetMemory(ctx, alice.user.ID, "", "notes", "scratch work", "", ""); err != nil {
+	if _, err := e.collab.SetMemory(ctx, alice.user.ID, "", "notes", "scratch work", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	count := func(path, key string) int {
 		t.Helper()
-		var page struct{ Data []store.Memory }
+		var page struct{ Data []collab.Memory }
 		r := e.do("GET", path, key, "")
 		if r.status != 200 || json.Unmarshal(r.body, &page) != nil {
 			t.Fatalf("GET %s: %d %s", path, r.status, r.body)
@@ -131,13 +132,13 @@ func TestNodeAudit(t *testing.T) {
 	s, root := e.session(alice)
 	for i := range 3 {
 		at := time.Unix(1000+int64(i), 0)
-		if err := e.st.RecordToolCall(ctx, store.NewToolCall{SessionID: s.ID, NodeID: root.ID, Source: store.AuditAPI,
+		if err := e.audit.RecordToolCall(ctx, audit.NewToolCall{SessionID: s.ID, NodeID: root.ID, Source: audit.SourceAPI,
 			Name: "list_children", StartedAt: at, CompletedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var page struct {
-		Data       []store.ToolCall
+		Data       []audit.ToolCall
 		NextBefore int64 `json:"next_before"`
 	}
 	r := e.do("GET", "/api/v1/sessions/"+s.ID+"/nodes/"+root.ID+"/audit?limit=2", alice.key, "")

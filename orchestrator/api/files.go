@@ -82,7 +82,7 @@ func (s *Server) filesOf(c echo.Context) (*vfs.FS, error) {
 		return fs, nil
 	}
 	ctx := c.Request().Context()
-	n, err := s.store.NodeByID(ctx, p.NodeID)
+	n, err := s.sessions.NodeByID(ctx, p.NodeID)
 	if err != nil {
 		return nil, err
 	}

@@ -132,7 +132,7 @@ func TestNodeKeyCannotWidenItsPolicy(t *testing.T) {
 	if r := e.do("PATCH", p, key, `{"name":"renamed"}`); r.status != 200 {
 		t.Fatalf("node key renaming itself: %d %s", r.status, r.body)
 	}
-	got, err := e.st.GetNode(ctx, a.user.ID, tr.sid, n.ID)
+	got, err := e.sessions.GetNode(ctx, a.user.ID, tr.sid, n.ID)
 	if err != nil || !strings.Contains(string(got.Config), `"/src"`) {
 		t.Fatalf("config now %s, %v", got.Config, err)
 	}
@@ -168,7 +168,7 @@ func TestAllowedPathsValidated(t *testing.T) {
 			t.Errorf("create with allowed_paths %.40s: %d %s, want 422", bad, r.status, r.body)
 		}
 	}
-	n, err := e.st.NodeByID(context.Background(), root.ID)
+	n, err := e.sessions.NodeByID(context.Background(), root.ID)
 	if err != nil || string(n.Config) != `{"allowed_paths":["/src","/docs/api"]}` {
 		t.Fatalf("config after the refused patches: %s %v", n.Config, err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/files"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
@@ -336,7 +336,7 @@ func (s *Server) sessionAudit(c echo.Context) (AuditPage, error) {
 	if err := bindQuery(c, &q); err != nil {
 		return AuditPage{}, err
 	}
-	calls, err := s.store.SessionToolCalls(c.Request().Context(), c.Param("id"), q.Before, int(q.Limit))
+	calls, err := s.audit.SessionToolCalls(c.Request().Context(), c.Param("id"), q.Before, int(q.Limit))
 	if err != nil {
 		return AuditPage{}, err
 	}
@@ -357,16 +357,16 @@ func (s *Server) fileCacheStats(c echo.Context) (files.CacheStats, error) {
 // storeRecorder keeps the audit of file operations in the store's
 // tool_calls (the Audit tab): source user for a person's, api for an
 // agent's.
-type storeRecorder struct{ st *store.Store }
+type storeRecorder struct{ st *audit.Store }
 
-// FileAudit returns the files.Recorder that writes to st's audit.
-func FileAudit(st *store.Store) files.Recorder { return storeRecorder{st} }
+// FileAudit returns the files.Recorder that writes to st.
+func FileAudit(st *audit.Store) files.Recorder { return storeRecorder{st} }
 
 func (r storeRecorder) RecordFileOp(ctx context.Context, a files.Audit) error {
-	src := store.AuditAPI
+	src := audit.SourceAPI
 	if a.Actor != "" {
-		src = store.AuditUser
+		src = audit.SourceUser
 	}
-	return r.st.RecordToolCall(ctx, store.NewToolCall{SessionID: a.SessionID, NodeID: a.NodeID, Actor: a.Actor, Source: src, Name: a.Name,
+	return r.st.RecordToolCall(ctx, audit.NewToolCall{SessionID: a.SessionID, NodeID: a.NodeID, Actor: a.Actor, Source: src, Name: a.Name,
 		Parameters: a.Params, Result: a.Result, Error: a.Err, StartedAt: a.Started, CompletedAt: a.Completed})
 }

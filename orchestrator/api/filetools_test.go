@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -329,11 +329,11 @@ func TestKVUserAPI(t *testing.T) {
 func TestFileCacheStats(t *testing.T) {
 	f := newFilesEnv(t, vfs.Config{})
 	ctx := context.Background()
-	admin, err := f.e.st.CreateUser(ctx, "root", true)
+	admin, err := f.e.users.CreateUser(ctx, "root", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, _ := f.e.st.CreateAPIKey(ctx, admin.ID, "t")
+	key, _, _ := f.e.users.CreateAPIKey(ctx, admin.ID, "t")
 	f.e.doT(t, "POST", "/api/v1/sessions/"+f.sid+"/fs/_/write_text", f.a.key, `{"id":"/a","content":"x\n"}`)
 	for range 2 {
 		f.e.doT(t, "POST", "/api/v1/sessions/"+f.sid+"/fs/_/read_text", f.a.key, `{"id":"/a"}`)
@@ -351,9 +351,9 @@ func TestFileCacheStats(t *testing.T) {
 func TestFileOperationsAudited(t *testing.T) {
 	f := newFilesEnv(t, vfs.Config{})
 	ctx := context.Background()
-	s, _ := f.e.st.GetSession(ctx, f.a.user.ID, f.sid)
-	nodes, _ := f.e.st.Tree(ctx, f.a.user.ID, s.ID)
-	nodeKey, _, err := f.e.st.CreateNodeAPIKey(ctx, f.a.user.ID, f.sid, nodes[0].ID)
+	s, _ := f.e.sessions.GetSession(ctx, f.a.user.ID, f.sid)
+	nodes, _ := f.e.sessions.Tree(ctx, f.a.user.ID, s.ID)
+	nodeKey, _, err := f.e.users.CreateNodeAPIKey(ctx, f.a.user.ID, f.sid, nodes[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestFileOperationsAudited(t *testing.T) {
 	f.e.doT(t, "POST", "/api/v1/sessions/"+f.sid+"/fs/_/append_bytes", nodeKey, `{"id":"/doc.txt","data":"dHdvCg=="}`)
 	f.do(t, call{method: "DELETE", path: "/nope.txt"})
 	r := f.e.doT(t, "GET", "/api/v1/sessions/"+f.sid+"/audit?limit=10", f.a.key, "")
-	var page struct{ Data []store.ToolCall }
+	var page struct{ Data []audit.ToolCall }
 	json.Unmarshal(r.body, &page)
 	var got []string
 	for _, c := range page.Data {

@@ -25,7 +25,7 @@ func forkRoutes() []route {
 // the node is the user's.
 func (s *Server) forkOf(c echo.Context) (vfs.ForkInfo, error) {
 	ctx := c.Request().Context()
-	n, err := s.store.GetNode(ctx, user(c).ID, c.Param("id"), c.Param("node"))
+	n, err := s.sessions.GetNode(ctx, user(c).ID, c.Param("id"), c.Param("node"))
 	if err != nil {
 		return vfs.ForkInfo{}, err
 	}
@@ -60,7 +60,7 @@ func (s *Server) nodeMerge(c echo.Context) (vfs.MergeResult, error) {
 	opt := vfs.MergeOptions{}
 	if p := principal(c); p.NodeID != "" {
 		// a node key merges only its own children, within its allowed paths
-		n, err := s.store.NodeByID(ctx, c.Param("node"))
+		n, err := s.sessions.NodeByID(ctx, c.Param("node"))
 		if err != nil {
 			return vfs.MergeResult{}, err
 		}
@@ -76,7 +76,7 @@ func (s *Server) nodeMerge(c echo.Context) (vfs.MergeResult, error) {
 		if ws != fk.Origin {
 			return vfs.MergeResult{}, orchestrator.Errorf(orchestrator.EForbidden, "node %s was forked from another workspace than the one node %s works on (it was moved); only the user merges it", n.ID, p.NodeID)
 		}
-		self, err := s.store.NodeByID(ctx, p.NodeID)
+		self, err := s.sessions.NodeByID(ctx, p.NodeID)
 		if err != nil {
 			return vfs.MergeResult{}, err
 		}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // A child created with workspace "fork" works on its own copy: the diff
@@ -103,7 +103,7 @@ func TestForkDiffMergeAPI(t *testing.T) {
 	}
 	// and the session list never shows a fork's workspace
 	r = e.do(http.MethodGet, "/api/v1/sessions", alice.key, "")
-	var list struct{ Data []store.Session }
+	var list struct{ Data []protocol.Session }
 	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Data) != 1 {
 		t.Fatalf("sessions: %s", r.body)
 	}

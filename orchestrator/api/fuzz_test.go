@@ -40,7 +40,7 @@ func newFuzzTarget(t testing.TB) *fuzzTarget {
 	e := newEnv(t, envOpts{})
 	a := e.account("fuzz")
 	s, root := e.session(a)
-	n, err := e.st.CreateNode(context.Background(), a.user.ID, s.ID, storeNewNode(root.ID))
+	n, err := e.sessions.CreateNode(context.Background(), a.user.ID, s.ID, storeNewNode(root.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

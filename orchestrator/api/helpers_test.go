@@ -19,31 +19,40 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // testEnv is a real server on 127.0.0.1:0 over a real SQLite store.
 type testEnv struct {
-	t      testing.TB
-	srv    *api.Server
-	st     *store.Store
-	hub    *hub.Hub[store.Record]
-	files  *vfs.VFS
-	base   string
-	stdout *testkit.Buffer
-	login  string // the first-start login URL
-	runErr chan error
+	t        testing.TB
+	srv      *api.Server
+	st       *store.Store
+	users    *identity.Store
+	sessions *sessions.Store
+	collab   *collab.Store
+	audit    *audit.Store
+	hub      *hub.Hub[protocol.Record]
+	files    *vfs.VFS
+	base     string
+	stdout   *testkit.Buffer
+	login    string // the first-start login URL
+	runErr   chan error
 }
 
 // publisherFunc adapts a function to store.Publisher.
-type publisherFunc func(store.Record)
+type publisherFunc func(string, protocol.Record)
 
-func (f publisherFunc) Publish(r store.Record) { f(r) }
+func (f publisherFunc) Publish(sessionID string, r protocol.Record) { f(sessionID, r) }
 
 type envOpts struct {
 	cfg       func(*api.Config)
 	buffer    int
-	publisher func(h *hub.Hub[store.Record]) store.Publisher
+	publisher func(h *hub.Hub[protocol.Record]) store.Publisher
 	now       func() time.Time // the store's clock
 	files     vfs.Config       // the session filesystem's limits
 	secrets   []byte           // the store's secrets key
@@ -52,16 +61,18 @@ type envOpts struct {
 func newEnv(t testing.TB, o envOpts) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
-	h := hub.New(hub.Config{Buffer: o.buffer}, func(r store.Record) string { return r.SessionID })
+	h := hub.New[protocol.Record](hub.Config{Buffer: o.buffer})
 	var pub store.Publisher = h
 	if o.publisher != nil {
 		pub = o.publisher(h)
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub, Now: o.now, SecretsKey: o.secrets})
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub, Now: o.now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
+	users, ss, aud := identity.New(st), sessions.New(st, sessions.Config{}), audit.New(st)
+	cs := collab.New(st, ss, collab.Config{SecretsKey: o.secrets})
 	out := &testkit.Buffer{}
 	level := slog.LevelWarn
 	if os.Getenv("API_TEST_DEBUG") != "" {
@@ -75,12 +86,16 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	o.files.ReadDB, o.files.Logger = readDB, logger
 	files := vfs.New(st.SQL(), o.files)
 	cfg := api.Config{
-		Addr:   "127.0.0.1:0",
-		Store:  st,
-		Hub:    h,
-		Files:  files,
-		Stdout: out,
-		Logger: logger,
+		Addr:     "127.0.0.1:0",
+		Store:    st,
+		Users:    users,
+		Sessions: ss,
+		Collab:   cs,
+		Audit:    aud,
+		Hub:      h,
+		Files:    files,
+		Stdout:   out,
+		Logger:   logger,
 		// Tests send no DNS queries: names resolve to nothing (a session's
 		// git host that does not resolve is accepted at creation); an
 		// address is checked as it is.
@@ -93,7 +108,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	e := &testEnv{t: t, srv: srv, st: st, hub: h, files: files, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
+	e := &testEnv{t: t, srv: srv, st: st, users: users, sessions: ss, collab: cs, audit: aud, hub: h, files: files, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
 	go func() { e.runErr <- srv.Run(ctx) }()
 	t.Cleanup(func() {
 		srv.Close()
@@ -113,18 +128,18 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 
 // account is a user with an API key.
 type account struct {
-	user store.User
+	user identity.User
 	key  string
 }
 
 func (e *testEnv) account(name string) account {
 	e.t.Helper()
 	ctx := context.Background()
-	u, err := e.st.CreateUser(ctx, name, false)
+	u, err := e.users.CreateUser(ctx, name, false)
 	if err != nil {
 		e.t.Fatalf("create user %s: %v", name, err)
 	}
-	key, _, err := e.st.CreateAPIKey(ctx, u.ID, "test")
+	key, _, err := e.users.CreateAPIKey(ctx, u.ID, "test")
 	if err != nil {
 		e.t.Fatalf("create api key: %v", err)
 	}
@@ -132,14 +147,14 @@ func (e *testEnv) account(name string) account {
 }
 
 // session creates a session with one root node for a.
-func (e *testEnv) session(a account) (store.Session, store.Node) {
+func (e *testEnv) session(a account) (protocol.Session, sessions.Node) {
 	e.t.Helper()
 	ctx := context.Background()
-	s, err := e.st.CreateSession(ctx, a.user.ID, store.NewSession{Name: "s"})
+	s, err := e.sessions.CreateSession(ctx, a.user.ID, sessions.NewSession{Name: "s"})
 	if err != nil {
 		e.t.Fatalf("create session: %v", err)
 	}
-	n, err := e.st.CreateNode(ctx, a.user.ID, s.ID, store.NewNode{AgentType: "shelley"})
+	n, err := e.sessions.CreateNode(ctx, a.user.ID, s.ID, sessions.NewNode{AgentType: "shelley"})
 	if err != nil {
 		e.t.Fatalf("create node: %v", err)
 	}
@@ -149,7 +164,7 @@ func (e *testEnv) session(a account) (store.Session, store.Node) {
 // nodeKey makes a container token of node nid in a's session sid.
 func (e *testEnv) nodeKey(a account, sid, nid string) string {
 	e.t.Helper()
-	key, _, err := e.st.CreateNodeAPIKey(context.Background(), a.user.ID, sid, nid)
+	key, _, err := e.users.CreateNodeAPIKey(context.Background(), a.user.ID, sid, nid)
 	if err != nil {
 		e.t.Fatalf("create node key: %v", err)
 	}
@@ -158,10 +173,10 @@ func (e *testEnv) nodeKey(a account, sid, nid string) string {
 
 // child creates a node under parent in a's session sid (in's other fields
 // as given).
-func (e *testEnv) child(a account, sid, parent string, in store.NewNode) store.Node {
+func (e *testEnv) child(a account, sid, parent string, in sessions.NewNode) sessions.Node {
 	e.t.Helper()
 	in.ParentID = &parent
-	n, err := e.st.CreateNode(context.Background(), a.user.ID, sid, in)
+	n, err := e.sessions.CreateNode(context.Background(), a.user.ID, sid, in)
 	if err != nil {
 		e.t.Fatalf("create node: %v", err)
 	}
@@ -171,7 +186,7 @@ func (e *testEnv) child(a account, sid, parent string, in store.NewNode) store.N
 // forkedChild spawns through the API, as a, a shelley child of parent
 // (named name unless "") that works on a fork of its parent's workspace,
 // and returns it with its fork.
-func (e *testEnv) forkedChild(a account, sid, parent, name string) (store.Node, vfs.ForkInfo) {
+func (e *testEnv) forkedChild(a account, sid, parent, name string) (sessions.Node, vfs.ForkInfo) {
 	e.t.Helper()
 	body := `{"agent_type":"shelley","parent_id":"` + parent + `","workspace":"fork"`
 	if name != "" {
@@ -181,7 +196,7 @@ func (e *testEnv) forkedChild(a account, sid, parent, name string) (store.Node, 
 	if r.status != http.StatusCreated {
 		e.t.Fatalf("create forked child %s: %d %s", name, r.status, r.body)
 	}
-	var n store.Node
+	var n sessions.Node
 	if err := json.Unmarshal(r.body, &n); err != nil {
 		e.t.Fatal(err)
 	}
@@ -259,14 +274,14 @@ func (e *testEnv) doT(t testing.TB, method, path, key string, body string, hdr .
 func appendEvents(t testing.TB, st *store.Store, sid, nid string, n int) {
 	t.Helper()
 	for range n {
-		if _, err := st.Append(context.Background(), sid, store.NewRecord{NodeID: nid, Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)}); err != nil {
+		if _, err := st.Append(context.Background(), sid, protocol.Record{NodeID: nid, Kind: protocol.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)}); err != nil {
 			t.Fatalf("append: %v", err)
 		}
 	}
 }
 
-func storeNewNode(parent string) store.NewNode {
-	return store.NewNode{AgentType: "pi", ParentID: &parent}
+func storeNewNode(parent string) sessions.NewNode {
+	return sessions.NewNode{AgentType: "pi", ParentID: &parent}
 }
 
 // noDNS resolves no name.

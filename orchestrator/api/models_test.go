@@ -9,7 +9,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/models"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 )
 
 type modelList struct {
@@ -118,7 +118,7 @@ func TestSessionBudgetAPI(t *testing.T) {
 		t.Fatalf("after clearing usd %+v", v)
 	}
 	cost := 0.25
-	if err := e.st.RecordUsage(context.Background(), store.Usage{UserID: a.user.ID, SessionID: s.ID, NodeID: n.ID,
+	if err := e.sessions.RecordUsage(context.Background(), sessions.Usage{UserID: a.user.ID, SessionID: s.ID, NodeID: n.ID,
 		Provider: "openrouter", Endpoint: "chat/completions", InputTokens: 10, OutputTokens: 5, CostUSD: &cost, Status: 200}); err != nil {
 		t.Fatal(err)
 	}

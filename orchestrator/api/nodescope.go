@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // subtree returns the ids of node id and its descendants in nodes.
-func subtree(nodes []store.Node, id string) map[string]bool {
+func subtree(nodes []sessions.Node, id string) map[string]bool {
 	kids := map[string][]string{}
 	found := false
 	for _, n := range nodes {
@@ -35,8 +37,8 @@ func subtree(nodes []store.Node, id string) map[string]bool {
 
 // nodeScope returns what node key p may read: its node and its
 // descendants (DESIGN invariant 9).
-func (s *Server) nodeScope(ctx context.Context, p store.Principal) (map[string]bool, error) {
-	nodes, err := s.store.Tree(ctx, p.User.ID, p.SessionID)
+func (s *Server) nodeScope(ctx context.Context, p identity.Principal) (map[string]bool, error) {
+	nodes, err := s.sessions.Tree(ctx, p.User.ID, p.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +51,7 @@ func (s *Server) nodeScope(ctx context.Context, p store.Principal) (map[string]b
 // spawned later is included). Not safe for concurrent use: one per stream.
 type recordScope struct {
 	s     *Server
-	p     store.Principal
+	p     identity.Principal
 	nodes map[string]bool
 	files *vfs.FS // nil: no file records
 	// seen is the session's last seq before the last reload: the tree read
@@ -58,7 +60,7 @@ type recordScope struct {
 	seen int64
 }
 
-func (s *Server) newRecordScope(ctx context.Context, p store.Principal) (*recordScope, error) {
+func (s *Server) newRecordScope(ctx context.Context, p identity.Principal) (*recordScope, error) {
 	sc := &recordScope{s: s, p: p}
 	if err := sc.reload(ctx); err != nil {
 		return nil, err
@@ -81,7 +83,7 @@ func (sc *recordScope) reload(ctx context.Context) error {
 	if sc.s.cfg.Files == nil {
 		return nil
 	}
-	n, err := sc.s.store.NodeByID(ctx, sc.p.NodeID)
+	n, err := sc.s.sessions.NodeByID(ctx, sc.p.NodeID)
 	if err != nil {
 		return err
 	}
@@ -98,9 +100,9 @@ func (sc *recordScope) reload(ctx context.Context) error {
 // allows reports whether rec may be sent. A node record that changes the
 // tree (or the node's own config) makes the scope follow: a node that
 // enters or leaves the subtree is told about it.
-func (sc *recordScope) allows(ctx context.Context, rec store.Record) (bool, error) {
+func (sc *recordScope) allows(ctx context.Context, rec protocol.Record) (bool, error) {
 	switch rec.Kind {
-	case store.KindFile:
+	case protocol.KindFile:
 		var d struct {
 			Path string `json:"path"`
 		}
@@ -109,12 +111,12 @@ func (sc *recordScope) allows(ctx context.Context, rec store.Record) (bool, erro
 		}
 		p, err := paths.CleanPath(d.Path)
 		return err == nil && sc.files.Visible(p), nil
-	case store.KindNode:
+	case protocol.KindNode:
 		var d struct {
 			Op string `json:"op"`
 		}
 		_ = json.Unmarshal(rec.Data, &d)
-		if rec.Seq <= sc.seen || (d.Op == store.OpUpdated && rec.NodeID != sc.p.NodeID) {
+		if rec.Seq <= sc.seen || (d.Op == protocol.OpUpdated && rec.NodeID != sc.p.NodeID) {
 			break
 		}
 		was := sc.nodes[rec.NodeID]

@@ -10,7 +10,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // nodeTree is a session with a tree: root → me → grandchild, root → sibling.
@@ -19,7 +20,7 @@ type nodeTree struct {
 	e                             *testEnv
 	a                             account
 	sid                           string
-	root, me, grandchild, sibling store.Node
+	root, me, grandchild, sibling sessions.Node
 	key                           string // me's node key
 }
 
@@ -28,15 +29,15 @@ func newNodeTree(t *testing.T) *nodeTree {
 	e := newEnv(t, envOpts{})
 	a := e.account("alice")
 	s, root := e.session(a)
-	child := func(parent string, config string) store.Node {
-		return e.child(a, s.ID, parent, store.NewNode{AgentType: "pi", Config: json.RawMessage(config)})
+	child := func(parent string, config string) sessions.Node {
+		return e.child(a, s.ID, parent, sessions.NewNode{AgentType: "pi", Config: json.RawMessage(config)})
 	}
 	tr := &nodeTree{e: e, a: a, sid: s.ID, root: root}
 	tr.me = child(root.ID, `{"allowed_paths":["/src"]}`)
 	tr.grandchild = child(tr.me.ID, `{}`)
 	tr.sibling = child(root.ID, `{}`)
 	tr.key = e.nodeKey(a, s.ID, tr.me.ID)
-	for _, n := range []store.Node{root, tr.me, tr.grandchild, tr.sibling} {
+	for _, n := range []sessions.Node{root, tr.me, tr.grandchild, tr.sibling} {
 		appendEvents(t, e.st, s.ID, n.ID, 2)
 	}
 	return tr
@@ -52,7 +53,7 @@ func TestNodeKeyReadsItsSubtree(t *testing.T) {
 	sp := "/api/v1/sessions/" + tr.sid
 
 	r := e.do("GET", sp+"/tree", tr.key, "")
-	var tree struct{ Data []store.Node }
+	var tree struct{ Data []sessions.Node }
 	if err := json.Unmarshal(r.body, &tree); r.status != 200 || err != nil {
 		t.Fatalf("tree: %d %s", r.status, r.body)
 	}
@@ -123,11 +124,11 @@ func TestNodeKeyReadsItsSubtree(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rec := range recs {
-		if rec.Kind == store.KindInput && strings.Contains(string(rec.Data), `"from":"user"`) {
+		if rec.Kind == protocol.KindInput && strings.Contains(string(rec.Data), `"from":"user"`) {
 			t.Fatalf("a node key's message was stored as the user's: %s", rec.Data)
 		}
 	}
-	if n, err := e.st.NodeByID(context.Background(), tr.me.ID); err != nil || n.ParentID == nil || *n.ParentID != tr.root.ID {
+	if n, err := e.sessions.NodeByID(context.Background(), tr.me.ID); err != nil || n.ParentID == nil || *n.ParentID != tr.root.ID {
 		t.Fatalf("the node key's node after the refused calls: %+v %v", n, err)
 	}
 }
@@ -143,7 +144,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 	defer cancel()
 	file := func(p string) {
 		t.Helper()
-		if _, err := e.st.Append(ctx, tr.sid, store.NewRecord{Kind: store.KindFile, Data: json.RawMessage(`{"op":"created","path":"` + p + `","size":1}`)}); err != nil {
+		if _, err := e.st.Append(ctx, tr.sid, protocol.Record{Kind: protocol.KindFile, Data: json.RawMessage(`{"op":"created","path":"` + p + `","size":1}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +179,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 	}
 	event := func(n string) int64 {
 		t.Helper()
-		recs, err := e.st.Append(ctx, tr.sid, store.NewRecord{NodeID: n, Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)})
+		recs, err := e.st.Append(ctx, tr.sid, protocol.Record{NodeID: n, Kind: protocol.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +190,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 
 	// Live: a child of the grandchild is spawned and speaks; the sibling
 	// speaks; files change inside and outside.
-	late, err := e.st.CreateNode(ctx, tr.a.user.ID, tr.sid, store.NewNode{AgentType: "pi", ParentID: &tr.grandchild.ID})
+	late, err := e.sessions.CreateNode(ctx, tr.a.user.ID, tr.sid, sessions.NewNode{AgentType: "pi", ParentID: &tr.grandchild.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 
 	// The grandchild moves under the sibling: the node key is told, then
 	// hears no more of it (nor of its child).
-	if _, err := e.st.MoveNode(ctx, tr.a.user.ID, tr.sid, tr.grandchild.ID, &tr.sibling.ID, 0); err != nil {
+	if _, err := e.sessions.MoveNode(ctx, tr.a.user.ID, tr.sid, tr.grandchild.ID, &tr.sibling.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	event(tr.grandchild.ID)
@@ -219,7 +220,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 			t.Fatalf("seq %d after %d", rec.Seq, last)
 		}
 		last = rec.Seq
-		if rec.Kind == store.KindFile {
+		if rec.Kind == protocol.KindFile {
 			var d struct{ Path string }
 			json.Unmarshal(rec.Data, &d)
 			files = append(files, d.Path)
@@ -229,7 +230,7 @@ func TestStreamNodeKeyScope(t *testing.T) {
 			t.Fatalf("node key got a record of node %s: %s %s", rec.NodeID, rec.Kind, rec.Data)
 		}
 		k := rec.NodeID + " " + rec.Kind
-		if rec.Kind == store.KindNode {
+		if rec.Kind == protocol.KindNode {
 			var d struct{ Op string }
 			json.Unmarshal(rec.Data, &d)
 			k += " " + d.Op

@@ -17,7 +17,8 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/models"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 	"github.com/filepath-dev/filepath/protocol"
@@ -233,17 +234,17 @@ func buildDocument(routes []route) (*openAPIDoc, error) {
 // (store's schema tests check it): the document refers to protocol's
 // schema for them.
 var protocolTwins = map[reflect.Type]string{
-	reflect.TypeFor[store.Node]():    "Node",
-	reflect.TypeFor[store.Session](): "Session",
-	reflect.TypeFor[store.Record]():  "Record",
+	reflect.TypeFor[sessions.Node]():    "Node",
+	reflect.TypeFor[protocol.Session](): "Session",
+	reflect.TypeFor[protocol.Record]():  "Record",
 }
 
 // schemaNames renames the Go types whose names would collide with another
 // component (protocol's Approval, Memory, FileChange) or say too little
 // outside their package.
 var schemaNames = map[reflect.Type]string{
-	reflect.TypeFor[store.Approval]():      "ApprovalRequest",
-	reflect.TypeFor[store.Memory]():        "StoredMemory",
+	reflect.TypeFor[collab.Approval]():     "ApprovalRequest",
+	reflect.TypeFor[collab.Memory]():       "StoredMemory",
 	reflect.TypeFor[treediff.FileChange](): "ForkChange",
 	reflect.TypeFor[treediff.Conflict]():   "MergeConflict",
 	reflect.TypeFor[vfs.AuditEntry]():      "FileAuditEntry",

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -174,16 +174,16 @@ func TestAuthorizationEveryRoute(t *testing.T) {
 			t.Run(key+"/"+tt.name, func(t *testing.T) {
 				ctx := context.Background()
 				s, root := e.session(owner) // fresh each call: some calls delete
-				n, err := e.st.CreateNode(ctx, owner.user.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &root.ID})
+				n, err := e.sessions.CreateNode(ctx, owner.user.ID, s.ID, sessions.NewNode{AgentType: "pi", ParentID: &root.ID})
 				if err != nil {
 					t.Fatal(err)
 				}
 				switch tt.key {
 				case "NODEKEY":
-					tt.key, _, err = e.st.CreateNodeAPIKey(ctx, owner.user.ID, s.ID, n.ID)
+					tt.key, _, err = e.users.CreateNodeAPIKey(ctx, owner.user.ID, s.ID, n.ID)
 				case "OTHERNODEKEY":
 					s2, n2 := e.session(owner)
-					tt.key, _, err = e.st.CreateNodeAPIKey(ctx, owner.user.ID, s2.ID, n2.ID)
+					tt.key, _, err = e.users.CreateNodeAPIKey(ctx, owner.user.ID, s2.ID, n2.ID)
 				}
 				if err != nil {
 					t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -17,9 +18,10 @@ import (
 // Nil function fields do nothing.
 type fakeRunner struct {
 	start, stop func(ctx context.Context, userID, sessionID string) error
-	deliver     func(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+	deliver     func(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error)
 	logs        func(ctx context.Context, sessionID, nodeID string, tail int) ([]byte, error)
 	st          *store.Store
+	sessions    *sessions.Store
 	calls       []string
 	running     map[string]bool
 }
@@ -41,20 +43,20 @@ func (f *fakeRunner) NodeLog(ctx context.Context, s, n string, tail int) ([]byte
 
 func (f *fakeRunner) StartSession(ctx context.Context, u, s string) error { return f.start(ctx, u, s) }
 func (f *fakeRunner) StopSession(ctx context.Context, u, s string) error  { return f.stop(ctx, u, s) }
-func (f *fakeRunner) Deliver(ctx context.Context, s, n string, in protocol.Input) (store.Record, error) {
+func (f *fakeRunner) Deliver(ctx context.Context, s, n string, in protocol.Input) (protocol.Record, error) {
 	return f.deliver(ctx, s, n, in)
 }
 
 // DeleteNode and DeleteSession record whether the node/session still
 // existed in the store when called.
 func (f *fakeRunner) DeleteNode(ctx context.Context, u, s, n string) error {
-	_, err := f.st.GetNode(ctx, u, s, n)
+	_, err := f.sessions.GetNode(ctx, u, s, n)
 	f.calls = append(f.calls, "remove node, exists="+strconv.FormatBool(err == nil))
 	return nil
 }
 
 func (f *fakeRunner) DeleteSession(ctx context.Context, u, s string) error {
-	_, err := f.st.GetSession(ctx, u, s)
+	_, err := f.sessions.GetSession(ctx, u, s)
 	f.calls = append(f.calls, "remove session, exists="+strconv.FormatBool(err == nil))
 	return nil
 }
@@ -88,7 +90,7 @@ func TestRunnerIsCalled(t *testing.T) {
 	r := &fakeRunner{}
 	r.start = func(ctx context.Context, u, s string) error {
 		r.calls = append(r.calls, "start")
-		return r.st.UpdateSessionStatus(ctx, s, store.SessionRunning)
+		return r.sessions.UpdateSessionStatus(ctx, s, protocol.SessionRunning)
 	}
 	stops := 0
 	r.stop = func(ctx context.Context, u, s string) error {
@@ -96,14 +98,14 @@ func TestRunnerIsCalled(t *testing.T) {
 		if stops++; stops == 1 {
 			return orchestrator.Errorf(orchestrator.EConflict, "session is not running")
 		}
-		return r.st.UpdateSessionStatus(ctx, s, store.SessionStopped)
+		return r.sessions.UpdateSessionStatus(ctx, s, protocol.SessionStopped)
 	}
-	r.deliver = func(ctx context.Context, s, n string, in protocol.Input) (store.Record, error) {
+	r.deliver = func(ctx context.Context, s, n string, in protocol.Input) (protocol.Record, error) {
 		r.calls = append(r.calls, "deliver "+in.InputType())
 		b, _ := json.Marshal(in)
-		recs, err := r.st.Append(ctx, s, store.NewRecord{NodeID: n, Kind: store.KindInput, Data: b})
+		recs, err := r.st.Append(ctx, s, protocol.Record{NodeID: n, Kind: protocol.KindInput, Data: b})
 		if err != nil {
-			return store.Record{}, err
+			return protocol.Record{}, err
 		}
 		return recs[0], nil
 	}
@@ -112,7 +114,7 @@ func TestRunnerIsCalled(t *testing.T) {
 		return []byte("agent stderr\n"), nil
 	}
 	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
-	r.st = e.st
+	r.st, r.sessions = e.st, e.sessions
 	a := e.account("alice")
 	s, n := e.session(a)
 	sp := "/api/v1/sessions/" + s.ID
@@ -176,7 +178,7 @@ func TestAllowedPathsOfARunningNode(t *testing.T) {
 	if rep := e.do("PATCH", p, a.key, `{"config":{"allowed_paths":["/src","/secret"],"approvals":{"bash":"allow"}}}`); rep.status != 200 {
 		t.Fatalf("PATCH of other config on a running node: %d %s", rep.status, rep.body)
 	}
-	got, err := e.st.NodeByID(context.Background(), n.ID)
+	got, err := e.sessions.NodeByID(context.Background(), n.ID)
 	if err != nil || !contains(got.Config, `"allowed_paths":["/src","/secret"]`) {
 		t.Fatalf("config: %s %v", got.Config, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 )
 
 // Session secrets: the vendor keys of agents that do not go through the
@@ -20,24 +20,24 @@ type SetSecretRequest struct {
 	Value *string `json:"value" jsonschema:"writeOnly" jsonschema_description:"the key; write-only: never answered"`
 }
 
-func (s *Server) putSecret(c echo.Context) (store.SecretInfo, error) {
+func (s *Server) putSecret(c echo.Context) (collab.SecretInfo, error) {
 	var req SetSecretRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.SecretInfo{}, err
+		return collab.SecretInfo{}, err
 	}
 	if req.Value == nil {
-		return store.SecretInfo{}, orchestrator.FieldErrorf("value", "field \"value\" is required")
+		return collab.SecretInfo{}, orchestrator.FieldErrorf("value", "field \"value\" is required")
 	}
-	return s.store.SetSessionSecret(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("name"), *req.Value)
+	return s.collab.SetSessionSecret(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("name"), *req.Value)
 }
 
-func (s *Server) listSecrets(c echo.Context) (listBody[store.SecretInfo], error) {
-	infos, err := s.store.SessionSecrets(c.Request().Context(), user(c).ID, c.Param("id"))
+func (s *Server) listSecrets(c echo.Context) (listBody[collab.SecretInfo], error) {
+	infos, err := s.collab.SessionSecrets(c.Request().Context(), user(c).ID, c.Param("id"))
 	return list(infos), err
 }
 
 func (s *Server) deleteSecret(c echo.Context) error {
-	if err := s.store.DeleteSessionSecret(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("name")); err != nil {
+	if err := s.collab.DeleteSessionSecret(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("name")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -50,11 +50,11 @@ func (s *Server) needVendorKey(c echo.Context, sessionID, agentType string) erro
 	if !ok || agent.VendorKey == "" {
 		return nil
 	}
-	infos, err := s.store.SessionSecrets(c.Request().Context(), user(c).ID, sessionID)
+	infos, err := s.collab.SessionSecrets(c.Request().Context(), user(c).ID, sessionID)
 	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(infos, func(in store.SecretInfo) bool { return in.Name == agent.VendorKey }) {
+	if slices.ContainsFunc(infos, func(in collab.SecretInfo) bool { return in.Name == agent.VendorKey }) {
 		return nil
 	}
 	return orchestrator.FieldErrorf("agent_type", "the %s agent runs on %s's own service and needs %s: set it on the session first (PUT /api/v1/sessions/%s/secrets/%s with {\"value\": ...}, or in the spawn dialog)",

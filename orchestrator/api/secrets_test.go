@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 )
 
 // TestSessionSecrets: a vendor key is set with PUT and then only named:
@@ -16,7 +16,7 @@ import (
 // cannot reach them; and an agent that needs a key the session lacks is
 // refused before any node is made, the error naming the key.
 func TestSessionSecrets(t *testing.T) {
-	e := newEnv(t, envOpts{secrets: bytes.Repeat([]byte{1}, store.SecretsKeySize)})
+	e := newEnv(t, envOpts{secrets: bytes.Repeat([]byte{1}, collab.SecretsKeySize)})
 	ctx := context.Background()
 	alice, bob := e.account("alice"), e.account("bob")
 	s, root := e.session(alice)
@@ -30,7 +30,7 @@ func TestSessionSecrets(t *testing.T) {
 	if r.status != 422 || code != "invalid" || field != "agent_type" || !strings.Contains(msg, "AMP_API_KEY") {
 		t.Fatalf("amp without its key: %d %s %s %q", r.status, code, field, msg)
 	}
-	if tree, _ := e.st.Tree(ctx, alice.user.ID, s.ID); len(tree) != 1 {
+	if tree, _ := e.sessions.Tree(ctx, alice.user.ID, s.ID); len(tree) != 1 {
 		t.Fatalf("a refused spawn made a node: %d nodes", len(tree))
 	}
 
@@ -38,7 +38,7 @@ func TestSessionSecrets(t *testing.T) {
 	if r.status != 200 || bytes.Contains(r.body, []byte(plain)) || !bytes.Contains(r.body, []byte(`"name":"AMP_API_KEY"`)) {
 		t.Fatalf("PUT: %d %s", r.status, r.body)
 	}
-	if v, err := e.st.OpenSessionSecret(ctx, s.ID, "AMP_API_KEY"); err != nil || v != plain {
+	if v, err := e.collab.OpenSessionSecret(ctx, s.ID, "AMP_API_KEY"); err != nil || v != plain {
 		t.Fatalf("stored %q, %v", v, err)
 	}
 	r = e.do("GET", base+"/secrets", alice.key, "")
@@ -81,7 +81,7 @@ func TestSessionSecrets(t *testing.T) {
 			t.Errorf("%s %s by another user: %d", m, path, r.status)
 		}
 	}
-	if v, _ := e.st.OpenSessionSecret(ctx, s.ID, "AMP_API_KEY"); v != plain {
+	if v, _ := e.collab.OpenSessionSecret(ctx, s.ID, "AMP_API_KEY"); v != plain {
 		t.Fatalf("the key changed to %q", v)
 	}
 	if r = e.do("DELETE", base+"/secrets/AMP_API_KEY", alice.key, ""); r.status != 204 {

@@ -22,6 +22,10 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/models"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/audit"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/web"
@@ -55,7 +59,7 @@ type Runner interface {
 	StartNode(ctx context.Context, userID, sessionID, nodeID string) error
 	// Deliver appends in to the session log as an input record of nodeID
 	// and queues it for the node's stdin; it returns the appended record.
-	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (store.Record, error)
+	Deliver(ctx context.Context, sessionID, nodeID string, in protocol.Input) (protocol.Record, error)
 	// Running tells whether a node's agent process runs: the API refuses to
 	// mark a node that does not run as running or thinking.
 	Running(nodeID string) bool
@@ -69,7 +73,7 @@ type Runner interface {
 }
 
 // The hub is the store's publisher.
-var _ store.Publisher = (*hub.Hub[store.Record])(nil)
+var _ store.Publisher = (*hub.Hub[protocol.Record])(nil)
 
 // ModelSource lists the models the UI offers (a cached OpenRouter listing in
 // production: gateway.Models).
@@ -89,12 +93,17 @@ var bundledModels = ModelSourceFunc(func(context.Context) (models.List, error) {
 	return models.Bundled("the bundled model list: this server has no live source"), nil
 })
 
-// Config is everything a Server needs. Store and Hub are required.
+// Config is everything a Server needs. Store, Users, Sessions, Collab,
+// Audit and Hub are required.
 type Config struct {
 	// Addr is the listen address, e.g. "127.0.0.1:8080" or "127.0.0.1:0".
-	Addr  string
-	Store *store.Store
-	Hub   *hub.Hub[store.Record]
+	Addr     string
+	Store    *store.Store // the sessions' logs
+	Users    *identity.Store
+	Sessions *sessions.Store
+	Collab   *collab.Store
+	Audit    *audit.Store
+	Hub      *hub.Hub[protocol.Record]
 	// Runner runs the agents (nil: no runtime; inputs are only appended,
 	// start/stop answer 503, logs are empty).
 	Runner Runner
@@ -134,8 +143,8 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() error {
-	if c.Store == nil || c.Hub == nil {
-		return errors.New("api config: Store and Hub are required")
+	if c.Store == nil || c.Users == nil || c.Sessions == nil || c.Collab == nil || c.Audit == nil || c.Hub == nil {
+		return errors.New("api config: Store, Users, Sessions, Collab, Audit and Hub are required")
 	}
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"
@@ -179,14 +188,18 @@ func (c *Config) setDefaults() error {
 
 // Server serves the API. Build it with New, then Run; Close stops it.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	store *store.Store
-	hub   *hub.Hub[store.Record]
-	files *files.Service // nil without Config.Files
-	e     *echo.Echo
-	ln    net.Listener
-	http  *http.Server
+	cfg      Config
+	log      *slog.Logger
+	store    *store.Store
+	users    *identity.Store
+	sessions *sessions.Store
+	collab   *collab.Store
+	audit    *audit.Store
+	hub      *hub.Hub[protocol.Record]
+	files    *files.Service // nil without Config.Files
+	e        *echo.Echo
+	ln       net.Listener
+	http     *http.Server
 
 	// streamCtx is canceled at shutdown; stream handlers then close their
 	// WebSocket with 1001 going away. streams counts running handlers.
@@ -213,10 +226,11 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, hub: cfg.Hub, files: cfg.FileTools, runDone: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, users: cfg.Users, sessions: cfg.Sessions, collab: cfg.Collab,
+		audit: cfg.Audit, hub: cfg.Hub, files: cfg.FileTools, runDone: make(chan struct{})}
 	if s.files == nil && cfg.Files != nil {
 		var err error
-		if s.files, err = files.New(files.Config{VFS: cfg.Files, Recorder: FileAudit(cfg.Store), Logger: cfg.Logger,
+		if s.files, err = files.New(files.Config{VFS: cfg.Files, Recorder: FileAudit(cfg.Audit), Logger: cfg.Logger,
 			DownloadAllowPrivate: cfg.GitAllowPrivate, Resolver: cfg.Resolver}); err != nil {
 			return nil, err
 		}
@@ -333,7 +347,7 @@ func (s *Server) Close() error {
 // bootstrap creates the first (admin) user of an empty database and prints
 // its login URL.
 func (s *Server) bootstrap(ctx context.Context) error {
-	n, err := s.store.CountUsers(ctx)
+	n, err := s.users.CountUsers(ctx)
 	if err != nil {
 		return fmt.Errorf("count users: %w", err)
 	}
@@ -341,11 +355,11 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		s.log.Info("for a login link, run: filepath user login NAME")
 		return nil
 	}
-	u, err := s.store.CreateUser(ctx, "admin", true)
+	u, err := s.users.CreateUser(ctx, "admin", true)
 	if err != nil {
 		return fmt.Errorf("create first user: %w", err)
 	}
-	tok, err := s.store.CreateLoginToken(ctx, u.ID, s.cfg.LoginTTL)
+	tok, err := s.users.CreateLoginToken(ctx, u.ID, s.cfg.LoginTTL)
 	if err != nil {
 		return fmt.Errorf("create login token: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/models"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -55,82 +55,82 @@ func (s *Server) listModels(c echo.Context) (models.List, error) {
 
 // CreateSessionRequest is the body of POST /sessions.
 type CreateSessionRequest struct {
-	Name       *string       `json:"name"`
-	GitRepoURL *string       `json:"git_repo_url,omitempty" jsonschema:"nullable" jsonschema_description:"a repository to clone into the workspace before the first agent starts"`
-	Checks     []store.Check `json:"checks,omitempty" jsonschema_description:"health checks run in the workspace before every agent session (absent: detected from the repository)"`
+	Name       *string          `json:"name"`
+	GitRepoURL *string          `json:"git_repo_url,omitempty" jsonschema:"nullable" jsonschema_description:"a repository to clone into the workspace before the first agent starts"`
+	Checks     []protocol.Check `json:"checks,omitempty" jsonschema_description:"health checks run in the workspace before every agent session (absent: detected from the repository)"`
 }
 
-func (s *Server) createSession(c echo.Context) (store.Session, error) {
+func (s *Server) createSession(c echo.Context) (protocol.Session, error) {
 	var req CreateSessionRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.Session{}, err
+		return protocol.Session{}, err
 	}
 	if req.Name == nil {
-		return store.Session{}, orchestrator.FieldErrorf("name", "field \"name\" is required")
+		return protocol.Session{}, orchestrator.FieldErrorf("name", "field \"name\" is required")
 	}
-	in := store.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL, Checks: req.Checks}
+	in := sessions.NewSession{Name: *req.Name, GitRepoURL: req.GitRepoURL, Checks: req.Checks}
 	if u := req.GitRepoURL; u != nil && strings.TrimSpace(*u) != "" && !s.cfg.GitAllowPrivate {
 		// A host only the server's network reaches is refused (the clone
 		// checks it again), after the URL's form.
-		valid, err := store.ValidateGitURL(*u)
+		valid, err := sessions.ValidateGitURL(*u)
 		if err != nil {
-			return store.Session{}, err
+			return protocol.Session{}, err
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 		err = gitnet.Check(ctx, s.cfg.Resolver, valid, false)
 		cancel()
 		if err != nil {
-			return store.Session{}, err
+			return protocol.Session{}, err
 		}
 	}
-	return s.store.CreateSession(c.Request().Context(), user(c).ID, in)
+	return s.sessions.CreateSession(c.Request().Context(), user(c).ID, in)
 }
 
-func (s *Server) listSessions(c echo.Context) (listBody[store.Session], error) {
-	ss, err := s.store.ListSessions(c.Request().Context(), user(c).ID)
+func (s *Server) listSessions(c echo.Context) (listBody[protocol.Session], error) {
+	ss, err := s.sessions.ListSessions(c.Request().Context(), user(c).ID)
 	return list(ss), err
 }
 
-func (s *Server) getSession(c echo.Context) (store.Session, error) {
-	return s.store.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
+func (s *Server) getSession(c echo.Context) (protocol.Session, error) {
+	return s.sessions.GetSession(c.Request().Context(), user(c).ID, c.Param("id"))
 }
 
 // PatchSessionRequest changes a session: checks, when present, replace its
 // health checks ([] or null: detect them from the repository); a budget
 // field present sets its limit (null: unlimited), an absent one leaves it.
 type PatchSessionRequest struct {
-	Checks       Nullable[[]store.Check] `json:"checks,omitzero" jsonschema:"nullable" jsonschema_description:"replaces the session's health checks; [] or null: detect them from the repository"`
-	BudgetTokens Nullable[int64]         `json:"budget_tokens,omitzero" jsonschema:"nullable" jsonschema_description:"the most tokens the session's agents may spend through the LLM gateway (null: unlimited)"`
-	BudgetUSD    Nullable[float64]       `json:"budget_usd,omitzero" jsonschema:"nullable" jsonschema_description:"the most US dollars of reported cost they may spend (null: unlimited)"`
+	Checks       Nullable[[]protocol.Check] `json:"checks,omitzero" jsonschema:"nullable" jsonschema_description:"replaces the session's health checks; [] or null: detect them from the repository"`
+	BudgetTokens Nullable[int64]            `json:"budget_tokens,omitzero" jsonschema:"nullable" jsonschema_description:"the most tokens the session's agents may spend through the LLM gateway (null: unlimited)"`
+	BudgetUSD    Nullable[float64]          `json:"budget_usd,omitzero" jsonschema:"nullable" jsonschema_description:"the most US dollars of reported cost they may spend (null: unlimited)"`
 }
 
-func (s *Server) patchSession(c echo.Context) (store.Session, error) {
+func (s *Server) patchSession(c echo.Context) (protocol.Session, error) {
 	var req PatchSessionRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.Session{}, err
+		return protocol.Session{}, err
 	}
-	var p store.SessionPatch
+	var p sessions.SessionPatch
 	var err error
 	if p.Budget.SetTokens, p.Budget.Tokens, err = req.BudgetTokens.Get(); err != nil {
-		return store.Session{}, badRequest("budget_tokens", "field \"budget_tokens\" must be a whole number of tokens or null (unlimited)")
+		return protocol.Session{}, badRequest("budget_tokens", "field \"budget_tokens\" must be a whole number of tokens or null (unlimited)")
 	}
 	if p.Budget.SetUSD, p.Budget.USD, err = req.BudgetUSD.Get(); err != nil {
-		return store.Session{}, badRequest("budget_usd", "field \"budget_usd\" must be a number of dollars or null (unlimited)")
+		return protocol.Session{}, badRequest("budget_usd", "field \"budget_usd\" must be a number of dollars or null (unlimited)")
 	}
-	var checks *[]store.Check
+	var checks *[]protocol.Check
 	if p.SetChecks, checks, err = req.Checks.Get(); err != nil {
-		return store.Session{}, badRequest("checks", "field \"checks\" must be a list of {\"command\": string, \"timeout\": seconds}")
+		return protocol.Session{}, badRequest("checks", "field \"checks\" must be a list of {\"command\": string, \"timeout\": seconds}")
 	}
 	if checks != nil {
 		p.Checks = *checks
 	}
-	return s.store.PatchSession(c.Request().Context(), user(c).ID, c.Param("id"), p)
+	return s.sessions.PatchSession(c.Request().Context(), user(c).ID, c.Param("id"), p)
 }
 
 func (s *Server) deleteSession(c echo.Context) error {
 	ctx := c.Request().Context()
 	uid, sid := user(c).ID, c.Param("id")
-	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+	if _, err := s.sessions.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
 	if s.cfg.Runner != nil {
@@ -138,7 +138,7 @@ func (s *Server) deleteSession(c echo.Context) error {
 			return err
 		}
 	}
-	if err := s.store.DeleteSession(ctx, uid, sid); err != nil {
+	if err := s.sessions.DeleteSession(ctx, uid, sid); err != nil {
 		return err
 	}
 	if s.hub != nil {
@@ -150,42 +150,42 @@ func (s *Server) deleteSession(c echo.Context) error {
 // errNoRunner answers start/stop when no lifecycle runner is configured.
 var errNoRunner = orchestrator.Errorf(orchestrator.EUnavailable, "agents cannot be started or stopped: this server has no runtime configured")
 
-func (s *Server) startSession(c echo.Context) (store.Session, error) {
+func (s *Server) startSession(c echo.Context) (protocol.Session, error) {
 	return s.lifecycle(c, func(r Runner, uid, sid string) error {
 		return r.StartSession(c.Request().Context(), uid, sid)
 	})
 }
 
-func (s *Server) stopSession(c echo.Context) (store.Session, error) {
+func (s *Server) stopSession(c echo.Context) (protocol.Session, error) {
 	return s.lifecycle(c, func(r Runner, uid, sid string) error {
 		return r.StopSession(c.Request().Context(), uid, sid)
 	})
 }
 
-func (s *Server) lifecycle(c echo.Context, do func(r Runner, uid, sid string) error) (store.Session, error) {
+func (s *Server) lifecycle(c echo.Context, do func(r Runner, uid, sid string) error) (protocol.Session, error) {
 	ctx := c.Request().Context()
 	uid, sid := user(c).ID, c.Param("id")
-	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
-		return store.Session{}, err
+	if _, err := s.sessions.GetSession(ctx, uid, sid); err != nil {
+		return protocol.Session{}, err
 	}
 	if s.cfg.Runner == nil {
-		return store.Session{}, errNoRunner
+		return protocol.Session{}, errNoRunner
 	}
 	if err := do(s.cfg.Runner, uid, sid); err != nil {
-		return store.Session{}, err
+		return protocol.Session{}, err
 	}
-	return s.store.GetSession(ctx, uid, sid)
+	return s.sessions.GetSession(ctx, uid, sid)
 }
 
-func (s *Server) getTree(c echo.Context) (listBody[store.Node], error) {
-	nodes, err := s.store.Tree(c.Request().Context(), user(c).ID, c.Param("id"))
+func (s *Server) getTree(c echo.Context) (listBody[sessions.Node], error) {
+	nodes, err := s.sessions.Tree(c.Request().Context(), user(c).ID, c.Param("id"))
 	if err != nil {
-		return listBody[store.Node]{}, err
+		return listBody[sessions.Node]{}, err
 	}
 	if p := principal(c); p.NodeID != "" {
 		// A node key sees its own node and its descendants.
 		scope := subtree(nodes, p.NodeID)
-		nodes = slices.DeleteFunc(nodes, func(n store.Node) bool { return !scope[n.ID] })
+		nodes = slices.DeleteFunc(nodes, func(n sessions.Node) bool { return !scope[n.ID] })
 	}
 	return list(nodes), nil
 }
@@ -205,47 +205,47 @@ type CreateNodeRequest struct {
 	Workspace string `json:"workspace,omitempty" jsonschema:"enum=shared,enum=fork" jsonschema_description:"fork: the child works on a copy-on-write fork of its parent's workspace (needs parent_id)"`
 }
 
-func (s *Server) createNode(c echo.Context) (store.Node, error) {
+func (s *Server) createNode(c echo.Context) (sessions.Node, error) {
 	var req CreateNodeRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
 	if req.AgentType == nil {
-		return store.Node{}, orchestrator.FieldErrorf("agent_type", "field \"agent_type\" is required")
+		return sessions.Node{}, orchestrator.FieldErrorf("agent_type", "field \"agent_type\" is required")
 	}
 	if err := objectField("config", req.Config); err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
 	fork := false
 	switch req.Workspace {
 	case "", protocol.WorkspaceShared:
 	case protocol.WorkspaceFork:
 		if req.ParentID == nil {
-			return store.Node{}, orchestrator.FieldErrorf("workspace", "workspace \"fork\" needs a parent_id: the root works on the session's workspace")
+			return sessions.Node{}, orchestrator.FieldErrorf("workspace", "workspace \"fork\" needs a parent_id: the root works on the session's workspace")
 		}
 		if s.cfg.Files == nil {
-			return store.Node{}, orchestrator.FieldErrorf("workspace", "this server has no session filesystem to fork")
+			return sessions.Node{}, orchestrator.FieldErrorf("workspace", "this server has no session filesystem to fork")
 		}
 		fork = true
 	default:
-		return store.Node{}, orchestrator.FieldErrorf("workspace", "field \"workspace\" must be shared or fork, not %q", req.Workspace)
+		return sessions.Node{}, orchestrator.FieldErrorf("workspace", "field \"workspace\" must be shared or fork, not %q", req.Workspace)
 	}
 	if err := s.needVendorKey(c, c.Param("id"), *req.AgentType); err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
-	in := store.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
+	in := sessions.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
 	ctx := c.Request().Context()
-	n, err := s.store.CreateNode(ctx, user(c).ID, c.Param("id"), in)
+	n, err := s.sessions.CreateNode(ctx, user(c).ID, c.Param("id"), in)
 	if err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
 	if fork {
 		if _, err := s.cfg.Files.ForkForNode(ctx, n.SessionID, *req.ParentID, n.ID); err != nil {
 			// no node without the workspace it was asked for
-			if _, derr := s.store.DeleteNode(context.WithoutCancel(ctx), user(c).ID, n.SessionID, n.ID); derr != nil {
+			if _, derr := s.sessions.DeleteNode(context.WithoutCancel(ctx), user(c).ID, n.SessionID, n.ID); derr != nil {
 				s.log.Warn("delete a node whose workspace fork failed", "node", n.ID, "err", derr)
 			}
-			return store.Node{}, err
+			return sessions.Node{}, err
 		}
 	}
 	if s.cfg.Runner != nil {
@@ -254,7 +254,7 @@ func (s *Server) createNode(c echo.Context) (store.Node, error) {
 		if err := s.cfg.Runner.StartNode(ctx, user(c).ID, n.SessionID, n.ID); err != nil {
 			s.log.Warn("start spawned node", "node", n.ID, "err", err)
 		}
-		if fresh, err := s.store.GetNode(ctx, user(c).ID, n.SessionID, n.ID); err == nil {
+		if fresh, err := s.sessions.GetNode(ctx, user(c).ID, n.SessionID, n.ID); err == nil {
 			n = fresh
 		}
 	}
@@ -280,33 +280,33 @@ type PatchNodeRequest struct {
 	Config json.RawMessage `json:"config,omitempty" jsonschema:"type=object,nullable" jsonschema_description:"replaces the node's config (the user only; allowed_paths not while it runs)"`
 }
 
-func (s *Server) patchNode(c echo.Context) (store.Node, error) {
+func (s *Server) patchNode(c echo.Context) (sessions.Node, error) {
 	var req PatchNodeRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
 	if err := objectField("config", req.Config); err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
 	if p := principal(c); p.NodeID != "" && len(req.Config) > 0 {
 		// The config holds the node's allowed_paths: only the user sets it.
-		return store.Node{}, orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot change a node's config", p.NodeID)
+		return sessions.Node{}, orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and cannot change a node's config", p.NodeID)
 	}
-	if req.Status != nil && (*req.Status == store.NodeRunning || *req.Status == store.NodeThinking) {
+	if req.Status != nil && (*req.Status == protocol.StateRunning || *req.Status == protocol.StateThinking) {
 		// Invariant 6: running means a container runs; only the agent
 		// itself reports what it is doing while it runs.
 		if s.cfg.Runner != nil && !s.cfg.Runner.Running(c.Param("node")) {
-			return store.Node{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: status %q is reported by a running agent, not set by hand", c.Param("node"), *req.Status)
+			return sessions.Node{}, orchestrator.Errorf(orchestrator.EConflict, "node %s is not running: status %q is reported by a running agent, not set by hand", c.Param("node"), *req.Status)
 		}
 	}
-	p := store.NodePatch{Name: req.Name, Status: req.Status}
+	p := sessions.NodePatch{Name: req.Name, Status: req.Status}
 	if len(req.Config) > 0 && string(req.Config) != "null" {
 		p.Config = &req.Config
 		if err := s.allowedPathsSettable(c, req.Config); err != nil {
-			return store.Node{}, err
+			return sessions.Node{}, err
 		}
 	}
-	return s.store.UpdateNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), p)
+	return s.sessions.UpdateNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), p)
 }
 
 // allowedPathsSettable refuses a change of config.allowed_paths while the
@@ -319,7 +319,7 @@ func (s *Server) allowedPathsSettable(c echo.Context, config json.RawMessage) er
 	if s.cfg.Runner == nil || !s.cfg.Runner.Running(nid) {
 		return nil
 	}
-	n, err := s.store.GetNode(c.Request().Context(), user(c).ID, c.Param("id"), nid)
+	n, err := s.sessions.GetNode(c.Request().Context(), user(c).ID, c.Param("id"), nid)
 	if err != nil {
 		return err
 	}
@@ -340,14 +340,14 @@ func (s *Server) deleteNode(c echo.Context) error {
 	ctx := c.Request().Context()
 	uid, sid, nid := user(c).ID, c.Param("id"), c.Param("node")
 	if s.cfg.Runner != nil {
-		if _, err := s.store.GetNode(ctx, uid, sid, nid); err != nil {
+		if _, err := s.sessions.GetNode(ctx, uid, sid, nid); err != nil {
 			return err
 		}
 		if err := s.cfg.Runner.DeleteNode(ctx, uid, sid, nid); err != nil {
 			return err
 		}
 	}
-	if _, err := s.store.DeleteNode(ctx, uid, sid, nid); err != nil {
+	if _, err := s.sessions.DeleteNode(ctx, uid, sid, nid); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -359,20 +359,20 @@ type MoveNodeRequest struct {
 	SortOrder *int    `json:"sort_order" jsonschema_description:"the node's position among its new siblings, from 0"`
 }
 
-func (s *Server) moveNode(c echo.Context) (store.Node, error) {
+func (s *Server) moveNode(c echo.Context) (sessions.Node, error) {
 	var req MoveNodeRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.Node{}, err
+		return sessions.Node{}, err
 	}
 	if req.SortOrder == nil {
-		return store.Node{}, orchestrator.FieldErrorf("sort_order", "field \"sort_order\" is required")
+		return sessions.Node{}, orchestrator.FieldErrorf("sort_order", "field \"sort_order\" is required")
 	}
-	return s.store.MoveNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), req.ParentID, *req.SortOrder)
+	return s.sessions.MoveNode(c.Request().Context(), user(c).ID, c.Param("id"), c.Param("node"), req.ParentID, *req.SortOrder)
 }
 
 // RecordPage is a page of a node's log records (GET .../messages).
 type RecordPage struct {
-	Data []store.Record `json:"data"`
+	Data []protocol.Record `json:"data"`
 	// NextAfter is the after of the next page: the last record's seq.
 	NextAfter int64 `json:"next_after"`
 }
@@ -395,7 +395,7 @@ func (s *Server) listMessages(c echo.Context) (RecordPage, error) {
 	}
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
-	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+	if _, err := s.sessions.GetNode(ctx, user(c).ID, sid, nid); err != nil {
 		return RecordPage{}, err
 	}
 	recs, err := s.store.Records(ctx, sid, q.After, int(q.Limit), nid)
@@ -407,7 +407,7 @@ func (s *Server) listMessages(c echo.Context) (RecordPage, error) {
 		next = recs[len(recs)-1].Seq
 	}
 	if recs == nil {
-		recs = []store.Record{}
+		recs = []protocol.Record{}
 	}
 	return RecordPage{Data: recs, NextAfter: next}, nil
 }
@@ -417,19 +417,19 @@ type MessageRequest struct {
 	Content *string `json:"content"`
 }
 
-func (s *Server) postMessage(c echo.Context) (store.Record, error) {
+func (s *Server) postMessage(c echo.Context) (protocol.Record, error) {
 	if p := principal(c); p.NodeID != "" {
 		// A message here is recorded as from the user: an agent's never is.
 		// Agents message their children and report to their parent through
 		// the agent API, which records who sent it.
-		return store.Record{}, orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s: a message sent here is from the user; an agent messages its descendants or its parent with POST $FILEPATH_API_URL/api/v1/nodes/{node}/messages", p.NodeID)
+		return protocol.Record{}, orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s: a message sent here is from the user; an agent messages its descendants or its parent with POST $FILEPATH_API_URL/api/v1/nodes/{node}/messages", p.NodeID)
 	}
 	var req MessageRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.Record{}, err
+		return protocol.Record{}, err
 	}
 	if req.Content == nil || strings.TrimSpace(*req.Content) == "" {
-		return store.Record{}, orchestrator.FieldErrorf("content", "field \"content\" is required and must not be empty")
+		return protocol.Record{}, orchestrator.FieldErrorf("content", "field \"content\" is required and must not be empty")
 	}
 	return s.deliver(c, protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromUser, Content: *req.Content})
 }
@@ -439,45 +439,45 @@ type SignalRequest struct {
 	Action *string `json:"action" jsonschema:"enum=stop,enum=pause,enum=resume"`
 }
 
-func (s *Server) postSignal(c echo.Context) (store.Record, error) {
+func (s *Server) postSignal(c echo.Context) (protocol.Record, error) {
 	var req SignalRequest
 	if err := decodeJSON(c, &req); err != nil {
-		return store.Record{}, err
+		return protocol.Record{}, err
 	}
 	if req.Action == nil {
-		return store.Record{}, orchestrator.FieldErrorf("action", "field \"action\" is required: stop, pause or resume")
+		return protocol.Record{}, orchestrator.FieldErrorf("action", "field \"action\" is required: stop, pause or resume")
 	}
 	switch *req.Action {
 	case protocol.ActionStop, protocol.ActionPause, protocol.ActionResume:
 	default:
-		return store.Record{}, orchestrator.FieldErrorf("action", "field \"action\" must be stop, pause or resume, not %q", *req.Action)
+		return protocol.Record{}, orchestrator.FieldErrorf("action", "field \"action\" must be stop, pause or resume, not %q", *req.Action)
 	}
 	return s.deliver(c, protocol.SignalInput{Type: protocol.TypeSignal, Action: *req.Action})
 }
 
 // deliver hands an input to the runner, or with no runner appends it to the
 // log as an input record; it answers the record.
-func (s *Server) deliver(c echo.Context, in protocol.Input) (store.Record, error) {
+func (s *Server) deliver(c echo.Context, in protocol.Input) (protocol.Record, error) {
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
-	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
-		return store.Record{}, err
+	if _, err := s.sessions.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+		return protocol.Record{}, err
 	}
 	if s.cfg.Runner != nil {
 		if _, isMsg := in.(protocol.MessageInput); isMsg {
 			if err := s.cfg.Runner.StartNode(ctx, user(c).ID, sid, nid); err != nil {
-				return store.Record{}, err
+				return protocol.Record{}, err
 			}
 		}
 		return s.cfg.Runner.Deliver(ctx, sid, nid, in)
 	}
 	data, err := json.Marshal(in)
 	if err != nil {
-		return store.Record{}, err
+		return protocol.Record{}, err
 	}
-	recs, err := s.store.Append(ctx, sid, store.NewRecord{NodeID: nid, Kind: store.KindInput, Data: data})
+	recs, err := s.store.Append(ctx, sid, protocol.Record{NodeID: nid, Kind: protocol.KindInput, Data: data})
 	if err != nil {
-		return store.Record{}, err
+		return protocol.Record{}, err
 	}
 	return recs[0], nil
 }
@@ -497,7 +497,7 @@ func (s *Server) nodeLogs(c echo.Context) error {
 	tail := q.Tail
 	ctx := c.Request().Context()
 	sid, nid := c.Param("id"), c.Param("node")
-	if _, err := s.store.GetNode(ctx, user(c).ID, sid, nid); err != nil {
+	if _, err := s.sessions.GetNode(ctx, user(c).ID, sid, nid); err != nil {
 		return err
 	}
 	var b []byte

@@ -1,13 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +17,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Close reasons of the stream.
@@ -62,7 +62,7 @@ func (s *Server) stream(c echo.Context) error {
 		return err
 	}
 	after := q.After
-	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+	if _, err := s.sessions.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
 	// A client can only know seqs the session has: a larger after (a
@@ -93,7 +93,7 @@ func (s *Server) stream(c echo.Context) error {
 	defer sub.Close()
 	// A delete between the check above and Subscribe ended no subscription
 	// of ours: check again.
-	if _, err := s.store.GetSession(ctx, uid, sid); err != nil {
+	if _, err := s.sessions.GetSession(ctx, uid, sid); err != nil {
 		return err
 	}
 
@@ -206,7 +206,7 @@ type streamer struct {
 
 // run replays then forwards live records until ctx ends or the subscription
 // is dropped (its error is returned).
-func (st *streamer) run(ctx context.Context, sub *hub.Subscription[store.Record]) error {
+func (st *streamer) run(ctx context.Context, sub *hub.Subscription[protocol.Record]) error {
 	if err := st.catchUp(ctx, math.MaxInt64); err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func (st *streamer) catchUp(ctx context.Context, upto int64) error {
 }
 
 // deliver sends rec unless it was sent or is out of the stream's scope.
-func (st *streamer) deliver(ctx context.Context, rec store.Record) error {
+func (st *streamer) deliver(ctx context.Context, rec protocol.Record) error {
 	if rec.Seq <= st.last {
 		return nil
 	}
@@ -278,7 +278,7 @@ func (st *streamer) deliver(ctx context.Context, rec store.Record) error {
 	return st.send(ctx, rec)
 }
 
-func (st *streamer) send(ctx context.Context, rec store.Record) error {
+func (st *streamer) send(ctx context.Context, rec protocol.Record) error {
 	b, err := encodeRecord(rec)
 	if err != nil {
 		return fmt.Errorf("encode record %d: %w", rec.Seq, err)
@@ -318,41 +318,15 @@ type writeError struct {
 func (e *writeError) Error() string { return fmt.Sprintf("write record %d: %v", e.seq, e.err) }
 func (e *writeError) Unwrap() error { return e.err }
 
-// encodeRecord is json.Marshal(rec) without re-validating and compacting
-// rec.Data, which the store keeps as a valid JSON object: that scan was the
-// largest encoding cost per record and client.
-func encodeRecord(rec store.Record) ([]byte, error) {
-	data := rec.Data
-	if len(data) == 0 {
-		data = json.RawMessage("null")
-	}
-	kind, err := json.Marshal(rec.Kind)
-	if err != nil {
+// encodeRecord is rec's JSON, one WebSocket message. It does not escape
+// '<', '>' and '&' as json.Marshal does: the data reach the client as the
+// store keeps them.
+func encodeRecord(rec protocol.Record) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rec); err != nil {
 		return nil, err
 	}
-	node, err := json.Marshal(rec.NodeID)
-	if err != nil {
-		return nil, err
-	}
-	at, err := rec.At.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, 96+len(kind)+len(node)+len(at)+len(data))
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, rec.Seq, 10)
-	b = append(b, `,"kind":`...)
-	b = append(b, kind...)
-	b = append(b, `,"node_id":`...)
-	b = append(b, node...)
-	b = append(b, `,"at":`...)
-	b = append(b, at...)
-	b = append(b, `,"data":`...)
-	b = append(b, data...)
-	if rec.Ref != 0 {
-		b = append(b, `,"ref":`...)
-		b = strconv.AppendInt(b, rec.Ref, 10)
-	}
-	b = append(b, '}')
-	return b, nil
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // dial opens the session stream after seq with the Bearer key.
@@ -135,7 +136,7 @@ func TestStreamContinuity(t *testing.T) {
 			<-start
 			for i := range perWriter {
 				data := fmt.Sprintf(`{"type":"text","content":"w%d-%d"}`, w, i)
-				if _, err := e.st.Append(ctx, s.ID, store.NewRecord{NodeID: n.ID, Kind: store.KindEvent, Data: json.RawMessage(data)}); err != nil {
+				if _, err := e.st.Append(ctx, s.ID, protocol.Record{NodeID: n.ID, Kind: protocol.KindEvent, Data: json.RawMessage(data)}); err != nil {
 					t.Errorf("append: %v", err)
 					return
 				}
@@ -200,12 +201,12 @@ func TestStreamContinuity(t *testing.T) {
 // TestStreamGapFilledFromStore: records the hub never delivers (a publish
 // gap) are read from the store before the next live record is sent.
 func TestStreamGapFilledFromStore(t *testing.T) {
-	e := newEnv(t, envOpts{publisher: func(h *hub.Hub[store.Record]) store.Publisher {
-		return publisherFunc(func(r store.Record) {
+	e := newEnv(t, envOpts{publisher: func(h *hub.Hub[protocol.Record]) store.Publisher {
+		return publisherFunc(func(sid string, r protocol.Record) {
 			if r.Seq%7 == 0 {
 				return // lost on the way to the hub
 			}
-			h.Publish(r)
+			h.Publish(sid, r)
 		})
 	}})
 	a := e.account("alice")
@@ -235,7 +236,7 @@ func TestStreamSlowClientDropped(t *testing.T) {
 		lat := make([]time.Duration, 0, n)
 		for range n {
 			t0 := time.Now()
-			if _, err := e.st.Append(ctx, s.ID, store.NewRecord{NodeID: n_node.ID, Kind: store.KindEvent, Data: data}); err != nil {
+			if _, err := e.st.Append(ctx, s.ID, protocol.Record{NodeID: n_node.ID, Kind: protocol.KindEvent, Data: data}); err != nil {
 				t.Fatal(err)
 			}
 			lat = append(lat, time.Since(t0))
@@ -336,7 +337,7 @@ func TestStreamCookieAuth(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "")
 	ck := (&http.Response{Header: r.header}).Cookies()[0]
-	admin, err := e.st.UserByName(context.Background(), "admin")
+	admin, err := e.users.UserByName(context.Background(), "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +483,7 @@ func (e *testEnv) baselineAppends(t *testing.T, n int, data json.RawMessage) []t
 	lat := make([]time.Duration, 0, n)
 	for range n {
 		t0 := time.Now()
-		if _, err := e.st.Append(context.Background(), s.ID, store.NewRecord{NodeID: node.ID, Kind: store.KindEvent, Data: data}); err != nil {
+		if _, err := e.st.Append(context.Background(), s.ID, protocol.Record{NodeID: node.ID, Kind: protocol.KindEvent, Data: data}); err != nil {
 			t.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))

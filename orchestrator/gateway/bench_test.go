@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/fakellm"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 )
 
 // benchTurn is the scripted answer of the latency benchmarks: 33 SSE events
@@ -166,9 +166,9 @@ func BenchmarkMeteringExact(b *testing.B) {
 	})
 	e.gw.Flush()
 	b.StopTimer()
-	var rows []store.Usage
+	var rows []sessions.Usage
 	for after := int64(0); ; {
-		page, err := e.st.SessionUsage(context.Background(), e.caller.SessionID, after, 5000)
+		page, err := e.sessions.SessionUsage(context.Background(), e.caller.SessionID, after, 5000)
 		if err != nil {
 			b.Fatal(err)
 		}

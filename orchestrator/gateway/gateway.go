@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Providers.
@@ -56,18 +58,26 @@ type Upstream struct {
 	BaseURL string // "": the provider's public URL
 }
 
-// Store is what the gateway needs of the store (orchestrator/store).
+// Store is what the gateway needs of the sessions' store
+// (orchestrator/store/sessions): a session's spend, and the metering.
 type Store interface {
 	// SessionSpend returns a session's budget and spend.
-	SessionSpend(ctx context.Context, sessionID string) (store.Spend, error)
+	SessionSpend(ctx context.Context, sessionID string) (sessions.Spend, error)
 	// RecordUsage stores metered requests and adds them to the nodes' and
 	// sessions' totals.
-	RecordUsage(ctx context.Context, us ...store.Usage) error
-	// Append adds records to a session's log (the over-budget notice).
-	Append(ctx context.Context, sessionID string, recs ...store.NewRecord) ([]store.Record, error)
+	RecordUsage(ctx context.Context, us ...sessions.Usage) error
 }
 
-var _ Store = (*store.Store)(nil)
+// Log is what the gateway needs of the session log (orchestrator/store).
+type Log interface {
+	// Append adds records to a session's log (the over-budget notice).
+	Append(ctx context.Context, sessionID string, recs ...protocol.Record) ([]protocol.Record, error)
+}
+
+var (
+	_ Store = (*sessions.Store)(nil)
+	_ Log   = (*store.Store)(nil)
+)
 
 // Config configures New.
 type Config struct {
@@ -75,6 +85,7 @@ type Config struct {
 	Anthropic  Upstream
 	OpenAI     Upstream
 	Store      Store // required
+	Log        Log   // required
 	// MaxBody bounds a request body in bytes (DefaultMaxBody); over it: 413.
 	MaxBody int64
 	// Timeout bounds the wait for the upstream's response headers (over it:
@@ -188,8 +199,8 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Store == nil {
-		return nil, errors.New("gateway: Store is required")
+	if cfg.Store == nil || cfg.Log == nil {
+		return nil, errors.New("gateway: Store and Log are required")
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = DefaultMaxBody

@@ -21,19 +21,24 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 const nodeToken = "fp_node_secret_token"
 
 type env struct {
-	st     *store.Store
-	pub    *testkit.Recorder[store.Record]
-	up     *fakellm.Server
-	gw     *gateway.Gateway
-	srv    *httptest.Server
-	caller orchestrator.Caller
-	user   store.User
-	clock  *testkit.Clock // of the spend cache
+	st       *store.Store
+	sessions *sessions.Store
+	pub      *storetest.Recorder
+	up       *fakellm.Server
+	gw       *gateway.Gateway
+	srv      *httptest.Server
+	caller   orchestrator.Caller
+	user     identity.User
+	clock    *testkit.Clock // of the spend cache
 }
 
 type envOpts struct {
@@ -47,17 +52,17 @@ type envOpts struct {
 func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{pub: &testkit.Recorder[store.Record]{}, up: fakellm.New(), clock: testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))}
+	e := &env{pub: &storetest.Recorder{}, up: fakellm.New(), clock: testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))}
 	t.Cleanup(e.up.Close)
 	st, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "f.db"), Publisher: e.pub})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e.st = st
-	e.user, _ = st.CreateUser(ctx, "alice", false)
-	sess, _ := st.CreateSession(ctx, e.user.ID, store.NewSession{Name: "s"})
-	n, err := st.CreateNode(ctx, e.user.ID, sess.ID, store.NewNode{AgentType: "shelley"})
+	e.st, e.sessions = st, sessions.New(st, sessions.Config{})
+	e.user, _ = identity.New(st).CreateUser(ctx, "alice", false)
+	sess, _ := e.sessions.CreateSession(ctx, e.user.ID, sessions.NewSession{Name: "s"})
+	n, err := e.sessions.CreateNode(ctx, e.user.ID, sess.ID, sessions.NewNode{AgentType: "shelley"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +71,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 		OpenRouter: gateway.Upstream{APIKey: "or-key", BaseURL: e.up.URL + "/api/v1"},
 		Anthropic:  gateway.Upstream{APIKey: "ant-key", BaseURL: e.up.URL},
 		OpenAI:     gateway.Upstream{APIKey: "oai-key", BaseURL: e.up.URL + "/v1"},
-		Store:      st,
+		Store:      e.sessions,
+		Log:        st,
 		Now:        e.clock.Now,
 		Logger:     slog.New(slog.DiscardHandler),
 	}
@@ -128,19 +134,19 @@ func readAll(t *testing.T, resp *http.Response) string {
 }
 
 // usage flushes the gateway and returns the session's metered requests.
-func (e *env) usage(t *testing.T) []store.Usage {
+func (e *env) usage(t *testing.T) []sessions.Usage {
 	t.Helper()
 	e.gw.Flush()
-	us, err := e.st.SessionUsage(context.Background(), e.caller.SessionID, 0, 0)
+	us, err := e.sessions.SessionUsage(context.Background(), e.caller.SessionID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return us
 }
 
-func (e *env) node(t testing.TB) store.Node {
+func (e *env) node(t testing.TB) sessions.Node {
 	t.Helper()
-	n, err := e.st.NodeByID(context.Background(), e.caller.NodeID)
+	n, err := e.sessions.NodeByID(context.Background(), e.caller.NodeID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,8 +230,8 @@ func TestOpenRouterStream(t *testing.T) {
 	}
 	var seen bool
 	for _, r := range e.pub.All() {
-		var c store.NodeChange
-		if r.Kind == store.KindNode && json.Unmarshal(r.Data, &c) == nil && c.Op == store.OpUpdated && c.Node.Tokens == 150 && c.Node.CostUSD == 0.0125 {
+		var c protocol.NodeChange
+		if r.Kind == protocol.KindNode && json.Unmarshal(r.Data, &c) == nil && c.Op == protocol.OpUpdated && c.Node.Tokens == 150 && c.Node.CostUSD == 0.0125 {
 			seen = true
 		}
 	}
@@ -573,7 +579,7 @@ func TestUpstreamSilenceCutsTheStream(t *testing.T) {
 func TestBudget(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, envOpts{})
-	if _, err := e.st.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, store.BudgetPatch{SetTokens: true, Tokens: ptr(int64(100))}); err != nil {
+	if _, err := e.sessions.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, sessions.BudgetPatch{SetTokens: true, Tokens: ptr(int64(100))}); err != nil {
 		t.Fatal(err)
 	}
 	e.up.Fallback(func(fakellm.Request) fakellm.Turn {
@@ -616,7 +622,7 @@ func TestBudget(t *testing.T) {
 	notices := func() []map[string]string {
 		var out []map[string]string
 		for _, r := range e.pub.All() {
-			if r.Kind == store.KindError && r.NodeID == e.caller.NodeID {
+			if r.Kind == protocol.KindError && r.NodeID == e.caller.NodeID {
 				var d map[string]string
 				_ = json.Unmarshal(r.Data, &d)
 				out = append(out, d)
@@ -633,7 +639,7 @@ func TestBudget(t *testing.T) {
 
 	// Raised: through again once the gateway reads the budget again (within
 	// its SpendTTL); used up again: one more notice.
-	if _, err := e.st.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, store.BudgetPatch{SetTokens: true, Tokens: ptr(int64(200))}); err != nil {
+	if _, err := e.sessions.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, sessions.BudgetPatch{SetTokens: true, Tokens: ptr(int64(200))}); err != nil {
 		t.Fatal(err)
 	}
 	if resp := chat(); resp.StatusCode != 429 {
@@ -654,7 +660,7 @@ func TestBudget(t *testing.T) {
 	}
 
 	// A dollar budget.
-	if _, err := e.st.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, store.BudgetPatch{SetTokens: true, SetUSD: true, USD: ptr(0.0)}); err != nil {
+	if _, err := e.sessions.SetSessionBudget(ctx, e.user.ID, e.caller.SessionID, sessions.BudgetPatch{SetTokens: true, SetUSD: true, USD: ptr(0.0)}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(gateway.DefaultSpendTTL)
@@ -727,7 +733,7 @@ func TestCloseWritesEverything(t *testing.T) {
 	if err := e.gw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	us, _ := e.st.SessionUsage(context.Background(), e.caller.SessionID, 0, 0)
+	us, _ := e.sessions.SessionUsage(context.Background(), e.caller.SessionID, 0, 0)
 	if len(us) != 6 {
 		t.Fatalf("%d rows after Close, want 6", len(us))
 	}

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // maxBatch bounds the requests written to the store in one go; meterLinger
@@ -28,14 +29,14 @@ const (
 )
 
 type meterItem struct {
-	u    store.Usage
+	u    sessions.Usage
 	sync chan struct{} // a Flush marker instead of a request
 }
 
 // spendEntry is a session's budget and spend as the gateway knows it: read
 // from the store at most every SpendTTL, plus what the gateway metered since.
 type spendEntry struct {
-	sp store.Spend
+	sp sessions.Spend
 	at time.Time
 }
 
@@ -43,7 +44,7 @@ type spendEntry struct {
 // before every request; reading the store each time cost a fifth of a
 // millisecond of the time to first byte. A budget changed through the API
 // counts within SpendTTL; a request the gateway metered counts at once.
-func (g *Gateway) spend(ctx context.Context, sessionID string) (store.Spend, error) {
+func (g *Gateway) spend(ctx context.Context, sessionID string) (sessions.Spend, error) {
 	now := g.cfg.Now()
 	g.spendMu.Lock()
 	if e, ok := g.spends[sessionID]; ok && now.Sub(e.at) < g.cfg.SpendTTL {
@@ -68,7 +69,7 @@ func (g *Gateway) spend(ctx context.Context, sessionID string) (store.Spend, err
 }
 
 // spent adds a metered request to its session's cached spend.
-func (g *Gateway) spent(u store.Usage) {
+func (g *Gateway) spent(u sessions.Usage) {
 	g.spendMu.Lock()
 	if e, ok := g.spends[u.SessionID]; ok {
 		e.sp.TokensUsed += u.Tokens()
@@ -81,7 +82,7 @@ func (g *Gateway) spent(u store.Usage) {
 
 // meter queues a finished request for the store. After Close it is written
 // at once.
-func (g *Gateway) meter(u store.Usage) {
+func (g *Gateway) meter(u sessions.Usage) {
 	g.spent(u)
 	g.mu.RLock()
 	if !g.closed {
@@ -90,7 +91,7 @@ func (g *Gateway) meter(u store.Usage) {
 		return
 	}
 	g.mu.RUnlock()
-	g.record([]store.Usage{u})
+	g.record([]sessions.Usage{u})
 }
 
 // begin and end bracket a request that will be metered, for Flush.
@@ -133,7 +134,7 @@ func (g *Gateway) Flush() {
 // they arrive together, until Close; then it writes what is left.
 func (g *Gateway) writeUsage() {
 	defer close(g.done)
-	batch := make([]store.Usage, 0, maxBatch)
+	batch := make([]sessions.Usage, 0, maxBatch)
 	var syncs []chan struct{}
 	add := func(it meterItem) {
 		if it.sync != nil {
@@ -193,7 +194,7 @@ func (g *Gateway) writeUsage() {
 
 // record writes requests to the store; a failure is logged with every row
 // so that the log still holds what was spent.
-func (g *Gateway) record(us []store.Usage) {
+func (g *Gateway) record(us []sessions.Usage) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := g.cfg.Store.RecordUsage(ctx, us...); err != nil {
@@ -226,7 +227,7 @@ func (g *Gateway) checkBudget(ctx context.Context, c orchestrator.Caller) (apiEr
 	return apiError{status: http.StatusTooManyRequests, code: "budget_exceeded", msg: msg}, true
 }
 
-func budgetMessage(sessionID string, sp store.Spend, what string) string {
+func budgetMessage(sessionID string, sp sessions.Spend, what string) string {
 	if what == "usd" {
 		return fmt.Sprintf("this session's LLM budget is used up: $%.4f of $%.4f spent (budget_usd). "+
 			"The session's owner can raise or clear it: PATCH /api/v1/sessions/%s with {\"budget_usd\": <dollars>} (null: unlimited)",
@@ -239,7 +240,7 @@ func budgetMessage(sessionID string, sp store.Spend, what string) string {
 
 // notice appends the over-budget error record to the node's chat, unless
 // this node already got one for this budget.
-func (g *Gateway) notice(ctx context.Context, c orchestrator.Caller, sp store.Spend, msg string) {
+func (g *Gateway) notice(ctx context.Context, c orchestrator.Caller, sp sessions.Spend, msg string) {
 	state := budgetState(sp.Budget)
 	g.noticeMu.Lock()
 	if g.noticed[c.NodeID] == state {
@@ -253,8 +254,8 @@ func (g *Gateway) notice(ctx context.Context, c orchestrator.Caller, sp store.Sp
 	g.noticeMu.Unlock()
 
 	data, _ := json.Marshal(map[string]string{"message": msg, "source": "gateway"})
-	if _, err := g.cfg.Store.Append(context.WithoutCancel(ctx), c.SessionID,
-		store.NewRecord{NodeID: c.NodeID, Kind: store.KindError, Data: data}); err != nil {
+	if _, err := g.cfg.Log.Append(context.WithoutCancel(ctx), c.SessionID,
+		protocol.Record{NodeID: c.NodeID, Kind: protocol.KindError, Data: data}); err != nil {
 		g.log.Warn("record the over-budget notice", "node", c.NodeID, "err", err)
 		g.noticeMu.Lock()
 		if g.noticed[c.NodeID] == state {
@@ -266,7 +267,7 @@ func (g *Gateway) notice(ctx context.Context, c orchestrator.Caller, sp store.Sp
 
 // budgetState names a budget: a node is told again when its session's
 // budget changes and is used up again.
-func budgetState(b store.Budget) string {
+func budgetState(b sessions.Budget) string {
 	s := "-"
 	if b.Tokens != nil {
 		s = strconv.FormatInt(*b.Tokens, 10)

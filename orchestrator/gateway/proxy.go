@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 )
 
 // StatusClientClosed is the status metered for a request whose agent went
@@ -73,7 +73,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.begin()
 	defer g.end()
 	start := time.Now()
-	u := store.Usage{UserID: caller.UserID, SessionID: caller.SessionID, NodeID: caller.NodeID, Provider: rt.provider,
+	u := sessions.Usage{UserID: caller.UserID, SessionID: caller.SessionID, NodeID: caller.NodeID, Provider: rt.provider,
 		Endpoint: strings.TrimPrefix(rt.upstream, "/")}
 	// refuse answers e without asking the upstream; the request is metered
 	// all the same (it spent nothing).
@@ -126,7 +126,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // forward sends the request upstream and passes the answer back, reading
 // its usage on the side into u.
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt route, p *provider, body []byte, anthropic bool, u *store.Usage) {
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt route, p *provider, body []byte, anthropic bool, u *sessions.Usage) {
 	start := time.Now()
 	// An answer takes as long as the model writes: no server write deadline
 	// (Config.Timeout bounds the upstream's silences instead).

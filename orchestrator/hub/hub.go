@@ -25,10 +25,9 @@ type Config struct {
 }
 
 // Hub delivers published values to the subscribers of their key (a session id).
-// R is the record type; key extracts the key from a record. All methods are
-// safe for concurrent use. Publish never blocks on a subscriber.
+// R is the record type; the publisher names the key beside each record. All
+// methods are safe for concurrent use. Publish never blocks on a subscriber.
 type Hub[R any] struct {
-	key    func(R) string
 	buffer int
 
 	mu      sync.Mutex // guards subs, closed, dropped
@@ -37,12 +36,12 @@ type Hub[R any] struct {
 	dropped uint64
 }
 
-// New returns a Hub that files records under key(record).
-func New[R any](cfg Config, key func(R) string) *Hub[R] {
+// New returns a Hub of records of type R.
+func New[R any](cfg Config) *Hub[R] {
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = DefaultBuffer
 	}
-	return &Hub[R]{key: key, buffer: cfg.Buffer, subs: make(map[string]map[*Subscription[R]]struct{})}
+	return &Hub[R]{buffer: cfg.Buffer, subs: make(map[string]map[*Subscription[R]]struct{})}
 }
 
 // Subscription receives the records published under one key after it was made.
@@ -95,13 +94,12 @@ func (h *Hub[R]) Subscribe(key string) *Subscription[R] {
 	return s
 }
 
-// Publish hands rec to every subscriber of its key without blocking: a
+// Publish hands rec to every subscriber of key without blocking: a
 // subscriber whose buffer is full is dropped with ErrTooSlow.
-func (h *Hub[R]) Publish(rec R) {
-	k := h.key(rec)
+func (h *Hub[R]) Publish(key string, rec R) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.subs[k] {
+	for s := range h.subs[key] {
 		select {
 		case s.c <- rec:
 		default:

@@ -16,7 +16,7 @@ type rec struct {
 }
 
 func newHub(buf int) *hub.Hub[rec] {
-	return hub.New(hub.Config{Buffer: buf}, func(r rec) string { return r.session })
+	return hub.New[rec](hub.Config{Buffer: buf})
 }
 
 func TestPublishDelivers(t *testing.T) {
@@ -34,7 +34,7 @@ func TestPublishDelivers(t *testing.T) {
 			h := newHub(8)
 			s := h.Subscribe("a")
 			for _, r := range tt.publish {
-				h.Publish(r)
+				h.Publish(r.session, r)
 			}
 			s.Close()
 			var got []int
@@ -73,7 +73,7 @@ func TestSlowSubscriberDroppedWithoutBlocking(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := 1; i <= 1000; i++ {
-			h.Publish(rec{"a", i})
+			h.Publish("a", rec{"a", i})
 		}
 	}()
 	select {
@@ -117,7 +117,7 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 	if _, ok := <-late.C(); ok || !errors.Is(late.Err(), hub.ErrClosed) {
 		t.Fatal("subscribe after Close should return an ended subscription")
 	}
-	h.Publish(rec{"a", 1})
+	h.Publish("a", rec{"a", 1})
 }
 
 // TestEndKey: End closes the subscriptions of one key with the given reason
@@ -133,8 +133,8 @@ func TestEndKey(t *testing.T) {
 		}
 	}
 	late := h.Subscribe("a")
-	h.Publish(rec{"a", 1})
-	h.Publish(rec{"b", 1})
+	h.Publish("a", rec{"a", 1})
+	h.Publish("b", rec{"b", 1})
 	if r := <-late.C(); r.seq != 1 {
 		t.Fatalf("later subscriber of a got %v", r)
 	}
@@ -162,7 +162,7 @@ func BenchmarkPublish(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := range b.N {
-				h.Publish(rec{"a", i})
+				h.Publish("a", rec{"a", i})
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(h.Dropped()), "drops")

@@ -16,6 +16,8 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -70,7 +72,7 @@ func TestAgentAPIInContainer(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		rt := c.Runtime.(*containers.Docker)
 		var err error
-		api, err = agentapi.New(agentapi.Config{Auth: c.Store, Netns: rt})
+		api, err = agentapi.New(agentapi.Config{Auth: c.Users, Netns: rt})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +80,7 @@ func TestAgentAPIInContainer(t *testing.T) {
 		c.AgentAPI = api
 	})
 	t.Cleanup(api.Shutdown)
-	root, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: byoEchoImage})
+	root, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: byoEchoImage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestAgentAPIInContainer(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("/done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if api.Serving(root.ID) {
 		t.Fatal("the listener outlived its container")
 	}
@@ -126,22 +128,22 @@ func TestAgentAPIInContainer(t *testing.T) {
 func TestAgentAPIProcessRuntime(t *testing.T) {
 	// The agent calls the API, keeps the answer in its workspace, and ends.
 	probe := `bash probe.sh /whoami "$FILEPATH_API_KEY" > answer.txt; echo '{"type":"done"}'`
-	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "process"}, func(c *Config) {
-		api, err := agentapi.New(agentapi.Config{Auth: c.Store})
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "process"}, func(c *Config) {
+		api, err := agentapi.New(agentapi.Config{Auth: c.Users})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(api.Shutdown)
 		api.Mount("/whoami", whoami)
 		c.AgentAPI = api
-		c.Cmd = func(store.Node) []string { return []string{"bash", "-c", probe} }
+		c.Cmd = func(sessions.Node) []string { return []string{"bash", "-c", probe} }
 	})
 	root := e.processRoot("")
 	testkit.WriteProbe(t, e.workspace(root.ID))
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	got, err := os.ReadFile(filepath.Join(e.dir, "nodes", root.ID, "answer.txt"))
 	if err != nil || strings.TrimSpace(string(got)) != "200 "+root.ID {
 		t.Fatalf("the agent's answer: %q (%v), want 200 %s", got, err, root.ID)
@@ -166,7 +168,7 @@ func TestMissingProviderKey(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.agent, func(t *testing.T) {
 			r := &Runner{cfg: Config{ProviderKeys: keys}}
-			err := r.checkProviderKey(store.Node{AgentType: tt.agent})
+			err := r.checkProviderKey(sessions.Node{Node: protocol.Node{AgentType: tt.agent}})
 			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 				t.Fatalf("err %v, want one naming %q", err, tt.want)
 			}
@@ -180,14 +182,15 @@ func TestMissingProviderKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	defer st.Close()
-	u, _ := st.CreateUser(ctx, "dan", false)
-	s, _ := st.CreateSession(ctx, u.ID, store.NewSession{Name: "keys"})
-	n, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: "shelley"})
+	u, _ := ident.CreateUser(ctx, "dan", false)
+	s, _ := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "keys"})
+	n, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: "shelley"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Store: st, Runtime: noRuntime{}, DataDir: dir, ProviderKeys: keys})
+	r, err := New(withNouns(Config{Store: st, Runtime: noRuntime{}, DataDir: dir, ProviderKeys: keys}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,14 +198,14 @@ func TestMissingProviderKey(t *testing.T) {
 	if err := r.StartNode(ctx, u.ID, s.ID, n.ID); err == nil || !strings.Contains(err.Error(), "set FILEPATH_OPENROUTER_API_KEY") {
 		t.Fatalf("start shelley without an OpenRouter key: %v", err)
 	}
-	got, _ := st.NodeByID(ctx, n.ID)
-	if got.Status != store.NodeError || got.ContainerID != "" {
+	got, _ := ss.NodeByID(ctx, n.ID)
+	if got.Status != protocol.StateError || got.ContainerID != "" {
 		t.Fatalf("node after the refused start: status %s, container %q", got.Status, got.ContainerID)
 	}
 	recs, _ := st.Records(ctx, s.ID, 0, 100, n.ID)
 	var msgs []string
 	for _, rec := range recs {
-		if rec.Kind == store.KindError {
+		if rec.Kind == protocol.KindError {
 			var e struct{ Message string }
 			json.Unmarshal(rec.Data, &e)
 			msgs = append(msgs, e.Message)
@@ -211,7 +214,7 @@ func TestMissingProviderKey(t *testing.T) {
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "FILEPATH_OPENROUTER_API_KEY") {
 		t.Fatalf("error records %q, want one naming FILEPATH_OPENROUTER_API_KEY", msgs)
 	}
-	keysLeft, _ := st.ListAPIKeys(ctx, u.ID)
+	keysLeft, _ := ident.ListAPIKeys(ctx, u.ID)
 	if len(keysLeft) != 0 {
 		t.Fatalf("a refused start created %d node keys", len(keysLeft))
 	}

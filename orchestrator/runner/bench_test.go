@@ -12,6 +12,8 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
 )
@@ -59,16 +61,17 @@ func benchStore(b *testing.B) (*store.Store, string, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	b.Cleanup(func() { st.Close() })
-	u, err := st.CreateUser(ctx, "bench", false)
+	u, err := ident.CreateUser(ctx, "bench", false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "bench"})
+	s, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	n, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
+	n, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +91,7 @@ func BenchmarkRelayToStore(b *testing.B) {
 	eff := exitEffects{done: make(chan struct{})}
 	b.ResetTimer()
 	r, err := relay.Start(context.Background(), relay.Config{
-		Node: relay.Node{SessionID: sid, ID: nid, ContainerID: "c"}, Log: storeLog{st: st}, Process: memProcess{frames: frames}, Effects: eff,
+		Node: relay.Node{SessionID: sid, ID: nid, ContainerID: "c"}, Log: storeLog{st, sessions.New(st, sessions.Config{})}, Process: memProcess{frames: frames}, Effects: eff,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -45,10 +44,10 @@ const npmDefaultTest = `echo "Error: no test specified" && exit 1`
 // package writes its binary into /workspace, where the next rescue commit
 // would pick it up); Node (package.json): its build and test scripts (not
 // npm init's placeholder test). None found: nil.
-func DetectChecks(fsys fs.FS) []store.Check {
-	var out []store.Check
+func DetectChecks(fsys fs.FS) []protocol.Check {
+	var out []protocol.Check
 	if exists(fsys, "go.mod") || exists(fsys, "go.work") {
-		out = append(out, store.Check{Command: GoBuildCheck}, store.Check{Command: "go vet ./..."})
+		out = append(out, protocol.Check{Command: GoBuildCheck}, protocol.Check{Command: "go vet ./..."})
 	}
 	if f, err := fsys.Open("package.json"); err == nil {
 		var pkg struct {
@@ -58,10 +57,10 @@ func DetectChecks(fsys fs.FS) []store.Check {
 		f.Close()
 		if err == nil {
 			if strings.TrimSpace(pkg.Scripts["build"]) != "" {
-				out = append(out, store.Check{Command: "npm run build"})
+				out = append(out, protocol.Check{Command: "npm run build"})
 			}
 			if t := strings.TrimSpace(pkg.Scripts["test"]); t != "" && t != npmDefaultTest {
-				out = append(out, store.Check{Command: "npm test"})
+				out = append(out, protocol.Check{Command: "npm test"})
 			}
 		}
 	}
@@ -73,7 +72,7 @@ func exists(fsys fs.FS, name string) bool {
 	return err == nil && !fi.IsDir()
 }
 
-func (r *Runner) checkTimeout(c store.Check) time.Duration {
+func (r *Runner) checkTimeout(c protocol.Check) time.Duration {
 	if c.Timeout > 0 {
 		return time.Duration(c.Timeout) * time.Second
 	}
@@ -183,7 +182,7 @@ func (r *Runner) rescue(ctx context.Context, p *startPlan) (*protocol.CommitEven
 		return nil, nil
 	}
 	msg := fmt.Sprintf("filepath: rescue uncommitted work of agent %q (node %s) before its %s", p.node.Name, p.node.ID, p.why())
-	res, err := r.run(ctx, p, rescueScript, map[string]string{"FILEPATH_RESCUE_MESSAGE": msg}, r.checkTimeout(store.Check{}))
+	res, err := r.run(ctx, p, rescueScript, map[string]string{"FILEPATH_RESCUE_MESSAGE": msg}, r.checkTimeout(protocol.Check{}))
 	line := ""
 	for _, l := range strings.Split(res.Output, "\n") {
 		if rest, ok := strings.CutPrefix(l, "filepath-rescue: "); ok {

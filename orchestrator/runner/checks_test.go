@@ -6,16 +6,15 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
 func TestDetectChecks(t *testing.T) {
-	goChecks := []store.Check{{Command: "go build -o /dev/null ./..."}, {Command: "go vet ./..."}}
+	goChecks := []protocol.Check{{Command: "go build -o /dev/null ./..."}, {Command: "go vet ./..."}}
 	tests := []struct {
 		name  string
 		files map[string]string
-		want  []store.Check
+		want  []protocol.Check
 	}{
 		{"empty", nil, nil},
 		{"go module", map[string]string{"go.mod": "module x\n", "main.go": "package main"}, goChecks},
@@ -23,14 +22,14 @@ func TestDetectChecks(t *testing.T) {
 		{"go.mod only in a subdirectory", map[string]string{"sub/go.mod": "module x\n"}, nil},
 		{"go.mod is a directory", map[string]string{"go.mod/x": ""}, nil},
 		{"node build and test", map[string]string{"package.json": `{"scripts": {"build": "vite build", "test": "vitest run"}}`},
-			[]store.Check{{Command: "npm run build"}, {Command: "npm test"}}},
-		{"node test only", map[string]string{"package.json": `{"scripts": {"test": "jest", "lint": "eslint ."}}`}, []store.Check{{Command: "npm test"}}},
+			[]protocol.Check{{Command: "npm run build"}, {Command: "npm test"}}},
+		{"node test only", map[string]string{"package.json": `{"scripts": {"test": "jest", "lint": "eslint ."}}`}, []protocol.Check{{Command: "npm test"}}},
 		{"npm init's placeholder test", map[string]string{"package.json": `{"scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}`}, nil},
 		{"no scripts", map[string]string{"package.json": `{"name": "x"}`}, nil},
 		{"blank script", map[string]string{"package.json": `{"scripts": {"build": "  "}}`}, nil},
 		{"broken package.json", map[string]string{"package.json": `{"scripts": `}, nil},
 		{"go and node", map[string]string{"go.mod": "module x", "package.json": `{"scripts": {"build": "tsc"}}`},
-			append(append([]store.Check(nil), goChecks...), store.Check{Command: "npm run build"})},
+			append(append([]protocol.Check(nil), goChecks...), protocol.Check{Command: "npm run build"})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

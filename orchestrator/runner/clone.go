@@ -15,7 +15,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -32,7 +32,7 @@ const maxCloneOutput = 16 << 10
 // clone shows in the node's chat as a command event pair; a failure is
 // returned (the caller marks the node error and does not start it). cloned
 // says that this call cloned it.
-func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.Node, dir string) (cloned bool, err error) {
+func (r *Runner) cloneRepo(ctx context.Context, sess protocol.Session, node sessions.Node, dir string) (cloned bool, err error) {
 	if sess.GitRepoURL == nil || *sess.GitRepoURL == "" {
 		return false, nil
 	}
@@ -108,11 +108,11 @@ func (r *Runner) cloneRepo(ctx context.Context, sess store.Session, node store.N
 	}
 }
 
-func (r *Runner) appendCommand(ctx context.Context, node store.Node, ev protocol.CommandEvent) {
+func (r *Runner) appendCommand(ctx context.Context, node sessions.Node, ev protocol.CommandEvent) {
 	ev.Type = protocol.TypeCommand
 	data, err := json.Marshal(ev)
 	if err == nil {
-		_, err = r.st.Append(context.WithoutCancel(ctx), node.SessionID, store.NewRecord{NodeID: node.ID, Kind: store.KindEvent, Data: data})
+		_, err = r.st.Append(context.WithoutCancel(ctx), node.SessionID, protocol.Record{NodeID: node.ID, Kind: protocol.KindEvent, Data: data})
 	}
 	if err != nil {
 		r.log.Warn("append clone progress", "node", node.ID, "err", err)

@@ -14,17 +14,17 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/internal/testkit"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
-func (e *env) sessionWithRepo(url string) (store.Session, store.Node) {
+func (e *env) sessionWithRepo(url string) (protocol.Session, sessions.Node) {
 	e.t.Helper()
-	s, err := e.st.CreateSession(e.ctx, e.uid, store.NewSession{Name: "with repo", GitRepoURL: &url})
+	s, err := e.sessions.CreateSession(e.ctx, e.uid, sessions.NewSession{Name: "with repo", GitRepoURL: &url})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	n, err := e.st.CreateNode(e.ctx, e.uid, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo cloned"})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo cloned"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -32,11 +32,11 @@ func (e *env) sessionWithRepo(url string) (store.Session, store.Node) {
 	return s, n
 }
 
-func commandEvents(t *testing.T, recs []store.Record) []protocol.CommandEvent {
+func commandEvents(t *testing.T, recs []protocol.Record) []protocol.CommandEvent {
 	t.Helper()
 	var out []protocol.CommandEvent
 	for _, r := range recs {
-		if r.Kind != store.KindEvent {
+		if r.Kind != protocol.KindEvent {
 			continue
 		}
 		var ev protocol.CommandEvent
@@ -71,7 +71,7 @@ func TestCloneBeforeAgentStarts(t *testing.T) {
 	// The clone comes before anything the agent printed.
 	recs := e.records(n.ID)
 	for _, r := range recs {
-		if r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"text"`) {
+		if r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"text"`) {
 			t.Fatalf("agent text before the clone finished:\n%s", dump(recs))
 		}
 		if strings.Contains(string(r.Data), `"status":"done"`) && strings.Contains(string(r.Data), "git clone") {
@@ -90,7 +90,7 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 		t.Fatalf("start: %v, want a git clone failure", err)
 	}
 	got := e.node(n.ID)
-	if got.Status != store.NodeError || got.ContainerID != "" || e.r.Running(n.ID) {
+	if got.Status != protocol.StateError || got.ContainerID != "" || e.r.Running(n.ID) {
 		t.Fatalf("node after a failed clone: status %s container %q running %v", got.Status, got.ContainerID, e.r.Running(n.ID))
 	}
 	recs := e.records(n.ID)
@@ -100,7 +100,7 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 	}
 	var sawError bool
 	for _, r := range recs {
-		sawError = sawError || (r.Kind == store.KindError && strings.Contains(string(r.Data), "git clone"))
+		sawError = sawError || (r.Kind == protocol.KindError && strings.Contains(string(r.Data), "git clone"))
 	}
 	if !sawError {
 		t.Fatalf("no error record naming the clone:\n%s", dump(recs))
@@ -134,7 +134,7 @@ func TestCloneRefusesPrivateHosts(t *testing.T) {
 			if entries, _ := os.ReadDir(filepath.Join(e.dir, "nodes", n.ID)); len(entries) != 0 {
 				t.Fatalf("the workspace has %d entries after a refused clone", len(entries))
 			}
-			if got := e.node(n.ID); got.Status != store.NodeError || e.r.Running(n.ID) {
+			if got := e.node(n.ID); got.Status != protocol.StateError || e.r.Running(n.ID) {
 				t.Fatalf("node after a refused clone: %s running %v", got.Status, e.r.Running(n.ID))
 			}
 			cmds := commandEvents(t, e.records(n.ID))

@@ -9,6 +9,8 @@ import (
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
 )
@@ -24,20 +26,21 @@ func newUnitRunner(t *testing.T) (*Runner, *store.Store, relay.Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	t.Cleanup(func() { st.Close() })
-	u, err := st.CreateUser(ctx, "bob", false)
+	u, err := ident.CreateUser(ctx, "bob", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "unit"})
+	s, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "unit"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := st.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
+	n, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Store: st, Runtime: noRuntime{}, DataDir: dir})
+	r, err := New(withNouns(Config{Store: st, Runtime: noRuntime{}, DataDir: dir}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,20 +55,20 @@ func TestExitedStatus(t *testing.T) {
 		status string
 		code   *int
 	}{
-		{name: "clean", exit: relay.Exit{Code: 0, Done: true}, status: store.NodeDone, code: ptr(0)},
-		{name: "no done", exit: relay.Exit{Code: 0}, status: store.NodeError, code: ptr(0)},
-		{name: "crash", exit: relay.Exit{Code: 3}, status: store.NodeError, code: ptr(3)},
-		{name: "stopped politely", exit: relay.Exit{Code: 0, Done: true, Stopped: true}, status: store.NodeDone, code: ptr(0)},
-		{name: "stopped by kill", exit: relay.Exit{Code: 137, Stopped: true}, status: store.NodeIdle, code: ptr(137)},
-		{name: "container lost", exit: relay.Exit{Code: -1, Err: context.Canceled}, status: store.NodeError},
+		{name: "clean", exit: relay.Exit{Code: 0, Done: true}, status: protocol.StateDone, code: ptr(0)},
+		{name: "no done", exit: relay.Exit{Code: 0}, status: protocol.StateError, code: ptr(0)},
+		{name: "crash", exit: relay.Exit{Code: 3}, status: protocol.StateError, code: ptr(3)},
+		{name: "stopped politely", exit: relay.Exit{Code: 0, Done: true, Stopped: true}, status: protocol.StateDone, code: ptr(0)},
+		{name: "stopped by kill", exit: relay.Exit{Code: 137, Stopped: true}, status: protocol.StateIdle, code: ptr(137)},
+		{name: "container lost", exit: relay.Exit{Code: -1, Err: context.Canceled}, status: protocol.StateError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, st, node := newUnitRunner(t)
+			r, _, node := newUnitRunner(t)
 			if err := r.Exited(context.Background(), node, tt.exit); err != nil {
 				t.Fatal(err)
 			}
-			n, err := st.NodeByID(context.Background(), node.ID)
+			n, err := r.sessions.NodeByID(context.Background(), node.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,21 +80,21 @@ func TestExitedStatus(t *testing.T) {
 }
 
 func TestStatusAndDone(t *testing.T) {
-	r, st, node := newUnitRunner(t)
+	r, _, node := newUnitRunner(t)
 	ctx := context.Background()
 	pct := 0.25
-	if err := r.StatusChanged(ctx, node, protocol.StatusEvent{Type: "status", State: store.NodeThinking, ContextPct: &pct}); err != nil {
+	if err := r.StatusChanged(ctx, node, protocol.StatusEvent{Type: "status", State: protocol.StateThinking, ContextPct: &pct}); err != nil {
 		t.Fatal(err)
 	}
-	n, _ := st.NodeByID(ctx, node.ID)
-	if n.Status != store.NodeThinking || n.ContextPct == nil || *n.ContextPct != pct {
+	n, _ := r.sessions.NodeByID(ctx, node.ID)
+	if n.Status != protocol.StateThinking || n.ContextPct == nil || *n.ContextPct != pct {
 		t.Fatalf("after status: %s %v", n.Status, n.ContextPct)
 	}
 	node.ParentID = "not-running" // the parent has no relay: nothing to deliver, no error
 	if err := r.Done(ctx, node, protocol.DoneEvent{Type: "done"}); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := st.NodeByID(ctx, node.ID); n.Status != store.NodeDone {
+	if n, _ := r.sessions.NodeByID(ctx, node.ID); n.Status != protocol.StateDone {
 		t.Fatalf("after done: %s", n.Status)
 	}
 }
@@ -110,13 +113,13 @@ func ptr[T any](v T) *T { return &v }
 // already has fails with a 409 naming the clash (the relay turns it into an
 // error record in the node's chat), before any container is started.
 func TestSpawnNameClashIsAnError(t *testing.T) {
-	r, st, node := newUnitRunner(t)
+	r, _, node := newUnitRunner(t)
 	ctx := context.Background()
-	root, err := st.NodeByID(ctx, node.ID)
+	root, err := r.sessions.NodeByID(ctx, node.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateNode(ctx, mustOwner(t, st, node.SessionID), node.SessionID, store.NewNode{Name: "w1", AgentType: AgentCustom, Image: "x", ParentID: &root.ID}); err != nil {
+	if _, err := r.sessions.CreateNode(ctx, mustOwner(t, r.sessions, node.SessionID), node.SessionID, sessions.NewNode{Name: "w1", AgentType: AgentCustom, Image: "x", ParentID: &root.ID}); err != nil {
 		t.Fatal(err)
 	}
 	err = r.Spawn(ctx, node, protocol.SpawnEvent{Type: "spawn", Name: "w1"})
@@ -125,9 +128,9 @@ func TestSpawnNameClashIsAnError(t *testing.T) {
 	}
 }
 
-func mustOwner(t *testing.T, st *store.Store, sid string) string {
+func mustOwner(t *testing.T, ss *sessions.Store, sid string) string {
 	t.Helper()
-	s, err := st.SessionByID(context.Background(), sid)
+	s, err := ss.SessionByID(context.Background(), sid)
 	if err != nil {
 		t.Fatal(err)
 	}

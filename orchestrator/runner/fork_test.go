@@ -24,7 +24,7 @@ func TestSpawnForkFailsWithoutChild(t *testing.T) {
 	fork := protocol.WorkspaceFork
 	ev := protocol.SpawnEvent{Type: protocol.TypeSpawn, Name: "kid", Agent: AgentCustom, Workspace: &fork}
 
-	r, st, parent := newUnitRunner(t)
+	r, _, parent := newUnitRunner(t)
 	_, err := r.SpawnChild(ctx, parent.SessionID, parent.ID, ev)
 	if orchestrator.ErrorCode(err) != orchestrator.EInvalid {
 		t.Fatalf("spawn with fork and no Forks: %v", err)
@@ -34,11 +34,11 @@ func TestSpawnForkFailsWithoutChild(t *testing.T) {
 	if _, err := r.SpawnChild(ctx, parent.SessionID, parent.ID, ev); err == nil || ff.calls != 1 {
 		t.Fatalf("spawn with a failing fork: %v (%d calls)", err, ff.calls)
 	}
-	sess, err := st.SessionByID(ctx, parent.SessionID)
+	sess, err := r.sessions.SessionByID(ctx, parent.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := st.Tree(ctx, sess.UserID, parent.SessionID)
+	nodes, err := r.sessions.Tree(ctx, sess.UserID, parent.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/internal/testkit"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -29,10 +29,10 @@ func gitAgent(t *testing.T) string {
 }
 
 // kindsOf lists the node's records as kind:type (node records left out).
-func kindsOf(recs []store.Record) []string {
+func kindsOf(recs []protocol.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if r.Kind == store.KindNode {
+		if r.Kind == protocol.KindNode {
 			continue
 		}
 		var d struct{ Type string }
@@ -57,14 +57,14 @@ func TestHandoffContinuation(t *testing.T) {
 	rec := &envRecorder{}
 	e := newEnv(t, func(c *Config) { c.Memories = mem; rec.Runtime = c.Runtime; c.Runtime = rec })
 	lint := "echo 'lint: parse.go:3: x declared and not used' >&2; exit 2"
-	if _, err := e.st.SetSessionChecks(e.ctx, e.uid, e.sid, []store.Check{{Command: lint}}); err != nil {
+	if _, err := e.sessions.SetSessionChecks(e.ctx, e.uid, e.sid, []protocol.Check{{Command: lint}}); err != nil {
 		t.Fatal(err)
 	}
-	root, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: img, Task: "command; commit; echo generation one"})
+	root, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: img, Task: "command; commit; echo generation one"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "helper", AgentType: AgentCustom, Image: img, ParentID: &root.ID})
+	child, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "helper", AgentType: AgentCustom, Image: img, ParentID: &root.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +88,9 @@ func TestHandoffContinuation(t *testing.T) {
 		var ev struct{ Type, Status string }
 		json.Unmarshal(r.Data, &ev)
 		switch {
-		case r.Kind == store.KindEvent && ev.Type == protocol.TypeCommand && ev.Status == protocol.StepDone:
+		case r.Kind == protocol.KindEvent && ev.Type == protocol.TypeCommand && ev.Status == protocol.StepDone:
 			cmdSeq = r.Seq
-		case r.Kind == store.KindEvent && ev.Type == protocol.TypeCommit:
+		case r.Kind == protocol.KindEvent && ev.Type == protocol.TypeCommit:
 			commitRef = r.Ref
 		}
 	}
@@ -100,16 +100,16 @@ func TestHandoffContinuation(t *testing.T) {
 
 	// Tokens and cost, metered as the gateway meters them, roll up.
 	cost := 0.01
-	if err := e.st.RecordUsage(e.ctx,
-		store.Usage{UserID: e.uid, SessionID: e.sid, NodeID: root.ID, Provider: "openrouter", Model: "m", InputTokens: 1000, OutputTokens: 200, CostUSD: &cost, Status: 200},
-		store.Usage{UserID: e.uid, SessionID: e.sid, NodeID: child.ID, Provider: "openrouter", Model: "m", InputTokens: 30, OutputTokens: 4, CostUSD: &cost, Status: 200},
+	if err := e.sessions.RecordUsage(e.ctx,
+		sessions.Usage{UserID: e.uid, SessionID: e.sid, NodeID: root.ID, Provider: "openrouter", Model: "m", InputTokens: 1000, OutputTokens: 200, CostUSD: &cost, Status: 200},
+		sessions.Usage{UserID: e.uid, SessionID: e.sid, NodeID: child.ID, Provider: "openrouter", Model: "m", InputTokens: 30, OutputTokens: 4, CostUSD: &cost, Status: 200},
 	); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.st.GetNode(e.ctx, e.uid, e.sid, root.ID); err != nil || n.SubtreeTokens != 1234 || n.SubtreeCostUSD < 0.0199 || n.SubtreeCostUSD > 0.0201 {
+	if n, err := e.sessions.GetNode(e.ctx, e.uid, e.sid, root.ID); err != nil || n.SubtreeTokens != 1234 || n.SubtreeCostUSD < 0.0199 || n.SubtreeCostUSD > 0.0201 {
 		t.Fatalf("root's subtree tokens %d cost %v, %v", n.SubtreeTokens, n.SubtreeCostUSD, err)
 	}
-	if s, err := e.st.GetSession(e.ctx, e.uid, e.sid); err != nil || s.TokensUsed != 1234 {
+	if s, err := e.sessions.GetSession(e.ctx, e.uid, e.sid); err != nil || s.TokensUsed != 1234 {
 		t.Fatalf("session tokens %d, %v", s.TokensUsed, err)
 	}
 
@@ -151,7 +151,7 @@ func TestHandoffContinuation(t *testing.T) {
 	var rescued protocol.CommitEvent
 	for _, r := range recs {
 		var ev protocol.CommitEvent
-		if r.Kind == store.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit && ev.Hash == head {
+		if r.Kind == protocol.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit && ev.Hash == head {
 			rescued = ev
 		}
 	}
@@ -185,13 +185,13 @@ func TestHandoffContinuation(t *testing.T) {
 		t.Fatalf("the continuation's %s = %q", EnvTask, env[EnvTask])
 	}
 	n := e.node(root.ID)
-	if n.Status != store.NodeRunning || !e.r.Running(root.ID) {
+	if n.Status != protocol.StateRunning || !e.r.Running(root.ID) {
 		t.Fatalf("after the continuation: %s, running %v", n.Status, e.r.Running(root.ID))
 	}
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done finished")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 }
 
 // TestHandoffAcrossRestart: the orchestrator stops while the agent that
@@ -227,10 +227,10 @@ func TestHandoffAcrossRestart(t *testing.T) {
 func TestReconcileInterruptedStart(t *testing.T) {
 	img := gitAgent(t)
 	e := newEnv(t, nil)
-	if _, err := e.st.SetSessionChecks(e.ctx, e.uid, e.sid, []store.Check{{Command: "sleep 30", Timeout: 2}}); err != nil {
+	if _, err := e.sessions.SetSessionChecks(e.ctx, e.uid, e.sid, []protocol.Check{{Command: "sleep 30", Timeout: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	root, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: img, Task: "echo the task ran"})
+	root, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: img, Task: "echo the task ran"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestReconcileInterruptedStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := e.node(root.ID); n.ContainerID == "" || n.Status != store.NodeRunning || n.StartedAt != nil {
+	if n := e.node(root.ID); n.ContainerID == "" || n.Status != protocol.StateRunning || n.StartedAt != nil {
 		t.Fatalf("interrupted start left: container %q, %s, started %v", n.ContainerID, n.Status, n.StartedAt)
 	}
 	e.r = e.newRunner()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -32,9 +33,9 @@ func (f *fakeMemories) Relevant(_ context.Context, userID, repoURL, query string
 }
 
 // createRoot creates the root node (the test agent) without starting it.
-func (e *env) createRoot(task string) store.Node {
+func (e *env) createRoot(task string) sessions.Node {
 	e.t.Helper()
-	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: task})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: task})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -63,11 +64,11 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // systemBlocks returns the node's system records of type typ.
-func systemBlocks(t *testing.T, recs []store.Record, typ string) []protocol.SystemData {
+func systemBlocks(t *testing.T, recs []protocol.Record, typ string) []protocol.SystemData {
 	t.Helper()
 	var out []protocol.SystemData
 	for _, r := range recs {
-		if r.Kind != store.KindSystem {
+		if r.Kind != protocol.KindSystem {
 			continue
 		}
 		var d protocol.SystemData
@@ -82,10 +83,10 @@ func systemBlocks(t *testing.T, recs []store.Record, typ string) []protocol.Syst
 }
 
 // systemInputs returns the contents of the node's system messages.
-func systemInputs(recs []store.Record) []string {
+func systemInputs(recs []protocol.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if r.Kind != store.KindInput {
+		if r.Kind != protocol.KindInput {
 			continue
 		}
 		var m protocol.MessageInput
@@ -115,7 +116,7 @@ func goRepo(t *testing.T, dir string) {
 // the failing check does not stop the agent.
 func TestHealthChecksBeforeStart(t *testing.T) {
 	mem := &fakeMemories{mems: []Memory{{Key: "style", Text: "wrap errors with %w"}}}
-	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "health"}, func(c *Config) { c.Memories = mem })
 	root := e.createRoot("echo started")
 	ws := e.workspace(root.ID)
 	goRepo(t, ws)
@@ -142,7 +143,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	var commit *protocol.CommitEvent
 	for _, r := range recs {
 		var ev protocol.CommitEvent
-		if r.Kind == store.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit {
+		if r.Kind == protocol.KindEvent && json.Unmarshal(r.Data, &ev) == nil && ev.Type == protocol.TypeCommit {
 			commit = &ev
 		}
 	}
@@ -183,7 +184,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	// (the test agent echoes each line of the task, then of the message).
 	var kinds []string
 	for _, r := range recs {
-		if r.Kind != store.KindNode {
+		if r.Kind != protocol.KindNode {
 			var d struct{ Type string }
 			json.Unmarshal(r.Data, &d)
 			kinds = append(kinds, r.Kind+":"+d.Type)
@@ -193,7 +194,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	if got := strings.Join(kinds, " "); !strings.HasPrefix(got, want) {
 		t.Fatalf("records %s, want %s", got, want)
 	}
-	if n := e.node(root.ID); n.Status != store.NodeRunning || n.StartedAt == nil {
+	if n := e.node(root.ID); n.Status != protocol.StateRunning || n.StartedAt == nil {
 		t.Fatalf("node %s started %v", n.Status, n.StartedAt)
 	}
 
@@ -201,7 +202,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if err := e.r.StartNode(e.ctx, e.uid, e.sid, root.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 // TestCheckTimeLimit: a check that runs past its time limit is stopped and
 // shown as timed out; the agent starts anyway and is told.
 func TestCheckTimeLimit(t *testing.T) {
-	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "slow", Checks: []store.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "slow", Checks: []protocol.Check{{Command: "echo begun; sleep 60", Timeout: 1}}}, nil)
 	root := e.createRoot("echo started")
 	started := time.Now()
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
@@ -242,7 +243,7 @@ func TestCheckTimeLimit(t *testing.T) {
 // start: the check's process ends, the node is idle without a container,
 // the session stopped; a message delivered meanwhile is refused.
 func TestStopWhileChecking(t *testing.T) {
-	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "stop", Checks: []store.Check{{Command: "sleep 60"}}}, nil)
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "stop", Checks: []protocol.Check{{Command: "sleep 60"}}}, nil)
 	root := e.createRoot("echo started")
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
@@ -262,11 +263,11 @@ func TestStopWhileChecking(t *testing.T) {
 	if err := <-delivered; err == nil {
 		t.Fatal("a message to a node whose start was stopped was delivered")
 	}
-	n := e.waitStatus(root.ID, store.NodeIdle)
+	n := e.waitStatus(root.ID, protocol.StateIdle)
 	if n.ContainerID != "" || n.StartedAt != nil || time.Since(stopped) > 20*time.Second {
 		t.Fatalf("after the stop: container %q, started %v, after %s", n.ContainerID, n.StartedAt, time.Since(stopped))
 	}
-	if sess, _ := e.st.SessionByID(e.ctx, e.sid); sess.Status != store.SessionStopped {
+	if sess, _ := e.sessions.SessionByID(e.ctx, e.sid); sess.Status != protocol.SessionStopped {
 		t.Fatalf("session %s", sess.Status)
 	}
 	if hasText(e.records(root.ID), "started") {

@@ -15,6 +15,8 @@ import (
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Environment of the helper process of TestKill9Recovery.
@@ -42,7 +44,7 @@ func TestHelperRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Store: st, Runtime: rt, DataDir: dir})
+	r, err := New(withNouns(Config{Store: st, Runtime: rt, DataDir: dir}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestKill9Recovery(t *testing.T) {
 	const n = 10000
 	e := newEnv(t, nil)
 	e.r.Close() // the helper processes are the orchestrator here
-	root, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo ready"})
+	root, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: "echo ready"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestKill9Recovery(t *testing.T) {
 	inputs := func() int {
 		c := 0
 		for _, r := range e.records(root.ID) {
-			if r.Kind == store.KindInput {
+			if r.Kind == protocol.KindInput {
 				c++
 			}
 		}
@@ -127,7 +129,7 @@ func TestKill9Recovery(t *testing.T) {
 	kill(p)
 	t.Logf("kill -9 #2 with %d of %d flood events in the log", floods(), n)
 	p = spawn("")
-	e.waitFor("the node to finish", func() bool { return e.node(root.ID).Status == store.NodeDone })
+	e.waitFor("the node to finish", func() bool { return e.node(root.ID).Status == protocol.StateDone })
 	kill(p)
 	wantFloods(t, texts(e.records(root.ID)), n)
 }

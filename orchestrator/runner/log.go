@@ -4,53 +4,37 @@ import (
 	"context"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
 )
 
-// storeLog is the store as a relay.Log.
-type storeLog struct{ st *store.Store }
+// storeLog is the store as a relay.Log: the log's Append, the sessions'
+// AppendWithCursor (records with the node's log cursor), and the node's
+// inputs read from its records.
+type storeLog struct {
+	*store.Store
+	sessions *sessions.Store
+}
+
+// AppendWithCursor is sessions.Store.AppendWithCursor.
+func (l storeLog) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...protocol.Record) ([]protocol.Record, error) {
+	return l.sessions.AppendWithCursor(ctx, sessionID, nodeID, cursor, recs...)
+}
 
 var _ relay.Log = storeLog{}
 
-func newRecords(recs []relay.Record) []store.NewRecord {
-	out := make([]store.NewRecord, len(recs))
-	for i, r := range recs {
-		out[i] = store.NewRecord{NodeID: r.NodeID, Kind: r.Kind, Data: r.Data, At: r.At, Ref: r.Ref}
-	}
-	return out
-}
-
-func relayRecords(recs []store.Record) []relay.Record {
-	out := make([]relay.Record, len(recs))
-	for i, r := range recs {
-		out[i] = relay.Record{Seq: r.Seq, Kind: r.Kind, NodeID: r.NodeID, At: r.At, Data: r.Data, Ref: r.Ref}
-	}
-	return out
-}
-
-func (l storeLog) Append(ctx context.Context, sessionID string, recs ...relay.Record) ([]relay.Record, error) {
-	out, err := l.st.Append(ctx, sessionID, newRecords(recs)...)
-	return relayRecords(out), err
-}
-
-// AppendWithCursor appends the records and sets the node's log cursor in one
-// transaction (store.AppendWithCursor).
-func (l storeLog) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...relay.Record) ([]relay.Record, error) {
-	out, err := l.st.AppendWithCursor(ctx, sessionID, nodeID, cursor, newRecords(recs)...)
-	return relayRecords(out), err
-}
-
 // Inputs returns the node's input records with seq > after.
-func (l storeLog) Inputs(ctx context.Context, sessionID, nodeID string, after int64) ([]relay.Record, error) {
-	var out []relay.Record
+func (l storeLog) Inputs(ctx context.Context, sessionID, nodeID string, after int64) ([]protocol.Record, error) {
+	var out []protocol.Record
 	for {
-		recs, err := l.st.Records(ctx, sessionID, after, store.MaxRecordsLimit, nodeID)
+		recs, err := l.Records(ctx, sessionID, after, store.MaxRecordsLimit, nodeID)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range recs {
-			if r.Kind == store.KindInput {
-				out = append(out, relay.Record{Seq: r.Seq, Kind: r.Kind, NodeID: r.NodeID, At: r.At, Data: r.Data})
+			if r.Kind == protocol.KindInput {
+				out = append(out, r)
 			}
 		}
 		if len(recs) < store.MaxRecordsLimit {

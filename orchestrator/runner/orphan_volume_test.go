@@ -13,7 +13,8 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/internal/testkit"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // stateDirSpecs gives every agent container a FILEPATH_STATE_DIR (the test
@@ -71,7 +72,7 @@ func TestReconcileRemovesOrphanStateVolumes(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	root := e.startRoot("echo ready")
-	kid, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "kid", AgentType: AgentCustom, Image: testImage, ParentID: &root.ID, Task: "echo kid ready"})
+	kid, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "kid", AgentType: AgentCustom, Image: testImage, ParentID: &root.ID, Task: "echo kid ready"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +126,11 @@ func TestReconcileRemovesOrphanStateVolumes(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
-	e.waitStatus(kid.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
+	e.waitStatus(kid.ID, protocol.StateDone)
 	e.r.Close()
 	// The crash: the kid's rows are gone, its container and volume are not.
-	if _, err := e.st.DeleteNode(e.ctx, e.uid, e.sid, kid.ID); err != nil {
+	if _, err := e.sessions.DeleteNode(e.ctx, e.uid, e.sid, kid.ID); err != nil {
 		t.Fatal(err)
 	}
 	if !volumeExists(StateVolume(kid.ID)) {

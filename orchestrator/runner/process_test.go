@@ -14,13 +14,14 @@ import (
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
 // newProcessEnv is a runner on the process runtime (the test agent as a
 // local process, checks as local processes in the workspace directory)
 // over a store opened with sc (its path set here), with one session.
-func newProcessEnv(t *testing.T, sc store.Config, sess store.NewSession, mod func(*Config)) *env {
+func newProcessEnv(t *testing.T, sc store.Config, sess sessions.NewSession, mod func(*Config)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -35,17 +36,18 @@ func newProcessEnv(t *testing.T, sc store.Config, sess store.NewSession, mod fun
 	if e.st, err = store.Open(ctx, sc); err != nil {
 		t.Fatal(err)
 	}
+	e.useStore(e.st)
 	t.Cleanup(func() { e.st.Close() })
-	u, err := e.st.CreateUser(ctx, "dana", false)
+	u, err := e.users.CreateUser(ctx, "dana", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := e.st.CreateSession(ctx, u.ID, sess)
+	s, err := e.sessions.CreateSession(ctx, u.ID, sess)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.uid, e.sid = u.ID, s.ID
-	e.cfg = Config{Store: e.st, Runtime: e.proc, DataDir: e.dir, Cmd: func(store.Node) []string { return []string{bin} }, StopGrace: 2 * time.Second, KillGrace: time.Second}
+	e.cfg = withNouns(Config{Store: e.st, Runtime: e.proc, DataDir: e.dir, Cmd: func(sessions.Node) []string { return []string{bin} }, StopGrace: 2 * time.Second, KillGrace: time.Second})
 	if mod != nil {
 		mod(&e.cfg)
 	}
@@ -57,9 +59,9 @@ func newProcessEnv(t *testing.T, sc store.Config, sess store.NewSession, mod fun
 }
 
 // processRoot creates the root node of a process env's session with task.
-func (e *env) processRoot(task string) store.Node {
+func (e *env) processRoot(task string) sessions.Node {
 	e.t.Helper()
-	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: task})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "local", Task: task})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -103,19 +105,19 @@ func (e *envRecorder) env(t *testing.T, i int) map[string]string {
 // Docker): the test agent binary, a message round trip, a spawned child and
 // a clean exit.
 func TestProcessRuntime(t *testing.T) {
-	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "process"}, nil)
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "process"}, nil)
 	root := e.processRoot("spawn 1")
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("the child to finish", func() bool {
-		tree, _ := e.st.Tree(e.ctx, e.uid, e.sid)
-		return len(tree) == 2 && tree[1].Status == store.NodeDone && !e.r.Running(tree[1].ID)
+		tree, _ := e.sessions.Tree(e.ctx, e.uid, e.sid)
+		return len(tree) == 2 && tree[1].Status == protocol.StateDone && !e.r.Running(tree[1].ID)
 	})
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo pong; done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if !hasText(e.records(root.ID), "pong") {
 		t.Fatalf("no pong:\n%s", dump(e.records("")))
 	}
@@ -134,11 +136,11 @@ func TestProcessRuntime(t *testing.T) {
 //     leaving it running for good.
 func TestProcessRestartLifecycle(t *testing.T) {
 	rec := &envRecorder{}
-	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "restarts"}, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "restarts"}, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
 	root := e.processRoot("echo first job")
 	authorized := func(key string) bool {
 		t.Helper()
-		p, err := e.st.AuthAPIKey(e.ctx, key)
+		p, err := e.users.AuthAPIKey(e.ctx, key)
 		if err != nil && orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
 			t.Fatal(err)
 		}
@@ -172,7 +174,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if authorized(key1) {
 		t.Fatal("the token still works after its container exited")
 	}
@@ -198,10 +200,10 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	if c := count("first job"); c != 1 {
 		t.Fatalf("the first job ran %d times", c)
 	}
-	var resume *store.Record
+	var resume *protocol.Record
 	var inputs []string
 	for _, rc := range e.records(root.ID) {
-		if rc.Kind != store.KindInput {
+		if rc.Kind != protocol.KindInput {
 			continue
 		}
 		var m protocol.MessageInput
@@ -238,13 +240,13 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	t.Cleanup(func() { proc.Close() })
 	e.cfg.Runtime = &envRecorder{Runtime: proc}
 	e.r = e.newRunner() // reconciles
-	if n := e.node(root.ID); n.Status != store.NodeError || e.r.Running(root.ID) {
+	if n := e.node(root.ID); n.Status != protocol.StateError || e.r.Running(root.ID) {
 		t.Fatalf("lost node after reconcile: status %s, running %v", n.Status, e.r.Running(root.ID))
 	}
 	if authorized(key2) {
 		t.Fatal("the lost container's token still works")
 	}
-	if sess, err := e.st.SessionByID(e.ctx, e.sid); err != nil || sess.Status != store.SessionError {
+	if sess, err := e.sessions.SessionByID(e.ctx, e.sid); err != nil || sess.Status != protocol.SessionError {
 		t.Fatalf("session after reconcile: %q, %v; want error (nothing runs, its root is error)", sess.Status, err)
 	}
 }
@@ -258,7 +260,7 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 	// so that a record stamped at its append cannot pass for one stamped
 	// when the line was printed.
 	var ahead atomic.Int64
-	e := newProcessEnv(t, store.Config{Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }}, store.NewSession{Name: "recovery"}, nil)
+	e := newProcessEnv(t, store.Config{Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }}, sessions.NewSession{Name: "recovery"}, nil)
 	root := e.processRoot("echo ready")
 	ctx, st, rt, s := e.ctx, e.st, e.proc, e.sid
 	if err := e.r.StartSession(ctx, e.uid, s); err != nil {
@@ -270,7 +272,7 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored, err := st.Records(ctx, s, in.Seq-1, 1, "")
-	if err != nil || len(stored) != 1 || stored[0].Seq != in.Seq || !stored[0].At.Equal(in.At) || string(stored[0].Data) != string(in.Data) || in.SessionID != s {
+	if err != nil || len(stored) != 1 || stored[0].Seq != in.Seq || !stored[0].At.Equal(in.At) || string(stored[0].Data) != string(in.Data) || in.NodeID != root.ID {
 		t.Fatalf("Deliver answered %+v; stored %+v, %v", in, stored, err)
 	}
 	e.waitFor("pong", func() bool { return hasText(e.records(root.ID), "pong") })
@@ -310,7 +312,7 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 	e.r = e.newRunner() // reconciles
 	e.waitFor("the recovered line", func() bool { return hasText(e.records(root.ID), "printed while down") })
 	for _, rc := range e.records(root.ID) {
-		if rc.Kind == store.KindEvent && strings.Contains(string(rc.Data), "printed while down") {
+		if rc.Kind == protocol.KindEvent && strings.Contains(string(rc.Data), "printed while down") {
 			if want := printed.Truncate(time.Millisecond); !rc.At.Equal(want) {
 				t.Fatalf("recovered record at %v, want the time it was printed, %v", rc.At, want)
 			}
@@ -324,9 +326,9 @@ func TestRecoveredOutputKeepsItsTime(t *testing.T) {
 // settle is held after it found no relay of the session until the new relay
 // is attached.
 func TestSettleRacesRestart(t *testing.T) {
-	e := newProcessEnv(t, store.Config{}, store.NewSession{Name: "race"}, nil)
+	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "race"}, nil)
 	root := e.processRoot("echo up")
-	ctx, st, r, s, u := e.ctx, e.st, e.r, e.sid, e.uid
+	ctx, r, s, u := e.ctx, e.r, e.sid, e.uid
 	if err := r.StartSession(ctx, u, s); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +352,7 @@ func TestSettleRacesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-settled
-	if sess, err := st.SessionByID(ctx, s); err != nil || sess.Status != store.SessionRunning {
+	if sess, err := e.sessions.SessionByID(ctx, s); err != nil || sess.Status != protocol.SessionRunning {
 		t.Fatalf("session %q, %v with its agent running; want running", sess.Status, err)
 	}
 }

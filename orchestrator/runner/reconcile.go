@@ -8,7 +8,8 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
 )
 
@@ -42,7 +43,7 @@ func (r *Runner) Reconcile(ctx context.Context) error {
 
 // settleSessions settles every session marked running (settleSession).
 func (r *Runner) settleSessions(ctx context.Context) error {
-	running, err := r.st.SessionsByStatus(ctx, store.SessionRunning)
+	running, err := r.sessions.SessionsByStatus(ctx, protocol.SessionRunning)
 	if err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func (r *Runner) settleSessions(ctx context.Context) error {
 }
 
 func (r *Runner) reconcile(ctx context.Context) error {
-	nodes, err := r.st.ActiveNodes(ctx)
+	nodes, err := r.sessions.ActiveNodes(ctx)
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func (r *Runner) reconcile(ctx context.Context) error {
 			continue
 		}
 		if in.NodeID != "" {
-			if _, err := r.st.NodeByID(ctx, in.NodeID); err == nil || orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+			if _, err := r.sessions.NodeByID(ctx, in.NodeID); err == nil || orchestrator.ErrorCode(err) != orchestrator.ENotFound {
 				continue // an older container of a live node (kept for its log), or the store failed
 			}
 		}
@@ -117,7 +118,7 @@ func (r *Runner) removeOrphanVolumes(ctx context.Context) error {
 		if !ok || nodeID == "" || v.NodeID != nodeID {
 			continue // not a state volume as the runner names them
 		}
-		if _, err := r.st.NodeByID(ctx, nodeID); err == nil {
+		if _, err := r.sessions.NodeByID(ctx, nodeID); err == nil {
 			continue
 		} else if orchestrator.ErrorCode(err) != orchestrator.ENotFound {
 			errs = append(errs, fmt.Errorf("state volume %s: %w", v.Name, err))
@@ -137,8 +138,8 @@ func (r *Runner) removeOrphanVolumes(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (r *Runner) reconcileNode(ctx context.Context, n store.Node, byContainer map[string]containers.Info, claimed map[string]bool) error {
-	live := n.Status == store.NodeRunning || n.Status == store.NodeThinking
+func (r *Runner) reconcileNode(ctx context.Context, n sessions.Node, byContainer map[string]containers.Info, claimed map[string]bool) error {
+	live := n.Status == protocol.StateRunning || n.Status == protocol.StateThinking
 	if n.ContainerID == "" {
 		if !live {
 			return nil
@@ -168,17 +169,17 @@ func (r *Runner) reconcileNode(ctx context.Context, n store.Node, byContainer ma
 
 // restartInterrupted starts again a node whose start the orchestrator did
 // not finish: its container was created, never started.
-func (r *Runner) restartInterrupted(ctx context.Context, n store.Node) error {
+func (r *Runner) restartInterrupted(ctx context.Context, n sessions.Node) error {
 	r.log.Info("starting again an agent whose start was interrupted", "node", n.ID)
 	if err := r.rt.Remove(ctx, n.ContainerID); err != nil {
 		return err
 	}
 	empty := ""
-	n, err := r.st.PatchNode(ctx, n.SessionID, n.ID, store.NodePatch{ContainerID: &empty})
+	n, err := r.sessions.PatchNode(ctx, n.SessionID, n.ID, sessions.NodePatch{ContainerID: &empty})
 	if err != nil {
 		return err
 	}
-	sess, err := r.st.SessionByID(ctx, n.SessionID)
+	sess, err := r.sessions.SessionByID(ctx, n.SessionID)
 	if err != nil {
 		return err
 	}
@@ -187,12 +188,12 @@ func (r *Runner) restartInterrupted(ctx context.Context, n store.Node) error {
 
 // markLost records that the node's container is gone: its token is revoked
 // and the node becomes error.
-func (r *Runner) markLost(ctx context.Context, n store.Node, msg string) error {
+func (r *Runner) markLost(ctx context.Context, n sessions.Node, msg string) error {
 	if err := r.revokeTokens(ctx, n.ID); err != nil {
 		return err
 	}
 	r.recordError(ctx, n, msg)
-	status, empty := store.NodeError, ""
-	_, err := r.st.PatchNode(ctx, n.SessionID, n.ID, store.NodePatch{Status: &status, ContainerID: &empty})
+	status, empty := protocol.StateError, ""
+	_, err := r.sessions.PatchNode(ctx, n.SessionID, n.ID, sessions.NodePatch{Status: &status, ContainerID: &empty})
 	return err
 }

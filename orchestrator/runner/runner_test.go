@@ -13,24 +13,31 @@ import (
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
 const testImage = "filepath/testagent:latest"
 
 type env struct {
-	t    *testing.T
-	ctx  context.Context
-	dir  string
-	st   *store.Store
-	pub  *testkit.Recorder[store.Record] // every record the store publishes, in order
-	rt   *containers.Docker              // newEnv's runtime
-	proc *containers.Process             // newProcessEnv's
-	uid  string
-	sid  string
-	cfg  Config
-	r    *Runner
-	root store.Node
+	t        *testing.T
+	ctx      context.Context
+	dir      string
+	st       *store.Store
+	users    *identity.Store
+	sessions *sessions.Store
+	collab   *collab.Store
+	pub      *storetest.Recorder // every record the store publishes, in order
+	rt       *containers.Docker  // newEnv's runtime
+	proc     *containers.Process // newProcessEnv's
+	uid      string
+	sid      string
+	cfg      Config
+	r        *Runner
+	root     sessions.Node
 }
 
 func newEnv(t *testing.T, mod func(*Config)) *env {
@@ -38,23 +45,24 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	testkit.RequireImage(t, testImage)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, dir: t.TempDir(), pub: &testkit.Recorder[store.Record]{}}
+	e := &env{t: t, ctx: ctx, dir: t.TempDir(), pub: &storetest.Recorder{}}
 	var err error
-	e.st, err = store.Open(ctx, store.Config{Path: filepath.Join(e.dir, "filepath.db"), Publisher: e.pub, SecretsKey: testSecretsKey})
+	e.st, err = store.Open(ctx, store.Config{Path: filepath.Join(e.dir, "filepath.db"), Publisher: e.pub})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.useStore(e.st)
 	t.Cleanup(func() { e.st.Close() })
 	e.rt, err = containers.NewDocker(ctx, containers.DockerConfig{Network: "none"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.rt.Close() })
-	u, err := e.st.CreateUser(ctx, "alice", false)
+	u, err := e.users.CreateUser(ctx, "alice", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := e.st.CreateSession(ctx, u.ID, store.NewSession{Name: "runner test"})
+	s, err := e.sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "runner test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +74,7 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 			e.rt.Remove(ctx, in.ID)
 		}
 	})
-	e.cfg = Config{Store: e.st, Runtime: e.rt, DataDir: e.dir, StopGrace: 2 * time.Second, KillGrace: time.Second}
+	e.cfg = withNouns(Config{Store: e.st, Runtime: e.rt, DataDir: e.dir, StopGrace: 2 * time.Second, KillGrace: time.Second})
 	if mod != nil {
 		mod(&e.cfg)
 	}
@@ -89,9 +97,9 @@ func (e *env) newRunner() *Runner {
 
 // startRoot creates the root node (a custom agent on the test image) with
 // the task and starts the session.
-func (e *env) startRoot(task string) store.Node {
+func (e *env) startRoot(task string) sessions.Node {
 	e.t.Helper()
-	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: task})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: testImage, Task: task})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -102,9 +110,9 @@ func (e *env) startRoot(task string) store.Node {
 	return n
 }
 
-func (e *env) records(nodeID string) []store.Record {
+func (e *env) records(nodeID string) []protocol.Record {
 	e.t.Helper()
-	var out []store.Record
+	var out []protocol.Record
 	after := int64(0)
 	for {
 		recs, err := e.st.Records(e.ctx, e.sid, after, store.MaxRecordsLimit, nodeID)
@@ -119,9 +127,9 @@ func (e *env) records(nodeID string) []store.Record {
 	}
 }
 
-func (e *env) node(id string) store.Node {
+func (e *env) node(id string) sessions.Node {
 	e.t.Helper()
-	n, err := e.st.NodeByID(e.ctx, id)
+	n, err := e.sessions.NodeByID(e.ctx, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -145,17 +153,24 @@ type sessionRecords struct{ e *env }
 
 func (s sessionRecords) Error() string { return "records:\n" + dump(s.e.records("")) }
 
-func (e *env) waitStatus(nodeID, status string) store.Node {
+func (e *env) waitStatus(nodeID, status string) sessions.Node {
 	e.t.Helper()
-	var n store.Node
+	var n sessions.Node
 	e.waitFor("node "+nodeID+" "+status, func() bool {
+		// Running first: once the relay is gone, Exited has written the
+		// node (status, exit code), and the read below sees it. Read the
+		// other way round, a node read before Exited's write (status done
+		// from the done event, no exit code yet) could pass.
+		if e.r.Running(nodeID) {
+			return false
+		}
 		n = e.node(nodeID)
-		return n.Status == status && !e.r.Running(nodeID)
+		return n.Status == status
 	})
 	return n
 }
 
-func dump(recs []store.Record) string {
+func dump(recs []protocol.Record) string {
 	var b strings.Builder
 	for _, r := range recs {
 		d := string(r.Data)
@@ -167,10 +182,10 @@ func dump(recs []store.Record) string {
 	return b.String()
 }
 
-func texts(recs []store.Record) []string {
+func texts(recs []protocol.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if r.Kind != store.KindEvent {
+		if r.Kind != protocol.KindEvent {
 			continue
 		}
 		var ev struct{ Type, Content string }
@@ -182,7 +197,7 @@ func texts(recs []store.Record) []string {
 	return out
 }
 
-func hasText(recs []store.Record, s string) bool {
+func hasText(recs []protocol.Record, s string) bool {
 	for _, t := range texts(recs) {
 		if t == s {
 			return true
@@ -203,23 +218,23 @@ func TestMessageRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Kind != store.KindInput || rec.Seq == 0 || string(rec.Data) != `{"type":"message","from":"user","content":"echo pong"}` {
+	if rec.Kind != protocol.KindInput || rec.Seq == 0 || string(rec.Data) != `{"type":"message","from":"user","content":"echo pong"}` {
 		t.Fatalf("input record = %+v", rec)
 	}
 	e.waitFor("pong", func() bool { return hasText(e.records(root.ID), "pong") })
 	for _, r := range e.records(root.ID) {
-		if r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"pong"`) && r.Seq < rec.Seq {
+		if r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"pong"`) && r.Seq < rec.Seq {
 			t.Fatalf("reply seq %d before its input seq %d", r.Seq, rec.Seq)
 		}
 	}
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done bye")); err != nil {
 		t.Fatal(err)
 	}
-	n := e.waitStatus(root.ID, store.NodeDone)
+	n := e.waitStatus(root.ID, protocol.StateDone)
 	if n.ExitCode == nil || *n.ExitCode != 0 {
 		t.Fatalf("exit code = %v", n.ExitCode)
 	}
-	e.waitSessionStatus(store.SessionStopped) // nothing runs any more
+	e.waitSessionStatus(protocol.SessionStopped) // nothing runs any more
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("hello?")); err == nil {
 		t.Fatal("deliver to a finished node succeeded")
 	}
@@ -236,26 +251,26 @@ func TestSpawnTree(t *testing.T) {
 	e := newEnv(t, nil)
 	root := e.startRoot("tree 2 2")
 	// 1 root + 2 children + 4 grandchildren; the 6 descendants finish.
-	var tree []store.Node
+	var tree []sessions.Node
 	e.waitFor("6 finished descendants", func() bool {
 		var err error
-		tree, err = e.st.Tree(e.ctx, e.uid, e.sid)
+		tree, err = e.sessions.Tree(e.ctx, e.uid, e.sid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		done := 0
 		for _, n := range tree {
-			if n.ID != root.ID && n.Status == store.NodeDone && !e.r.Running(n.ID) {
+			if n.ID != root.ID && n.Status == protocol.StateDone && !e.r.Running(n.ID) {
 				done++
 			}
 		}
 		return len(tree) == 7 && done == 6
 	})
-	byID := map[string]store.Node{}
+	byID := map[string]sessions.Node{}
 	for _, n := range tree {
 		byID[n.ID] = n
 	}
-	depth := func(n store.Node) int {
+	depth := func(n sessions.Node) int {
 		d := 0
 		for n.ParentID != nil {
 			n = byID[*n.ParentID]
@@ -286,11 +301,11 @@ func TestSpawnTree(t *testing.T) {
 		var d struct {
 			Op   string
 			Type string
-			Node store.Node
+			Node sessions.Node
 		}
 		json.Unmarshal(r.Data, &d)
 		switch {
-		case r.Kind == store.KindNode && d.Op == store.OpCreated:
+		case r.Kind == protocol.KindNode && d.Op == protocol.OpCreated:
 			created[d.Node.ID] = r.Seq
 			if d.Node.ParentID != nil {
 				sp := spawned[*d.Node.ParentID]
@@ -299,7 +314,7 @@ func TestSpawnTree(t *testing.T) {
 				}
 				spawned[*d.Node.ParentID] = sp[1:]
 			}
-		case r.Kind == store.KindEvent:
+		case r.Kind == protocol.KindEvent:
 			if _, ok := created[r.NodeID]; !ok {
 				t.Fatalf("event of node %s at seq %d before the node was created", r.NodeID, r.Seq)
 			}
@@ -312,7 +327,7 @@ func TestSpawnTree(t *testing.T) {
 	e.waitFor("finish messages at the root", func() bool {
 		n := 0
 		for _, r := range e.records(root.ID) {
-			if r.Kind == store.KindInput && strings.Contains(string(r.Data), `"from":"system"`) && strings.Contains(string(r.Data), " finished") {
+			if r.Kind == protocol.KindInput && strings.Contains(string(r.Data), `"from":"system"`) && strings.Contains(string(r.Data), " finished") {
 				n++
 			}
 		}
@@ -321,19 +336,19 @@ func TestSpawnTree(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone) // testagent answers stop with done
+	e.waitStatus(root.ID, protocol.StateDone) // testagent answers stop with done
 }
 
 func TestBadLinesKeepAgentRunning(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxLine = 64 << 10 })
 	root := e.startRoot("bad; huge 100000; utf8; stderr oops; echo after; done")
-	n := e.waitStatus(root.ID, store.NodeDone)
+	n := e.waitStatus(root.ID, protocol.StateDone)
 	if *n.ExitCode != 0 {
 		t.Fatalf("exit code %d", *n.ExitCode)
 	}
 	var errs []map[string]any
 	for _, r := range e.records(root.ID) {
-		if r.Kind == store.KindError {
+		if r.Kind == protocol.KindError {
 			var m map[string]any
 			json.Unmarshal(r.Data, &m)
 			errs = append(errs, m)
@@ -368,14 +383,14 @@ func TestBadLinesKeepAgentRunning(t *testing.T) {
 func TestCrash(t *testing.T) {
 	e := newEnv(t, nil)
 	root := e.startRoot("stderr about to fail; crash 3")
-	n := e.waitStatus(root.ID, store.NodeError)
+	n := e.waitStatus(root.ID, protocol.StateError)
 	if n.ExitCode == nil || *n.ExitCode != 3 {
 		t.Fatalf("exit code = %v, want 3", n.ExitCode)
 	}
 	recs := e.records(root.ID)
 	last := recs[len(recs)-1]
 	for _, r := range recs {
-		if r.Kind == store.KindError {
+		if r.Kind == protocol.KindError {
 			last = r
 		}
 	}
@@ -388,14 +403,14 @@ func TestCrash(t *testing.T) {
 	if d.Source != "exit" || d.ExitCode == nil || *d.ExitCode != 3 || !strings.Contains(d.StderrTail, "about to fail") {
 		t.Fatalf("exit record = %s", last.Data)
 	}
-	e.waitSessionStatus(store.SessionError)
+	e.waitSessionStatus(protocol.SessionError)
 }
 
 // waitSessionStatus waits for the session to show status.
 func (e *env) waitSessionStatus(status string) {
 	e.t.Helper()
 	e.waitFor("session "+status, func() bool {
-		s, err := e.st.SessionByID(e.ctx, e.sid)
+		s, err := e.sessions.SessionByID(e.ctx, e.sid)
 		return err == nil && s.Status == status
 	})
 }
@@ -408,7 +423,7 @@ func TestStopEscalatesToKill(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	n := e.waitStatus(root.ID, store.NodeIdle)
+	n := e.waitStatus(root.ID, protocol.StateIdle)
 	if n.ExitCode == nil || *n.ExitCode != 137 {
 		t.Fatalf("exit code = %v, want 137 (SIGKILL)", n.ExitCode)
 	}
@@ -419,8 +434,8 @@ func TestStopEscalatesToKill(t *testing.T) {
 	if !strings.Contains(string(logs), "ignoring signal stop") || !strings.Contains(string(logs), "ignoring SIGTERM") {
 		t.Fatalf("stderr log:\n%s", logs)
 	}
-	sess, err := e.st.GetSession(e.ctx, e.uid, e.sid)
-	if err != nil || sess.Status != store.SessionStopped {
+	sess, err := e.sessions.GetSession(e.ctx, e.uid, e.sid)
+	if err != nil || sess.Status != protocol.SessionStopped {
 		t.Fatalf("session status %q, %v", sess.Status, err)
 	}
 }
@@ -458,7 +473,7 @@ func TestPauseResume(t *testing.T) {
 	for _, r := range e.records(root.ID) {
 		var ev struct{ Type, State string }
 		json.Unmarshal(r.Data, &ev)
-		if r.Kind == store.KindEvent && ev.Type == protocol.TypeStatus {
+		if r.Kind == protocol.KindEvent && ev.Type == protocol.TypeStatus {
 			states = append(states, ev.State)
 		}
 	}
@@ -496,7 +511,7 @@ func TestRestartRecovery(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	wantFloods(t, texts(e.records(root.ID)), n)
 }
 
@@ -530,7 +545,7 @@ func TestReconcileGhost(t *testing.T) {
 	root := e.startRoot("echo ready")
 	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
 	key := rec.env(t, 0)[EnvAPIKey]
-	if _, err := e.st.AuthAPIKey(e.ctx, key); err != nil {
+	if _, err := e.users.AuthAPIKey(e.ctx, key); err != nil {
 		t.Fatalf("the running container's token: %v", err)
 	}
 	e.r.Close()
@@ -539,18 +554,18 @@ func TestReconcileGhost(t *testing.T) {
 	}
 	e.r = e.newRunner()
 	n := e.node(root.ID)
-	if n.Status != store.NodeError || n.ContainerID != "" || e.r.Running(root.ID) {
+	if n.Status != protocol.StateError || n.ContainerID != "" || e.r.Running(root.ID) {
 		t.Fatalf("ghost node after reconcile: status %s container %q", n.Status, n.ContainerID)
 	}
-	if sess, err := e.st.SessionByID(e.ctx, e.sid); err != nil || sess.Status != store.SessionError {
+	if sess, err := e.sessions.SessionByID(e.ctx, e.sid); err != nil || sess.Status != protocol.SessionError {
 		t.Fatalf("ghost session after reconcile: %q, %v; want error", sess.Status, err)
 	}
-	if _, err := e.st.AuthAPIKey(e.ctx, key); orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
+	if _, err := e.users.AuthAPIKey(e.ctx, key); orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
 		t.Fatalf("the removed container's token: %v, want unauthorized", err)
 	}
 	found := false
 	for _, r := range e.records(root.ID) {
-		found = found || r.Kind == store.KindError && strings.Contains(string(r.Data), "is gone")
+		found = found || r.Kind == protocol.KindError && strings.Contains(string(r.Data), "is gone")
 	}
 	if !found {
 		t.Fatalf("no error record for the lost container:\n%s", dump(e.records(root.ID)))
@@ -565,7 +580,7 @@ func TestDeletedUnderRelay(t *testing.T) {
 	root := e.startRoot("echo ready")
 	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
 	cid := e.node(root.ID).ContainerID
-	if err := e.st.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
+	if err := e.sessions.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.rt.Stop(e.ctx, cid, time.Second); err != nil { // the exit makes the relay append
@@ -583,7 +598,7 @@ func TestDeleteSessionRemovesContainers(t *testing.T) {
 	e := newEnv(t, nil)
 	root := e.startRoot("spawn 2")
 	e.waitFor("two children", func() bool {
-		tree, _ := e.st.Tree(e.ctx, e.uid, e.sid)
+		tree, _ := e.sessions.Tree(e.ctx, e.uid, e.sid)
 		return len(tree) == 3
 	})
 	if err := e.r.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
@@ -593,7 +608,7 @@ func TestDeleteSessionRemovesContainers(t *testing.T) {
 	if err != nil || len(infos) != 0 || e.r.Running(root.ID) {
 		t.Fatalf("%d containers left (%v), root running %v", len(infos), err, e.r.Running(root.ID))
 	}
-	if err := e.st.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
+	if err := e.sessions.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -619,7 +634,7 @@ func TestStartAgainFreshStdin(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo one; done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
@@ -627,7 +642,7 @@ func TestStartAgainFreshStdin(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo two; done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if c := count("one"); c != 1 {
 		t.Fatalf(`"one" %d times: an old input was written to the new container`, c)
 	}
@@ -649,7 +664,7 @@ func TestTokenDiesWithContainer(t *testing.T) {
 	e.waitFor("started", func() bool { return hasText(e.records(root.ID), "started") })
 	works := func(key string) bool {
 		t.Helper()
-		p, err := e.st.AuthAPIKey(e.ctx, key)
+		p, err := e.users.AuthAPIKey(e.ctx, key)
 		if err != nil && orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
 			t.Fatal(err)
 		}
@@ -661,18 +676,18 @@ func TestTokenDiesWithContainer(t *testing.T) {
 	}
 	// A request for approval the agent still waits on when it exits is
 	// withdrawn with its token: nobody is left to receive the answer.
-	asked, _, err := e.st.RequestApproval(e.ctx, e.sid, root.ID, store.NewApproval{Action: "bash: git push", Kind: "bash", Timeout: time.Hour})
+	asked, _, err := e.collab.RequestApproval(e.ctx, e.sid, root.ID, collab.NewApproval{Action: "bash: git push", Kind: "bash", Timeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if works(key1) {
 		t.Fatal("the token works after its container exited")
 	}
-	if a, err := e.st.GetApproval(e.ctx, e.sid, asked.ID); err != nil || a.Status != store.ApprovalDenied || a.AnsweredBy != protocol.AnsweredByAgent {
+	if a, err := e.collab.GetApproval(e.ctx, e.sid, asked.ID); err != nil || a.Status != protocol.ApprovalDenied || a.AnsweredBy != protocol.AnsweredByAgent {
 		t.Fatalf("the exited agent's pending approval: %+v %v", a, err)
 	}
 	if err := e.r.StartNode(e.ctx, e.uid, e.sid, root.ID); err != nil {
@@ -688,7 +703,7 @@ func TestTokenDiesWithContainer(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone) // testagent answers stop with done
+	e.waitStatus(root.ID, protocol.StateDone) // testagent answers stop with done
 	if works(key2) {
 		t.Fatal("the token works after its container was stopped")
 	}
@@ -696,7 +711,7 @@ func TestTokenDiesWithContainer(t *testing.T) {
 
 func TestStartMissingImage(t *testing.T) {
 	e := newEnv(t, nil)
-	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: AgentCustom, Image: "filepath/no-such-image:latest"})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "filepath/no-such-image:latest"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -704,24 +719,24 @@ func TestStartMissingImage(t *testing.T) {
 		t.Fatalf("start with a missing image: %v", err)
 	}
 	got := e.node(n.ID)
-	if got.Status != store.NodeError || got.ContainerID != "" || e.r.Running(n.ID) {
+	if got.Status != protocol.StateError || got.ContainerID != "" || e.r.Running(n.ID) {
 		t.Fatalf("node after a failed start: status %s container %q", got.Status, got.ContainerID)
 	}
 	found := false
 	for _, r := range e.records(n.ID) {
-		found = found || r.Kind == store.KindError && strings.Contains(string(r.Data), "no-such-image")
+		found = found || r.Kind == protocol.KindError && strings.Contains(string(r.Data), "no-such-image")
 	}
 	if !found {
 		t.Fatalf("no error record:\n%s", dump(e.records(n.ID)))
 	}
-	e.waitSessionStatus(store.SessionError)
+	e.waitSessionStatus(protocol.SessionError)
 }
 
 // TestStartCatalogAgentWithoutImage: a built-in agent whose image is not on
 // the machine fails with a message that says what to do instead.
 func TestStartCatalogAgentWithoutImage(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.ProviderKeys = func(string) bool { return true } })
-	n, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "root", AgentType: "shelley"})
+	n, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "root", AgentType: "shelley"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -733,7 +748,7 @@ func TestStartCatalogAgentWithoutImage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the shelley agent's image") || !strings.Contains(err.Error(), "make images") || !strings.Contains(err.Error(), "agent-shelley-missing") {
 		t.Fatalf("start: %v", err)
 	}
-	e.waitSessionStatus(store.SessionError)
+	e.waitSessionStatus(protocol.SessionError)
 }
 
 // TestLongLinesArriveWhileRunning: lines longer than the log driver's 16 KiB
@@ -752,13 +767,13 @@ func TestLongLinesArriveWhileRunning(t *testing.T) {
 	var kinds []string
 	for _, r := range e.records(root.ID) {
 		switch {
-		case r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"text"`) && len(r.Data) > 30000:
+		case r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"text"`) && len(r.Data) > 30000:
 			kinds = append(kinds, "long")
-		case r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"middle"`):
+		case r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"middle"`):
 			kinds = append(kinds, "middle")
-		case r.Kind == store.KindError && strings.Contains(string(r.Data), "65536-byte line limit"):
+		case r.Kind == protocol.KindError && strings.Contains(string(r.Data), "65536-byte line limit"):
 			kinds = append(kinds, "cut")
-		case r.Kind == store.KindEvent && strings.Contains(string(r.Data), `"after"`):
+		case r.Kind == protocol.KindEvent && strings.Contains(string(r.Data), `"after"`):
 			kinds = append(kinds, "after")
 		}
 	}
@@ -774,13 +789,13 @@ func TestDeleteSessionWhileSpawning(t *testing.T) {
 	e := newEnv(t, nil)
 	root := e.startRoot("tree 4 4")
 	e.waitFor("some children", func() bool {
-		nodes, _ := e.st.Tree(e.ctx, e.uid, e.sid)
+		nodes, _ := e.sessions.Tree(e.ctx, e.uid, e.sid)
 		return len(nodes) > 3
 	})
 	if err := e.r.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if err := e.st.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
+	if err := e.sessions.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatalf("store delete: %v", err)
 	}
 	left := func() int {
@@ -826,4 +841,19 @@ func TestMessageWhileStopping(t *testing.T) {
 	if len(order) != 2 || order[0] != ResumeMessage {
 		t.Fatalf("texts %q: the message must reach the restarted agent, after its resume message", order)
 	}
+}
+
+// withNouns sets cfg's Users, Sessions and Collab to the store's noun
+// packages over cfg.Store (default limits; the tests' secrets key).
+func withNouns(cfg Config) Config {
+	ss := sessions.New(cfg.Store, sessions.Config{})
+	cfg.Users, cfg.Sessions = identity.New(cfg.Store), ss
+	cfg.Collab = collab.New(cfg.Store, ss, collab.Config{SecretsKey: testSecretsKey})
+	return cfg
+}
+
+// useStore sets e's store and its noun packages over it.
+func (e *env) useStore(st *store.Store) {
+	nouns := withNouns(Config{Store: st})
+	e.st, e.users, e.sessions, e.collab = st, nouns.Users, nouns.Sessions, nouns.Collab
 }

@@ -3,239 +3,379 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
+	"maps"
+	"time"
 
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
+	"github.com/filepath-dev/filepath/relay"
 )
 
-// Memory is one learning of the memory store, as an agent is given it.
-type Memory struct {
-	Key  string
-	Text string
+// startJob is an agent start in progress (Runner.starting).
+type startJob struct {
+	sessionID string
+	cancel    context.CancelFunc
+	done      chan struct{}
+	stopped   bool // canceled by a stop or a delete; guarded by Runner.mu
 }
 
-// Memories is the memory store as the runner needs it: the memories of a
-// user and repository (repoURL "" for a session without one) relevant to
-// a task, at most limit, most relevant first.
-type Memories interface {
-	Relevant(ctx context.Context, userID, repoURL, query string, limit int) ([]Memory, error)
-}
-
-// DefaultMemoryLimit is how many memories an agent session gets at most.
-const DefaultMemoryLimit = 8
-
-// startKind says which agent session of a node starts.
-type startKind int
-
-const (
-	startFirst        startKind = iota // the node's first agent: FILEPATH_TASK is its task
-	startRestart                       // a new agent after one exited: ResumeMessage
-	startContinuation                  // a new agent after one handed off: the summary
-)
-
-// startPlan is one start of a node's agent: what the synchronous part
-// decided, for the part that runs the health checks and starts the agent.
-type startPlan struct {
-	kind    startKind
-	sess    store.Session
-	node    store.Node
-	image   string
-	dir     string // the workspace, as the host sees it
-	task    string // FILEPATH_TASK: the task (first start) or the summary (continuation)
-	summary string // the handoff summary the node's current generation started from
-	query   string // what the memories are looked up for: the task, or the summary
-	id      string // the created container
-	cursor  string
-	cloned  bool // the workspace was cloned for this start: nothing to rescue
-}
-
-// why names the agent session, for a person (a rescue commit's message).
-func (p *startPlan) why() string {
-	switch p.kind {
-	case startContinuation:
-		return fmt.Sprintf("continuation (generation %d)", p.node.Generation)
-	case startRestart:
-		return "restart"
-	}
-	return "start"
-}
-
-// startReport is what happened before an agent session: the message it
-// reads first is composed from it.
-type startReport struct {
-	kind       startKind
-	generation int
-	summary    string
-	rescue     *protocol.CommitEvent
-	checks     []protocol.SystemData // check blocks, the rescue's failure included
-	memories   []Memory
-}
-
-// message is the one system message an agent session reads first on its
-// stdin, in this order: why it starts (resume text, or the handoff summary
-// it continues from), the health checks' results, the memories. A first
-// start with nothing to report has none ("").
-func (s startReport) message() string {
-	var b strings.Builder
-	switch s.kind {
-	case startRestart:
-		b.WriteString(ResumeMessage)
-		if s.summary != "" {
-			fmt.Fprintf(&b, "\n\nThis node's current agent session (generation %d) started from this handoff summary:\n%s", s.generation, s.summary)
-		}
-	case startContinuation:
-		fmt.Fprintf(&b, "%s (generation %d). The previous agent's handoff summary:\n%s", ContinuationMessage, s.generation, s.summary)
-	}
-	ran := s.rescue != nil
-	for _, c := range s.checks {
-		ran = ran || c.Command != ""
-	}
-	if ran || s.kind != startFirst {
-		section(&b, "Health checks run in /workspace before this session started:")
-		if s.rescue != nil {
-			fmt.Fprintf(&b, "\n- The previous session left uncommitted changes; filepath committed them: %.12s %q.", s.rescue.Hash, s.rescue.Message)
-		}
-		for _, c := range s.checks {
-			b.WriteString("\n- " + c.Text + ".")
-			if c.Exit != nil && *c.Exit == 0 || strings.TrimSpace(c.Output) == "" {
-				continue
-			}
-			b.WriteString(" Its output ends with:")
-			for _, l := range strings.Split(strings.TrimRight(c.Output, "\n"), "\n") {
-				b.WriteString("\n  | " + l)
-			}
-		}
-		if failed(s.checks) {
-			b.WriteString("\nA failing check does not stop you: fix what it reports if it is in your way, or say why not.")
-		}
-	}
-	if len(s.memories) > 0 {
-		section(&b, "Memories of this user and repository relevant to the task:")
-		for _, m := range s.memories {
-			fmt.Fprintf(&b, "\n- %s: %s", m.Key, m.Text)
-		}
-	}
-	return b.String()
-}
-
-func section(b *strings.Builder, title string) {
-	if b.Len() > 0 {
-		b.WriteString("\n\n")
-	}
-	b.WriteString(title)
-}
-
-func failed(checks []protocol.SystemData) bool {
-	for _, c := range checks {
-		if c.Command != "" && (c.Exit == nil || *c.Exit != 0) {
-			return true
-		}
-	}
-	return false
-}
-
-// ContinuationMessage begins the first message of a continuation.
-const ContinuationMessage = "This agent continues the work of this node's previous agent, which handed off when its context was nearly full"
-
-// prepare runs what precedes an agent session (the rescue commit, the
-// health checks, the memories), each shown in the chat as it ends, then
-// appends the first system message, starts the container and attaches its
-// relay.
-func (r *Runner) prepare(ctx context.Context, p *startPlan) error {
-	rep := startReport{kind: p.kind, generation: p.node.Generation, summary: p.summary}
-	show := func(rec store.NewRecord) error {
-		if _, err := r.st.Append(ctx, p.node.SessionID, rec); err != nil {
-			return fmt.Errorf("append what ran before the agent: %w", err)
-		}
+// waitStarting waits until nodeID's agent start in progress (if any) has
+// ended, so that what is delivered to it follows its first message.
+func (r *Runner) waitStarting(ctx context.Context, nodeID string) error {
+	r.mu.Lock()
+	job := r.starting[nodeID]
+	r.mu.Unlock()
+	if job == nil {
 		return nil
 	}
-	commit, failure := r.rescue(ctx, p)
-	if commit != nil {
-		rep.rescue = commit
-		if err := show(r.eventRecord(p.node, commit)); err != nil {
-			return err
+	select {
+	case <-job.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// cancelStart stops nodeID's agent start in progress (a stop or delete)
+// and waits for it to end (bounded by ctx).
+func (r *Runner) cancelStart(ctx context.Context, nodeID string) {
+	r.mu.Lock()
+	job := r.starting[nodeID]
+	if job != nil {
+		job.stopped = true
+		job.cancel()
+	}
+	r.mu.Unlock()
+	if job != nil {
+		select {
+		case <-job.done:
+		case <-ctx.Done():
 		}
 	}
-	if failure != nil {
-		rep.checks = append(rep.checks, *failure)
-		if err := show(systemRecord(p.node, *failure)); err != nil {
+}
+
+// startNode starts a fresh agent for node: its first (with its task) or a
+// restart (with the resume message).
+func (r *Runner) startNode(ctx context.Context, sess protocol.Session, node sessions.Node) error {
+	p := &startPlan{kind: startRestart}
+	if node.StartedAt == nil {
+		p.kind = startFirst
+	}
+	return r.start(ctx, sess, node, p)
+}
+
+// start creates a fresh container for node and hands it to a goroutine
+// that runs the health checks in the workspace, appends the first system
+// message and starts the container with its relay (prepare). The container
+// id is saved before anything starts, so that a crash in between leaves
+// something Reconcile finds. What fails here is returned (and recorded on
+// the node); what fails later is recorded on the node.
+func (r *Runner) start(ctx context.Context, sess protocol.Session, node sessions.Node, p *startPlan) (err error) {
+	defer func() {
+		if err != nil {
+			ctx := context.WithoutCancel(ctx)
+			r.releaseWorkspace(node.ID) // no container of this start runs
+			r.recordError(ctx, node, "start agent: "+err.Error())
+			st := protocol.StateError
+			if _, perr := r.sessions.PatchNode(ctx, node.SessionID, node.ID, sessions.NodePatch{Status: &st}); perr != nil {
+				r.log.Warn("mark node error", "node", node.ID, "err", perr)
+			}
+		}
+	}()
+	if err := r.plan(ctx, sess, node, p); err != nil {
+		return err
+	}
+	key, err := r.newToken(ctx, sess, node)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if rerr := r.revokeTokens(context.WithoutCancel(ctx), node.ID); rerr != nil {
+				r.log.Warn("revoke the token of a node that did not start", "node", node.ID, "err", rerr)
+			}
+		}
+	}()
+	if err := r.prepareWorkspace(ctx, p); err != nil {
+		return err
+	}
+	id, err := r.createContainer(ctx, p, key)
+	if err != nil {
+		return err
+	}
+	if err := r.saveContainer(ctx, p, id); err != nil {
+		r.rt.Remove(context.WithoutCancel(ctx), id)
+		return err
+	}
+	return r.launch(p)
+}
+
+// plan fills p for a start of node: its image, the vendor key it needs,
+// and its task (first start), summary (continuation) or neither (restart),
+// with what its memories are looked up for. It refuses a node whose session
+// is being deleted, or whose agent lacks its provider's or vendor's key.
+func (r *Runner) plan(ctx context.Context, sess protocol.Session, node sessions.Node, p *startPlan) error {
+	if r.isDeleting(sess.ID) {
+		return orchestrator.Errorf(orchestrator.ENotFound, "session %s is being deleted", sess.ID)
+	}
+	image := node.Image
+	if image == "" {
+		agent, ok := orchestrator.AgentByType(node.AgentType)
+		if !ok || agent.Image == "" {
+			return orchestrator.FieldErrorf("image", "node %s (%s) has no image", node.ID, node.AgentType)
+		}
+		image = agent.Image
+	}
+	if err := r.checkProviderKey(node); err != nil {
+		return err
+	}
+	vendorEnv, err := r.vendorKey(ctx, node)
+	if err != nil {
+		return err
+	}
+	p.sess, p.node, p.image, p.vendorEnv = sess, node, image, vendorEnv
+	switch p.kind {
+	case startFirst:
+		// The task is the first start's: a restart gets ResumeMessage.
+		if p.task, err = r.firstTask(ctx, node); err != nil {
 			return err
 		}
+		p.query = p.task
+	case startContinuation:
+		p.task, p.query = p.summary, p.summary
+	case startRestart:
+		if node.Generation > 1 {
+			if rec, err := r.st.LastRecordOf(ctx, node.SessionID, node.ID, protocol.KindSystem, protocol.SystemContinuation); err == nil {
+				var d protocol.SystemData
+				if json.Unmarshal(rec.Data, &d) == nil {
+					p.summary, p.query = d.Summary, d.Summary
+				}
+			}
+		}
+		if p.query == "" {
+			// The memories of a restart are the task's.
+			if p.query, err = r.firstTask(ctx, node); err != nil {
+				return err
+			}
+		}
 	}
-	err := r.runChecks(ctx, p, func(c protocol.SystemData) error {
-		rep.checks = append(rep.checks, c)
-		return show(systemRecord(p.node, c))
+	return nil
+}
+
+// newToken returns the container's token (its FILEPATH_API_KEY). One token
+// per container: whatever an earlier container of the node held is revoked
+// before the new one is made (and start revokes the new one if it fails).
+func (r *Runner) newToken(ctx context.Context, sess protocol.Session, node sessions.Node) (string, error) {
+	if err := r.revokeTokens(ctx, node.ID); err != nil {
+		return "", err
+	}
+	key, _, err := r.users.CreateNodeAPIKey(ctx, sess.UserID, sess.ID, node.ID)
+	if err != nil {
+		return "", fmt.Errorf("create node api key: %w", err)
+	}
+	return key, nil
+}
+
+// prepareWorkspace mounts the node's workspace and, before a session's
+// first agent, clones its repository into it.
+func (r *Runner) prepareWorkspace(ctx context.Context, p *startPlan) error {
+	dir, err := r.ws.Mount(ctx, p.node.ID)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	p.dir = dir
+	p.cloned, err = r.cloneRepo(ctx, p.sess, p.node, dir)
+	return err
+}
+
+// createContainer removes the node's previous container and creates its
+// new one (not started), with the contract's environment and key.
+func (r *Runner) createContainer(ctx context.Context, p *startPlan, key string) (string, error) {
+	sess, node := p.sess, p.node
+	parent := ""
+	if node.ParentID != nil {
+		parent = *node.ParentID
+	}
+	var cmd []string
+	if r.cfg.Cmd != nil {
+		cmd = r.cfg.Cmd(node)
+	}
+	if node.ContainerID != "" {
+		if err := r.rt.Remove(ctx, node.ContainerID); err != nil {
+			return "", fmt.Errorf("remove the previous container: %w", err)
+		}
+	}
+	env := map[string]string{
+		EnvTask: p.task, EnvAPIKey: key, EnvAgentID: node.ID, EnvSessionID: sess.ID,
+		EnvModel: node.Model, EnvAgentType: node.AgentType, EnvParentID: parent,
+		EnvAPIURL: r.apiURL(),
+	}
+	maps.Copy(env, p.vendorEnv)
+	id, err := r.rt.Create(ctx, containers.Spec{
+		SessionID:            sess.ID,
+		NodeID:               node.ID,
+		Image:                p.image,
+		Env:                  env,
+		Labels:               map[string]string{LabelInstance: r.instance},
+		StateVolume:          StateVolume(node.ID),
+		WorkspaceDir:         p.dir,
+		WorkspacePropagation: r.cfg.WorkspacePropagation,
+		Network:              r.cfg.Network,
+		Limits:               r.cfg.Limits,
+		Cmd:                  cmd,
+	})
+	if err != nil {
+		if node.AgentType != AgentCustom && orchestrator.ErrorField(err) == "image" {
+			// A built-in agent's image is built by images/build.sh.
+			return "", orchestrator.Errorf(orchestrator.EUnavailable, "the %s agent's image %s is not on this machine: build it with `make images` (images/build.sh %s), or spawn a custom agent with an image you have", node.AgentType, p.image, node.AgentType)
+		}
+		return "", err
+	}
+	if r.isDeleting(sess.ID) {
+		r.rt.Remove(context.WithoutCancel(ctx), id)
+		return "", orchestrator.Errorf(orchestrator.ENotFound, "session %s is being deleted", sess.ID)
+	}
+	return id, nil
+}
+
+// saveContainer records container id on the node (running), with a log
+// cursor past every input so far: they are history (the task goes in
+// FILEPATH_TASK), and the relay must not write any of them to the new
+// container's stdin.
+func (r *Runner) saveContainer(ctx context.Context, p *startPlan, id string) error {
+	node := p.node
+	last, err := r.st.LastSeq(ctx, node.SessionID)
+	if err != nil {
+		return err
+	}
+	running, cursor := protocol.StateRunning, relay.Cursor{Input: last}.String()
+	node, err = r.sessions.PatchNode(ctx, node.SessionID, node.ID, sessions.NodePatch{
+		ContainerID: &id, LogCursor: &cursor, Status: &running, ClearExitCode: true, ClearContextPct: true,
 	})
 	if err != nil {
 		return err
 	}
-	rep.memories = r.memories(ctx, p)
-	if len(rep.memories) > 0 {
-		d := protocol.SystemData{Type: protocol.SystemMemory, Text: fmt.Sprintf("%d memories given to the agent", len(rep.memories))}
-		if len(rep.memories) == 1 {
-			d.Text = "1 memory given to the agent"
-		}
-		for _, m := range rep.memories {
-			d.Memories = append(d.Memories, protocol.Memory{Key: m.Key, Text: m.Text})
-		}
-		if err := show(systemRecord(p.node, d)); err != nil {
-			return err
-		}
-	}
-	if msg := rep.message(); msg != "" {
-		// After the cursor's last input: the relay writes it to stdin
-		// before anything delivered to it, as it writes any input a crash
-		// caught between its append and its write.
-		data, _ := json.Marshal(protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromSystem, Content: msg})
-		if err := show(store.NewRecord{NodeID: p.node.ID, Kind: store.KindInput, Data: data}); err != nil {
-			return err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := r.rt.Start(ctx, p.id); err != nil {
-		return err
-	}
-	node, err := r.st.PatchNode(ctx, p.node.SessionID, p.node.ID, store.NodePatch{MarkStarted: true})
-	if err != nil {
-		return err
-	}
-	return r.attach(node, p.cursor)
+	p.node, p.id, p.cursor = node, id, cursor
+	return nil
 }
 
-func (r *Runner) memories(ctx context.Context, p *startPlan) []Memory {
-	if r.cfg.Memories == nil {
+// launch runs prepare in a goroutine of its own, as the node's start in
+// progress. A start that fails there is recorded on the node (error) and
+// its container removed; one canceled by a stop or delete leaves the node
+// idle; one cut short by Close is left for Reconcile to start again.
+func (r *Runner) launch(p *startPlan) error {
+	ctx, cancel := context.WithCancel(r.ctx)
+	job := &startJob{sessionID: p.node.SessionID, cancel: cancel, done: make(chan struct{})}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		cancel()
+		r.rt.Remove(context.Background(), p.id)
+		return orchestrator.Errorf(orchestrator.EUnavailable, "the orchestrator is shutting down")
+	}
+	r.starting[p.node.ID] = job
+	r.wg.Go(func() {
+		defer cancel()
+		err := r.prepare(ctx, p)
+		r.mu.Lock()
+		delete(r.starting, p.node.ID)
+		stopped, closing := job.stopped, r.closed || r.ctx.Err() != nil
+		r.mu.Unlock()
+		defer close(job.done)
+		if err == nil || (closing && !stopped) {
+			return
+		}
+		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer wcancel()
+		node := p.node
+		if rerr := r.rt.Remove(wctx, p.id); rerr != nil {
+			r.log.Warn("remove the container of a start that did not finish", "node", node.ID, "err", rerr)
+		}
+		r.releaseWorkspace(node.ID) // mounted again at its next start
+		if rerr := r.revokeTokens(wctx, node.ID); rerr != nil {
+			r.log.Warn("revoke the token of a node that did not start", "node", node.ID, "err", rerr)
+		}
+		status, empty := protocol.StateIdle, ""
+		if !stopped {
+			status = protocol.StateError
+			r.recordError(wctx, node, "start agent: "+err.Error())
+		}
+		if _, perr := r.sessions.PatchNode(wctx, node.SessionID, node.ID, sessions.NodePatch{Status: &status, ContainerID: &empty}); perr != nil && !permanent(perr) {
+			r.log.Warn("mark a node that did not start", "node", node.ID, "err", perr)
+		}
+		if serr := r.settleSession(wctx, node.SessionID); serr != nil && !permanent(serr) {
+			r.log.Warn("settle session", "session", node.SessionID, "err", serr)
+		}
+	})
+	r.mu.Unlock()
+	return nil
+}
+
+// revokeTokens deletes the node's container tokens (DESIGN invariant 9: a
+// token dies with its container).
+func (r *Runner) revokeTokens(ctx context.Context, nodeID string) error {
+	if _, err := r.users.DeleteNodeAPIKeys(ctx, nodeID); err != nil {
+		return fmt.Errorf("revoke the node's token: %w", err)
+	}
+	// Nobody is left to receive an answer to the requests it was waiting
+	// on: withdraw them, so the inbox does not ask a person about them.
+	if _, err := r.collab.WithdrawNodeApprovals(ctx, nodeID); err != nil {
+		return fmt.Errorf("withdraw the node's pending approvals: %w", err)
+	}
+	return nil
+}
+
+// firstTask is the content of the node's first input message (its task).
+func (r *Runner) firstTask(ctx context.Context, node sessions.Node) (string, error) {
+	recs, err := r.st.Records(ctx, node.SessionID, 0, 4, node.ID)
+	if err != nil {
+		return "", err
+	}
+	for _, rec := range recs {
+		if rec.Kind != protocol.KindInput {
+			continue
+		}
+		in, err := protocol.DecodeInput(rec.Data)
+		if m, ok := in.(protocol.MessageInput); err == nil && ok {
+			return m.Content, nil
+		}
+	}
+	return "", nil
+}
+
+// checkProviderKey refuses a catalog agent whose LLM provider's key the
+// orchestrator does not have: it could start, but never think.
+func (r *Runner) checkProviderKey(node sessions.Node) error {
+	if r.cfg.ProviderKeys == nil || node.AgentType == AgentCustom {
 		return nil
 	}
-	repo := ""
-	if p.sess.GitRepoURL != nil {
-		repo = *p.sess.GitRepoURL
-	}
-	query := p.query
-	limit := r.cfg.MemoryLimit
-	if limit <= 0 {
-		limit = DefaultMemoryLimit
-	}
-	ms, err := r.cfg.Memories.Relevant(ctx, p.sess.UserID, repo, query, limit)
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			r.log.Warn("read memories; the agent starts without them", "node", p.node.ID, "err", err)
-		}
+	agent, ok := orchestrator.AgentByType(node.AgentType)
+	if !ok || agent.Provider == "" || r.cfg.ProviderKeys(agent.Provider) {
 		return nil
 	}
-	return ms[:min(len(ms), limit)]
+	return orchestrator.Errorf(orchestrator.EUnavailable,
+		"the %s agent reaches its model through %s, and this orchestrator has no %s key: set %s where filepath serve runs and restart it",
+		node.AgentType, agent.Provider, agent.Provider, orchestrator.ProviderKeyEnv(agent.Provider))
 }
 
-func (r *Runner) eventRecord(node store.Node, ev protocol.Event) store.NewRecord {
-	data, _ := json.Marshal(ev) // protocol structs: cannot fail
-	return store.NewRecord{NodeID: node.ID, Kind: store.KindEvent, Data: data}
-}
-
-func systemRecord(node store.Node, d protocol.SystemData) store.NewRecord {
-	data, _ := json.Marshal(d)
-	return store.NewRecord{NodeID: node.ID, Kind: store.KindSystem, Data: data}
+// vendorKey is the environment giving a catalog agent that runs on its
+// vendor's service (Agent.VendorKey) its key, a secret of the session; an
+// error naming the key when the session has none.
+func (r *Runner) vendorKey(ctx context.Context, node sessions.Node) (map[string]string, error) {
+	agent, ok := orchestrator.AgentByType(node.AgentType)
+	if node.AgentType == AgentCustom || !ok || agent.VendorKey == "" {
+		return nil, nil
+	}
+	v, err := r.collab.OpenSessionSecret(ctx, node.SessionID, agent.VendorKey)
+	if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
+		return nil, orchestrator.FieldErrorf("agent_type", "the %s agent runs on %s's own service and needs %s: set it on the session (PUT /api/v1/sessions/%s/secrets/%s, or in the spawn dialog) and send the node a message",
+			agent.Type, agent.Name, agent.VendorKey, node.SessionID, agent.VendorKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{agent.VendorKey: v}, nil
 }

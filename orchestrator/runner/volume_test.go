@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // volumeRecorder remembers the state volume of each agent container created
@@ -47,11 +49,11 @@ func TestStateVolumePerNode(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, store.NodeDone)
+	e.waitStatus(root.ID, protocol.StateDone)
 	if err := e.r.StartNode(e.ctx, e.uid, e.sid, root.ID); err != nil {
 		t.Fatal(err)
 	}
-	child, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "kid", AgentType: AgentCustom, Image: testImage, ParentID: &root.ID, Task: "echo hi"})
+	child, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "kid", AgentType: AgentCustom, Image: testImage, ParentID: &root.ID, Task: "echo hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestStateVolumePerNode(t *testing.T) {
 	}
 }
 
-var testSecretsKey = bytes.Repeat([]byte{3}, store.SecretsKeySize)
+var testSecretsKey = bytes.Repeat([]byte{3}, collab.SecretsKeySize)
 
 // imageSwap runs every agent in the test image, remembering each agent
 // container's environment: the catalog's amp image is not built here, and
@@ -102,7 +104,7 @@ func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
 	root := e.startRoot("echo ready")
 	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
-	amp, err := e.st.CreateNode(e.ctx, e.uid, e.sid, store.NewNode{Name: "amp", AgentType: "amp", ParentID: &root.ID, Task: "echo amp ready"})
+	amp, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "amp", AgentType: "amp", ParentID: &root.ID, Task: "echo amp ready"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "AMP_API_KEY") {
 		t.Fatalf("start without the key: %v", err)
 	}
-	if n := e.node(amp.ID); n.Status != store.NodeError || !strings.Contains(dump(e.records(amp.ID)), "needs AMP_API_KEY") {
+	if n := e.node(amp.ID); n.Status != protocol.StateError || !strings.Contains(dump(e.records(amp.ID)), "needs AMP_API_KEY") {
 		t.Fatalf("node %s, records:\n%s", n.Status, dump(e.records(amp.ID)))
 	}
 	rec.mu.Lock()
@@ -120,7 +122,7 @@ func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 		t.Fatalf("%d agent containers made, want the root's only", made)
 	}
 	const key = "sgamp_runner-test-KEY-77"
-	if _, err := e.st.SetSessionSecret(e.ctx, e.uid, e.sid, "AMP_API_KEY", key); err != nil {
+	if _, err := e.collab.SetSessionSecret(e.ctx, e.uid, e.sid, "AMP_API_KEY", key); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.r.StartNode(e.ctx, e.uid, e.sid, amp.ID); err != nil {

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/filepath-dev/filepath/containers"
 )
@@ -12,7 +14,7 @@ import (
 // before Reconcile, so that those containers see a live /workspace again.
 // Finished nodes are mounted only when they start again.
 func (r *Runner) LiveNodes(ctx context.Context) ([]string, error) {
-	nodes, err := r.st.ActiveNodes(ctx)
+	nodes, err := r.sessions.ActiveNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -42,3 +44,24 @@ func (r *Runner) releaseWorkspace(nodeID string) {
 		r.log.Warn("unmount workspace", "node", nodeID, "err", err)
 	}
 }
+
+// plainDirs is the workspace seam's stand-in until the FUSE manager is
+// wired: a plain directory per node.
+type plainDirs struct{ root string }
+
+func (p plainDirs) Mount(_ context.Context, nodeID string) (string, error) {
+	if nodeID == "" || filepath.Base(nodeID) != nodeID {
+		return "", fmt.Errorf("node id %q is not a directory name", nodeID)
+	}
+	dir := filepath.Join(p.root, nodeID)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return "", fmt.Errorf("create workspace dir: %w", err)
+	}
+	// The agent may run as any user inside its container.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return "", fmt.Errorf("create workspace dir: %w", err)
+	}
+	return dir, nil
+}
+
+func (p plainDirs) Unmount(string) error { return nil }

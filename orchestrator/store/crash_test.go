@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // TestKillDurability appends in a child process that prints each seq after
@@ -28,8 +31,9 @@ func TestKillDurability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := st.CreateUser(ctx, "alice", false)
-	sess, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "crash"})
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
+	u, _ := ident.CreateUser(ctx, "alice", false)
+	sess, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +95,7 @@ func crashChild() {
 	sid := os.Getenv("STORE_CRASH_SESSION")
 	w := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
-		batch := []store.NewRecord{ev("x"), ev("y"), ev("z")}
+		batch := []protocol.Record{ev("x"), ev("y"), ev("z")}
 		recs, err := st.Append(ctx, sid, batch[:1+i%3]...)
 		if err != nil {
 			fmt.Println("append:", err)

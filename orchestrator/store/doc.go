@@ -1,6 +1,15 @@
-// Package store keeps the orchestrator's durable state in one SQLite file:
-// users and their credentials, agent sessions, node trees and each session's
-// ordered log.
+// Package store is the orchestrator's durable state in one SQLite file: the
+// connections, the migrations and each session's ordered log. The noun
+// packages below it keep their tables in the same file and take a *Store:
+//
+//	identity   users, login links, browser sessions, API keys (user and node)
+//	sessions   sessions and their node trees, node config, generations, the
+//	           relay's append with its log cursor, LLM usage and budgets
+//	audit      each node's audit (tool_calls): its tools, commands, API calls
+//	collab     approvals, memories, session secrets
+//	storetest  all of them over a test's database (test support)
+//
+// The base knows none of them (internal/layering checks the arrows).
 //
 // # Connections and durability
 //
@@ -10,7 +19,9 @@
 // retries); reads (Get*, List*, Tree, Records, ...) use a separate read-only
 // pool that runs beside the writer. Consequence for callers of DB()/SQL(): a
 // query on DB() while a transaction from DB() is open waits forever for the
-// single connection — inside a transaction use only its handle.
+// single connection — inside a transaction use only its handle. Statements a
+// noun package runs often are prepared once (WriteStmt, ReadStmt), before a
+// transaction, never inside one.
 //
 // synchronous=NORMAL by default (Config.Synchronous): a committed
 // transaction survives kill -9 of the process (it is in the WAL in the OS
@@ -20,41 +31,39 @@
 //
 // # Migrations
 //
-// migrations/NNNN_name.sql are embedded and applied in version order, each in
-// its own transaction with its row in schema_migrations. A database holding a
-// version this binary does not know is refused. 0001_core.sql is the store's;
-// 0002_vfs.sql belongs to the vfs package; 0008_collab.sql adds memories,
-// approvals and the per-node audit (tool_calls.node_id).
+// migrations/NNNN_name.sql are embedded and applied in version order by one
+// migrator, each in its own transaction with its row in schema_migrations:
+// one sequence for every package's tables (0002_vfs.sql and the later vfs
+// ones belong to orchestrator/vfs; 0008_collab.sql adds memories, approvals
+// and the per-node audit). A database holding a version this binary does
+// not know is refused.
 //
 // # The session log (DESIGN invariants 1 and 2)
 //
-// Every record gets seq = last+1 within its session inside the write
-// transaction; after the commit it is handed to Config.Publisher, in seq
-// order: a per-session mutex is held across insert, commit and publish, and
-// the last seq is cached per session. Tree changes (create, update, move,
-// delete) append their "node" record in the same transaction as the change.
-// WithLog gives other packages the same guarantee for their own changes
-// (e.g. the vfs appending a "file" record with a write).
+// Records are protocol.Record; the store keeps the session id beside them
+// (the session_log column, and Publisher.Publish's first argument). Every
+// record gets seq = last+1 within its session inside the write transaction;
+// after the commit it is handed to Config.Publisher, in seq order: a
+// per-session mutex is held across insert, commit and publish, and the last
+// seq is cached per session. WithLog gives the noun packages (and others,
+// e.g. the vfs appending a "file" record with a write) that guarantee for
+// their own changes: a tree change appends its "node" record in the same
+// transaction as the change; AppendWith appends records and runs more in
+// their transaction (a relay's log cursor and audit rows). EndLog runs a
+// session's deletion under its log lock.
 //
-// Node records, replayed in order, rebuild the tree exactly (tested): created
-// (plus an "input" record with the task, from "user" for a root, "parent"
-// otherwise), updated (only when a visible field changed: a log_cursor-only
-// patch writes none), moved (and "updated" for every sibling whose
-// sort_order was renumbered), deleted (with every removed id; renumbered
-// siblings get "updated"). Siblings' sort_order is always 0..n-1. One root
-// per session: without parent_id a node becomes the root only if there is
-// none (else invalid parent_id); the root cannot be moved.
+// Node records, replayed in order, rebuild the tree exactly (tested in
+// orchestrator/store/sessions).
 //
 // Lock order: per-session log mutex, then the write connection.
 //
 // # Scoping (DESIGN invariant 9)
 //
-// Every method taking a userID only sees that user's rows: another user's
-// session or node is not_found, exactly like a missing one. Methods without
-// a userID (SessionByID, NodeByID, ActiveNodes, SessionsByStatus, PatchNode,
-// UpdateSessionStatus, Append, AppendWithCursor, Records, LastSeq, WithLog)
-// are for the runner, relays and handlers that have already authorized the
-// session.
+// Every method of a noun package taking a userID only sees that user's
+// rows: another user's session or node is not_found, exactly like a missing
+// one (RequireUser maps an empty user id to none). Methods without a userID
+// (SessionByID, NodeByID, PatchNode, Append, Records, WithLog, ...) are for
+// the runner, relays and handlers that have already authorized the session.
 //
 // # API
 //
@@ -62,53 +71,16 @@
 // conflict, unauthorized) or wrapped internal errors.
 //
 //	Open(ctx, Config) (*Store, error); Close() error
-//	DB() *gorm.DB; SQL() *sql.DB; ReadDB() *gorm.DB; Now() time.Time
+//	DB() *gorm.DB; SQL() *sql.DB; ReadDB() *gorm.DB; ReadSQL() *sql.DB; Now() time.Time
+//	WriteStmt(ctx, query), ReadStmt(ctx, query) (*sql.Stmt, error)   // prepared once, closed by Close
 //	EmbeddedMigrations() ([]Migration, error)
 //
-//	CreateUser(ctx, name, admin) (User, error)   // conflict on a taken name
-//	UserByName(ctx, name); UserByID(ctx, id) (User, error); ListUsers(ctx); CountUsers(ctx) (int, error)
-//	CreateLoginToken(ctx, userID, ttl) (token string, err)   // single use, stored hashed
-//	ConsumeLoginToken(ctx, token) (User, error)               // unauthorized when used/expired/unknown
-//	CreateAPIKey(ctx, userID, name) (key string, APIKey, error)   // "fp_…", shown once, stored as sha256
-//	CreateAPIKeyExpiring(ctx, userID, name, expiresAt) (key string, APIKey, error) // AuthAPIKey refuses it from expiresAt on (*APIKeyExpiredError)
-//	CreateNodeAPIKey(ctx, userID, sessionID, nodeID) (key string, APIKey, error)
-//	AuthAPIKey(ctx, key) (Principal{User, SessionID, NodeID}, error)
-//	UserByAPIKey(ctx, key) (User, error)   // user keys only; node keys → unauthorized
-//	ListAPIKeys(ctx, userID) ([]APIKey, error); DeleteAPIKey(ctx, userID, keyID) error
-//	CreateWebSession(ctx, userID, ttl) (cookie string, err); UserByWebSession(ctx, cookie) (User, error)
-//	DeleteWebSession(ctx, cookie) error; DeleteExpired(ctx) (int64, error)
+//	Append(ctx, sessionID, recs ...protocol.Record) ([]protocol.Record, error)   // Seq assigned; At zero: now; Ref -k: k records back
+//	AppendWith(ctx, sessionID, recs, func(*Tx, stored) error) ([]protocol.Record, error)
+//	WithLog(ctx, sessionID, func(*Tx) error) ([]protocol.Record, error); (*Tx).DB(); (*Tx).Append(recs...); (*Tx).AppendJSON(nodeID, kind, v)
+//	Records(ctx, sessionID, after, limit, nodeID) ([]protocol.Record, error); LastSeq(ctx, sessionID) (int64, error)
+//	LastRecordOf(ctx, sessionID, nodeID, kind, typ) (protocol.Record, error)
+//	EndLog(sessionID, del func() error) error
 //
-//	CreateSession(ctx, userID, NewSession{Name, GitRepoURL}) (Session, error)
-//	GetSession(ctx, userID, id) (Session, error); ListSessions(ctx, userID) ([]Session, error)
-//	DeleteSession(ctx, userID, id) error     // cascades nodes, log, node keys, vfs tables
-//	SessionByID(ctx, id) (Session, error); SessionsByStatus(ctx, statuses...) ([]Session, error)
-//	UpdateSessionStatus(ctx, sessionID, status) error   // running sets started_at
-//
-//	CreateNode(ctx, userID, sessionID, NewNode{Name, AgentType, Model, ParentID, Image, Task, Config}) (Node, error)
-//	GetNode(ctx, userID, sessionID, nodeID) (Node, error); NodeByID(ctx, nodeID) (Node, error)
-//	Tree(ctx, userID, sessionID) ([]Node, error)   // depth-first, with done/total
-//	UpdateNode(ctx, userID, sessionID, nodeID, NodePatch) (Node, error)
-//	PatchNode(ctx, sessionID, nodeID, NodePatch) (Node, error)   // runner/relay, any owner
-//	MoveNode(ctx, userID, sessionID, nodeID, parentID *string, sortOrder int) (Node, error)
-//	DeleteNode(ctx, userID, sessionID, nodeID) (removedIDs []string, err error)
-//	ActiveNodes(ctx) ([]Node, error)   // for reconcile at start-up
-//
-//	Append(ctx, sessionID, recs ...NewRecord) ([]Record, error)
-//	AppendWithCursor(ctx, sessionID, nodeID, cursor, recs...) ([]Record, error)   // + node log_cursor, one tx
-//	WithLog(ctx, sessionID, func(*Tx) error) ([]Record, error); (*Tx).DB(); (*Tx).Append(recs...)
-//	Records(ctx, sessionID, after, limit, nodeID) ([]Record, error); LastSeq(ctx, sessionID) (int64, error)
-//
-//	NormalizeRepo(gitURL) string   // a memory scope: host/path
-//	SetMemory(ctx, userID, repo, key, text, sessionID, nodeID) (Memory, error)   // kv_store upsert
-//	Memories(ctx, userID, repo *string, limit); SearchMemories(ctx, userID, repo, query, limit) ([]Memory, error)
-//	GetMemory(ctx, userID, id) (Memory, error); DeleteMemory(ctx, userID, id) error
-//
-//	RequestApproval(ctx, sessionID, nodeID, NewApproval) (Approval, created bool, error)   // + its system record
-//	GetApproval(ctx, sessionID, id); Approvals(ctx, userID, sessionID, status, limit)
-//	AnswerApproval(ctx, userID, sessionID, id, Decision, by) (Approval, error)   // + record; Always: config
-//	ExpireApprovals(ctx, now) (int, error); NextApprovalExpiry(ctx) (time.Time, bool, error)
-//	ApprovalPolicies(config) (map[string]string, error)
-//
-//	RecordToolCall(ctx, NewToolCall) error   // an agent-API call; tool/command rows come with AppendWithCursor
-//	ToolCalls(ctx, sessionID, nodeID, before, limit) ([]ToolCall, error)   // a node's audit, newest first
+//	NewID(); Millis(t); FromMillis(ms); NotFound(what, id); RequireUser(userID); IsConstraint(err, code)
 package store

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Records limits.
@@ -92,7 +94,7 @@ type Tx struct {
 	sessionID string
 	now       time.Time
 	last      int64
-	recs      []Record
+	recs      []protocol.Record
 	checked   bool // the records given to Append were checked already
 }
 
@@ -103,12 +105,18 @@ func (t *Tx) DB() *gorm.DB { return t.g }
 // Now is the transaction's clock reading (the At of its records).
 func (t *Tx) Now() time.Time { return t.now }
 
+// Context is the context the transaction runs under.
+func (t *Tx) Context() context.Context { return t.ctx }
+
+// SessionID is the session whose log the transaction appends to.
+func (t *Tx) SessionID() string { return t.sessionID }
+
 // WithLog runs fn in one write transaction on sessionID's log and returns the
 // records fn appended. After the commit it publishes those records in seq
 // order; if fn returns an error or the commit fails, nothing is stored or
 // published. Calls for the same session are serialized, so publish order is
 // seq order (DESIGN invariants 1 and 2). fn must not call Store methods.
-func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) error) ([]Record, error) {
+func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) error) ([]protocol.Record, error) {
 	st := s.acquireLog(sessionID)
 	failed := true
 	defer func() { s.releaseLog(sessionID, st, failed) }()
@@ -129,7 +137,7 @@ func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) e
 				return fmt.Errorf("read last seq: %w", err)
 			}
 			if row.Exists == 0 {
-				return notFound("session", sessionID)
+				return NotFound("session", sessionID)
 			}
 			t.last = row.Last
 		} else {
@@ -138,38 +146,39 @@ func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) e
 		return fn(t)
 	})
 	if err != nil {
-		if cached && isConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		if cached && IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
 			// Most likely the session was deleted since its last seq was
 			// cached (otherwise its existence was checked in this transaction).
 			var n int64
 			if s.rdb.WithContext(ctx).Raw(`SELECT COUNT(*) FROM agent_session WHERE id = ?`, sessionID).Scan(&n).Error == nil && n == 0 {
-				return nil, notFound("session", sessionID)
+				return nil, NotFound("session", sessionID)
 			}
 		}
 		return nil, err
 	}
 	st.last, st.known, failed = t.last, true, false
 	for _, r := range t.recs {
-		s.pub.Publish(r)
+		s.pub.Publish(sessionID, r)
 	}
 	return t.recs, nil
 }
 
 // Append stores records in the transaction with the next seqs and returns
-// them (published after commit by WithLog).
-func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
+// them as stored (published after commit by WithLog). Each record is read
+// as Append's input (Store.Append).
+func (t *Tx) Append(recs ...protocol.Record) ([]protocol.Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
 	if !t.checked {
 		for i := range recs {
-			if err := checkNewRecord(&recs[i]); err != nil {
+			if err := checkRecord(&recs[i]); err != nil {
 				return nil, err
 			}
 		}
 	}
-	out := make([]Record, len(recs))
-	now := ms(t.now)
+	out := make([]protocol.Record, len(recs))
+	now := Millis(t.now)
 	// One record (the common case) goes through a statement prepared once on
 	// the write connection; batches use multi-row INSERTs.
 	if sqlTx, ok := t.g.Statement.ConnPool.(*sql.Tx); ok && len(recs) == 1 && t.s.insertOne != nil {
@@ -178,7 +187,7 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 		if _, err := sqlTx.StmtContext(t.ctx, t.s.insertOne).ExecContext(t.ctx, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at); err != nil {
 			return nil, fmt.Errorf("append to session %s log: %w", t.sessionID, err)
 		}
-		out[0] = Record{SessionID: t.sessionID, Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: fromMS(at), Data: r.Data}
+		out[0] = protocol.Record{Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: FromMillis(at), Data: r.Data}
 		if err := t.setRefs(recs, out); err != nil {
 			return nil, err
 		}
@@ -204,8 +213,7 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 		for i, r := range chunk {
 			seq, at := t.last+int64(start+i)+1, atOf(r, now)
 			args = append(args, t.sessionID, seq, r.NodeID, r.Kind, string(r.Data), at)
-			out[start+i] = Record{SessionID: t.sessionID, Seq: seq, Kind: r.Kind, NodeID: r.NodeID,
-				At: fromMS(at), Data: r.Data}
+			out[start+i] = protocol.Record{Seq: seq, Kind: r.Kind, NodeID: r.NodeID, At: FromMillis(at), Data: r.Data}
 		}
 		var err error
 		if stmt := t.s.insertN[n]; stmt != nil && sqlTx != nil {
@@ -229,7 +237,7 @@ func (t *Tx) Append(recs ...NewRecord) ([]Record, error) {
 // setRefs stores the Ref of the records that have one (commits: rare, so a
 // statement each instead of a wider INSERT for every record), resolving a
 // relative Ref (-k: k records earlier in recs) to that record's seq.
-func (t *Tx) setRefs(recs []NewRecord, out []Record) error {
+func (t *Tx) setRefs(recs, out []protocol.Record) error {
 	for i, r := range recs {
 		ref := r.Ref
 		switch {
@@ -253,26 +261,27 @@ func (t *Tx) setRefs(recs []NewRecord, out []Record) error {
 }
 
 // atOf is the stored time of r: its At when given, else the append time.
-func atOf(r NewRecord, now int64) int64 {
+func atOf(r protocol.Record, now int64) int64 {
 	if r.At.IsZero() {
 		return now
 	}
-	return ms(r.At)
+	return Millis(r.At)
 }
 
-// appendJSON appends one record whose data is v encoded as JSON.
-func (t *Tx) appendJSON(nodeID, kind string, v any) error {
+// AppendJSON appends one record of nodeID ("" : the session) whose data is
+// v (a protocol payload) encoded as JSON.
+func (t *Tx) AppendJSON(nodeID, kind string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s record: %w", kind, err)
 	}
-	_, err = t.Append(NewRecord{NodeID: nodeID, Kind: kind, Data: b})
+	_, err = t.Append(protocol.Record{NodeID: nodeID, Kind: kind, Data: b})
 	return err
 }
 
-func checkNewRecord(r *NewRecord) error {
+func checkRecord(r *protocol.Record) error {
 	switch r.Kind {
-	case KindEvent, KindInput, KindNode, KindFile, KindError, KindSystem:
+	case protocol.KindEvent, protocol.KindInput, protocol.KindNode, protocol.KindFile, protocol.KindError, protocol.KindSystem:
 	default:
 		return orchestrator.FieldErrorf("kind", "record kind %q: want event, input, node, file or error", r.Kind)
 	}
@@ -285,30 +294,60 @@ func checkNewRecord(r *NewRecord) error {
 }
 
 // Append stores recs in sessionID's log in one transaction, assigning
-// consecutive seqs, and after the commit publishes them in seq order. Each
-// record's Data must be a JSON object. An unknown session is not_found.
-func (s *Store) Append(ctx context.Context, sessionID string, recs ...NewRecord) ([]Record, error) {
+// consecutive seqs, and after the commit publishes them in seq order. It
+// returns the records as stored. An unknown session is not_found.
+//
+// Of each record given, the store ignores Seq (it assigns the next one) and
+// reads: NodeID ("" for a session-level record); Kind (a protocol.Kind*
+// constant); Data (a JSON object); At, when the record's content happened
+// (for an agent's output line the container runtime's timestamp of it, so
+// that output recovered after a restart keeps the time it was printed;
+// zero: the append time; At is information, not order, and may go
+// backwards from one record to the next); Ref (> 0: the seq of an earlier
+// record it links to; -k: the record k places before it in the same call,
+// whose seq is not known until the append).
+func (s *Store) Append(ctx context.Context, sessionID string, recs ...protocol.Record) ([]protocol.Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
+	return s.AppendWith(ctx, sessionID, recs, nil)
+}
+
+// AppendWith is Append and more in the same transaction: after recs are
+// appended, fn (when not nil) runs with them as stored, and may make other
+// changes through tx (a node's log cursor, the audit rows of its tools).
+// The records are checked before the transaction begins.
+func (s *Store) AppendWith(ctx context.Context, sessionID string, recs []protocol.Record, fn func(tx *Tx, stored []protocol.Record) error) ([]protocol.Record, error) {
 	for i := range recs {
-		if err := checkNewRecord(&recs[i]); err != nil {
+		if err := checkRecord(&recs[i]); err != nil {
 			return nil, err
 		}
 	}
 	return s.WithLog(ctx, sessionID, func(tx *Tx) error {
 		tx.checked = true
-		_, err := tx.Append(recs...)
+		stored, err := tx.Append(recs...)
 		tx.checked = false
-		return err
+		if err != nil || fn == nil {
+			return err
+		}
+		return fn(tx, stored)
 	})
+}
+
+// EndLog runs del, which deletes the session sessionID (its log goes with it
+// by foreign-key cascade), holding the session's log lock, so that no append
+// interleaves with it, and forgets what the store cached of the log.
+func (s *Store) EndLog(sessionID string, del func() error) error {
+	st := s.acquireLog(sessionID)
+	defer s.releaseLog(sessionID, st, true)
+	return del()
 }
 
 // Records returns up to limit records of sessionID's log with seq > after,
 // ascending; with nodeID != "" only that node's records. limit <= 0 means
 // DefaultRecordsLimit; it is capped at MaxRecordsLimit. It does not check
 // who owns the session: callers authorize first (GetSession).
-func (s *Store) Records(ctx context.Context, sessionID string, after int64, limit int, nodeID string) ([]Record, error) {
+func (s *Store) Records(ctx context.Context, sessionID string, after int64, limit int, nodeID string) ([]protocol.Record, error) {
 	if limit <= 0 {
 		limit = DefaultRecordsLimit
 	}
@@ -326,9 +365,9 @@ func (s *Store) Records(ctx context.Context, sessionID string, after int64, limi
 		return nil, fmt.Errorf("read session %s log: %w", sessionID, err)
 	}
 	defer rows.Close()
-	out := []Record{}
+	out := []protocol.Record{}
 	for rows.Next() {
-		r := Record{SessionID: sessionID}
+		var r protocol.Record
 		var payload []byte
 		var at int64
 		var ref sql.NullInt64
@@ -336,7 +375,7 @@ func (s *Store) Records(ctx context.Context, sessionID string, after int64, limi
 			return nil, fmt.Errorf("read session %s log: %w", sessionID, err)
 		}
 		r.Data = json.RawMessage(payload)
-		r.At = fromMS(at)
+		r.At = FromMillis(at)
 		r.Ref = ref.Int64
 		out = append(out, r)
 	}
@@ -357,39 +396,25 @@ func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
 	return last, nil
 }
 
-// AppendWithCursor appends recs to sessionID's log and sets nodeID's
-// log_cursor in one transaction: a relay recovering a container's log stores
-// each line once, and its position with it. Each tool or command event that
-// ends a call adds its row to the node's audit (tool_calls) in the same
-// transaction. No "node" record is written for
-// the cursor. An unknown node is not_found.
-func (s *Store) AppendWithCursor(ctx context.Context, sessionID, nodeID, cursor string, recs ...NewRecord) ([]Record, error) {
-	if len(cursor) > MaxLogCursorLen {
-		return nil, orchestrator.FieldErrorf("log_cursor", "log_cursor is longer than %d bytes", MaxLogCursorLen)
+// lastOfTypeSQL finds a node's last record of one kind whose data has one
+// "type" (newest first, through the node index).
+const lastOfTypeSQL = `SELECT seq, payload, created_at FROM session_log
+	WHERE session_id = ? AND node_id = ? AND kind = ? AND json_extract(payload, '$.type') = ?
+	ORDER BY seq DESC LIMIT 1`
+
+// LastRecordOf returns the node's last record of kind whose data has the
+// given "type" (e.g. the last handoff event); not_found when it has none.
+func (s *Store) LastRecordOf(ctx context.Context, sessionID, nodeID, kind, typ string) (protocol.Record, error) {
+	r := protocol.Record{NodeID: nodeID, Kind: kind}
+	var payload string
+	var at int64
+	err := s.rsql.QueryRowContext(ctx, lastOfTypeSQL, sessionID, nodeID, kind, typ).Scan(&r.Seq, &payload, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return protocol.Record{}, NotFound(kind+" "+typ+" of node", nodeID)
 	}
-	for i := range recs {
-		if err := checkNewRecord(&recs[i]); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return protocol.Record{}, fmt.Errorf("read the last %s %s of node %s: %w", kind, typ, nodeID, err)
 	}
-	return s.WithLog(ctx, sessionID, func(tx *Tx) error {
-		tx.checked = true
-		stored, err := tx.Append(recs...)
-		tx.checked = false
-		if err != nil {
-			return err
-		}
-		// A tool or command that ended gets its audit row with its record.
-		if err := tx.auditSteps(stored); err != nil {
-			return err
-		}
-		res := tx.DB().Exec(`UPDATE agent_node SET log_cursor = ? WHERE id = ? AND session_id = ?`, cursor, nodeID, sessionID)
-		if res.Error != nil {
-			return fmt.Errorf("set node %s log cursor: %w", nodeID, res.Error)
-		}
-		if res.RowsAffected != 1 {
-			return notFound("node", nodeID)
-		}
-		return nil
-	})
+	r.Data, r.At = json.RawMessage(payload), FromMillis(at)
+	return r, nil
 }

@@ -123,7 +123,7 @@ func applyMigration(ctx context.Context, db *sql.DB, m Migration, now func() tim
 		return fmt.Errorf("migrate %s: %w", m.Name, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.Version, m.Name, ms(now())); err != nil {
+		m.Version, m.Name, Millis(now())); err != nil {
 		return fmt.Errorf("migrate %s: record version: %w", m.Name, err)
 	}
 	if err := tx.Commit(); err != nil {

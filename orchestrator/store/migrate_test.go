@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 func TestMigrationUpgradeInPlace(t *testing.T) {
@@ -47,9 +50,9 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
-	u := store.User{ID: d.user}
-	s := store.Session{ID: d.session}
-	root := store.Node{ID: d.root}
+	u := identity.User{ID: d.user}
+	s := protocol.Session{ID: d.session}
+	root := sessions.Node{Node: protocol.Node{ID: d.root}}
 
 	// The new binary: every embedded migration plus one more that changes a
 	// table holding data.
@@ -61,6 +64,7 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ss := sessions.New(st, sessions.Config{})
 	var versions []int
 	rows, err := st.SQL().Query(`SELECT version FROM schema_migrations ORDER BY version`)
 	if err != nil {
@@ -79,7 +83,7 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 	if err := st.SQL().QueryRow(`SELECT note FROM agent_session WHERE id = ?`, s.ID).Scan(&note); err != nil || note != "x" {
 		t.Fatalf("upgraded column: %q, %v", note, err)
 	}
-	got, err := st.GetSession(ctx, u.ID, s.ID)
+	got, err := ss.GetSession(ctx, u.ID, s.ID)
 	if err != nil || got.Name != "kept" || got.RootNodeID == nil || *got.RootNodeID != root.ID {
 		t.Fatalf("session after upgrade %+v, %v", got, err)
 	}
@@ -88,30 +92,30 @@ func TestMigrationUpgradeInPlace(t *testing.T) {
 		t.Fatalf("records after upgrade %+v, %v", recs, err)
 	}
 	// 0005: a node that ran before (it has a log cursor) counts as started.
-	if n, err := st.NodeByID(ctx, d.root); err != nil || n.StartedAt == nil || n.StartedAt.UnixMilli() != 1234 {
+	if n, err := ss.NodeByID(ctx, d.root); err != nil || n.StartedAt == nil || n.StartedAt.UnixMilli() != 1234 {
 		t.Fatalf("root after upgrade: started %v, %v", n.StartedAt, err)
 	}
-	if n, err := st.NodeByID(ctx, d.child); err != nil || n.StartedAt != nil {
+	if n, err := ss.NodeByID(ctx, d.child); err != nil || n.StartedAt != nil {
 		t.Fatalf("child after upgrade: started %v, %v", n.StartedAt, err)
 	}
 	// The seq continues after the upgrade.
-	next, err := st.Append(ctx, s.ID, store.NewRecord{Kind: store.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)})
+	next, err := st.Append(ctx, s.ID, protocol.Record{Kind: protocol.KindEvent, Data: json.RawMessage(`{"type":"text","content":"x"}`)})
 	if err != nil || next[0].Seq != 3 {
 		t.Fatalf("append after upgrade %+v, %v", next, err)
 	}
 	// 0007: the rebuilt log takes system records and keeps its node index.
-	if _, err := st.Append(ctx, s.ID, store.NewRecord{NodeID: d.root, Kind: store.KindSystem, Data: json.RawMessage(`{"type":"check","text":"ok"}`)}); err != nil {
+	if _, err := st.Append(ctx, s.ID, protocol.Record{NodeID: d.root, Kind: protocol.KindSystem, Data: json.RawMessage(`{"type":"check","text":"ok"}`)}); err != nil {
 		t.Fatalf("system record after upgrade: %v", err)
 	}
 	// 0009: sessions have no checks, nodes are generation 1, records
 	// keep their refs.
-	if got, err := st.GetSession(ctx, u.ID, s.ID); err != nil || got.Checks == nil || len(got.Checks) != 0 {
+	if got, err := ss.GetSession(ctx, u.ID, s.ID); err != nil || got.Checks == nil || len(got.Checks) != 0 {
 		t.Fatalf("checks after upgrade: %v, %v", got.Checks, err)
 	}
-	if n, err := st.NodeByID(ctx, d.child); err != nil || n.Generation != 1 {
+	if n, err := ss.NodeByID(ctx, d.child); err != nil || n.Generation != 1 {
 		t.Fatalf("child after upgrade: generation %d, %v", n.Generation, err)
 	}
-	if recs, err := st.Append(ctx, s.ID, store.NewRecord{NodeID: d.root, Kind: store.KindEvent, Ref: 3,
+	if recs, err := st.Append(ctx, s.ID, protocol.Record{NodeID: d.root, Kind: protocol.KindEvent, Ref: 3,
 		Data: json.RawMessage(`{"type":"commit","hash":"abc","message":"m"}`)}); err != nil || recs[0].Ref != 3 {
 		t.Fatalf("record with a ref after upgrade: %+v, %v", recs, err)
 	}
@@ -249,14 +253,15 @@ func TestMigrationAPIKeyExpiry(t *testing.T) {
 		`INSERT INTO api_keys (id, user_id, name, hash, prefix, created_at, last_used_at) VALUES ('k-1', 'u-1', 'laptop', '` + hash(userKey) + `', 'fp_old', 1, 2)`,
 		`INSERT INTO api_keys (id, user_id, session_id, node_id, name, hash, prefix, created_at) VALUES ('k-2', 'u-1', 's-1', 'n-1', 'node n-1', '` + hash(nodeKey) + `', 'fp_old', 1)`,
 	})
+	ident := identity.New(st)
 	defer st.Close()
-	if u, err := st.UserByAPIKey(ctx, userKey); err != nil || u.ID != "u-1" {
+	if u, err := ident.UserByAPIKey(ctx, userKey); err != nil || u.ID != "u-1" {
 		t.Fatalf("old user key after upgrade: %+v, %v", u, err)
 	}
-	if p, err := st.AuthAPIKey(ctx, nodeKey); err != nil || p.NodeID != "n-1" {
+	if p, err := ident.AuthAPIKey(ctx, nodeKey); err != nil || p.NodeID != "n-1" {
 		t.Fatalf("old node key after upgrade: %+v, %v", p, err)
 	}
-	keys, err := st.ListAPIKeys(ctx, "u-1")
+	keys, err := ident.ListAPIKeys(ctx, "u-1")
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("keys after upgrade: %+v, %v", keys, err)
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
@@ -20,13 +19,14 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
-// Publisher receives every committed log record, after its transaction
-// committed, in seq order per session. hub.Hub satisfies it. Publish must not
-// block: it runs while the session's log lock is held.
+// Publisher receives every committed log record of a session, after its
+// transaction committed, in seq order per session. hub.Hub satisfies it.
+// Publish must not block: it runs while the session's log lock is held.
 type Publisher interface {
-	Publish(Record)
+	Publish(sessionID string, rec protocol.Record)
 }
 
 // Synchronous settings for Config.Synchronous.
@@ -63,32 +63,11 @@ type Config struct {
 	// Migrations replaces the embedded migrations (tests only; nil: the
 	// embedded list).
 	Migrations []Migration
-	// MaxNodes bounds the agents of one session (DefaultMaxNodes), so that
-	// agents spawning agents cannot grow a tree without end.
-	MaxNodes int
-	// MaxCheckTimeout bounds the time limit a session's health check may ask
-	// for (DefaultMaxCheckTimeout).
-	MaxCheckTimeout time.Duration
-	// DefaultBudget is the LLM budget a new session starts with (nil
-	// fields: unlimited); its owner changes it with SetSessionBudget.
-	DefaultBudget Budget
-	// SecretsKey (SecretsKeySize bytes) seals the sessions' secrets (vendor
-	// keys); nil: secrets cannot be stored or read.
-	SecretsKey []byte
 }
 
-// DefaultMaxNodes is the default bound on the agents of one session.
-const DefaultMaxNodes = 1000
-
-func (s *Store) maxNodes() int {
-	if s.cfg.MaxNodes > 0 {
-		return s.cfg.MaxNodes
-	}
-	return DefaultMaxNodes
-}
-
-// Store is the orchestrator's durable state in one SQLite file. It is safe
-// for concurrent use.
+// Store is the orchestrator's SQLite database and each session's log. The
+// noun packages below it (identity, sessions, audit, collab) keep their
+// tables in it through its handles. It is safe for concurrent use.
 type Store struct {
 	cfg    Config
 	now    func() time.Time
@@ -103,9 +82,8 @@ type Store struct {
 	insertOne *sql.Stmt         // insertLogSQL, prepared on the write connection
 	insertN   map[int]*sql.Stmt // multi-row INSERTs by row count (insertChunks)
 
-	usageMu   sync.Mutex // guards the usage statements, prepared at first use
-	usageStmt *sql.Stmt  // insertUsageSQL, on the write connection
-	spendStmt *sql.Stmt  // spendSQL, on the read pool (the gateway runs it per request)
+	stmtsMu sync.Mutex            // guards stmts; never held while waiting for the database
+	stmts   map[stmtKey]*sql.Stmt // prepared at first use (WriteStmt, ReadStmt), closed by Close
 
 	closeOnce sync.Once
 	closeErr  error
@@ -223,7 +201,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	return &Store{
 		cfg: cfg, now: cfg.Now, wsql: wsql, rsql: rsql, db: db, rdb: rdb, pub: pub,
-		logs: make(map[string]*logState), insertOne: insertOne, insertN: insertN,
+		logs: make(map[string]*logState), insertOne: insertOne, insertN: insertN, stmts: map[stmtKey]*sql.Stmt{},
 	}, nil
 }
 
@@ -249,7 +227,7 @@ func dsn(cfg Config, readOnly bool) string {
 
 type nopPublisher struct{}
 
-func (nopPublisher) Publish(Record) {}
+func (nopPublisher) Publish(string, protocol.Record) {}
 
 // Close closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
@@ -257,13 +235,11 @@ func (s *Store) Close() error {
 		// Let SQLite refresh its query planner statistics; best effort.
 		_, _ = s.wsql.Exec(`PRAGMA optimize`)
 		errs := []error{s.insertOne.Close()}
-		s.usageMu.Lock()
-		for _, st := range []*sql.Stmt{s.usageStmt, s.spendStmt} {
-			if st != nil {
-				errs = append(errs, st.Close())
-			}
+		s.stmtsMu.Lock()
+		for _, st := range s.stmts {
+			errs = append(errs, st.Close())
 		}
-		s.usageMu.Unlock()
+		s.stmtsMu.Unlock()
 		for _, st := range s.insertN {
 			errs = append(errs, st.Close())
 		}
@@ -285,11 +261,51 @@ func (s *Store) SQL() *sql.DB { return s.wsql }
 // run concurrently with the writer and see every committed transaction.
 func (s *Store) ReadDB() *gorm.DB { return s.rdb }
 
+// ReadSQL returns the database/sql handle of the read-only pool (see ReadDB).
+func (s *Store) ReadSQL() *sql.DB { return s.rsql }
+
 // Now returns the store's clock reading.
 func (s *Store) Now() time.Time { return s.now() }
 
-// newID returns a random UUID (version 4) string.
-func newID() string {
+// stmtKey names a statement of WriteStmt or ReadStmt.
+type stmtKey struct {
+	query string
+	write bool
+}
+
+// WriteStmt returns query prepared on the write connection, once: later
+// calls return the same statement, which Close closes. Call it before a
+// transaction, never inside one (the one write connection is busy there);
+// inside, use it through the transaction's StmtContext.
+func (s *Store) WriteStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	return s.stmt(ctx, stmtKey{query, true})
+}
+
+// ReadStmt returns query prepared on the read pool, once (see WriteStmt).
+func (s *Store) ReadStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	return s.stmt(ctx, stmtKey{query, false})
+}
+
+func (s *Store) stmt(ctx context.Context, k stmtKey) (*sql.Stmt, error) {
+	s.stmtsMu.Lock()
+	defer s.stmtsMu.Unlock()
+	if st := s.stmts[k]; st != nil {
+		return st, nil
+	}
+	db := s.rsql
+	if k.write {
+		db = s.wsql
+	}
+	st, err := db.PrepareContext(ctx, k.query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	s.stmts[k] = st
+	return st, nil
+}
+
+// NewID returns a random UUID (version 4) string: the id of a new row.
+func NewID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
@@ -298,32 +314,38 @@ func newID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// hashSecret returns the hex sha256 of a secret (tokens, keys, cookies): the
-// database never holds a usable credential.
-func hashSecret(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
-}
+// Millis is t as the store keeps times: Unix milliseconds.
+func Millis(t time.Time) int64 { return t.UnixMilli() }
 
-func ms(t time.Time) int64 { return t.UnixMilli() }
+// FromMillis is the time of a stored Unix millisecond value, in UTC.
+func FromMillis(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
-func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
-
-func fromMSPtr(v *int64) *time.Time {
+// FromMillisPtr is FromMillis of a nullable column (nil stays nil).
+func FromMillisPtr(v *int64) *time.Time {
 	if v == nil {
 		return nil
 	}
-	t := fromMS(*v)
+	t := FromMillis(*v)
 	return &t
 }
 
-// isConstraint reports whether err is a SQLite constraint violation of the
+// IsConstraint reports whether err is a SQLite constraint violation of the
 // given extended code (e.g. sqlite3.ErrConstraintUnique).
-func isConstraint(err error, code sqlite3.ErrNoExtended) bool {
+func IsConstraint(err error, code sqlite3.ErrNoExtended) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.ExtendedCode == code
 }
 
-func notFound(what, id string) error {
+// NotFound is the not_found error of a missing (or another user's) row.
+func NotFound(what, id string) error {
 	return orchestrator.Errorf(orchestrator.ENotFound, "%s %q not found", what, id)
+}
+
+// RequireUser maps an empty user id, which would disable a query's scoping
+// to one user, to one that matches nothing (DESIGN invariant 9).
+func RequireUser(userID string) string {
+	if userID == "" {
+		return "\x00no-user"
+	}
+	return userID
 }

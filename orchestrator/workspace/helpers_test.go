@@ -8,6 +8,8 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -38,12 +40,13 @@ func newEnv(tb testing.TB, cfg vfs.Config) *env {
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	tb.Cleanup(func() { st.Close() })
-	u, err := st.CreateUser(ctx, "alice", false)
+	u, err := ident.CreateUser(ctx, "alice", false)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: "workspace test"})
+	s, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "workspace test"})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -34,6 +34,9 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // LastText is the content of the root's last seeded record; the benchmark
@@ -121,34 +124,35 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	if o.nodes < 0 || o.children < 0 || (o.nodes > 0 && (o.records < o.rootRecords || o.rootRecords < 1)) {
 		return seeded{}, errors.New("want --nodes >= 0, --children >= 0 and 1 <= --root-records <= --records")
 	}
-	u, err := st.UserByName(ctx, o.user)
+	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
+	u, err := ident.UserByName(ctx, o.user)
 	if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
-		u, err = st.CreateUser(ctx, o.user, true)
+		u, err = ident.CreateUser(ctx, o.user, true)
 	}
 	if err != nil {
 		return seeded{}, fmt.Errorf("user %s: %w", o.user, err)
 	}
-	sess, err := st.CreateSession(ctx, u.ID, store.NewSession{Name: o.name})
+	sess, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: o.name})
 	if err != nil {
 		return seeded{}, fmt.Errorf("create session: %w", err)
 	}
-	tok, err := st.CreateLoginToken(ctx, u.ID, 24*time.Hour)
+	tok, err := ident.CreateLoginToken(ctx, u.ID, 24*time.Hour)
 	if err != nil {
 		return seeded{}, fmt.Errorf("login token: %w", err)
 	}
 	if o.nodes == 0 { // an empty session: the benchmark's baseline
 		return seeded{Session: sess.ID, Login: "/login?token=" + tok}, nil
 	}
-	root, err := st.CreateNode(ctx, u.ID, sess.ID, store.NewNode{Name: "lead", AgentType: orchestrator.AgentCustom, Model: "claude-sonnet-4", Image: o.image})
+	root, err := ss.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{Name: "lead", AgentType: orchestrator.AgentCustom, Model: "claude-sonnet-4", Image: o.image})
 	if err != nil {
 		return seeded{}, fmt.Errorf("create root: %w", err)
 	}
 	// The tree: the root, o.children children, the rest grandchildren spread evenly.
 	agents := []string{"claude-code", "codex", "shelley", "pi", "cursor", "amp"}
-	nodes := []store.Node{root}
-	var kids []store.Node
+	nodes := []sessions.Node{root}
+	var kids []sessions.Node
 	for i := 0; i < o.children && len(nodes) < o.nodes; i++ {
-		n, err := st.CreateNode(ctx, u.ID, sess.ID, store.NewNode{Name: fmt.Sprintf("worker-%02d", i+1), AgentType: agents[i%len(agents)], ParentID: &root.ID})
+		n, err := ss.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{Name: fmt.Sprintf("worker-%02d", i+1), AgentType: agents[i%len(agents)], ParentID: &root.ID})
 		if err != nil {
 			return seeded{}, fmt.Errorf("create child: %w", err)
 		}
@@ -157,7 +161,7 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	}
 	for i := 0; len(nodes) < o.nodes && len(kids) > 0; i++ {
 		p := kids[i%len(kids)]
-		n, err := st.CreateNode(ctx, u.ID, sess.ID, store.NewNode{Name: fmt.Sprintf("%s-task-%02d", p.Name, i/len(kids)+1), AgentType: agents[(i+3)%len(agents)], ParentID: &p.ID})
+		n, err := ss.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{Name: fmt.Sprintf("%s-task-%02d", p.Name, i/len(kids)+1), AgentType: agents[(i+3)%len(agents)], ParentID: &p.ID})
 		if err != nil {
 			return seeded{}, fmt.Errorf("create grandchild: %w", err)
 		}
@@ -166,21 +170,21 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	// Statuses: only idle/done/error (a running node without a container would be
 	// marked lost by the runner's reconcile at start-up).
 	for i, n := range nodes[1:] {
-		s := store.NodeDone
+		s := protocol.StateDone
 		switch {
 		case i%7 == 3:
-			s = store.NodeIdle
+			s = protocol.StateIdle
 		case i%29 == 5:
-			s = store.NodeError
+			s = protocol.StateError
 		}
-		if _, err := st.PatchNode(ctx, sess.ID, n.ID, store.NodePatch{Status: &s}); err != nil {
+		if _, err := ss.PatchNode(ctx, sess.ID, n.ID, sessions.NodePatch{Status: &s}); err != nil {
 			return seeded{}, fmt.Errorf("node status: %w", err)
 		}
 	}
 
 	// Records: the root gets rootRecords, the others share the rest; they are
 	// interleaved round-robin like agents working at the same time.
-	per := make([][]store.NewRecord, len(nodes))
+	per := make([][]protocol.Record, len(nodes))
 	per[0] = script(root.ID, o.rootRecords, workerNames(kids), true)
 	rest := o.records - o.rootRecords
 	if len(nodes) == 1 {
@@ -192,7 +196,7 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 		per[i] = script(nodes[i].ID, n, nil, false)
 		rest -= n
 	}
-	var batch []store.NewRecord
+	var batch []protocol.Record
 	total := 0
 	flush := func() error {
 		if len(batch) == 0 {
@@ -227,7 +231,7 @@ func seed(ctx context.Context, st *store.Store, o options) (seeded, error) {
 	return seeded{Session: sess.ID, Root: root.ID, Nodes: len(nodes), Records: total, Login: "/login?token=" + tok}, nil
 }
 
-func workerNames(kids []store.Node) []string {
+func workerNames(kids []sessions.Node) []string {
 	var names []string
 	for _, k := range kids {
 		names = append(names, k.Name)
@@ -238,35 +242,35 @@ func workerNames(kids []store.Node) []string {
 // script returns n records of one node: a realistic cycle of a user message,
 // text, a tool call, a command, commits and (for a parent) a workers strip.
 // With last, the final record is the text LastText.
-func script(nodeID string, n int, workers []string, last bool) []store.NewRecord {
-	out := make([]store.NewRecord, 0, n)
+func script(nodeID string, n int, workers []string, last bool) []protocol.Record {
+	out := make([]protocol.Record, 0, n)
 	add := func(kind string, v any) {
 		if len(out) < n {
 			b, _ := json.Marshal(v)
-			out = append(out, store.NewRecord{NodeID: nodeID, Kind: kind, Data: b})
+			out = append(out, protocol.Record{NodeID: nodeID, Kind: kind, Data: b})
 		}
 	}
 	for i := 1; len(out) < n; i++ {
-		add(store.KindInput, map[string]any{"type": "message", "from": "user", "content": fmt.Sprintf("step %d: look at pkg%d and fix the failing test", i, i%17)})
-		add(store.KindEvent, map[string]any{"type": "text", "content": fmt.Sprintf("Reading `pkg%d/handler.go` first. The failure in **step %d** looks like a missing nil check.", i%17, i)})
+		add(protocol.KindInput, map[string]any{"type": "message", "from": "user", "content": fmt.Sprintf("step %d: look at pkg%d and fix the failing test", i, i%17)})
+		add(protocol.KindEvent, map[string]any{"type": "text", "content": fmt.Sprintf("Reading `pkg%d/handler.go` first. The failure in **step %d** looks like a missing nil check.", i%17, i)})
 		path := fmt.Sprintf("/workspace/pkg%d/handler.go", i%17)
-		add(store.KindEvent, map[string]any{"type": "tool", "name": "read", "path": path, "status": "start"})
-		add(store.KindEvent, map[string]any{"type": "tool", "name": "read", "path": path, "status": "done", "output": fmt.Sprintf("package pkg%d\n\nfunc Handle(r *Request) error {\n\treturn r.Body.Close()\n}\n", i%17)})
-		add(store.KindEvent, map[string]any{"type": "command", "cmd": "go test ./...", "status": "start"})
-		add(store.KindEvent, map[string]any{"type": "command", "cmd": "go test ./...", "status": "done", "exit": i % 5 / 4, "stdout": fmt.Sprintf("ok  \tpkg%d\t0.%03ds\n", i%17, i%1000)})
-		add(store.KindEvent, map[string]any{"type": "commit", "hash": fmt.Sprintf("%040x", i*7919), "message": fmt.Sprintf("pkg%d: nil check in Handle (step %d)", i%17, i)})
+		add(protocol.KindEvent, map[string]any{"type": "tool", "name": "read", "path": path, "status": "start"})
+		add(protocol.KindEvent, map[string]any{"type": "tool", "name": "read", "path": path, "status": "done", "output": fmt.Sprintf("package pkg%d\n\nfunc Handle(r *Request) error {\n\treturn r.Body.Close()\n}\n", i%17)})
+		add(protocol.KindEvent, map[string]any{"type": "command", "cmd": "go test ./...", "status": "start"})
+		add(protocol.KindEvent, map[string]any{"type": "command", "cmd": "go test ./...", "status": "done", "exit": i % 5 / 4, "stdout": fmt.Sprintf("ok  \tpkg%d\t0.%03ds\n", i%17, i%1000)})
+		add(protocol.KindEvent, map[string]any{"type": "commit", "hash": fmt.Sprintf("%040x", i*7919), "message": fmt.Sprintf("pkg%d: nil check in Handle (step %d)", i%17, i)})
 		if len(workers) > 0 && i%4 == 0 {
 			ws := make([]map[string]string, 0, 6)
 			for j := 0; j < 6 && j < len(workers); j++ {
 				ws = append(ws, map[string]string{"name": workers[(i+j)%len(workers)], "status": []string{"done", "running", "thinking"}[j%3]})
 			}
-			add(store.KindEvent, map[string]any{"type": "workers", "workers": ws})
+			add(protocol.KindEvent, map[string]any{"type": "workers", "workers": ws})
 		}
-		add(store.KindEvent, map[string]any{"type": "text", "content": fmt.Sprintf("Step %d done: the test passes now.", i)})
+		add(protocol.KindEvent, map[string]any{"type": "text", "content": fmt.Sprintf("Step %d done: the test passes now.", i)})
 	}
 	if last && n > 0 {
 		b, _ := json.Marshal(map[string]any{"type": "text", "content": LastText})
-		out[n-1] = store.NewRecord{NodeID: nodeID, Kind: store.KindEvent, Data: b}
+		out[n-1] = protocol.Record{NodeID: nodeID, Kind: protocol.KindEvent, Data: b}
 	}
 	return out
 }
@@ -280,7 +284,8 @@ func stream(ctx context.Context, st *store.Store, o options) (streamed, error) {
 	if o.session == "" {
 		return streamed{}, errors.New("--stream needs --session")
 	}
-	sess, err := st.SessionByID(ctx, o.session)
+	ss := sessions.New(st, sessions.Config{})
+	sess, err := ss.SessionByID(ctx, o.session)
 	if err != nil {
 		return streamed{}, fmt.Errorf("session %s: %w", o.session, err)
 	}

@@ -1,4 +1,4 @@
-package store_test
+package sessions_test
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // TestTreeRandomOps applies a seeded random sequence of creates, updates,
@@ -24,20 +26,20 @@ func TestTreeRandomOps(t *testing.T) {
 
 func treeRandomOps(t *testing.T, seed uint64) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
 	rng := rand.New(rand.NewPCG(seed, 2))
-	statuses := []string{store.NodeIdle, store.NodeThinking, store.NodeRunning, store.NodeDone, store.NodeError}
+	statuses := []string{protocol.StateIdle, protocol.StateThinking, protocol.StateRunning, protocol.StateDone, protocol.StateError}
 
-	tree := func() []store.Node {
-		nodes, err := e.s.Tree(ctx, u.ID, s.ID)
+	tree := func() []sessions.Node {
+		nodes, err := e.Sessions.Tree(ctx, u.ID, s.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return nodes
 	}
-	pick := func(nodes []store.Node) store.Node { return nodes[rng.IntN(len(nodes))] }
+	pick := func(nodes []sessions.Node) sessions.Node { return nodes[rng.IntN(len(nodes))] }
 
 	for step := range 300 {
 		nodes := tree()
@@ -45,23 +47,23 @@ func treeRandomOps(t *testing.T, seed uint64) {
 		var err error
 		switch op := rng.IntN(10); {
 		case len(nodes) == 0:
-			_, err = e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "pi"})
+			_, err = e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{AgentType: "pi"})
 		case op < 4:
 			p := pick(nodes)
-			_, err = e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &p.ID})
+			_, err = e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{AgentType: "pi", ParentID: &p.ID})
 		case op < 6:
 			st := statuses[rng.IntN(len(statuses))]
 			tok := int64(rng.IntN(1000))
-			_, err = e.s.UpdateNode(ctx, u.ID, s.ID, pick(nodes).ID, store.NodePatch{Status: &st, Tokens: &tok})
+			_, err = e.Sessions.UpdateNode(ctx, u.ID, s.ID, pick(nodes).ID, sessions.NodePatch{Status: &st, Tokens: &tok})
 		case op < 9:
 			n, p := pick(nodes), pick(nodes)
-			_, err = e.s.MoveNode(ctx, u.ID, s.ID, n.ID, &p.ID, rng.IntN(4))
+			_, err = e.Sessions.MoveNode(ctx, u.ID, s.ID, n.ID, &p.ID, rng.IntN(4))
 			if err != nil && orchestrator.ErrorField(err) == "parent_id" {
 				err = nil // root or cycle: refused, as it should be
 			}
 		default:
 			if rng.IntN(3) == 0 || len(nodes) > 25 {
-				_, err = e.s.DeleteNode(ctx, u.ID, s.ID, pick(nodes).ID)
+				_, err = e.Sessions.DeleteNode(ctx, u.ID, s.ID, pick(nodes).ID)
 			}
 		}
 		if err != nil {
@@ -76,16 +78,16 @@ func treeRandomOps(t *testing.T, seed uint64) {
 		Status    string
 	}
 	replayed := map[string]view{}
-	for _, r := range e.pub.all() {
-		if r.Kind != store.KindNode {
+	for _, r := range e.Pub.All() {
+		if r.Kind != protocol.KindNode {
 			continue
 		}
-		var ch store.NodeChange
+		var ch protocol.NodeChange
 		if err := json.Unmarshal(r.Data, &ch); err != nil {
 			t.Fatal(err)
 		}
 		switch ch.Op {
-		case store.OpDeleted:
+		case protocol.OpDeleted:
 			for _, id := range ch.IDs {
 				delete(replayed, id)
 			}
@@ -112,13 +114,13 @@ func treeRandomOps(t *testing.T, seed uint64) {
 
 // checkTree verifies one root, parents present, no cycles, contiguous
 // sort_order per parent, and done/total equal to a brute-force count.
-func checkTree(t *testing.T, step int, nodes []store.Node) {
+func checkTree(t *testing.T, step int, nodes []sessions.Node) {
 	t.Helper()
-	byID := map[string]store.Node{}
+	byID := map[string]sessions.Node{}
 	for _, n := range nodes {
 		byID[n.ID] = n
 	}
-	kids := map[string][]store.Node{}
+	kids := map[string][]sessions.Node{}
 	roots := 0
 	for _, n := range nodes {
 		if n.ParentID == nil {
@@ -148,7 +150,7 @@ func checkTree(t *testing.T, step int, nodes []store.Node) {
 			t.Fatalf("step %d: cycle through %s", step, id)
 		}
 		if len(kids[id]) == 0 {
-			if byID[id].Status == store.NodeDone {
+			if byID[id].Status == protocol.StateDone {
 				return 1, 1
 			}
 			return 0, 1
@@ -167,7 +169,7 @@ func checkTree(t *testing.T, step int, nodes []store.Node) {
 		for _, k := range kids[id] {
 			kt, ka := sum(k.ID)
 			tok += kt
-			active = active || ka || k.Status == store.NodeRunning || k.Status == store.NodeThinking
+			active = active || ka || k.Status == protocol.StateRunning || k.Status == protocol.StateThinking
 		}
 		return tok, active
 	}
@@ -181,7 +183,7 @@ func checkTree(t *testing.T, step int, nodes []store.Node) {
 	}
 }
 
-func sortOrders(ns []store.Node) string {
+func sortOrders(ns []sessions.Node) string {
 	out := ""
 	for _, n := range ns {
 		out += fmt.Sprint(n.SortOrder, " ")

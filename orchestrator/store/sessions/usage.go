@@ -1,4 +1,4 @@
-package store
+package sessions
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Usage is one LLM request an agent sent through the gateway
@@ -109,46 +111,26 @@ func (b Budget) Validate() error {
 
 // SetSessionBudget changes the budget of userID's session and returns the
 // session.
-func (s *Store) SetSessionBudget(ctx context.Context, userID, sessionID string, p BudgetPatch) (Session, error) {
+func (s *Store) SetSessionBudget(ctx context.Context, userID, sessionID string, p BudgetPatch) (protocol.Session, error) {
 	return s.PatchSession(ctx, userID, sessionID, SessionPatch{Budget: p})
 }
 
 // SessionSpend returns a session's budget and spend, whoever owns it (for
 // the gateway, which checks it before every request).
 func (s *Store) SessionSpend(ctx context.Context, sessionID string) (Spend, error) {
-	if err := s.prepareUsage(ctx); err != nil {
-		return Spend{}, err
+	spend, err := s.st.ReadStmt(ctx, spendSQL)
+	if err != nil {
+		return Spend{}, fmt.Errorf("prepare spend query: %w", err)
 	}
 	var sp Spend
-	err := s.spendStmt.QueryRowContext(ctx, sessionID).Scan(&sp.Tokens, &sp.USD, &sp.TokensUsed, &sp.CostUSD)
+	err = spend.QueryRowContext(ctx, sessionID).Scan(&sp.Tokens, &sp.USD, &sp.TokensUsed, &sp.CostUSD)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Spend{}, notFound("session", sessionID)
+		return Spend{}, store.NotFound("session", sessionID)
 	}
 	if err != nil {
 		return Spend{}, fmt.Errorf("read session %s budget: %w", sessionID, err)
 	}
 	return sp, nil
-}
-
-// prepareUsage prepares the usage statements once. Not inside a transaction:
-// the one write connection would be busy.
-func (s *Store) prepareUsage(ctx context.Context) error {
-	s.usageMu.Lock()
-	defer s.usageMu.Unlock()
-	if s.spendStmt != nil {
-		return nil
-	}
-	ins, err := s.wsql.PrepareContext(ctx, insertUsageSQL)
-	if err != nil {
-		return fmt.Errorf("prepare usage insert: %w", err)
-	}
-	spend, err := s.rsql.PrepareContext(ctx, spendSQL)
-	if err != nil {
-		ins.Close()
-		return fmt.Errorf("prepare spend query: %w", err)
-	}
-	s.usageStmt, s.spendStmt = ins, spend
-	return nil
 }
 
 const spendSQL = `SELECT budget_tokens, budget_usd, tokens_used, cost_usd FROM agent_session WHERE id = ?`
@@ -157,9 +139,9 @@ const insertUsageSQL = `INSERT INTO llm_usage (user_id, session_id, node_id, pro
 	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, status, streamed,
 	ttfb_ms, latency_ms, note, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
-// insertUsage inserts one row, through the statement prepared on the write
-// connection when g is a transaction on it.
-func (s *Store) insertUsage(ctx context.Context, g *gorm.DB, now time.Time, u Usage) error {
+// insertUsage inserts one row, through ins (insertUsageSQL prepared on the
+// write connection) when g is a transaction on it.
+func insertUsage(ctx context.Context, g *gorm.DB, ins *sql.Stmt, now time.Time, u Usage) error {
 	at := u.At
 	if at.IsZero() {
 		at = now
@@ -171,10 +153,10 @@ func (s *Store) insertUsage(ctx context.Context, g *gorm.DB, now time.Time, u Us
 	}
 	args := []any{u.UserID, u.SessionID, u.NodeID, u.Provider, u.Endpoint, u.Model,
 		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, u.Status, u.Streamed,
-		ttfb, u.Latency.Milliseconds(), u.Note, ms(at)}
+		ttfb, u.Latency.Milliseconds(), u.Note, store.Millis(at)}
 	var err error
 	if tx, ok := g.Statement.ConnPool.(*sql.Tx); ok {
-		_, err = tx.StmtContext(ctx, s.usageStmt).ExecContext(ctx, args...)
+		_, err = tx.StmtContext(ctx, ins).ExecContext(ctx, args...)
 	} else {
 		err = g.Exec(insertUsageSQL, args...).Error
 	}
@@ -196,8 +178,10 @@ func (s *Store) RecordUsage(ctx context.Context, us ...Usage) error {
 			return err
 		}
 	}
-	if err := s.prepareUsage(ctx); err != nil {
-		return err
+	// Prepared before the transactions: inside one the write connection is busy.
+	ins, err := s.st.WriteStmt(ctx, insertUsageSQL)
+	if err != nil {
+		return fmt.Errorf("prepare usage insert: %w", err)
 	}
 	var order []string
 	bySession := map[string][]Usage{}
@@ -209,22 +193,22 @@ func (s *Store) RecordUsage(ctx context.Context, us ...Usage) error {
 	}
 	var errs []error
 	for _, sid := range order {
-		if err := s.recordSessionUsage(ctx, sid, bySession[sid]); err != nil {
+		if err := s.recordSessionUsage(ctx, ins, sid, bySession[sid]); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Store) recordSessionUsage(ctx context.Context, sessionID string, us []Usage) error {
-	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+func (s *Store) recordSessionUsage(ctx context.Context, ins *sql.Stmt, sessionID string, us []Usage) error {
+	_, err := s.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
 		g := tx.DB()
 		var tokens int64
 		var cost float64
 		var nodes []string
 		add := map[string]*NodePatch{}
 		for _, u := range us {
-			if err := s.insertUsage(ctx, g, tx.Now(), u); err != nil {
+			if err := insertUsage(ctx, g, ins, tx.Now(), u); err != nil {
 				return err
 			}
 			tokens += u.Tokens()
@@ -256,7 +240,7 @@ func (s *Store) recordSessionUsage(ctx context.Context, sessionID string, us []U
 			if t.byID[id] == nil {
 				continue // deleted meanwhile: the row and the session total keep its spend
 			}
-			if _, err := tx.patchNode(t, id, *add[id]); err != nil {
+			if _, err := patchNode(tx, t, id, *add[id]); err != nil {
 				return err
 			}
 		}
@@ -268,7 +252,7 @@ func (s *Store) recordSessionUsage(ctx context.Context, sessionID string, us []U
 	// The session is gone: keep the rows.
 	return s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 		for _, u := range us {
-			if err := s.insertUsage(ctx, g, s.now(), u); err != nil {
+			if err := insertUsage(ctx, g, ins, s.now(), u); err != nil {
 				return err
 			}
 		}
@@ -305,7 +289,7 @@ func (s *Store) SessionUsage(ctx context.Context, sessionID string, after int64,
 			u.TTFB = &d
 		}
 		u.Latency = time.Duration(latency) * time.Millisecond
-		u.At = fromMS(at)
+		u.At = store.FromMillis(at)
 		out = append(out, u)
 	}
 	return out, rows.Err()

@@ -1,4 +1,4 @@
-package store
+package sessions
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Limits on session fields.
@@ -55,13 +57,13 @@ const sessionSelect = `SELECT s.id, s.user_id, s.name, s.git_repo_url, s.status,
 	FROM agent_session s
 	WHERE NOT EXISTS (SELECT 1 FROM fs_fork f WHERE f.ws = s.id)`
 
-func (r sessionRow) session() Session {
-	s := Session{
+func (r sessionRow) session() protocol.Session {
+	s := protocol.Session{
 		ID: r.ID, UserID: r.UserID, Name: r.Name, GitRepoURL: r.GitRepoURL, Status: r.Status,
-		RootNodeID: r.RootNodeID, StartedAt: fromMSPtr(r.StartedAt),
-		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt), NodeCount: r.NodeCount,
+		RootNodeID: r.RootNodeID, StartedAt: store.FromMillisPtr(r.StartedAt),
+		CreatedAt: store.FromMillis(r.CreatedAt), UpdatedAt: store.FromMillis(r.UpdatedAt), NodeCount: r.NodeCount,
 		BudgetTokens: r.BudgetTokens, BudgetUSD: r.BudgetUSD, TokensUsed: r.TokensUsed, CostUSD: r.CostUSD,
-		Checks: []Check{},
+		Checks: []protocol.Check{},
 	}
 	if r.Checks != "" {
 		// Written by this package from validated checks; a row that does not
@@ -70,14 +72,14 @@ func (r sessionRow) session() Session {
 	}
 	s.LastActivity = s.UpdatedAt
 	if r.LastLogAt != nil && *r.LastLogAt > r.UpdatedAt {
-		s.LastActivity = fromMS(*r.LastLogAt)
+		s.LastActivity = store.FromMillis(*r.LastLogAt)
 	}
 	return s
 }
 
 // getSession reads one session; userID "" skips the owner check (internal
 // callers). Another user's session is not_found.
-func getSession(g *gorm.DB, userID, id string) (Session, error) {
+func getSession(g *gorm.DB, userID, id string) (protocol.Session, error) {
 	q := sessionSelect + ` AND s.id = ?`
 	args := []any{id}
 	if userID != "" {
@@ -86,10 +88,10 @@ func getSession(g *gorm.DB, userID, id string) (Session, error) {
 	}
 	var rows []sessionRow
 	if err := g.Raw(q, args...).Scan(&rows).Error; err != nil {
-		return Session{}, fmt.Errorf("read session %s: %w", id, err)
+		return protocol.Session{}, fmt.Errorf("read session %s: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Session{}, notFound("session", id)
+		return protocol.Session{}, store.NotFound("session", id)
 	}
 	return rows[0].session(), nil
 }
@@ -159,21 +161,14 @@ func validateGitURL(raw string) (string, error) {
 	return u, nil
 }
 
-func (s *Store) maxCheckTimeout() time.Duration {
-	if s.cfg.MaxCheckTimeout > 0 {
-		return s.cfg.MaxCheckTimeout
-	}
-	return DefaultMaxCheckTimeout
-}
-
 // validateChecks trims the commands and returns the checks as stored (a
 // JSON array).
-func (s *Store) validateChecks(checks []Check) (string, error) {
+func (s *Store) validateChecks(checks []protocol.Check) (string, error) {
 	if len(checks) > MaxChecks {
 		return "", orchestrator.FieldErrorf("checks", "a session has at most %d checks, got %d", MaxChecks, len(checks))
 	}
-	out := make([]Check, 0, len(checks))
-	maxSec := int(s.maxCheckTimeout() / time.Second)
+	out := make([]protocol.Check, 0, len(checks))
+	maxSec := int(s.cfg.MaxCheckTimeout / time.Second)
 	for i, c := range checks {
 		c.Command = strings.TrimSpace(c.Command)
 		switch {
@@ -198,32 +193,32 @@ func (s *Store) validateChecks(checks []Check) (string, error) {
 }
 
 // CreateSession creates a draft session owned by userID.
-func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession) (Session, error) {
+func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession) (protocol.Session, error) {
 	name, err := validateSessionName(in.Name)
 	if err != nil {
-		return Session{}, err
+		return protocol.Session{}, err
 	}
 	checks, err := s.validateChecks(in.Checks)
 	if err != nil {
-		return Session{}, err
+		return protocol.Session{}, err
 	}
 	var gitURL *string
 	if in.GitRepoURL != nil && strings.TrimSpace(*in.GitRepoURL) != "" {
 		u, err := validateGitURL(*in.GitRepoURL)
 		if err != nil {
-			return Session{}, err
+			return protocol.Session{}, err
 		}
 		gitURL = &u
 	}
-	now := ms(s.now())
-	id := newID()
+	now := store.Millis(s.now())
+	id := store.NewID()
 	err = s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 		var n int64
 		if err := g.Raw(`SELECT COUNT(*) FROM users WHERE id = ?`, userID).Scan(&n).Error; err != nil {
 			return fmt.Errorf("read user: %w", err)
 		}
 		if n == 0 {
-			return notFound("user", userID)
+			return store.NotFound("user", userID)
 		}
 		b := s.cfg.DefaultBudget
 		return g.Exec(`INSERT INTO agent_session (id, user_id, name, git_repo_url, status, created_at, updated_at, checks,
@@ -231,45 +226,45 @@ func (s *Store) CreateSession(ctx context.Context, userID string, in NewSession)
 			b.Tokens, b.USD).Error
 	})
 	if err != nil {
-		return Session{}, fmt.Errorf("create session: %w", err)
+		return protocol.Session{}, fmt.Errorf("create session: %w", err)
 	}
 	return getSession(s.rdb.WithContext(ctx), userID, id)
 }
 
 // GetSession returns userID's session id (another user's → not_found).
-func (s *Store) GetSession(ctx context.Context, userID, id string) (Session, error) {
-	return getSession(s.rdb.WithContext(ctx), requireUser(userID), id)
+func (s *Store) GetSession(ctx context.Context, userID, id string) (protocol.Session, error) {
+	return getSession(s.rdb.WithContext(ctx), store.RequireUser(userID), id)
 }
 
 // SessionByID returns a session whoever owns it. For the runner and relays,
 // which act for the session's owner; never for request handlers.
-func (s *Store) SessionByID(ctx context.Context, id string) (Session, error) {
+func (s *Store) SessionByID(ctx context.Context, id string) (protocol.Session, error) {
 	return getSession(s.rdb.WithContext(ctx), "", id)
 }
 
 // SessionPatch lists what PatchSession changes of a session.
 type SessionPatch struct {
-	SetChecks bool    // replace the health checks with Checks (empty: detect them)
-	Checks    []Check //
+	SetChecks bool             // replace the health checks with Checks (empty: detect them)
+	Checks    []protocol.Check //
 	Budget    BudgetPatch
 }
 
 // PatchSession changes userID's session: its health checks (they apply from
 // the next agent session on) and its LLM budget. Everything is validated
 // before anything is written, and written in one statement.
-func (s *Store) PatchSession(ctx context.Context, userID, id string, p SessionPatch) (Session, error) {
-	q, args := `UPDATE agent_session SET updated_at = ?`, []any{ms(s.now())}
+func (s *Store) PatchSession(ctx context.Context, userID, id string, p SessionPatch) (protocol.Session, error) {
+	q, args := `UPDATE agent_session SET updated_at = ?`, []any{store.Millis(s.now())}
 	if p.SetChecks {
 		enc, err := s.validateChecks(p.Checks)
 		if err != nil {
-			return Session{}, err
+			return protocol.Session{}, err
 		}
 		q += `, checks = ?`
 		args = append(args, enc)
 	}
 	b := p.Budget
 	if err := (Budget{Tokens: b.Tokens, USD: b.USD}).Validate(); err != nil {
-		return Session{}, err
+		return protocol.Session{}, err
 	}
 	if b.SetTokens {
 		q += `, budget_tokens = ?`
@@ -282,30 +277,30 @@ func (s *Store) PatchSession(ctx context.Context, userID, id string, p SessionPa
 	if !p.SetChecks && !b.SetTokens && !b.SetUSD {
 		return s.GetSession(ctx, userID, id)
 	}
-	res := s.db.WithContext(ctx).Exec(q+` WHERE id = ? AND user_id = ?`, append(args, id, requireUser(userID))...)
+	res := s.db.WithContext(ctx).Exec(q+` WHERE id = ? AND user_id = ?`, append(args, id, store.RequireUser(userID))...)
 	if res.Error != nil {
-		return Session{}, fmt.Errorf("change session %s: %w", id, res.Error)
+		return protocol.Session{}, fmt.Errorf("change session %s: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return Session{}, notFound("session", id)
+		return protocol.Session{}, store.NotFound("session", id)
 	}
-	return getSession(s.rdb.WithContext(ctx), requireUser(userID), id)
+	return getSession(s.rdb.WithContext(ctx), store.RequireUser(userID), id)
 }
 
 // SetSessionChecks replaces the health checks of userID's session (empty:
 // detected from the repository). They apply from the next agent session on.
-func (s *Store) SetSessionChecks(ctx context.Context, userID, id string, checks []Check) (Session, error) {
+func (s *Store) SetSessionChecks(ctx context.Context, userID, id string, checks []protocol.Check) (protocol.Session, error) {
 	return s.PatchSession(ctx, userID, id, SessionPatch{SetChecks: true, Checks: checks})
 }
 
 // ListSessions returns userID's sessions, newest first.
-func (s *Store) ListSessions(ctx context.Context, userID string) ([]Session, error) {
+func (s *Store) ListSessions(ctx context.Context, userID string) ([]protocol.Session, error) {
 	var rows []sessionRow
 	if err := s.rdb.WithContext(ctx).Raw(sessionSelect+` AND s.user_id = ? ORDER BY s.created_at DESC, s.id`,
-		requireUser(userID)).Scan(&rows).Error; err != nil {
+		store.RequireUser(userID)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	out := make([]Session, len(rows))
+	out := make([]protocol.Session, len(rows))
 	for i, r := range rows {
 		out[i] = r.session()
 	}
@@ -314,13 +309,13 @@ func (s *Store) ListSessions(ctx context.Context, userID string) ([]Session, err
 
 // SessionsByStatus returns every user's sessions with one of the statuses
 // (for reconciling at start-up).
-func (s *Store) SessionsByStatus(ctx context.Context, statuses ...string) ([]Session, error) {
+func (s *Store) SessionsByStatus(ctx context.Context, statuses ...string) ([]protocol.Session, error) {
 	var rows []sessionRow
 	if err := s.rdb.WithContext(ctx).Raw(sessionSelect+` AND s.status IN ? ORDER BY s.created_at, s.id`,
 		statuses).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list sessions by status: %w", err)
 	}
-	out := make([]Session, len(rows))
+	out := make([]protocol.Session, len(rows))
 	for i, r := range rows {
 		out[i] = r.session()
 	}
@@ -330,30 +325,30 @@ func (s *Store) SessionsByStatus(ctx context.Context, statuses ...string) ([]Ses
 // DeleteSession deletes userID's session with its nodes, log and files (by
 // foreign-key cascade). Stop its containers first.
 func (s *Store) DeleteSession(ctx context.Context, userID, id string) error {
-	st := s.acquireLog(id)
-	defer s.releaseLog(id, st, true)
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM agent_session WHERE id = ? AND user_id = ?`, id, requireUser(userID))
-	if res.Error != nil {
-		return fmt.Errorf("delete session %s: %w", id, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return notFound("session", id)
-	}
-	return nil
+	return s.st.EndLog(id, func() error {
+		res := s.db.WithContext(ctx).Exec(`DELETE FROM agent_session WHERE id = ? AND user_id = ?`, id, store.RequireUser(userID))
+		if res.Error != nil {
+			return fmt.Errorf("delete session %s: %w", id, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return store.NotFound("session", id)
+		}
+		return nil
+	})
 }
 
 // UpdateSessionStatus sets a session's status (any owner: for the runner).
 // Becoming running sets started_at.
 func (s *Store) UpdateSessionStatus(ctx context.Context, sessionID, status string) error {
 	switch status {
-	case SessionDraft, SessionRunning, SessionPaused, SessionStopped, SessionError:
+	case protocol.SessionDraft, protocol.SessionRunning, protocol.SessionPaused, protocol.SessionStopped, protocol.SessionError:
 	default:
 		return orchestrator.FieldErrorf("status", "session status %q: want draft, running, paused, stopped or error", status)
 	}
-	now := ms(s.now())
+	now := store.Millis(s.now())
 	q := `UPDATE agent_session SET status = ?, updated_at = ? WHERE id = ?`
 	args := []any{status, now, sessionID}
-	if status == SessionRunning {
+	if status == protocol.SessionRunning {
 		// A session already running keeps the time it started.
 		q = `UPDATE agent_session SET started_at = CASE WHEN status = 'running' THEN started_at ELSE ? END, status = ?, updated_at = ? WHERE id = ?`
 		args = []any{now, status, now, sessionID}
@@ -363,16 +358,15 @@ func (s *Store) UpdateSessionStatus(ctx context.Context, sessionID, status strin
 		return fmt.Errorf("update session %s status: %w", sessionID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return notFound("session", sessionID)
+		return store.NotFound("session", sessionID)
 	}
 	return nil
 }
 
-// requireUser maps an empty user id, which would disable scoping, to one that
-// matches nothing.
-func requireUser(userID string) string {
-	if userID == "" {
-		return "\x00no-user"
-	}
-	return userID
+// CheckOwner checks through g (a transaction's handle, or a pool) that
+// session sessionID exists and belongs to userID: another user's is
+// not_found, like a missing one.
+func CheckOwner(g *gorm.DB, userID, sessionID string) error {
+	_, err := ownedSession(g, store.RequireUser(userID), sessionID)
+	return err
 }

@@ -1,4 +1,4 @@
-package store
+package collab
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
 // Limits of the memory store.
@@ -134,7 +135,7 @@ const memoryCols = `id, repo, key, value, session_id, node_id, created_at, updat
 
 func (r memoryRow) memory() Memory {
 	return Memory{ID: r.ID, Repo: r.Repo, Key: r.Key, Text: r.Value, SessionID: r.SessionID, NodeID: r.NodeID,
-		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt)}
+		CreatedAt: store.FromMillis(r.CreatedAt), UpdatedAt: store.FromMillis(r.UpdatedAt)}
 }
 
 // SetMemory stores text under key in the memory of userID and repo (a
@@ -155,14 +156,14 @@ func (s *Store) SetMemory(ctx context.Context, userID, repo, key, text, sessionI
 		if n >= MaxMemoriesPerScope {
 			return orchestrator.Errorf(orchestrator.EConflict, "this repository already holds %d memories, the most it may: delete some (GET and DELETE /api/v1/memories) or store under an existing key", n)
 		}
-		now := ms(s.now())
+		now := store.Millis(s.now())
 		if err := tx.Exec(`INSERT INTO memories (id, user_id, repo, key, value, session_id, node_id, created_at, updated_at)
 			VALUES (?,?,?,?,?,?,?,?,?)
 			ON CONFLICT (user_id, repo, key) DO UPDATE SET value = excluded.value, session_id = excluded.session_id,
 				node_id = excluded.node_id, updated_at = excluded.updated_at`,
-			newID(), userID, repo, key, text, sessionID, nodeID, now, now).Error; err != nil {
-			if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
-				return notFound("user", userID)
+			store.NewID(), userID, repo, key, text, sessionID, nodeID, now, now).Error; err != nil {
+			if store.IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
+				return store.NotFound("user", userID)
 			}
 			return fmt.Errorf("store memory: %w", err)
 		}
@@ -280,7 +281,7 @@ func (s *Store) DeleteMemory(ctx context.Context, userID, id string) error {
 		return fmt.Errorf("delete memory: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return notFound("memory", id)
+		return store.NotFound("memory", id)
 	}
 	return nil
 }
@@ -291,7 +292,7 @@ func (s *Store) GetMemory(ctx context.Context, userID, id string) (Memory, error
 	err := s.rsql.QueryRowContext(ctx, `SELECT `+memoryCols+` FROM memories WHERE id = ? AND user_id = ?`, id, userID).
 		Scan(&r.ID, &r.Repo, &r.Key, &r.Value, &r.SessionID, &r.NodeID, &r.CreatedAt, &r.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Memory{}, notFound("memory", id)
+		return Memory{}, store.NotFound("memory", id)
 	}
 	if err != nil {
 		return Memory{}, fmt.Errorf("read memory: %w", err)

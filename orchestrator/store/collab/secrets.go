@@ -1,4 +1,4 @@
-package store
+package collab
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
 // SecretsKeySize is the length of the server's secrets key (AES-256).
@@ -62,7 +63,7 @@ func validSecret(name, value string) error {
 // SetSessionSecret stores value as the secret name of userID's session,
 // sealed with the secrets key, replacing an earlier value.
 func (s *Store) SetSessionSecret(ctx context.Context, userID, sessionID, name, value string) (SecretInfo, error) {
-	if _, err := s.GetSession(ctx, userID, sessionID); err != nil {
+	if _, err := s.sessions.GetSession(ctx, userID, sessionID); err != nil {
 		return SecretInfo{}, err
 	}
 	if err := validSecret(name, value); err != nil {
@@ -77,7 +78,7 @@ func (s *Store) SetSessionSecret(ctx context.Context, userID, sessionID, name, v
 		return SecretInfo{}, err
 	}
 	sealed := aead.Seal(nonce, nonce, []byte(value), secretAD(sessionID, name))
-	now := ms(s.now())
+	now := store.Millis(s.now())
 	err = s.db.WithContext(ctx).Exec(`INSERT INTO session_secrets (session_id, name, value, created_at, updated_at) VALUES (?,?,?,?,?)
 		ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 		sessionID, name, sealed, now, now).Error
@@ -93,13 +94,13 @@ func (s *Store) SetSessionSecret(ctx context.Context, userID, sessionID, name, v
 			return in, nil
 		}
 	}
-	return SecretInfo{}, notFound("session", sessionID) // deleted meanwhile
+	return SecretInfo{}, store.NotFound("session", sessionID) // deleted meanwhile
 }
 
 // SessionSecrets lists the secrets of userID's session by name, without
 // their values.
 func (s *Store) SessionSecrets(ctx context.Context, userID, sessionID string) ([]SecretInfo, error) {
-	if _, err := s.GetSession(ctx, userID, sessionID); err != nil {
+	if _, err := s.sessions.GetSession(ctx, userID, sessionID); err != nil {
 		return nil, err
 	}
 	var rows []struct {
@@ -111,7 +112,7 @@ func (s *Store) SessionSecrets(ctx context.Context, userID, sessionID string) ([
 	}
 	out := make([]SecretInfo, len(rows))
 	for i, r := range rows {
-		out[i] = SecretInfo{Name: r.Name, CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt)}
+		out[i] = SecretInfo{Name: r.Name, CreatedAt: store.FromMillis(r.CreatedAt), UpdatedAt: store.FromMillis(r.UpdatedAt)}
 	}
 	return out, nil
 }
@@ -119,7 +120,7 @@ func (s *Store) SessionSecrets(ctx context.Context, userID, sessionID string) ([
 // DeleteSessionSecret removes a secret of userID's session; ENotFound when
 // the session has none of that name.
 func (s *Store) DeleteSessionSecret(ctx context.Context, userID, sessionID, name string) error {
-	if _, err := s.GetSession(ctx, userID, sessionID); err != nil {
+	if _, err := s.sessions.GetSession(ctx, userID, sessionID); err != nil {
 		return err
 	}
 	res := s.db.WithContext(ctx).Exec(`DELETE FROM session_secrets WHERE session_id = ? AND name = ?`, sessionID, name)

@@ -1,8 +1,7 @@
-package store
+package collab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -12,22 +11,9 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
-)
-
-// Approval statuses.
-const (
-	ApprovalPending  = protocol.ApprovalPending
-	ApprovalApproved = protocol.ApprovalApproved
-	ApprovalDenied   = protocol.ApprovalDenied
-)
-
-// Approval policies of a node, per kind, in its config:
-// {"approvals": {"bash": "ask"}}.
-const (
-	PolicyAsk   = "ask"   // a request waits for a person (the default)
-	PolicyAllow = "allow" // a request is approved at once
-	PolicyDeny  = "deny"  // a request is denied at once
 )
 
 // Limits of an approval request.
@@ -102,38 +88,13 @@ const approvalSelect = `SELECT a.id, a.session_id, a.node_id, COALESCE(n.name, '
 func (r approvalRow) approval() Approval {
 	return Approval{ID: r.ID, SessionID: r.SessionID, NodeID: r.NodeID, NodeName: r.NodeName, RequestID: r.RequestID,
 		Action: r.Action, Detail: r.Detail, Kind: r.Kind, Status: r.Status, AnsweredBy: r.AnsweredBy, Always: r.Always,
-		CreatedAt: fromMS(r.CreatedAt), ExpiresAt: fromMS(r.ExpiresAt), AnsweredAt: fromMSPtr(r.AnsweredAt)}
+		CreatedAt: store.FromMillis(r.CreatedAt), ExpiresAt: store.FromMillis(r.ExpiresAt), AnsweredAt: store.FromMillisPtr(r.AnsweredAt)}
 }
 
 // Record is the approval as its system records carry it.
 func (a Approval) Record() protocol.Approval {
 	return protocol.Approval{ID: a.ID, Action: a.Action, Detail: a.Detail, Kind: a.Kind, Status: a.Status,
 		AnsweredBy: a.AnsweredBy, AnsweredAt: a.AnsweredAt, Always: a.Always, ExpiresAt: a.ExpiresAt}
-}
-
-// ApprovalPolicies reads the approvals policy of a node's config: kind →
-// ask, allow or deny (absent kinds: ask).
-func ApprovalPolicies(config json.RawMessage) (map[string]string, error) {
-	var c struct {
-		Approvals map[string]string `json:"approvals"`
-	}
-	if len(config) == 0 {
-		return map[string]string{}, nil
-	}
-	if err := json.Unmarshal(config, &c); err != nil {
-		return nil, orchestrator.FieldErrorf("config", "config.approvals must map a kind to \"ask\", \"allow\" or \"deny\", e.g. {\"approvals\": {\"bash\": \"ask\"}}")
-	}
-	for k, v := range c.Approvals {
-		switch v {
-		case PolicyAsk, PolicyAllow, PolicyDeny:
-		default:
-			return nil, orchestrator.FieldErrorf("config", "config.approvals.%s is %q: want \"ask\", \"allow\" or \"deny\"", k, v)
-		}
-	}
-	if c.Approvals == nil {
-		c.Approvals = map[string]string{}
-	}
-	return c.Approvals, nil
 }
 
 func validApproval(in *NewApproval) error {
@@ -164,7 +125,7 @@ func (s *Store) RequestApproval(ctx context.Context, sessionID, nodeID string, i
 	if err := validApproval(&in); err != nil {
 		return Approval{}, false, err
 	}
-	_, err = s.WithLog(ctx, sessionID, func(tx *Tx) error {
+	_, err = s.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
 		g := tx.DB()
 		if in.RequestID != "" {
 			var rows []approvalRow
@@ -176,47 +137,44 @@ func (s *Store) RequestApproval(ctx context.Context, sessionID, nodeID string, i
 				return nil
 			}
 		}
-		var nodes []nodeRow
-		if err := g.Raw(`SELECT `+nodeCols+` FROM agent_node WHERE id = ? AND session_id = ?`, nodeID, sessionID).Scan(&nodes).Error; err != nil {
-			return fmt.Errorf("read node: %w", err)
+		node, err := sessions.NodeIn(g, sessionID, nodeID)
+		if err != nil {
+			return err
 		}
-		if len(nodes) == 0 {
-			return notFound("node", nodeID)
-		}
-		policies, err := ApprovalPolicies(json.RawMessage(nodes[0].Config))
+		policies, err := sessions.ApprovalPolicies(node.Config)
 		if err != nil {
 			policies = map[string]string{} // a broken policy asks
 		}
 		now := tx.Now()
-		a = Approval{ID: newID(), SessionID: sessionID, NodeID: nodeID, NodeName: nodes[0].Name, RequestID: in.RequestID,
-			Action: in.Action, Detail: in.Detail, Kind: in.Kind, Status: ApprovalPending,
-			CreatedAt: fromMS(ms(now)), ExpiresAt: fromMS(ms(now.Add(in.Timeout)))}
+		a = Approval{ID: store.NewID(), SessionID: sessionID, NodeID: nodeID, NodeName: node.Name, RequestID: in.RequestID,
+			Action: in.Action, Detail: in.Detail, Kind: in.Kind, Status: protocol.ApprovalPending,
+			CreatedAt: store.FromMillis(store.Millis(now)), ExpiresAt: store.FromMillis(store.Millis(now.Add(in.Timeout)))}
 		text := fmt.Sprintf("%s asks: %s", a.NodeName, cutText(a.Action, 200))
 		switch policies[in.Kind] {
-		case PolicyAllow:
-			a.Status, a.AnsweredBy, a.AnsweredAt = ApprovalApproved, protocol.AnsweredByPolicy, &a.CreatedAt
+		case sessions.PolicyAllow:
+			a.Status, a.AnsweredBy, a.AnsweredAt = protocol.ApprovalApproved, protocol.AnsweredByPolicy, &a.CreatedAt
 			text = fmt.Sprintf("%s: %s (approved by the node's %s policy)", a.NodeName, cutText(a.Action, 200), in.Kind)
-		case PolicyDeny:
-			a.Status, a.AnsweredBy, a.AnsweredAt = ApprovalDenied, protocol.AnsweredByPolicy, &a.CreatedAt
+		case sessions.PolicyDeny:
+			a.Status, a.AnsweredBy, a.AnsweredAt = protocol.ApprovalDenied, protocol.AnsweredByPolicy, &a.CreatedAt
 			text = fmt.Sprintf("%s: %s (denied by the node's %s policy)", a.NodeName, cutText(a.Action, 200), in.Kind)
 		}
 		var answered *int64
 		if a.AnsweredAt != nil {
-			v := ms(*a.AnsweredAt)
+			v := store.Millis(*a.AnsweredAt)
 			answered = &v
 		}
 		if err := g.Exec(`INSERT INTO approvals (id, session_id, node_id, request_id, action, detail, kind, status, answered_by,
 			created_at, expires_at, answered_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
 			a.ID, sessionID, nodeID, a.RequestID, a.Action, a.Detail, a.Kind, a.Status, a.AnsweredBy,
-			ms(a.CreatedAt), ms(a.ExpiresAt), answered).Error; err != nil {
-			if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
-				return notFound("node", nodeID)
+			store.Millis(a.CreatedAt), store.Millis(a.ExpiresAt), answered).Error; err != nil {
+			if store.IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
+				return store.NotFound("node", nodeID)
 			}
 			return fmt.Errorf("store approval: %w", err)
 		}
 		created = true
 		rec := a.Record()
-		return tx.appendJSON(nodeID, KindSystem, protocol.SystemData{Type: protocol.SystemApproval, Text: text, Approval: &rec})
+		return tx.AppendJSON(nodeID, protocol.KindSystem, protocol.SystemData{Type: protocol.SystemApproval, Text: text, Approval: &rec})
 	})
 	if err != nil {
 		return Approval{}, false, err
@@ -231,7 +189,7 @@ func (s *Store) GetApproval(ctx context.Context, sessionID, id string) (Approval
 		return Approval{}, fmt.Errorf("read approval: %w", err)
 	}
 	if len(rows) == 0 {
-		return Approval{}, notFound("approval", id)
+		return Approval{}, store.NotFound("approval", id)
 	}
 	return rows[0].approval(), nil
 }
@@ -240,7 +198,7 @@ func (s *Store) GetApproval(ctx context.Context, sessionID, id string) (Approval
 // those of status when it is not "" (pending, approved, denied).
 func (s *Store) Approvals(ctx context.Context, userID, sessionID, status string, limit int) ([]Approval, error) {
 	g := s.rdb.WithContext(ctx)
-	if _, err := ownedSession(g, requireUser(userID), sessionID); err != nil {
+	if err := sessions.CheckOwner(g, userID, sessionID); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -251,7 +209,7 @@ func (s *Store) Approvals(ctx context.Context, userID, sessionID, status string,
 	args := []any{sessionID}
 	switch status {
 	case "":
-	case ApprovalPending, ApprovalApproved, ApprovalDenied:
+	case protocol.ApprovalPending, protocol.ApprovalApproved, protocol.ApprovalDenied:
 		q += ` AND a.status = ?`
 		args = append(args, status)
 	default:
@@ -277,9 +235,9 @@ func (s *Store) Approvals(ctx context.Context, userID, sessionID, status string,
 // naming the answer.
 func (s *Store) AnswerApproval(ctx context.Context, userID, sessionID, id string, d Decision, by string) (Approval, error) {
 	var out Approval
-	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+	_, err := s.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
 		g := tx.DB()
-		if _, err := ownedSession(g, requireUser(userID), sessionID); err != nil {
+		if err := sessions.CheckOwner(g, userID, sessionID); err != nil {
 			return err
 		}
 		var err error
@@ -296,13 +254,13 @@ func (s *Store) AnswerApproval(ctx context.Context, userID, sessionID, id string
 // one is a conflict naming the answer.
 func (s *Store) WithdrawApproval(ctx context.Context, sessionID, nodeID, id string) (Approval, error) {
 	var out Approval
-	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+	_, err := s.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
 		var owner []string
 		if err := tx.DB().Raw(`SELECT node_id FROM approvals WHERE id = ? AND session_id = ?`, id, sessionID).Scan(&owner).Error; err != nil {
 			return fmt.Errorf("read approval: %w", err)
 		}
 		if len(owner) == 0 || owner[0] != nodeID {
-			return notFound("approval", id)
+			return store.NotFound("approval", id)
 		}
 		var err error
 		out, err = answer(tx, sessionID, id, Decision{}, protocol.AnsweredByAgent)
@@ -338,26 +296,26 @@ func (s *Store) WithdrawNodeApprovals(ctx context.Context, nodeID string) (int, 
 }
 
 // answer answers one pending approval inside tx.
-func answer(tx *Tx, sessionID, id string, d Decision, by string) (Approval, error) {
+func answer(tx *store.Tx, sessionID, id string, d Decision, by string) (Approval, error) {
 	g := tx.DB()
 	var rows []approvalRow
 	if err := g.Raw(approvalSelect+` WHERE a.id = ? AND a.session_id = ?`, id, sessionID).Scan(&rows).Error; err != nil {
 		return Approval{}, fmt.Errorf("read approval: %w", err)
 	}
 	if len(rows) == 0 {
-		return Approval{}, notFound("approval", id)
+		return Approval{}, store.NotFound("approval", id)
 	}
 	a := rows[0].approval()
-	if a.Status != ApprovalPending {
+	if a.Status != protocol.ApprovalPending {
 		return a, orchestrator.Errorf(orchestrator.EConflict, "approval %s was already %s by %s", id, a.Status, a.AnsweredBy)
 	}
-	now := fromMS(ms(tx.Now()))
-	a.Status, a.AnsweredBy, a.AnsweredAt, a.Always = ApprovalDenied, by, &now, false
+	now := store.FromMillis(store.Millis(tx.Now()))
+	a.Status, a.AnsweredBy, a.AnsweredAt, a.Always = protocol.ApprovalDenied, by, &now, false
 	if d.Approve || d.Always {
-		a.Status, a.Always = ApprovalApproved, d.Always
+		a.Status, a.Always = protocol.ApprovalApproved, d.Always
 	}
 	if err := g.Exec(`UPDATE approvals SET status = ?, answered_by = ?, always = ?, answered_at = ? WHERE id = ? AND status = 'pending'`,
-		a.Status, a.AnsweredBy, a.Always, ms(now), id).Error; err != nil {
+		a.Status, a.AnsweredBy, a.Always, store.Millis(now), id).Error; err != nil {
 		return Approval{}, fmt.Errorf("answer approval: %w", err)
 	}
 	var text string
@@ -372,52 +330,15 @@ func answer(tx *Tx, sessionID, id string, d Decision, by string) (Approval, erro
 		text = fmt.Sprintf("%s by %s", a.Status, by)
 	}
 	rec := a.Record()
-	if err := tx.appendJSON(a.NodeID, KindSystem, protocol.SystemData{Type: protocol.SystemApproval, Text: text, Approval: &rec}); err != nil {
+	if err := tx.AppendJSON(a.NodeID, protocol.KindSystem, protocol.SystemData{Type: protocol.SystemApproval, Text: text, Approval: &rec}); err != nil {
 		return Approval{}, err
 	}
 	if a.Always && a.Kind != "" {
-		if err := allowKind(tx, sessionID, a.NodeID, a.Kind); err != nil {
+		if err := sessions.AllowKind(tx, a.NodeID, a.Kind); err != nil {
 			return Approval{}, err
 		}
 	}
 	return a, nil
-}
-
-// allowKind sets approvals[kind] = "allow" in the node's config and
-// appends its "updated" record.
-func allowKind(tx *Tx, sessionID, nodeID, kind string) error {
-	g := tx.DB()
-	t, err := loadTree(g, sessionID)
-	if err != nil {
-		return err
-	}
-	r := t.byID[nodeID]
-	if r == nil {
-		return notFound("node", nodeID)
-	}
-	var cfg map[string]any
-	if json.Unmarshal([]byte(r.Config), &cfg) != nil || cfg == nil {
-		cfg = map[string]any{}
-	}
-	pol, _ := cfg["approvals"].(map[string]any)
-	if pol == nil {
-		pol = map[string]any{}
-	}
-	pol[kind] = PolicyAllow
-	cfg["approvals"] = pol
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	c, err := validConfig(b)
-	if err != nil {
-		return err
-	}
-	r.Config, r.UpdatedAt = string(c), ms(tx.Now())
-	if err := g.Exec(`UPDATE agent_node SET config = ?, updated_at = ? WHERE id = ?`, r.Config, r.UpdatedAt, nodeID).Error; err != nil {
-		return fmt.Errorf("update node %s config: %w", nodeID, err)
-	}
-	return tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpUpdated, Node: t.node(nodeID)})
 }
 
 // ExpireApprovals denies every pending request whose time ran out by now
@@ -428,12 +349,12 @@ func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error)
 		SessionID string
 	}
 	if err := s.rdb.WithContext(ctx).Raw(`SELECT id, session_id FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at`,
-		ms(now)).Scan(&due).Error; err != nil {
+		store.Millis(now)).Scan(&due).Error; err != nil {
 		return 0, fmt.Errorf("read expired approvals: %w", err)
 	}
 	n := 0
 	for _, a := range due {
-		_, err := s.WithLog(ctx, a.SessionID, func(tx *Tx) error {
+		_, err := s.st.WithLog(ctx, a.SessionID, func(tx *store.Tx) error {
 			_, err := answer(tx, a.SessionID, a.ID, Decision{}, protocol.AnsweredByTimeout)
 			return err
 		})
@@ -458,7 +379,7 @@ func (s *Store) NextApprovalExpiry(ctx context.Context) (time.Time, bool, error)
 	if next == nil {
 		return time.Time{}, false, nil
 	}
-	return fromMS(*next), true, nil
+	return store.FromMillis(*next), true, nil
 }
 
 // cutText shortens s to n bytes for a one-line summary.

@@ -1,4 +1,4 @@
-package store_test
+package sessions_test
 
 import (
 	"context"
@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 )
 
-func allowedOf(t *testing.T, n store.Node) []string {
+func allowedOf(t *testing.T, n sessions.Node) []string {
 	t.Helper()
 	var c struct {
 		AllowedPaths []string `json:"allowed_paths"`
@@ -28,15 +29,15 @@ func allowedOf(t *testing.T, n store.Node) []string {
 // path; moving a node under a restricted parent needs the same.
 func TestChildInheritsAllowedPaths(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
-	root, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "root", AgentType: "pi"})
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	root, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: "pi"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	create := func(name string, parent store.Node, config string) (store.Node, error) {
-		return e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: name, AgentType: "pi", ParentID: &parent.ID, Config: json.RawMessage(config)})
+	create := func(name string, parent sessions.Node, config string) (sessions.Node, error) {
+		return e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: name, AgentType: "pi", ParentID: &parent.ID, Config: json.RawMessage(config)})
 	}
 	lead, err := create("lead", root, `{"allowed_paths":["/src","/docs"],"approvals":{"bash":"ask"}}`)
 	if err != nil {
@@ -60,7 +61,7 @@ func TestChildInheritsAllowedPaths(t *testing.T) {
 	if err != nil || strings.Join(allowedOf(t, narrow), ",") != "/src/pkg,/docs" {
 		t.Fatalf("a child within its parent's paths: %s %v", narrow.Config, err)
 	}
-	before, _ := e.s.Tree(ctx, u.ID, s.ID)
+	before, _ := e.Sessions.Tree(ctx, u.ID, s.ID)
 	for _, tt := range []struct{ config, path string }{
 		{`{"allowed_paths":["/secret"]}`, `"/secret"`},
 		{`{"allowed_paths":["/src","/secret/key.txt"]}`, `"/secret/key.txt"`},
@@ -74,7 +75,7 @@ func TestChildInheritsAllowedPaths(t *testing.T) {
 			t.Errorf("child with %s under [/src /docs]: %v, want invalid naming %s", tt.config, err, tt.path)
 		}
 	}
-	if after, _ := e.s.Tree(ctx, u.ID, s.ID); len(after) != len(before) {
+	if after, _ := e.Sessions.Tree(ctx, u.ID, s.ID); len(after) != len(before) {
 		t.Fatalf("a refused child was stored: %d nodes, want %d", len(after), len(before))
 	}
 	// An unrestricted parent lets a child name anything.
@@ -88,7 +89,7 @@ func TestChildInheritsAllowedPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.MoveNode(ctx, u.ID, s.ID, free.ID, &lead.ID, 0); orchestrator.ErrorCode(err) != orchestrator.EInvalid || !strings.Contains(orchestrator.ErrorMessage(err), "allowed_paths") {
+	if _, err := e.Sessions.MoveNode(ctx, u.ID, s.ID, free.ID, &lead.ID, 0); orchestrator.ErrorCode(err) != orchestrator.EInvalid || !strings.Contains(orchestrator.ErrorMessage(err), "allowed_paths") {
 		t.Fatalf("moving an unrestricted node under lead: %v", err)
 	}
 	outside, err := create("outside", root, `{"allowed_paths":["/src"]}`)
@@ -98,10 +99,10 @@ func TestChildInheritsAllowedPaths(t *testing.T) {
 	if _, err := create("outside-kid", outside, `{"allowed_paths":["/src"]}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.MoveNode(ctx, u.ID, s.ID, outside.ID, &narrow.ID, 0); orchestrator.ErrorCode(err) != orchestrator.EInvalid || !strings.Contains(orchestrator.ErrorMessage(err), `"/src"`) {
+	if _, err := e.Sessions.MoveNode(ctx, u.ID, s.ID, outside.ID, &narrow.ID, 0); orchestrator.ErrorCode(err) != orchestrator.EInvalid || !strings.Contains(orchestrator.ErrorMessage(err), `"/src"`) {
 		t.Fatalf("moving a node reaching /src under one limited to /src/pkg: %v", err)
 	}
-	if n, err := e.s.MoveNode(ctx, u.ID, s.ID, outside.ID, &lead.ID, 0); err != nil || *n.ParentID != lead.ID {
+	if n, err := e.Sessions.MoveNode(ctx, u.ID, s.ID, outside.ID, &lead.ID, 0); err != nil || *n.ParentID != lead.ID {
 		t.Fatalf("moving a node within lead's paths under it: %v", err)
 	}
 }
@@ -112,42 +113,42 @@ func TestChildInheritsAllowedPaths(t *testing.T) {
 // name under another parent is fine.
 func TestSiblingNamesUnique(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
-	root := e.node(t, u.ID, s.ID, nil, "root")
-	a := e.node(t, u.ID, s.ID, &root, "a")
-	b := e.node(t, u.ID, s.ID, &root, "b")
-	aw := e.node(t, u.ID, s.ID, &a, "worker") // the same name under two parents
-	e.node(t, u.ID, s.ID, &b, "worker")
-	before := dump(t, e.s)
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	root := e.Node(t, u.ID, s.ID, nil, "root")
+	a := e.Node(t, u.ID, s.ID, &root, "a")
+	b := e.Node(t, u.ID, s.ID, &root, "b")
+	aw := e.Node(t, u.ID, s.ID, &a, "worker") // the same name under two parents
+	e.Node(t, u.ID, s.ID, &b, "worker")
+	before := storetest.Dump(t, e.St)
 
-	_, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: " a ", AgentType: "pi", ParentID: &root.ID})
-	wantCode(t, err, orchestrator.EConflict, "name")
+	_, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: " a ", AgentType: "pi", ParentID: &root.ID})
+	storetest.WantCode(t, err, orchestrator.EConflict, "name")
 	if !strings.Contains(orchestrator.ErrorMessage(err), `"a"`) || !strings.Contains(orchestrator.ErrorMessage(err), a.ID) {
 		t.Fatalf("create clash message: %v", err)
 	}
-	_, err = e.s.UpdateNode(ctx, u.ID, s.ID, b.ID, store.NodePatch{Name: ptr("a")})
-	wantCode(t, err, orchestrator.EConflict, "name")
-	_, err = e.s.MoveNode(ctx, u.ID, s.ID, aw.ID, &b.ID, 0)
-	wantCode(t, err, orchestrator.EConflict, "parent_id")
+	_, err = e.Sessions.UpdateNode(ctx, u.ID, s.ID, b.ID, sessions.NodePatch{Name: storetest.Ptr("a")})
+	storetest.WantCode(t, err, orchestrator.EConflict, "name")
+	_, err = e.Sessions.MoveNode(ctx, u.ID, s.ID, aw.ID, &b.ID, 0)
+	storetest.WantCode(t, err, orchestrator.EConflict, "parent_id")
 	if !strings.Contains(orchestrator.ErrorMessage(err), `"worker"`) {
 		t.Fatalf("move clash message: %v", err)
 	}
-	if after := dump(t, e.s); after != before {
+	if after := storetest.Dump(t, e.St); after != before {
 		t.Fatalf("a refused change changed the store:\n%s\nwant\n%s", after, before)
 	}
 	// Renaming a node to its own name, moving within its parent, and
 	// automatic names all work.
-	if _, err := e.s.UpdateNode(ctx, u.ID, s.ID, a.ID, store.NodePatch{Name: ptr("a")}); err != nil {
+	if _, err := e.Sessions.UpdateNode(ctx, u.ID, s.ID, a.ID, sessions.NodePatch{Name: storetest.Ptr("a")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.MoveNode(ctx, u.ID, s.ID, b.ID, nil, 0); err != nil {
+	if _, err := e.Sessions.MoveNode(ctx, u.ID, s.ID, b.ID, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
 	for i := 0; i < 30; i++ {
-		n, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "pi", ParentID: &a.ID})
+		n, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{AgentType: "pi", ParentID: &a.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

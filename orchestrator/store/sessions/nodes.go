@@ -1,4 +1,4 @@
-package store
+package sessions
 
 import (
 	"bytes"
@@ -11,9 +11,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"gorm.io/gorm"
-
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/protocol"
+	"gorm.io/gorm"
 )
 
 // Limits on node fields.
@@ -27,195 +28,6 @@ const (
 	MaxLogCursorLen = 1024     // bytes of log_cursor
 )
 
-type nodeRow struct {
-	ID          string
-	SessionID   string
-	ParentID    *string
-	Name        string
-	AgentType   string
-	Model       string
-	Image       string
-	Status      string
-	ContextPct  *float64
-	Config      string
-	ContainerID string
-	SortOrder   int
-	Tokens      int64
-	CostUSD     float64
-	LogCursor   string
-	ExitCode    *int
-	StartedAt   *int64
-	Generation  int
-	CreatedAt   int64
-	UpdatedAt   int64
-}
-
-const nodeCols = `id, session_id, parent_id, name, agent_type, model, image, status, context_pct, config,
-	container_id, sort_order, tokens, cost_usd, log_cursor, exit_code, started_at, generation, created_at, updated_at`
-
-func (r *nodeRow) node() Node {
-	return Node{
-		ID: r.ID, SessionID: r.SessionID, ParentID: r.ParentID, Name: r.Name, AgentType: r.AgentType,
-		Model: r.Model, Image: r.Image, Status: r.Status, ContextPct: r.ContextPct,
-		Config: json.RawMessage(r.Config), ContainerID: r.ContainerID, SortOrder: r.SortOrder,
-		Tokens: r.Tokens, CostUSD: r.CostUSD, ExitCode: r.ExitCode, LogCursor: r.LogCursor, StartedAt: fromMSPtr(r.StartedAt),
-		Generation: r.Generation, SubtreeTokens: r.Tokens, SubtreeCostUSD: r.CostUSD,
-		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt),
-	}
-}
-
-// rollup is what a node's subtree adds up to.
-type rollup struct {
-	done, total int
-	tokens      int64
-	cost        float64
-	active      bool // the subtree (the node included) has a running or thinking node
-}
-
-func (r *nodeRow) active() bool { return r.Status == NodeRunning || r.Status == NodeThinking }
-
-// add puts a child's subtree into the parent's.
-func (u *rollup) add(k rollup) {
-	u.done += k.done
-	u.total += k.total
-	u.tokens += k.tokens
-	u.cost += k.cost
-	u.active = u.active || k.active
-}
-
-// set copies the roll-up onto n: DescendantActive is the children's
-// activity, without n's own.
-func (u rollup) set(n *Node, kids rollup) {
-	n.Done, n.Total, n.SubtreeTokens, n.SubtreeCostUSD, n.DescendantActive = u.done, u.total, u.tokens, u.cost, kids.active
-}
-
-// tree is a session's nodes with parent links resolved.
-type tree struct {
-	byID     map[string]*nodeRow
-	children map[string][]*nodeRow // by parent id; "" for roots (and orphans)
-}
-
-func loadTree(g *gorm.DB, sessionID string) (*tree, error) {
-	var rows []nodeRow
-	if err := g.Raw(`SELECT `+nodeCols+` FROM agent_node WHERE session_id = ? ORDER BY sort_order, created_at, id`,
-		sessionID).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("read session %s nodes: %w", sessionID, err)
-	}
-	t := &tree{byID: make(map[string]*nodeRow, len(rows)), children: map[string][]*nodeRow{}}
-	for i := range rows {
-		t.byID[rows[i].ID] = &rows[i]
-	}
-	for i := range rows {
-		r := &rows[i]
-		key := ""
-		if r.ParentID != nil && t.byID[*r.ParentID] != nil {
-			key = *r.ParentID
-		}
-		t.children[key] = append(t.children[key], r)
-	}
-	return t, nil
-}
-
-// rollup returns what id's subtree adds up to, and what its children's
-// subtrees add up to without id itself.
-func (t *tree) rollup(id string) (all, kids rollup) {
-	for _, k := range t.children[id] {
-		sub, _ := t.rollup(k.ID)
-		kids.add(sub)
-	}
-	return t.withSelf(t.byID[id], kids), kids
-}
-
-// withSelf is a node's roll-up from its children's: a leaf counts itself.
-func (t *tree) withSelf(r *nodeRow, kids rollup) rollup {
-	all := kids
-	if len(t.children[r.ID]) == 0 {
-		all.total = 1
-		if r.Status == NodeDone {
-			all.done = 1
-		}
-	}
-	all.tokens += r.Tokens
-	all.cost += r.CostUSD
-	all.active = all.active || r.active()
-	return all
-}
-
-// node returns id as a Node with its subtree's roll-up.
-func (t *tree) node(id string) Node {
-	n := t.byID[id].node()
-	all, kids := t.rollup(id)
-	all.set(&n, kids)
-	return n
-}
-
-// list returns every node in depth-first pre-order (siblings by sort_order),
-// with its subtree's roll-up, computed in one pass.
-func (t *tree) list() []Node {
-	out := make([]Node, 0, len(t.byID))
-	var walk func(r *nodeRow) rollup
-	walk = func(r *nodeRow) rollup {
-		i := len(out)
-		out = append(out, r.node())
-		var kids rollup
-		for _, k := range t.children[r.ID] {
-			kids.add(walk(k))
-		}
-		all := t.withSelf(r, kids)
-		all.set(&out[i], kids)
-		return all
-	}
-	for _, r := range t.children[""] {
-		walk(r)
-	}
-	return out
-}
-
-// isDescendant reports whether id is in the subtree of ancestor (or is it).
-func (t *tree) isDescendant(id, ancestor string) bool {
-	for seen := 0; seen <= len(t.byID); seen++ {
-		if id == ancestor {
-			return true
-		}
-		r := t.byID[id]
-		if r == nil || r.ParentID == nil {
-			return false
-		}
-		id = *r.ParentID
-	}
-	return true // a cycle already exists: treat as related
-}
-
-// subtree returns id and all its descendants, parents before children.
-func (t *tree) subtree(id string) []string {
-	ids := []string{id}
-	for i := 0; i < len(ids); i++ {
-		for _, k := range t.children[ids[i]] {
-			ids = append(ids, k.ID)
-		}
-	}
-	return ids
-}
-
-// ownedSession checks that the session exists and belongs to scope ("" for
-// any owner) and returns its root node id.
-func ownedSession(g *gorm.DB, scope, sessionID string) (*string, error) {
-	q := `SELECT root_node_id FROM agent_session WHERE id = ?`
-	args := []any{sessionID}
-	if scope != "" {
-		q += ` AND user_id = ?`
-		args = append(args, scope)
-	}
-	var rows []struct{ RootNodeID *string }
-	if err := g.Raw(q, args...).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("read session %s: %w", sessionID, err)
-	}
-	if len(rows) == 0 {
-		return nil, notFound("session", sessionID)
-	}
-	return rows[0].RootNodeID, nil
-}
-
 func validNodeName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
@@ -227,30 +39,9 @@ func validNodeName(name string) (string, error) {
 	return name, nil
 }
 
-func validConfig(c json.RawMessage) (json.RawMessage, error) {
-	c = bytes.TrimSpace(c)
-	if len(c) > MaxConfigBytes {
-		return nil, orchestrator.FieldErrorf("config", "config is larger than %d bytes", MaxConfigBytes)
-	}
-	if len(c) == 0 || c[0] != '{' || !json.Valid(c) {
-		return nil, orchestrator.FieldErrorf("config", "config must be a JSON object")
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, c); err != nil {
-		return nil, orchestrator.FieldErrorf("config", "config must be a JSON object")
-	}
-	if _, err := ApprovalPolicies(buf.Bytes()); err != nil {
-		return nil, err
-	}
-	if err := validAllowedPaths(buf.Bytes()); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 func validStatus(status string) error {
 	switch status {
-	case NodeIdle, NodeThinking, NodeRunning, NodeDone, NodeError:
+	case protocol.StateIdle, protocol.StateThinking, protocol.StateRunning, protocol.StateDone, protocol.StateError:
 		return nil
 	}
 	return orchestrator.FieldErrorf("status", "status %q: want idle, thinking, running, done or error", status)
@@ -271,7 +62,7 @@ func noControl(field, v string, maxLen int) error {
 // "created" record (and, with a Task, the first input message) are committed
 // together.
 func (s *Store) CreateNode(ctx context.Context, userID, sessionID string, in NewNode) (Node, error) {
-	return s.createNode(ctx, requireUser(userID), sessionID, in)
+	return s.createNode(ctx, store.RequireUser(userID), sessionID, in)
 }
 
 func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewNode) (Node, error) {
@@ -322,7 +113,7 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 	}
 
 	var created Node
-	_, err = s.WithLog(ctx, sessionID, func(tx *Tx) error {
+	_, err = s.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
 		g := tx.DB()
 		root, err := ownedSession(g, scope, sessionID)
 		if err != nil {
@@ -332,7 +123,7 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 		if err != nil {
 			return err
 		}
-		if max := s.maxNodes(); len(t.byID) >= max {
+		if max := s.cfg.MaxNodes; len(t.byID) >= max {
 			return orchestrator.Errorf(orchestrator.EConflict, "session has reached its limit of %d agents; delete some or raise --max-agents", max)
 		}
 		parentKey := ""
@@ -358,10 +149,10 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 				return err
 			}
 		}
-		now := ms(tx.Now())
+		now := store.Millis(tx.Now())
 		r := nodeRow{
-			ID: newID(), SessionID: sessionID, Name: name, AgentType: agent.Type, Model: model,
-			Image: image, Status: NodeIdle, Config: string(config),
+			ID: store.NewID(), SessionID: sessionID, Name: name, AgentType: agent.Type, Model: model,
+			Image: image, Status: protocol.StateIdle, Config: string(config),
 			SortOrder: len(t.children[parentKey]), CreatedAt: now, UpdatedAt: now,
 		}
 		if parentKey != "" {
@@ -382,16 +173,16 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 		r.Generation = 1
 		created = r.node()
 		created.Done, created.Total = 0, 1
-		if err := tx.appendJSON(r.ID, KindNode, NodeChange{Op: OpCreated, Node: created}); err != nil {
+		if err := tx.AppendJSON(r.ID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpCreated, Node: created.Node}); err != nil {
 			return err
 		}
 		if in.Task != "" {
-			from := "user"
+			from := protocol.FromUser
 			if parentKey != "" {
-				from = "parent"
+				from = protocol.FromParent
 			}
-			msg := map[string]string{"type": "message", "from": from, "content": in.Task}
-			if err := tx.appendJSON(r.ID, KindInput, msg); err != nil {
+			msg := protocol.MessageInput{Type: protocol.TypeMessage, From: from, Content: in.Task}
+			if err := tx.AppendJSON(r.ID, protocol.KindInput, msg); err != nil {
 				return err
 			}
 		}
@@ -420,18 +211,6 @@ func uniqueName(t *tree, parentKey string) string {
 	return name
 }
 
-// siblingNamed returns the child of parentKey ("" : the root level) named
-// name, other than node except, or nil. Names are unique among siblings, so
-// that a node's children can be named by name.
-func (t *tree) siblingNamed(parentKey, name, except string) *nodeRow {
-	for _, k := range t.children[parentKey] {
-		if k.Name == name && k.ID != except {
-			return k
-		}
-	}
-	return nil
-}
-
 func nameTaken(k *nodeRow, name string) *orchestrator.Error {
 	return orchestrator.FieldErrorf("name", "a sibling is already named %q (node %s): names are unique among a node's children", name, k.ID)
 }
@@ -439,7 +218,7 @@ func nameTaken(k *nodeRow, name string) *orchestrator.Error {
 // GetNode returns one node of userID's session, with its leaf counts.
 func (s *Store) GetNode(ctx context.Context, userID, sessionID, nodeID string) (Node, error) {
 	g := s.rdb.WithContext(ctx)
-	if _, err := ownedSession(g, requireUser(userID), sessionID); err != nil {
+	if _, err := ownedSession(g, store.RequireUser(userID), sessionID); err != nil {
 		return Node{}, err
 	}
 	t, err := loadTree(g, sessionID)
@@ -447,7 +226,7 @@ func (s *Store) GetNode(ctx context.Context, userID, sessionID, nodeID string) (
 		return Node{}, err
 	}
 	if t.byID[nodeID] == nil {
-		return Node{}, notFound("node", nodeID)
+		return Node{}, store.NotFound("node", nodeID)
 	}
 	return t.node(nodeID), nil
 }
@@ -461,7 +240,7 @@ func (s *Store) NodeByID(ctx context.Context, nodeID string) (Node, error) {
 		return Node{}, fmt.Errorf("read node %s: %w", nodeID, err)
 	}
 	if len(rows) == 0 {
-		return Node{}, notFound("node", nodeID)
+		return Node{}, store.NotFound("node", nodeID)
 	}
 	return rows[0].node(), nil
 }
@@ -487,7 +266,7 @@ func (s *Store) ActiveNodes(ctx context.Context) ([]Node, error) {
 // by sort_order), each with its leaf counts, from one query.
 func (s *Store) Tree(ctx context.Context, userID, sessionID string) ([]Node, error) {
 	g := s.rdb.WithContext(ctx)
-	if _, err := ownedSession(g, requireUser(userID), sessionID); err != nil {
+	if _, err := ownedSession(g, store.RequireUser(userID), sessionID); err != nil {
 		return nil, err
 	}
 	t, err := loadTree(g, sessionID)
@@ -547,7 +326,7 @@ func validatePatch(p *NodePatch) error {
 // change other than LogCursor alone appends an "updated" record in the same
 // transaction; a patch that changes nothing appends nothing.
 func (s *Store) UpdateNode(ctx context.Context, userID, sessionID, nodeID string, p NodePatch) (Node, error) {
-	return s.updateNode(ctx, requireUser(userID), sessionID, nodeID, p)
+	return s.updateNode(ctx, store.RequireUser(userID), sessionID, nodeID, p)
 }
 
 // PatchNode is UpdateNode for the runner and relays: any owner.
@@ -560,7 +339,7 @@ func (s *Store) updateNode(ctx context.Context, scope, sessionID, nodeID string,
 		return Node{}, err
 	}
 	var out Node
-	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+	_, err := s.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
 		g := tx.DB()
 		if _, err := ownedSession(g, scope, sessionID); err != nil {
 			return err
@@ -569,7 +348,7 @@ func (s *Store) updateNode(ctx context.Context, scope, sessionID, nodeID string,
 		if err != nil {
 			return err
 		}
-		out, err = tx.patchNode(t, nodeID, p)
+		out, err = patchNode(tx, t, nodeID, p)
 		return err
 	})
 	if err != nil {
@@ -581,11 +360,11 @@ func (s *Store) updateNode(ctx context.Context, scope, sessionID, nodeID string,
 // patchNode applies a validated p to node nodeID of the loaded tree t, in
 // the transaction: the one path by which a node changes, so that every
 // visible change appends an "updated" record with the node as it now is.
-func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
+func patchNode(tx *store.Tx, t *tree, nodeID string, p NodePatch) (Node, error) {
 	g := tx.DB()
 	r := t.byID[nodeID]
 	if r == nil {
-		return Node{}, notFound("node", nodeID)
+		return Node{}, store.NotFound("node", nodeID)
 	}
 	old := *r
 	if p.Name != nil && *p.Name != r.Name {
@@ -630,7 +409,7 @@ func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
 		r.ExitCode = nil
 	}
 	if p.MarkStarted && r.StartedAt == nil {
-		v := ms(tx.Now())
+		v := store.Millis(tx.Now())
 		r.StartedAt = &v
 	} else if p.ClearStarted {
 		r.StartedAt = nil
@@ -645,7 +424,7 @@ func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
 		return t.node(nodeID), nil
 	}
 	if visible {
-		r.UpdatedAt = ms(tx.Now())
+		r.UpdatedAt = store.Millis(tx.Now())
 	}
 	// Raw SQL: gorm's Updates(map) cost a third of the gateway's metering.
 	if err := g.Exec(`UPDATE agent_node SET name = ?, status = ?, config = ?, context_pct = ?, tokens = ?, cost_usd = ?,
@@ -656,7 +435,7 @@ func (tx *Tx) patchNode(t *tree, nodeID string, p NodePatch) (Node, error) {
 	}
 	out := t.node(nodeID)
 	if visible {
-		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpUpdated, Node: out}); err != nil {
+		if err := tx.AppendJSON(nodeID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpUpdated, Node: out.Node}); err != nil {
 			return Node{}, err
 		}
 	}
@@ -687,9 +466,9 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 		return Node{}, orchestrator.FieldErrorf("sort_order", "sort_order must not be negative")
 	}
 	var out Node
-	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+	_, err := s.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
 		g := tx.DB()
-		if _, err := ownedSession(g, requireUser(userID), sessionID); err != nil {
+		if _, err := ownedSession(g, store.RequireUser(userID), sessionID); err != nil {
 			return err
 		}
 		t, err := loadTree(g, sessionID)
@@ -698,7 +477,7 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 		}
 		r := t.byID[nodeID]
 		if r == nil {
-			return notFound("node", nodeID)
+			return store.NotFound("node", nodeID)
 		}
 		if r.ParentID == nil {
 			return orchestrator.FieldErrorf("parent_id", "the root node cannot be moved")
@@ -745,7 +524,7 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 		t.children[newParent] = newList
 		np := newParent
 		r.ParentID = &np
-		now := ms(tx.Now())
+		now := store.Millis(tx.Now())
 		r.UpdatedAt = now
 		if err := g.Exec(`UPDATE agent_node SET parent_id = ?, updated_at = ? WHERE id = ?`, newParent, now, nodeID).Error; err != nil {
 			return fmt.Errorf("move node %s: %w", nodeID, err)
@@ -771,12 +550,12 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 			}
 		}
 		out = t.node(nodeID)
-		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpMoved, Node: out}); err != nil {
+		if err := tx.AppendJSON(nodeID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpMoved, Node: out.Node}); err != nil {
 			return err
 		}
 		sort.Strings(changed)
 		for _, id := range changed {
-			if err := tx.appendJSON(id, KindNode, NodeChange{Op: OpUpdated, Node: t.node(id)}); err != nil {
+			if err := tx.AppendJSON(id, protocol.KindNode, protocol.NodeChange{Op: protocol.OpUpdated, Node: t.node(id).Node}); err != nil {
 				return err
 			}
 		}
@@ -788,16 +567,6 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 	return out, nil
 }
 
-func removeRow(list []*nodeRow, id string) []*nodeRow {
-	out := make([]*nodeRow, 0, len(list))
-	for _, r := range list {
-		if r.ID != id {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // DeleteNode deletes a node of userID's session with its whole subtree and
 // returns the removed ids (the node first, parents before children). Deleting
 // the root clears the session's root_node_id. The remaining siblings are
@@ -805,9 +574,9 @@ func removeRow(list []*nodeRow, id string) []*nodeRow {
 // same transaction. Stop the subtree's containers first.
 func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string) ([]string, error) {
 	var ids []string
-	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+	_, err := s.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
 		g := tx.DB()
-		root, err := ownedSession(g, requireUser(userID), sessionID)
+		root, err := ownedSession(g, store.RequireUser(userID), sessionID)
 		if err != nil {
 			return err
 		}
@@ -817,7 +586,7 @@ func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string
 		}
 		r := t.byID[nodeID]
 		if r == nil {
-			return notFound("node", nodeID)
+			return store.NotFound("node", nodeID)
 		}
 		gone := t.node(nodeID)
 		ids = t.subtree(nodeID)
@@ -827,7 +596,7 @@ func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string
 				return fmt.Errorf("delete node %s: %w", ids[i], err)
 			}
 		}
-		now := ms(tx.Now())
+		now := store.Millis(tx.Now())
 		if root != nil && *root == nodeID {
 			if err := g.Exec(`UPDATE agent_session SET root_node_id = NULL, updated_at = ? WHERE id = ?`, now, sessionID).Error; err != nil {
 				return fmt.Errorf("clear root node: %w", err)
@@ -842,7 +611,7 @@ func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string
 		for _, id := range ids {
 			delete(t.byID, id)
 		}
-		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpDeleted, Node: gone, IDs: ids}); err != nil {
+		if err := tx.AppendJSON(nodeID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpDeleted, Node: gone.Node, IDs: ids}); err != nil {
 			return err
 		}
 		for i, k := range siblings {
@@ -853,7 +622,7 @@ func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string
 			if err := g.Exec(`UPDATE agent_node SET sort_order = ?, updated_at = ? WHERE id = ?`, i, now, k.ID).Error; err != nil {
 				return fmt.Errorf("renumber node %s: %w", k.ID, err)
 			}
-			if err := tx.appendJSON(k.ID, KindNode, NodeChange{Op: OpUpdated, Node: t.node(k.ID)}); err != nil {
+			if err := tx.AppendJSON(k.ID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpUpdated, Node: t.node(k.ID).Node}); err != nil {
 				return err
 			}
 		}
@@ -863,4 +632,17 @@ func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string
 		return nil, err
 	}
 	return ids, nil
+}
+
+// NodeIn reads node nodeID of sessionID through g (a transaction's handle,
+// or a pool); Done and Total are not computed. Not found: not_found.
+func NodeIn(g *gorm.DB, sessionID, nodeID string) (Node, error) {
+	var rows []nodeRow
+	if err := g.Raw(`SELECT `+nodeCols+` FROM agent_node WHERE id = ? AND session_id = ?`, nodeID, sessionID).Scan(&rows).Error; err != nil {
+		return Node{}, fmt.Errorf("read node %s: %w", nodeID, err)
+	}
+	if len(rows) == 0 {
+		return Node{}, store.NotFound("node", nodeID)
+	}
+	return rows[0].node(), nil
 }

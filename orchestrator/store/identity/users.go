@@ -1,9 +1,28 @@
-package store
+// Package identity keeps who is who: users, their single-use login links,
+// browser sessions and API keys (a user's, or a node's: the token of one
+// agent's container). Every secret is stored as its sha256.
+//
+//	New(*store.Store) *Store
+//	CreateUser(ctx, name, admin) (User, error)   // conflict on a taken name
+//	UserByName(ctx, name); UserByID(ctx, id) (User, error); ListUsers(ctx); CountUsers(ctx) (int, error)
+//	CreateLoginToken(ctx, userID, ttl) (token string, err)   // single use
+//	ConsumeLoginToken(ctx, token) (User, error)               // unauthorized when used/expired/unknown
+//	CreateAPIKey(ctx, userID, name) (key string, APIKey, error)   // "fp_…", shown once
+//	CreateAPIKeyExpiring(ctx, userID, name, expiresAt) (key string, APIKey, error) // AuthAPIKey refuses it from expiresAt on (*APIKeyExpiredError)
+//	CreateNodeAPIKey(ctx, userID, sessionID, nodeID) (key string, APIKey, error); DeleteNodeAPIKeys(ctx, nodeID)
+//	AuthAPIKey(ctx, key) (Principal{User, SessionID, NodeID}, error)
+//	UserByAPIKey(ctx, key) (User, error)   // user keys only; node keys → unauthorized
+//	ListAPIKeys(ctx, userID) ([]APIKey, error); DeleteAPIKey(ctx, userID, keyID) error
+//	CreateWebSession(ctx, userID, ttl) (cookie string, err); UserByWebSession(ctx, cookie) (User, error)
+//	DeleteWebSession(ctx, cookie) error; DeleteWebSessionsOf(ctx, userID); DeleteExpired(ctx) (int64, error)
+package identity
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -13,7 +32,49 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
 )
+
+// Store keeps users and their credentials in the store's database.
+type Store struct {
+	st  *store.Store
+	db  *gorm.DB // the write connection
+	rdb *gorm.DB // the read pool
+}
+
+// New returns the users kept in st.
+func New(st *store.Store) *Store { return &Store{st: st, db: st.DB(), rdb: st.ReadDB()} }
+
+func (s *Store) now() time.Time { return s.st.Now() }
+
+// User is an account.
+type User struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	IsAdmin   bool      `json:"is_admin"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// APIKey describes a stored key (never the key itself).
+type APIKey struct {
+	ID         string     `json:"id"`
+	UserID     string     `json:"user_id"`
+	SessionID  string     `json:"session_id,omitempty"` // set for node keys
+	NodeID     string     `json:"node_id,omitempty"`    // set for node keys
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"` // the first characters of the key, for display
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time `json:"expires_at"` // nil: never (node keys, and keys made without an expiry)
+}
+
+// Principal is who an API key authenticates: a user, or, for a node key,
+// one node of one of the user's sessions (DESIGN invariant 9).
+type Principal struct {
+	User      User
+	SessionID string // "" for a user key
+	NodeID    string // "" for a user key
+}
 
 // APIKeyPrefix starts every API key.
 const APIKeyPrefix = "fp_"
@@ -31,7 +92,7 @@ type userRow struct {
 }
 
 func (r userRow) user() User {
-	return User{ID: r.ID, Name: r.Name, IsAdmin: r.IsAdmin, CreatedAt: fromMS(r.CreatedAt)}
+	return User{ID: r.ID, Name: r.Name, IsAdmin: r.IsAdmin, CreatedAt: store.FromMillis(r.CreatedAt)}
 }
 
 // randomSecret returns n random bytes, base64url without padding.
@@ -51,10 +112,10 @@ func (s *Store) CreateUser(ctx context.Context, name string, admin bool) (User, 
 	if !userNameRE.MatchString(name) {
 		return User{}, orchestrator.FieldErrorf("name", "user name %q: want 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
-	r := userRow{ID: newID(), Name: name, IsAdmin: admin, CreatedAt: ms(s.now())}
+	r := userRow{ID: store.NewID(), Name: name, IsAdmin: admin, CreatedAt: store.Millis(s.now())}
 	err := s.db.WithContext(ctx).Exec(`INSERT INTO users (id, name, is_admin, created_at) VALUES (?, ?, ?, ?)`,
 		r.ID, r.Name, r.IsAdmin, r.CreatedAt).Error
-	if isConstraint(err, sqlite3.ErrConstraintUnique) {
+	if store.IsConstraint(err, sqlite3.ErrConstraintUnique) {
 		return User{}, &orchestrator.Error{Code: orchestrator.EConflict, Field: "name", Message: fmt.Sprintf("user %q already exists", name)}
 	}
 	if err != nil {
@@ -70,7 +131,7 @@ func (s *Store) userWhere(ctx context.Context, what, q string, arg any) (User, e
 		return User{}, fmt.Errorf("read user: %w", err)
 	}
 	if len(rows) == 0 {
-		return User{}, notFound("user", what)
+		return User{}, store.NotFound("user", what)
 	}
 	return rows[0].user(), nil
 }
@@ -124,9 +185,9 @@ func (s *Store) CreateLoginToken(ctx context.Context, userID string, ttl time.Du
 	token := randomSecret(32)
 	now := s.now()
 	err := s.db.WithContext(ctx).Exec(`INSERT INTO login_tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
-		hashSecret(token), userID, ms(now), ms(now.Add(ttl))).Error
-	if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
-		return "", notFound("user", userID)
+		hashSecret(token), userID, store.Millis(now), store.Millis(now.Add(ttl))).Error
+	if store.IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		return "", store.NotFound("user", userID)
 	}
 	if err != nil {
 		return "", fmt.Errorf("create login token: %w", err)
@@ -139,7 +200,7 @@ func (s *Store) CreateLoginToken(ctx context.Context, userID string, ttl time.Du
 func (s *Store) ConsumeLoginToken(ctx context.Context, token string) (User, error) {
 	var userID string
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		now := ms(s.now())
+		now := store.Millis(s.now())
 		var ids []string
 		if err := g.Raw(`UPDATE login_tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL AND expires_at > ? RETURNING user_id`,
 			now, hashSecret(token), now).Scan(&ids).Error; err != nil {
@@ -181,11 +242,11 @@ func (s *Store) CreateAPIKeyExpiring(ctx context.Context, userID, name string, e
 func (s *Store) CreateNodeAPIKey(ctx context.Context, userID, sessionID, nodeID string) (string, APIKey, error) {
 	var n int64
 	if err := s.rdb.WithContext(ctx).Raw(`SELECT COUNT(*) FROM agent_node n JOIN agent_session s ON s.id = n.session_id
-		WHERE n.id = ? AND n.session_id = ? AND s.user_id = ?`, nodeID, sessionID, requireUser(userID)).Scan(&n).Error; err != nil {
+		WHERE n.id = ? AND n.session_id = ? AND s.user_id = ?`, nodeID, sessionID, store.RequireUser(userID)).Scan(&n).Error; err != nil {
 		return "", APIKey{}, fmt.Errorf("read node %s: %w", nodeID, err)
 	}
 	if n == 0 {
-		return "", APIKey{}, notFound("node", nodeID)
+		return "", APIKey{}, store.NotFound("node", nodeID)
 	}
 	return s.createAPIKey(ctx, userID, "node "+nodeID, &sessionID, &nodeID, nil)
 }
@@ -196,19 +257,19 @@ func (s *Store) createAPIKey(ctx context.Context, userID, name string, sessionID
 		return "", APIKey{}, orchestrator.FieldErrorf("name", "key name is longer than 200 bytes")
 	}
 	key := APIKeyPrefix + randomSecret(32)
-	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: key[:len(APIKeyPrefix)+6], CreatedAt: fromMS(ms(s.now()))}
+	k := APIKey{ID: store.NewID(), UserID: userID, Name: name, Prefix: key[:len(APIKeyPrefix)+6], CreatedAt: store.FromMillis(store.Millis(s.now()))}
 	if sessionID != nil {
 		k.SessionID, k.NodeID = *sessionID, *nodeID
 	}
 	var expMS *int64
 	if expiresAt != nil {
-		e := ms(*expiresAt)
-		expMS, k.ExpiresAt = &e, fromMSPtr(&e)
+		e := store.Millis(*expiresAt)
+		expMS, k.ExpiresAt = &e, store.FromMillisPtr(&e)
 	}
 	err := s.db.WithContext(ctx).Exec(`INSERT INTO api_keys (id, user_id, session_id, node_id, name, hash, prefix, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, userID, sessionID, nodeID, name, hashSecret(key), k.Prefix, ms(k.CreatedAt), expMS).Error
-	if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
-		return "", APIKey{}, notFound("user", userID)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, userID, sessionID, nodeID, name, hashSecret(key), k.Prefix, store.Millis(k.CreatedAt), expMS).Error
+	if store.IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		return "", APIKey{}, store.NotFound("user", userID)
 	}
 	if err != nil {
 		return "", APIKey{}, fmt.Errorf("create api key: %w", err)
@@ -261,11 +322,11 @@ func (s *Store) AuthAPIKey(ctx context.Context, key string) (Principal, error) {
 	}
 	r := rows[0]
 	now := s.now()
-	if r.ExpiresAt != nil && ms(now) >= *r.ExpiresAt {
-		return Principal{}, &APIKeyExpiredError{ExpiresAt: fromMS(*r.ExpiresAt)}
+	if r.ExpiresAt != nil && store.Millis(now) >= *r.ExpiresAt {
+		return Principal{}, &APIKeyExpiredError{ExpiresAt: store.FromMillis(*r.ExpiresAt)}
 	}
-	if r.LastUsedAt == nil || now.Sub(fromMS(*r.LastUsedAt)) >= apiKeyUseResolution {
-		if err := s.db.WithContext(ctx).Exec(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ms(now), r.KeyID).Error; err != nil {
+	if r.LastUsedAt == nil || now.Sub(store.FromMillis(*r.LastUsedAt)) >= apiKeyUseResolution {
+		if err := s.db.WithContext(ctx).Exec(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`, store.Millis(now), r.KeyID).Error; err != nil {
 			return Principal{}, fmt.Errorf("record api key use: %w", err)
 		}
 	}
@@ -298,26 +359,26 @@ func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error
 		LastUsedAt, ExpiresAt    *int64
 	}
 	if err := s.rdb.WithContext(ctx).Raw(`SELECT id, user_id, session_id, node_id, name, prefix, created_at, last_used_at, expires_at
-		FROM api_keys WHERE user_id = ? ORDER BY created_at DESC, id`, requireUser(userID)).Scan(&rows).Error; err != nil {
+		FROM api_keys WHERE user_id = ? ORDER BY created_at DESC, id`, store.RequireUser(userID)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
 	out := make([]APIKey, len(rows))
 	for i, r := range rows {
 		out[i] = APIKey{ID: r.ID, UserID: r.UserID, SessionID: deref(r.SessionID), NodeID: deref(r.NodeID),
-			Name: r.Name, Prefix: r.Prefix, CreatedAt: fromMS(r.CreatedAt), LastUsedAt: fromMSPtr(r.LastUsedAt),
-			ExpiresAt: fromMSPtr(r.ExpiresAt)}
+			Name: r.Name, Prefix: r.Prefix, CreatedAt: store.FromMillis(r.CreatedAt), LastUsedAt: store.FromMillisPtr(r.LastUsedAt),
+			ExpiresAt: store.FromMillisPtr(r.ExpiresAt)}
 	}
 	return out, nil
 }
 
 // DeleteAPIKey deletes one of userID's keys.
 func (s *Store) DeleteAPIKey(ctx context.Context, userID, keyID string) error {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM api_keys WHERE id = ? AND user_id = ?`, keyID, requireUser(userID))
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM api_keys WHERE id = ? AND user_id = ?`, keyID, store.RequireUser(userID))
 	if res.Error != nil {
 		return fmt.Errorf("delete api key: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return notFound("api key", keyID)
+		return store.NotFound("api key", keyID)
 	}
 	return nil
 }
@@ -345,9 +406,9 @@ func (s *Store) CreateWebSession(ctx context.Context, userID string, ttl time.Du
 	cookie := randomSecret(32)
 	now := s.now()
 	err := s.db.WithContext(ctx).Exec(`INSERT INTO web_sessions (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
-		hashSecret(cookie), userID, ms(now), ms(now.Add(ttl))).Error
-	if isConstraint(err, sqlite3.ErrConstraintForeignKey) {
-		return "", notFound("user", userID)
+		hashSecret(cookie), userID, store.Millis(now), store.Millis(now.Add(ttl))).Error
+	if store.IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
+		return "", store.NotFound("user", userID)
 	}
 	if err != nil {
 		return "", fmt.Errorf("create web session: %w", err)
@@ -361,7 +422,7 @@ func (s *Store) UserByWebSession(ctx context.Context, cookie string) (User, erro
 	var rows []userRow
 	if err := s.rdb.WithContext(ctx).Raw(`SELECT u.id, u.name, u.is_admin, u.created_at
 		FROM web_sessions w JOIN users u ON u.id = w.user_id WHERE w.hash = ? AND w.expires_at > ?`,
-		hashSecret(cookie), ms(s.now())).Scan(&rows).Error; err != nil {
+		hashSecret(cookie), store.Millis(s.now())).Scan(&rows).Error; err != nil {
 		return User{}, fmt.Errorf("read web session: %w", err)
 	}
 	if len(rows) == 0 {
@@ -381,7 +442,7 @@ func (s *Store) DeleteWebSession(ctx context.Context, cookie string) error {
 // DeleteWebSessionsOf ends every browser session of userID (logout
 // everywhere) and returns how many there were.
 func (s *Store) DeleteWebSessionsOf(ctx context.Context, userID string) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM web_sessions WHERE user_id = ?`, requireUser(userID))
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM web_sessions WHERE user_id = ?`, store.RequireUser(userID))
 	if res.Error != nil {
 		return 0, fmt.Errorf("delete web sessions: %w", res.Error)
 	}
@@ -391,7 +452,7 @@ func (s *Store) DeleteWebSessionsOf(ctx context.Context, userID string) (int64, 
 // DeleteExpired removes expired login tokens and web sessions and returns
 // how many rows went.
 func (s *Store) DeleteExpired(ctx context.Context) (int64, error) {
-	now := ms(s.now())
+	now := store.Millis(s.now())
 	var total int64
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 		for _, q := range []string{`DELETE FROM login_tokens WHERE expires_at <= ?`, `DELETE FROM web_sessions WHERE expires_at <= ?`} {
@@ -414,4 +475,11 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// hashSecret returns the hex sha256 of a secret (tokens, keys, cookies): the
+// database never holds a usable credential.
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
 }

@@ -1,4 +1,4 @@
-package store_test
+package sessions_test
 
 import (
 	"context"
@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
-	"github.com/filepath-dev/filepath/orchestrator/store"
+	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
-func names(nodes []store.Node) []string {
+func names(nodes []sessions.Node) []string {
 	out := make([]string, len(nodes))
 	for i, n := range nodes {
 		out[i] = n.Name
@@ -21,9 +23,9 @@ func names(nodes []store.Node) []string {
 	return out
 }
 
-func byName(t *testing.T, nodes []store.Node) map[string]store.Node {
+func byName(t *testing.T, nodes []sessions.Node) map[string]sessions.Node {
 	t.Helper()
-	m := map[string]store.Node{}
+	m := map[string]sessions.Node{}
 	for _, n := range nodes {
 		m[n.Name] = n
 	}
@@ -32,22 +34,22 @@ func byName(t *testing.T, nodes []store.Node) map[string]store.Node {
 
 func TestCreateNode(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
 
-	root, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{AgentType: "codex", Task: "build it"})
+	root, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{AgentType: "codex", Task: "build it"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`^[a-z]+-[0-9]+$`).MatchString(root.Name) {
 		t.Errorf("generated name %q, want adjective-number", root.Name)
 	}
-	if root.Model != "gpt-5.5" || root.Image != "filepath/agent-codex:latest" || root.Status != store.NodeIdle ||
+	if root.Model != "gpt-5.5" || root.Image != "filepath/agent-codex:latest" || root.Status != protocol.StateIdle ||
 		root.ParentID != nil || string(root.Config) != "{}" || root.Total != 1 || root.Done != 0 {
 		t.Errorf("root = %+v", root)
 	}
-	child, err := e.s.CreateNode(ctx, u.ID, s.ID, store.NewNode{Name: "kid", AgentType: "custom", Image: "me/agent:1",
+	child, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "kid", AgentType: "custom", Image: "me/agent:1",
 		Model: "gpt-x", ParentID: &root.ID, Task: "sub", Config: json.RawMessage(`{"maxTokens": 5}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -55,12 +57,12 @@ func TestCreateNode(t *testing.T) {
 	if child.Image != "me/agent:1" || child.Model != "gpt-x" || *child.ParentID != root.ID || string(child.Config) != `{"maxTokens":5}` {
 		t.Errorf("child = %+v", child)
 	}
-	sess, _ := e.s.GetSession(ctx, u.ID, s.ID)
+	sess, _ := e.Sessions.GetSession(ctx, u.ID, s.ID)
 	if sess.RootNodeID == nil || *sess.RootNodeID != root.ID {
 		t.Fatalf("root_node_id = %v", sess.RootNodeID)
 	}
 	// The log: created + task input for each node, in order.
-	recs, err := e.s.Records(ctx, s.ID, 0, 0, "")
+	recs, err := e.St.Records(ctx, s.ID, 0, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,28 +85,28 @@ func TestCreateNode(t *testing.T) {
 	if !reflect.DeepEqual(in, map[string]string{"type": "message", "from": "user", "content": "build it"}) {
 		t.Fatalf("task record = %s", recs[1].Data)
 	}
-	if pub := e.pub.all(); len(pub) != 4 || pub[3].Seq != 4 || pub[0].SessionID != s.ID {
+	if pub := e.Pub.All(); len(pub) != 4 || pub[3].Seq != 4 || pub[0].SessionID != s.ID {
 		t.Fatalf("published %+v", pub)
 	}
 
 	tests := []struct {
 		name  string
-		in    store.NewNode
+		in    sessions.NewNode
 		code  string
 		field string
 	}{
-		{"unknown agent", store.NewNode{AgentType: "hal", ParentID: &root.ID}, orchestrator.EInvalid, "agent_type"},
-		{"custom needs image", store.NewNode{AgentType: "custom", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
-		{"image only for custom", store.NewNode{AgentType: "pi", Image: "x:1", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
-		{"second root", store.NewNode{AgentType: "pi"}, orchestrator.EInvalid, "parent_id"},
-		{"unknown parent", store.NewNode{AgentType: "pi", ParentID: ptr("nope")}, orchestrator.EInvalid, "parent_id"},
-		{"config not object", store.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`[1]`)}, orchestrator.EInvalid, "config"},
-		{"bad name", store.NewNode{Name: "a\nb", AgentType: "pi", ParentID: &root.ID}, orchestrator.EInvalid, "name"},
-		{"unknown session", store.NewNode{AgentType: "pi"}, orchestrator.ENotFound, ""},
+		{"unknown agent", sessions.NewNode{AgentType: "hal", ParentID: &root.ID}, orchestrator.EInvalid, "agent_type"},
+		{"custom needs image", sessions.NewNode{AgentType: "custom", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
+		{"image only for custom", sessions.NewNode{AgentType: "pi", Image: "x:1", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
+		{"second root", sessions.NewNode{AgentType: "pi"}, orchestrator.EInvalid, "parent_id"},
+		{"unknown parent", sessions.NewNode{AgentType: "pi", ParentID: storetest.Ptr("nope")}, orchestrator.EInvalid, "parent_id"},
+		{"config not object", sessions.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`[1]`)}, orchestrator.EInvalid, "config"},
+		{"bad name", sessions.NewNode{Name: "a\nb", AgentType: "pi", ParentID: &root.ID}, orchestrator.EInvalid, "name"},
+		{"unknown session", sessions.NewNode{AgentType: "pi"}, orchestrator.ENotFound, ""},
 	}
-	before, npub := dump(t, e.s), len(e.pub.all())
+	before, npub := storetest.Dump(t, e.St), len(e.Pub.All())
 	defer func() {
-		if dump(t, e.s) != before || len(e.pub.all()) != npub {
+		if storetest.Dump(t, e.St) != before || len(e.Pub.All()) != npub {
 			t.Error("refused CreateNode changed the database or published")
 		}
 	}()
@@ -114,21 +116,21 @@ func TestCreateNode(t *testing.T) {
 			if tt.code == orchestrator.ENotFound {
 				sid = "missing"
 			}
-			_, err := e.s.CreateNode(ctx, u.ID, sid, tt.in)
-			wantCode(t, err, tt.code, tt.field)
+			_, err := e.Sessions.CreateNode(ctx, u.ID, sid, tt.in)
+			storetest.WantCode(t, err, tt.code, tt.field)
 		})
 	}
 }
 
 // buildTree makes root → {a → {a1, a2}, b}, i.e. 3 levels.
-func buildTree(t *testing.T, e *env, userID, sessionID string) map[string]store.Node {
+func buildTree(t *testing.T, e *storetest.Env, userID, sessionID string) map[string]sessions.Node {
 	t.Helper()
-	root := e.node(t, userID, sessionID, nil, "root")
-	a := e.node(t, userID, sessionID, &root, "a")
-	e.node(t, userID, sessionID, &a, "a1")
-	e.node(t, userID, sessionID, &a, "a2")
-	e.node(t, userID, sessionID, &root, "b")
-	nodes, err := e.s.Tree(context.Background(), userID, sessionID)
+	root := e.Node(t, userID, sessionID, nil, "root")
+	a := e.Node(t, userID, sessionID, &root, "a")
+	e.Node(t, userID, sessionID, &a, "a1")
+	e.Node(t, userID, sessionID, &a, "a2")
+	e.Node(t, userID, sessionID, &root, "b")
+	nodes, err := e.Sessions.Tree(context.Background(), userID, sessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,16 +139,16 @@ func buildTree(t *testing.T, e *env, userID, sessionID string) map[string]store.
 
 func TestTreeCounts(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
 	n := buildTree(t, e, u.ID, s.ID)
 	for _, name := range []string{"a1", "b"} {
-		if _, err := e.s.UpdateNode(ctx, u.ID, s.ID, n[name].ID, store.NodePatch{Status: ptr(store.NodeDone)}); err != nil {
+		if _, err := e.Sessions.UpdateNode(ctx, u.ID, s.ID, n[name].ID, sessions.NodePatch{Status: storetest.Ptr(protocol.StateDone)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	nodes, err := e.s.Tree(ctx, u.ID, s.ID)
+	nodes, err := e.Sessions.Tree(ctx, u.ID, s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +161,7 @@ func TestTreeCounts(t *testing.T) {
 			t.Errorf("%s done/total = %v, want %v", nd.Name, got, want[nd.Name])
 		}
 	}
-	got, err := e.s.GetNode(ctx, u.ID, s.ID, n["a"].ID)
+	got, err := e.Sessions.GetNode(ctx, u.ID, s.ID, n["a"].ID)
 	if err != nil || got.Done != 1 || got.Total != 2 {
 		t.Fatalf("GetNode(a) = %+v, %v", got, err)
 	}
@@ -170,23 +172,23 @@ func TestTreeCounts(t *testing.T) {
 // records; the session carries the tokens of all its nodes.
 func TestTreeRollups(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
 	n := buildTree(t, e, u.ID, s.ID) // root(a(a1, a2), b)
 	for name, tok := range map[string]int64{"root": 1, "a": 10, "a1": 100, "a2": 1000, "b": 10000} {
-		if _, err := e.s.PatchNode(ctx, s.ID, n[name].ID, store.NodePatch{Tokens: ptr(tok)}); err != nil {
+		if _, err := e.Sessions.PatchNode(ctx, s.ID, n[name].ID, sessions.NodePatch{Tokens: storetest.Ptr(tok)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	upd, err := e.s.PatchNode(ctx, s.ID, n["a2"].ID, store.NodePatch{Status: ptr(store.NodeThinking)})
+	upd, err := e.Sessions.PatchNode(ctx, s.ID, n["a2"].ID, sessions.NodePatch{Status: storetest.Ptr(protocol.StateThinking)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if upd.SubtreeTokens != 1000 || upd.DescendantActive {
 		t.Fatalf("the patched leaf: subtree tokens %d, descendant active %v", upd.SubtreeTokens, upd.DescendantActive)
 	}
-	nodes, err := e.s.Tree(ctx, u.ID, s.ID)
+	nodes, err := e.Sessions.Tree(ctx, u.ID, s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,30 +201,30 @@ func TestTreeRollups(t *testing.T) {
 		if got := (roll{nd.SubtreeTokens, nd.DescendantActive}); got != want[nd.Name] {
 			t.Errorf("tree: %s = %+v, want %+v", nd.Name, got, want[nd.Name])
 		}
-		one, err := e.s.GetNode(ctx, u.ID, s.ID, nd.ID)
+		one, err := e.Sessions.GetNode(ctx, u.ID, s.ID, nd.ID)
 		if err != nil || one.SubtreeTokens != nd.SubtreeTokens || one.DescendantActive != nd.DescendantActive {
 			t.Errorf("GetNode(%s) = %d %v, %v; the tree says %d %v", nd.Name, one.SubtreeTokens, one.DescendantActive, err, nd.SubtreeTokens, nd.DescendantActive)
 		}
 	}
 	// A running leaf makes its ancestors' descendants active, not itself.
-	if _, err := e.s.PatchNode(ctx, s.ID, n["a2"].ID, store.NodePatch{Status: ptr(store.NodeDone)}); err != nil {
+	if _, err := e.Sessions.PatchNode(ctx, s.ID, n["a2"].ID, sessions.NodePatch{Status: storetest.Ptr(protocol.StateDone)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.PatchNode(ctx, s.ID, n["b"].ID, store.NodePatch{Status: ptr(store.NodeRunning)}); err != nil {
+	if _, err := e.Sessions.PatchNode(ctx, s.ID, n["b"].ID, sessions.NodePatch{Status: storetest.Ptr(protocol.StateRunning)}); err != nil {
 		t.Fatal(err)
 	}
 	for name, active := range map[string]bool{"root": true, "a": false, "b": false} {
-		got, err := e.s.GetNode(ctx, u.ID, s.ID, n[name].ID)
+		got, err := e.Sessions.GetNode(ctx, u.ID, s.ID, n[name].ID)
 		if err != nil || got.DescendantActive != active {
 			t.Errorf("after b runs: %s descendant active %v, %v; want %v", name, got.DescendantActive, err, active)
 		}
 	}
 	// Deleting a subtree takes its tokens out of its ancestors' roll-ups (the
 	// session's tokens_used, metered by the gateway, keeps them: billing).
-	if _, err := e.s.DeleteNode(ctx, u.ID, s.ID, n["a"].ID); err != nil {
+	if _, err := e.Sessions.DeleteNode(ctx, u.ID, s.ID, n["a"].ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := e.s.GetNode(ctx, u.ID, s.ID, n["root"].ID); err != nil || got.SubtreeTokens != 10001 {
+	if got, err := e.Sessions.GetNode(ctx, u.ID, s.ID, n["root"].ID); err != nil || got.SubtreeTokens != 10001 {
 		t.Fatalf("root's subtree tokens after delete %d, %v; want 10001", got.SubtreeTokens, err)
 	}
 }
@@ -231,35 +233,35 @@ func TestTreeRollups(t *testing.T) {
 // it on with an "updated" record; 0 is refused.
 func TestGeneration(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
-	root := e.node(t, u.ID, s.ID, nil, "root")
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	root := e.Node(t, u.ID, s.ID, nil, "root")
 	if root.Generation != 1 {
 		t.Fatalf("new node generation %d", root.Generation)
 	}
-	before := len(e.pub.all())
-	got, err := e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{Generation: ptr(2)})
+	before := len(e.Pub.All())
+	got, err := e.Sessions.PatchNode(ctx, s.ID, root.ID, sessions.NodePatch{Generation: storetest.Ptr(2)})
 	if err != nil || got.Generation != 2 {
 		t.Fatalf("patch generation: %+v, %v", got, err)
 	}
-	recs := e.pub.all()[before:]
-	if len(recs) != 1 || recs[0].Kind != store.KindNode || !strings.Contains(string(recs[0].Data), `"generation":2`) {
+	recs := e.Pub.All()[before:]
+	if len(recs) != 1 || recs[0].Kind != protocol.KindNode || !strings.Contains(string(recs[0].Data), `"generation":2`) {
 		t.Fatalf("records of the patch: %+v", recs)
 	}
-	_, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{Generation: ptr(0)})
-	wantCode(t, err, orchestrator.EInvalid, "generation")
+	_, err = e.Sessions.PatchNode(ctx, s.ID, root.ID, sessions.NodePatch{Generation: storetest.Ptr(0)})
+	storetest.WantCode(t, err, orchestrator.EInvalid, "generation")
 }
 
 func TestUpdateNode(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
-	root := e.node(t, u.ID, s.ID, nil, "root")
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	root := e.Node(t, u.ID, s.ID, nil, "root")
 	cfg := json.RawMessage(`{"systemPrompt":"be nice"}`)
-	n, err := e.s.UpdateNode(ctx, u.ID, s.ID, root.ID, store.NodePatch{Name: ptr("boss"), Status: ptr(store.NodeThinking),
-		Config: &cfg, ContextPct: ptr(0.5), Tokens: ptr(int64(42)), ContainerID: ptr("c1"), ExitCode: ptr(3)})
+	n, err := e.Sessions.UpdateNode(ctx, u.ID, s.ID, root.ID, sessions.NodePatch{Name: storetest.Ptr("boss"), Status: storetest.Ptr(protocol.StateThinking),
+		Config: &cfg, ContextPct: storetest.Ptr(0.5), Tokens: storetest.Ptr(int64(42)), ContainerID: storetest.Ptr("c1"), ExitCode: storetest.Ptr(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,47 +269,47 @@ func TestUpdateNode(t *testing.T) {
 		n.Tokens != 42 || n.ContainerID != "c1" || *n.ExitCode != 3 {
 		t.Fatalf("updated = %+v", n)
 	}
-	last, _ := e.s.LastSeq(ctx, s.ID)
+	last, _ := e.St.LastSeq(ctx, s.ID)
 	// log_cursor only, or a no-op patch: stored, but no record.
-	if _, err := e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{LogCursor: ptr("2026-01-01T00:00:00Z"), Status: ptr("thinking")}); err != nil {
+	if _, err := e.Sessions.PatchNode(ctx, s.ID, root.ID, sessions.NodePatch{LogCursor: storetest.Ptr("2026-01-01T00:00:00Z"), Status: storetest.Ptr("thinking")}); err != nil {
 		t.Fatal(err)
 	}
-	if l, _ := e.s.LastSeq(ctx, s.ID); l != last {
+	if l, _ := e.St.LastSeq(ctx, s.ID); l != last {
 		t.Fatalf("log_cursor change appended a record (%d → %d)", last, l)
 	}
-	got, _ := e.s.NodeByID(ctx, root.ID)
+	got, _ := e.Sessions.NodeByID(ctx, root.ID)
 	if got.LogCursor != "2026-01-01T00:00:00Z" {
 		t.Fatalf("log cursor = %q", got.LogCursor)
 	}
-	n, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{ClearContextPct: true, ClearExitCode: true})
+	n, err = e.Sessions.PatchNode(ctx, s.ID, root.ID, sessions.NodePatch{ClearContextPct: true, ClearExitCode: true})
 	if err != nil || n.ContextPct != nil || n.ExitCode != nil {
 		t.Fatalf("clear = %+v, %v", n, err)
 	}
-	recs, _ := e.s.Records(ctx, s.ID, last, 0, root.ID)
-	if len(recs) != 1 || recs[0].Kind != store.KindNode {
+	recs, _ := e.St.Records(ctx, s.ID, last, 0, root.ID)
+	if len(recs) != 1 || recs[0].Kind != protocol.KindNode {
 		t.Fatalf("records after %d = %+v", last, recs)
 	}
 	// StartedAt: set once, by the first MarkStarted; no record.
-	last, _ = e.s.LastSeq(ctx, s.ID)
-	n, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{MarkStarted: true})
-	if err != nil || n.StartedAt == nil || !n.StartedAt.Equal(e.clock.Now().Truncate(time.Millisecond)) {
+	last, _ = e.St.LastSeq(ctx, s.ID)
+	n, err = e.Sessions.PatchNode(ctx, s.ID, root.ID, sessions.NodePatch{MarkStarted: true})
+	if err != nil || n.StartedAt == nil || !n.StartedAt.Equal(e.Clock.Now().Truncate(time.Millisecond)) {
 		t.Fatalf("mark started = %+v, %v", n.StartedAt, err)
 	}
 	first := *n.StartedAt
-	e.clock.Add(time.Minute)
-	if n, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{MarkStarted: true}); err != nil || !n.StartedAt.Equal(first) {
+	e.Clock.Advance(time.Minute)
+	if n, err = e.Sessions.PatchNode(ctx, s.ID, root.ID, sessions.NodePatch{MarkStarted: true}); err != nil || !n.StartedAt.Equal(first) {
 		t.Fatalf("mark started again = %v, %v; want %v", n.StartedAt, err, first)
 	}
-	if got, _ := e.s.NodeByID(ctx, root.ID); got.StartedAt == nil || !got.StartedAt.Equal(first) {
+	if got, _ := e.Sessions.NodeByID(ctx, root.ID); got.StartedAt == nil || !got.StartedAt.Equal(first) {
 		t.Fatalf("stored started_at = %v", got.StartedAt)
 	}
-	if l, _ := e.s.LastSeq(ctx, s.ID); l != last {
+	if l, _ := e.St.LastSeq(ctx, s.ID); l != last {
 		t.Fatalf("started_at change appended a record (%d → %d)", last, l)
 	}
-	if n, err = e.s.PatchNode(ctx, s.ID, root.ID, store.NodePatch{ClearStarted: true}); err != nil || n.StartedAt != nil {
+	if n, err = e.Sessions.PatchNode(ctx, s.ID, root.ID, sessions.NodePatch{ClearStarted: true}); err != nil || n.StartedAt != nil {
 		t.Fatalf("clear started = %v, %v", n.StartedAt, err)
 	}
-	active, err := e.s.ActiveNodes(ctx)
+	active, err := e.Sessions.ActiveNodes(ctx)
 	if err != nil || len(active) != 1 || active[0].ID != root.ID {
 		t.Fatalf("active = %+v, %v", active, err)
 	}
@@ -315,44 +317,44 @@ func TestUpdateNode(t *testing.T) {
 	bad := json.RawMessage(`"x"`)
 	tests := []struct {
 		name  string
-		p     store.NodePatch
+		p     sessions.NodePatch
 		field string
 	}{
-		{"status", store.NodePatch{Status: ptr("sleeping")}, "status"},
-		{"config", store.NodePatch{Config: &bad}, "config"},
-		{"context_pct high", store.NodePatch{ContextPct: ptr(1.5)}, "context_pct"},
-		{"context_pct negative", store.NodePatch{ContextPct: ptr(-0.1)}, "context_pct"},
-		{"tokens", store.NodePatch{Tokens: ptr(int64(-1))}, "tokens"},
-		{"empty name", store.NodePatch{Name: ptr(" ")}, "name"},
+		{"status", sessions.NodePatch{Status: storetest.Ptr("sleeping")}, "status"},
+		{"config", sessions.NodePatch{Config: &bad}, "config"},
+		{"context_pct high", sessions.NodePatch{ContextPct: storetest.Ptr(1.5)}, "context_pct"},
+		{"context_pct negative", sessions.NodePatch{ContextPct: storetest.Ptr(-0.1)}, "context_pct"},
+		{"tokens", sessions.NodePatch{Tokens: storetest.Ptr(int64(-1))}, "tokens"},
+		{"empty name", sessions.NodePatch{Name: storetest.Ptr(" ")}, "name"},
 	}
-	before := dump(t, e.s)
+	before := storetest.Dump(t, e.St)
 	defer func() {
-		if dump(t, e.s) != before {
+		if storetest.Dump(t, e.St) != before {
 			t.Error("refused UpdateNode changed the database")
 		}
 	}()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.s.UpdateNode(ctx, u.ID, s.ID, root.ID, tt.p)
-			wantCode(t, err, orchestrator.EInvalid, tt.field)
+			_, err := e.Sessions.UpdateNode(ctx, u.ID, s.ID, root.ID, tt.p)
+			storetest.WantCode(t, err, orchestrator.EInvalid, tt.field)
 		})
 	}
-	_, err = e.s.UpdateNode(ctx, u.ID, s.ID, "missing", store.NodePatch{Name: ptr("x")})
-	wantCode(t, err, orchestrator.ENotFound, "")
+	_, err = e.Sessions.UpdateNode(ctx, u.ID, s.ID, "missing", sessions.NodePatch{Name: storetest.Ptr("x")})
+	storetest.WantCode(t, err, orchestrator.ENotFound, "")
 }
 
 func TestMoveNode(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
 	n := buildTree(t, e, u.ID, s.ID)
-	c := e.node(t, u.ID, s.ID, ptr(n["root"]), "c")
+	c := e.Node(t, u.ID, s.ID, storetest.Ptr(n["root"]), "c")
 	n["c"] = c
 
 	order := func() []string {
 		t.Helper()
-		nodes, err := e.s.Tree(ctx, u.ID, s.ID)
+		nodes, err := e.Sessions.Tree(ctx, u.ID, s.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,9 +389,9 @@ func TestMoveNode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var parent *string
 			if tt.parent != "" {
-				parent = ptr(n[tt.parent].ID)
+				parent = storetest.Ptr(n[tt.parent].ID)
 			}
-			got, err := e.s.MoveNode(ctx, u.ID, s.ID, n[tt.node].ID, parent, tt.pos)
+			got, err := e.Sessions.MoveNode(ctx, u.ID, s.ID, n[tt.node].ID, parent, tt.pos)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -401,8 +403,8 @@ func TestMoveNode(t *testing.T) {
 			}
 		})
 	}
-	last, _ := e.s.LastSeq(ctx, s.ID)
-	before := dump(t, e.s)
+	last, _ := e.St.LastSeq(ctx, s.ID)
+	before := storetest.Dump(t, e.St)
 	errs := []struct {
 		name   string
 		node   string
@@ -420,34 +422,34 @@ func TestMoveNode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var parent *string
 			if tt.parent == "?" {
-				parent = ptr("missing")
+				parent = storetest.Ptr("missing")
 			} else if tt.parent != "" {
-				parent = ptr(n[tt.parent].ID)
+				parent = storetest.Ptr(n[tt.parent].ID)
 			}
-			_, err := e.s.MoveNode(ctx, u.ID, s.ID, n[tt.node].ID, parent, tt.pos)
-			wantCode(t, err, orchestrator.EInvalid, tt.field)
+			_, err := e.Sessions.MoveNode(ctx, u.ID, s.ID, n[tt.node].ID, parent, tt.pos)
+			storetest.WantCode(t, err, orchestrator.EInvalid, tt.field)
 		})
 	}
-	if dump(t, e.s) != before {
+	if storetest.Dump(t, e.St) != before {
 		t.Fatal("a refused move changed the database")
 	}
 	// The moved record and the renumbered siblings' records are published.
-	if _, err := e.s.MoveNode(ctx, u.ID, s.ID, n["a2"].ID, ptr(n["root"].ID), 0); err != nil {
+	if _, err := e.Sessions.MoveNode(ctx, u.ID, s.ID, n["a2"].ID, storetest.Ptr(n["root"].ID), 0); err != nil {
 		t.Fatal(err)
 	}
-	recs, _ := e.s.Records(ctx, s.ID, last, 0, "")
+	recs, _ := e.St.Records(ctx, s.ID, last, 0, "")
 	if len(recs) == 0 {
 		t.Fatal("no records for move")
 	}
-	var first store.NodeChange
+	var first protocol.NodeChange
 	_ = json.Unmarshal(recs[0].Data, &first)
-	if first.Op != store.OpMoved || first.Node.ID != n["a2"].ID || first.Node.SortOrder != 0 {
+	if first.Op != protocol.OpMoved || first.Node.ID != n["a2"].ID || first.Node.SortOrder != 0 {
 		t.Fatalf("first record %s", recs[0].Data)
 	}
 	for _, r := range recs[1:] {
-		var ch store.NodeChange
+		var ch protocol.NodeChange
 		_ = json.Unmarshal(r.Data, &ch)
-		if ch.Op != store.OpUpdated {
+		if ch.Op != protocol.OpUpdated {
 			t.Fatalf("record %s", r.Data)
 		}
 	}
@@ -456,73 +458,68 @@ func TestMoveNode(t *testing.T) {
 
 func TestDeleteNode(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	u := e.user(t, "alice")
-	s := e.session(t, u.ID, "s")
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
 	n := buildTree(t, e, u.ID, s.ID)
 
-	ids, err := e.s.DeleteNode(ctx, u.ID, s.ID, n["a"].ID)
+	ids, err := e.Sessions.DeleteNode(ctx, u.ID, s.ID, n["a"].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ids) != 3 || ids[0] != n["a"].ID {
 		t.Fatalf("removed %v", ids)
 	}
-	nodes, _ := e.s.Tree(ctx, u.ID, s.ID)
+	nodes, _ := e.Sessions.Tree(ctx, u.ID, s.ID)
 	if got := names(nodes); !reflect.DeepEqual(got, []string{"root", "b"}) {
 		t.Fatalf("left %v", got)
 	}
 	if b := byName(t, nodes)["b"]; b.SortOrder != 0 {
 		t.Fatalf("b not renumbered: %d", b.SortOrder)
 	}
-	recs, _ := e.s.Records(ctx, s.ID, 0, 0, n["a"].ID)
-	var del store.NodeChange
-	if err := json.Unmarshal(recs[len(recs)-1].Data, &del); err != nil || del.Op != store.OpDeleted || len(del.IDs) != 3 {
+	recs, _ := e.St.Records(ctx, s.ID, 0, 0, n["a"].ID)
+	var del protocol.NodeChange
+	if err := json.Unmarshal(recs[len(recs)-1].Data, &del); err != nil || del.Op != protocol.OpDeleted || len(del.IDs) != 3 {
 		t.Fatalf("deleted record %s", recs[len(recs)-1].Data)
 	}
 
-	if _, err := e.s.DeleteNode(ctx, u.ID, s.ID, n["root"].ID); err != nil {
+	if _, err := e.Sessions.DeleteNode(ctx, u.ID, s.ID, n["root"].ID); err != nil {
 		t.Fatal(err)
 	}
-	sess, _ := e.s.GetSession(ctx, u.ID, s.ID)
+	sess, _ := e.Sessions.GetSession(ctx, u.ID, s.ID)
 	if sess.RootNodeID != nil || sess.NodeCount != 0 {
 		t.Fatalf("after root delete: %+v", sess)
 	}
 	// A new root may be created now.
-	e.node(t, u.ID, s.ID, nil, "new-root")
-	_, err = e.s.DeleteNode(ctx, u.ID, s.ID, n["b"].ID)
-	wantCode(t, err, orchestrator.ENotFound, "")
+	e.Node(t, u.ID, s.ID, nil, "new-root")
+	_, err = e.Sessions.DeleteNode(ctx, u.ID, s.ID, n["b"].ID)
+	storetest.WantCode(t, err, orchestrator.ENotFound, "")
 }
 
 // TestMaxNodes: a session cannot grow past its agent limit; the refusal
 // names the limit and changes nothing.
 func TestMaxNodes(t *testing.T) {
 	ctx := context.Background()
-	path := t.TempDir() + "/filepath.db"
-	s, err := store.Open(ctx, store.Config{Path: path, MaxNodes: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	u, _ := s.CreateUser(ctx, "alice", false)
-	sess, _ := s.CreateSession(ctx, u.ID, store.NewSession{Name: "s"})
-	root, err := s.CreateNode(ctx, u.ID, sess.ID, store.NewNode{AgentType: "codex"})
+	s := storetest.NewWith(t, storetest.Options{Sessions: sessions.Config{MaxNodes: 3}})
+	u, _ := s.Users.CreateUser(ctx, "alice", false)
+	sess, _ := s.Sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "s"})
+	root, err := s.Sessions.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{AgentType: "codex"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		if _, err := s.CreateNode(ctx, u.ID, sess.ID, store.NewNode{AgentType: "codex", ParentID: &root.ID}); err != nil {
+		if _, err := s.Sessions.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{AgentType: "codex", ParentID: &root.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	last, _ := s.LastSeq(ctx, sess.ID)
-	_, err = s.CreateNode(ctx, u.ID, sess.ID, store.NewNode{AgentType: "codex", ParentID: &root.ID})
-	wantCode(t, err, orchestrator.EConflict, "")
+	last, _ := s.St.LastSeq(ctx, sess.ID)
+	_, err = s.Sessions.CreateNode(ctx, u.ID, sess.ID, sessions.NewNode{AgentType: "codex", ParentID: &root.ID})
+	storetest.WantCode(t, err, orchestrator.EConflict, "")
 	if err == nil || !regexp.MustCompile(`limit of 3 agents`).MatchString(err.Error()) {
 		t.Fatalf("err = %v, want the limit named", err)
 	}
-	nodes, _ := s.Tree(ctx, u.ID, sess.ID)
-	if after, _ := s.LastSeq(ctx, sess.ID); len(nodes) != 3 || after != last {
+	nodes, _ := s.Sessions.Tree(ctx, u.ID, sess.ID)
+	if after, _ := s.St.LastSeq(ctx, sess.ID); len(nodes) != 3 || after != last {
 		t.Fatalf("refused create changed the session: %d nodes, seq %d → %d", len(nodes), last, after)
 	}
 }

@@ -1,4 +1,7 @@
-package store
+// Package audit keeps each node's audit (agentfs tool_calls): the tools and
+// commands its agent reported, each from its start to its end, and the
+// calls it made to the agent API.
+package audit
 
 import (
 	"bytes"
@@ -9,23 +12,30 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
+// Store keeps the audit rows in the store's database.
+type Store struct{ st *store.Store }
+
+// New returns the audit kept in st.
+func New(st *store.Store) *Store { return &Store{st: st} }
+
 // Sources of an audit row (ToolCall.Source).
 const (
-	AuditTool    = "tool"    // a tool event's start and its done or error
-	AuditCommand = "command" // a command event's start and its done or error
-	AuditAPI     = "api"     // a call of the agent API
-	AuditUser    = "user"    // a person's file operation through the user API
+	SourceTool    = "tool"    // a tool event's start and its done or error
+	SourceCommand = "command" // a command event's start and its done or error
+	SourceAPI     = "api"     // a call of the agent API
+	SourceUser    = "user"    // a person's file operation through the user API
 )
 
 // Audit bounds.
 const (
-	auditTail         = 2 << 10 // bytes of output, stdout or stderr kept in a row (the end of it)
-	auditLookback     = 256     // earlier records of the node searched for a call's start
-	DefaultAuditLimit = 100
-	MaxAuditLimit     = 1000
+	auditTail     = 2 << 10 // bytes of output, stdout or stderr kept in a row (the end of it)
+	auditLookback = 256     // earlier records of the node searched for a call's start
+	DefaultLimit  = 100
+	MaxLimit      = 1000
 )
 
 // ToolCall is one row of a node's audit (agentfs tool_calls): a tool or
@@ -88,7 +98,7 @@ func toolCallArgs(c NewToolCall) []any {
 	}
 	st, ct := c.StartedAt.Unix(), c.CompletedAt.Unix()
 	return []any{c.SessionID, c.NodeID, c.Source, c.Name, params, result, errS, st, ct, (ct - st) * 1000,
-		ms(c.StartedAt), ms(c.CompletedAt), seq, c.Actor}
+		store.Millis(c.StartedAt), store.Millis(c.CompletedAt), seq, c.Actor}
 }
 
 // RecordToolCall inserts one audit row (an agent-API call).
@@ -96,7 +106,7 @@ func (s *Store) RecordToolCall(ctx context.Context, c NewToolCall) error {
 	if c.SessionID == "" || c.Name == "" {
 		return orchestrator.FieldErrorf("name", "a tool call needs a session and a name")
 	}
-	if err := s.db.WithContext(ctx).Exec(insertToolCallSQL, toolCallArgs(c)...).Error; err != nil {
+	if err := s.st.DB().WithContext(ctx).Exec(insertToolCallSQL, toolCallArgs(c)...).Error; err != nil {
 		return fmt.Errorf("record tool call: %w", err)
 	}
 	return nil
@@ -116,9 +126,9 @@ func (s *Store) SessionToolCalls(ctx context.Context, sessionID string, before i
 
 func (s *Store) toolCalls(ctx context.Context, sessionID string, nodeID *string, before int64, limit int) ([]ToolCall, error) {
 	if limit <= 0 {
-		limit = DefaultAuditLimit
+		limit = DefaultLimit
 	}
-	limit = min(limit, MaxAuditLimit)
+	limit = min(limit, MaxLimit)
 	q := `SELECT id, node_id, source, actor, name, parameters, result, error, started_at, completed_at, started_ms, completed_ms, seq
 		FROM tool_calls WHERE session_id = ?`
 	args := []any{sessionID}
@@ -131,7 +141,7 @@ func (s *Store) toolCalls(ctx context.Context, sessionID string, nodeID *string,
 		args = append(args, before)
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
-	rows, err := s.rsql.QueryContext(ctx, q, append(args, limit)...)
+	rows, err := s.st.ReadSQL().QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
@@ -156,7 +166,7 @@ func (s *Store) toolCalls(ctx context.Context, sessionID string, nodeID *string,
 		}
 		c.StartedAt, c.CompletedAt = time.Unix(st, 0).UTC(), time.Unix(ct, 0).UTC()
 		if stMS.Valid && ctMS.Valid {
-			c.StartedAt, c.CompletedAt = fromMS(stMS.Int64), fromMS(ctMS.Int64)
+			c.StartedAt, c.CompletedAt = store.FromMillis(stMS.Int64), store.FromMillis(ctMS.Int64)
 		}
 		c.DurationMS = c.CompletedAt.Sub(c.StartedAt).Milliseconds()
 		c.Seq = seq.Int64
@@ -189,8 +199,8 @@ var (
 // other record). The relay stores events re-encoded from protocol's
 // structs, whose "type" comes first: a prefix test skips every other
 // record without decoding it.
-func auditStepOf(r Record) (auditStep, bool) {
-	if r.Kind != KindEvent || r.NodeID == "" || !(bytes.HasPrefix(r.Data, toolPrefix) || bytes.HasPrefix(r.Data, commandPrefix)) {
+func auditStepOf(r protocol.Record) (auditStep, bool) {
+	if r.Kind != protocol.KindEvent || r.NodeID == "" || !(bytes.HasPrefix(r.Data, toolPrefix) || bytes.HasPrefix(r.Data, commandPrefix)) {
 		return auditStep{}, false
 	}
 	var e auditStep
@@ -200,23 +210,23 @@ func auditStepOf(r Record) (auditStep, bool) {
 	return e, true
 }
 
-// auditSteps adds an audit row, in the transaction, for every tool or
-// command event of recs (just appended) that ends a call: its start is the
-// latest earlier start of the same node, tool name (or command line) not
-// ended since; without one the call starts when it ends.
-func (t *Tx) auditSteps(recs []Record) error {
+// Steps adds an audit row, in the transaction, for every tool or command
+// event of recs (just appended to tx's session log) that ends a call: its
+// start is the latest earlier start of the same node, tool name (or command
+// line) not ended since; without one the call starts when it ends.
+func Steps(tx *store.Tx, recs []protocol.Record) error {
 	for i, r := range recs {
 		e, ok := auditStepOf(r)
 		if !ok || (e.Status != protocol.StepDone && e.Status != protocol.StepError) {
 			continue
 		}
-		started, start, err := t.auditStart(recs[:i], r, e)
+		started, start, err := auditStart(tx, recs[:i], r, e)
 		if err != nil {
 			return err
 		}
-		c := NewToolCall{SessionID: t.sessionID, NodeID: r.NodeID, Name: e.Name, StartedAt: started, CompletedAt: r.At, Seq: r.Seq}
+		c := NewToolCall{SessionID: tx.SessionID(), NodeID: r.NodeID, Name: e.Name, StartedAt: started, CompletedAt: r.At, Seq: r.Seq}
 		if e.Type == protocol.TypeTool {
-			c.Source = AuditTool
+			c.Source = SourceTool
 			path := e.Path
 			if path == nil && start != nil {
 				path = start.Path
@@ -237,7 +247,7 @@ func (t *Tx) auditSteps(recs []Record) error {
 				c.Result, _ = json.Marshal(map[string]string{"output": out})
 			}
 		} else {
-			c.Source, c.Name = AuditCommand, "command"
+			c.Source, c.Name = SourceCommand, "command"
 			c.Parameters, _ = json.Marshal(map[string]string{"cmd": e.Cmd})
 			res := map[string]any{}
 			if e.Exit != nil {
@@ -260,7 +270,7 @@ func (t *Tx) auditSteps(recs []Record) error {
 				c.Result, _ = json.Marshal(res)
 			}
 		}
-		if err := t.g.Exec(insertToolCallSQL, toolCallArgs(c)...).Error; err != nil {
+		if err := tx.DB().Exec(insertToolCallSQL, toolCallArgs(c)...).Error; err != nil {
 			return fmt.Errorf("audit %s: %w", c.Name, err)
 		}
 	}
@@ -270,11 +280,11 @@ func (t *Tx) auditSteps(recs []Record) error {
 // auditStart finds the start of the call that end ends: first among the
 // records appended before it in this batch, then in the node's earlier
 // records. It returns the start's time (end's own when none is found).
-func (t *Tx) auditStart(batch []Record, end Record, e auditStep) (time.Time, *auditStep, error) {
+func auditStart(tx *store.Tx, batch []protocol.Record, end protocol.Record, e auditStep) (time.Time, *auditStep, error) {
 	key, skip := e.key(), 0
 	// match reports whether r is the start sought, counting the calls of
 	// the same key that ended in between.
-	match := func(r Record) (*auditStep, bool) {
+	match := func(r protocol.Record) (*auditStep, bool) {
 		s, ok := auditStepOf(r)
 		if !ok || r.NodeID != end.NodeID || s.key() != key {
 			return nil, false
@@ -298,20 +308,20 @@ func (t *Tx) auditStart(batch []Record, end Record, e auditStep) (time.Time, *au
 	if len(batch) > 0 {
 		first = batch[0].Seq
 	}
-	rows, err := t.g.Statement.ConnPool.QueryContext(t.ctx, `SELECT seq, kind, payload, created_at FROM session_log
-		WHERE session_id = ? AND node_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, t.sessionID, end.NodeID, first, auditLookback)
+	rows, err := tx.DB().Statement.ConnPool.QueryContext(tx.Context(), `SELECT seq, kind, payload, created_at FROM session_log
+		WHERE session_id = ? AND node_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, tx.SessionID(), end.NodeID, first, auditLookback)
 	if err != nil {
 		return time.Time{}, nil, fmt.Errorf("audit: find the start of %s: %w", e.Type, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		r := Record{NodeID: end.NodeID}
+		r := protocol.Record{NodeID: end.NodeID}
 		var at int64
 		var payload []byte
 		if err := rows.Scan(&r.Seq, &r.Kind, &payload, &at); err != nil {
 			return time.Time{}, nil, fmt.Errorf("audit: find the start of %s: %w", e.Type, err)
 		}
-		r.Data, r.At = payload, fromMS(at)
+		r.Data, r.At = payload, store.FromMillis(at)
 		if s, ok := match(r); ok {
 			return r.At, s, nil
 		}

@@ -1,38 +1,14 @@
-package store
+package sessions
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/protocol"
 )
-
-// lastOfTypeSQL finds a node's last record of one kind whose data has one
-// "type" (newest first, through the node index).
-const lastOfTypeSQL = `SELECT seq, payload, created_at FROM session_log
-	WHERE session_id = ? AND node_id = ? AND kind = ? AND json_extract(payload, '$.type') = ?
-	ORDER BY seq DESC LIMIT 1`
-
-// LastRecordOf returns the node's last record of kind whose data has the
-// given "type" (e.g. the last handoff event); not_found when it has none.
-func (s *Store) LastRecordOf(ctx context.Context, sessionID, nodeID, kind, typ string) (Record, error) {
-	r := Record{SessionID: sessionID, NodeID: nodeID, Kind: kind}
-	var payload string
-	var at int64
-	err := s.rsql.QueryRowContext(ctx, lastOfTypeSQL, sessionID, nodeID, kind, typ).Scan(&r.Seq, &payload, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Record{}, notFound(kind+" "+typ+" of node", nodeID)
-	}
-	if err != nil {
-		return Record{}, fmt.Errorf("read the last %s %s of node %s: %w", kind, typ, nodeID, err)
-	}
-	r.Data, r.At = json.RawMessage(payload), fromMS(at)
-	return r, nil
-}
 
 // Continuation is what ContinueNode returns: the node in its new
 // generation and the handoff summary it starts from.
@@ -52,7 +28,7 @@ type Continuation struct {
 // A node without a handoff event is a conflict.
 func (s *Store) ContinueNode(ctx context.Context, sessionID, nodeID string) (Continuation, error) {
 	var out Continuation
-	_, err := s.WithLog(ctx, sessionID, func(tx *Tx) error {
+	_, err := s.st.WithLog(ctx, sessionID, func(tx *store.Tx) error {
 		g := tx.DB()
 		var hand []struct {
 			Seq     int64
@@ -60,7 +36,7 @@ func (s *Store) ContinueNode(ctx context.Context, sessionID, nodeID string) (Con
 		}
 		if err := g.Raw(`SELECT seq, payload FROM session_log WHERE session_id = ? AND node_id = ? AND kind = ?
 			AND json_extract(payload, '$.type') = ? ORDER BY seq DESC LIMIT 1`,
-			sessionID, nodeID, KindEvent, protocol.TypeHandoff).Scan(&hand).Error; err != nil {
+			sessionID, nodeID, protocol.KindEvent, protocol.TypeHandoff).Scan(&hand).Error; err != nil {
 			return fmt.Errorf("read the handoff of node %s: %w", nodeID, err)
 		}
 		if len(hand) == 0 {
@@ -73,7 +49,7 @@ func (s *Store) ContinueNode(ctx context.Context, sessionID, nodeID string) (Con
 		out.Summary = ev.Summary
 		var cont int64
 		if err := g.Raw(`SELECT COALESCE(MAX(seq), 0) FROM session_log WHERE session_id = ? AND node_id = ? AND kind = ?
-			AND json_extract(payload, '$.type') = ?`, sessionID, nodeID, KindSystem, protocol.SystemContinuation).
+			AND json_extract(payload, '$.type') = ?`, sessionID, nodeID, protocol.KindSystem, protocol.SystemContinuation).
 			Scan(&cont).Error; err != nil {
 			return fmt.Errorf("read the continuations of node %s: %w", nodeID, err)
 		}
@@ -83,22 +59,22 @@ func (s *Store) ContinueNode(ctx context.Context, sessionID, nodeID string) (Con
 		}
 		r := t.byID[nodeID]
 		if r == nil {
-			return notFound("node", nodeID)
+			return store.NotFound("node", nodeID)
 		}
 		if cont > hand[0].Seq {
 			out.Node = t.node(nodeID)
 			return nil
 		}
 		r.Generation++
-		r.UpdatedAt = ms(tx.Now())
+		r.UpdatedAt = store.Millis(tx.Now())
 		if err := g.Exec(`UPDATE agent_node SET generation = ?, updated_at = ? WHERE id = ?`, r.Generation, r.UpdatedAt, nodeID).Error; err != nil {
 			return fmt.Errorf("update node %s: %w", nodeID, err)
 		}
 		out.Node, out.New = t.node(nodeID), true
-		if err := tx.appendJSON(nodeID, KindNode, NodeChange{Op: OpUpdated, Node: out.Node}); err != nil {
+		if err := tx.AppendJSON(nodeID, protocol.KindNode, protocol.NodeChange{Op: protocol.OpUpdated, Node: out.Node.Node}); err != nil {
 			return err
 		}
-		return tx.appendJSON(nodeID, KindSystem, protocol.SystemData{
+		return tx.AppendJSON(nodeID, protocol.KindSystem, protocol.SystemData{
 			Type: protocol.SystemContinuation, Text: fmt.Sprintf("continuation: generation %d starts from the handoff summary", r.Generation),
 			Generation: r.Generation, Summary: ev.Summary,
 		})
