@@ -60,7 +60,7 @@ func (fs *FS) NewUpload(ctx context.Context, p string) (*Upload, error) {
 	}
 	u := &Upload{ctx: ctx, fs: fs, path: p, cs: cs, h: sha256.New()}
 	err = fs.v.tx(ctx, func(tx *txn) error {
-		ino, err := fs.newInode(ctx, tx, 0, ModeRegular|0o644, fs.uid, fs.gid, 0, fs.v.cfg.Now())
+		ino, err := fs.newInode(ctx, tx, 0, ModeRegular|0o644, fs.uid, fs.gid, 0, 0, fs.v.cfg.Now())
 		if err != nil {
 			return err
 		}

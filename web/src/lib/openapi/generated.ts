@@ -167,6 +167,8 @@ export interface FsFile {
 	name: string;
 	is_directory: boolean;
 	is_symlink?: boolean;
+	type: 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
+	device?: string;
 	target?: string;
 	is_readonly: boolean;
 	size_bytes: number;
@@ -241,6 +243,8 @@ export interface FileDetail {
 	name: string;
 	is_directory: boolean;
 	is_symlink?: boolean;
+	type: 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
+	device?: string;
 	target?: string;
 	is_readonly: boolean;
 	size_bytes: number;
@@ -285,6 +289,8 @@ export interface FileInfo {
 	name: string;
 	is_directory: boolean;
 	is_symlink?: boolean;
+	type: 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
+	device?: string;
 	target?: string;
 	is_readonly: boolean;
 	size_bytes: number;
@@ -318,7 +324,7 @@ export interface FileWritten {
 export interface ForkChange {
 	path: string;
 	op: 'added' | 'changed' | 'deleted';
-	kind: 'file' | 'dir' | 'symlink';
+	kind: 'file' | 'dir' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
 	old_size: number;
 	new_size: number;
 	binary?: boolean;
