@@ -46,6 +46,9 @@ func (fs *FS) OpenPath(ctx context.Context, p string) (*File, error) {
 	if info.IsDir {
 		return nil, errorf(syscall.EISDIR, p, "%s is a directory", info.Path)
 	}
+	if info.Type != "file" {
+		return nil, errorf(syscall.EINVAL, p, "%s is a %s, not a regular file: it has no content to read or write", info.Path, info.Type).WithCode(orchestrator.EConflict)
+	}
 	cs, err := fs.init(ctx)
 	if err != nil {
 		return nil, err
