@@ -200,8 +200,8 @@ type changesDownloadQuery struct {
 	Format string `query:"format" jsonschema:"enum=tar.gz,enum=zip,enum=bundle,enum=patch" jsonschema_description:"tar.gz or zip: the files added or changed; bundle: a git bundle of base..HEAD; patch: base..HEAD as a patch series (git format-patch)"`
 }
 
-func (s *Server) sessionDownload(c echo.Context) error { return s.download(c) }
-func (s *Server) nodeDownload(c echo.Context) error    { return s.download(c) }
+func (s *Server) sessionDownload(c echo.Context) error { return s.workspaceDownload(c) }
+func (s *Server) nodeDownload(c echo.Context) error    { return s.workspaceDownload(c) }
 
 func (s *Server) sessionChangesDownload(c echo.Context) error { return s.changesDownload(c) }
 func (s *Server) nodeChangesDownload(c echo.Context) error    { return s.changesDownload(c) }
@@ -264,7 +264,7 @@ func contentTypeOf(format string) string {
 	return "application/gzip"
 }
 
-func (s *Server) download(c echo.Context) error {
+func (s *Server) workspaceDownload(c echo.Context) error {
 	t, err := s.target(c)
 	if err != nil {
 		return err
