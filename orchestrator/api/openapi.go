@@ -185,6 +185,9 @@ func buildDocument(routes []route) (*openAPIDoc, error) {
 		}
 		if r.doc.respRaw {
 			// the raw bytes, typed as their content sniffs
+			if ok.Content == nil {
+				ok.Content = map[string]mediaType{}
+			}
 			ok.Content["*/*"] = mediaType{bytesSchema()}
 		}
 		if r.doc.status != 0 {

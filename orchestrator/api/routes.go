@@ -102,7 +102,7 @@ func apiRoutes() []route {
 
 // allRoutes is every /api/v1 route a server may serve.
 func allRoutes() []route {
-	return slices.Concat(apiRoutes(), collabRoutes(), fileRoutes(), forkRoutes(), filesRoutes(), fileToolRoutes(files.Builtins()))
+	return slices.Concat(apiRoutes(), collabRoutes(), fileRoutes(), forkRoutes(), changesRoutes(), filesRoutes(), fileToolRoutes(files.Builtins()))
 }
 
 // routeList is every /api/v1 route this server serves: apiRoutes, and the
@@ -112,6 +112,7 @@ func (s *Server) routeList() []route {
 	if s.cfg.Files != nil {
 		rs = append(rs, fileRoutes()...)
 		rs = append(rs, forkRoutes()...)
+		rs = append(rs, changesRoutes()...)
 		rs = append(rs, filesRoutes()...)
 		rs = append(rs, fileToolRoutes(s.files.Tools())...)
 	}

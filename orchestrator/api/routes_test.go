@@ -97,6 +97,17 @@ var ownerCalls = map[string]ownerCall{
 	"PUT /api/v1/sessions/:id/secrets/:name":        {body: `{"value":"k"}`, status: 422}, // ":name" is no vendor key (TestSessionSecrets sets real ones)
 	"DELETE /api/v1/sessions/:id/secrets/:name":     {status: 404},
 	"DELETE /api/v1/memories/:memory":               {status: 404}, // no such memory (TestMemoriesAPI deletes real ones)
+
+	// no repository in these sessions: empty changes (TestChangesAPI has one)
+	"GET /api/v1/sessions/:id/changes":                      {status: 200},
+	"GET /api/v1/sessions/:id/changes/file":                 {status: 400}, // no path
+	"GET /api/v1/sessions/:id/changes/download":             {status: 200},
+	"GET /api/v1/sessions/:id/download":                     {status: 200},
+	"GET /api/v1/sessions/:id/nodes/:node/changes":          {status: 200},
+	"GET /api/v1/sessions/:id/nodes/:node/changes/file":     {status: 400},
+	"GET /api/v1/sessions/:id/nodes/:node/changes/download": {status: 200},
+	"GET /api/v1/sessions/:id/nodes/:node/download":         {status: 200},
+	"POST /api/v1/sessions/:id/nodes/:node/comments":        {body: `{"path":"src/a.txt","start_line":1,"end_line":1,"side":"new","lines":["+x"],"body":"why?"}`, status: 202},
 }
 
 var nodeKeyOpenRoutes = map[string]bool{
@@ -114,6 +125,11 @@ var nodeKeyDeniedRoutes = map[string]bool{
 	"GET /api/v1/sessions/:id/audit":                 true,
 	"GET /api/v1/sessions/:id/approvals":             true, "POST /api/v1/sessions/:id/approvals/:approval": true,
 	"GET /api/v1/sessions/:id/secrets": true, "PUT /api/v1/sessions/:id/secrets/:name": true, "DELETE /api/v1/sessions/:id/secrets/:name": true,
+	// Review reads past allowed_paths; a comment is the user's message.
+	"GET /api/v1/sessions/:id/changes": true, "GET /api/v1/sessions/:id/changes/file": true, "GET /api/v1/sessions/:id/changes/download": true,
+	"GET /api/v1/sessions/:id/download": true, "GET /api/v1/sessions/:id/nodes/:node/changes": true,
+	"GET /api/v1/sessions/:id/nodes/:node/changes/file": true, "GET /api/v1/sessions/:id/nodes/:node/changes/download": true,
+	"GET /api/v1/sessions/:id/nodes/:node/download": true, "POST /api/v1/sessions/:id/nodes/:node/comments": true,
 }
 
 // apiRouteKeys returns "METHOD path" of every registered /api route.

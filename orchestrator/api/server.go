@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/filepath-dev/filepath/orchestrator/changes"
 	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
@@ -196,6 +197,8 @@ type Server struct {
 	collab   *collab.Store
 	audit    *audit.Store
 	hub      *hub.Hub[protocol.Record]
+	// changes computes workspaces' changes (nil without Config.Files).
+	changes  *changes.Service
 	files    *files.Service // nil without Config.Files
 	e        *echo.Echo
 	ln       net.Listener
@@ -228,6 +231,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, users: cfg.Users, sessions: cfg.Sessions, collab: cfg.Collab,
 		audit: cfg.Audit, hub: cfg.Hub, files: cfg.FileTools, runDone: make(chan struct{})}
+	if cfg.Files != nil {
+		s.changes = changes.New(cfg.Files, cfg.Sessions, cfg.Store)
+	}
 	if s.files == nil && cfg.Files != nil {
 		var err error
 		if s.files, err = files.New(files.Config{VFS: cfg.Files, Recorder: FileAudit(cfg.Audit), Logger: cfg.Logger,

@@ -83,6 +83,85 @@ export interface ToolCall {
 	seq?: number;
 }
 
+export interface Base {
+	kind: 'clone' | 'fork' | 'ref' | 'none';
+	ref?: string;
+	commit?: string;
+}
+
+export interface Changes {
+	repository: boolean;
+	base: Base;
+	/**
+	 * HEAD's commit
+	 */
+	head?: string;
+	/**
+	 * HEAD's branch (empty: detached)
+	 */
+	branch?: string;
+	commits: Commit[];
+	truncated?: boolean;
+	committed: FileDiff[];
+	uncommitted: FileDiff[];
+}
+
+export interface Commit {
+	id: string;
+	subject: string;
+	message: string;
+	author: string;
+	author_email: string;
+	when: string;
+	parents: string[];
+	record?: number;
+	ref?: number;
+	node_id?: string;
+}
+
+export interface FileDiff {
+	path: string;
+	/**
+	 * the path before a rename
+	 */
+	old_path?: string;
+	status: 'added' | 'modified' | 'deleted' | 'renamed';
+	similarity?: number;
+	/**
+	 * git file mode, e.g. 100644
+	 */
+	old_mode?: string;
+	new_mode?: string;
+	/**
+	 * git blob id
+	 */
+	old_id?: string;
+	new_id?: string;
+	old_size: number;
+	new_size: number;
+	binary?: boolean;
+	type?: string;
+	additions: number;
+	deletions: number;
+	patch?: string;
+	too_large?: boolean;
+	omitted?: boolean;
+}
+
+export interface CommentRequest {
+	path: string;
+	start_line: number;
+	end_line: number;
+	side: 'old' | 'new';
+	section?: 'uncommitted' | 'committed';
+	base?: string;
+	lines: string[];
+	/**
+	 * the comment
+	 */
+	body: string;
+}
+
 export interface CreateNodeRequest {
 	/**
 	 * absent: a generated adjective-number name
