@@ -103,7 +103,7 @@ func (r *Relay) handle(ctx context.Context, req request) {
 			job.before = func(ctx context.Context) error { return r.cfg.Process.Unpause(ctx, id) }
 		}
 	}
-	r.writes <- job
+	r.writes <- &job
 }
 
 type writeJob struct {
@@ -162,7 +162,7 @@ func (r *Relay) writeLoop(ctx context.Context) {
 	}
 }
 
-func (r *Relay) write(ctx context.Context, mu *sync.Mutex, w *io.WriteCloser, j writeJob) error {
+func (r *Relay) write(ctx context.Context, mu *sync.Mutex, w *io.WriteCloser, j *writeJob) error {
 	if j.before != nil {
 		if err := j.before(ctx); err != nil {
 			return err

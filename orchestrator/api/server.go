@@ -197,12 +197,13 @@ type Server struct {
 	collab   *collab.Store
 	audit    *audit.Store
 	hub      *hub.Hub[protocol.Record]
+	frames   frames // the streams' encodings of recent records, one per record
 	// changes computes workspaces' changes (nil without Config.Files).
-	changes  *changes.Service
-	files    *files.Service // nil without Config.Files
-	e        *echo.Echo
-	ln       net.Listener
-	http     *http.Server
+	changes *changes.Service
+	files   *files.Service // nil without Config.Files
+	e       *echo.Echo
+	ln      net.Listener
+	http    *http.Server
 
 	// streamCtx is canceled at shutdown; stream handlers then close their
 	// WebSocket with 1001 going away. streams counts running handlers.
