@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -25,7 +26,7 @@ const maxTimestamp = 64
 // A LogReader is not safe for concurrent use.
 type LogReader struct {
 	rc      io.ReadCloser
-	br      *bufio.Reader
+	br      *bufio.Reader // from readBufs while a frame's bytes are buffered; nil between
 	since   time.Time
 	want    [3]bool
 	maxLine int
@@ -46,7 +47,7 @@ type part struct {
 // NewLogReader reads frames from rc (which Close closes) with the stream
 // selection, Since filter and MaxLine of opts. Follow is up to rc.
 func NewLogReader(rc io.ReadCloser, opts LogOptions) *LogReader {
-	r := &LogReader{rc: rc, br: bufio.NewReaderSize(rc, 64<<10), since: opts.Since, maxLine: opts.MaxLine}
+	r := &LogReader{rc: rc, since: opts.Since, maxLine: opts.MaxLine}
 	if r.maxLine <= 0 {
 		r.maxLine = DefaultMaxLine
 	}
@@ -87,14 +88,46 @@ func (r *LogReader) Next() (LogLine, error) {
 		}
 		if err != nil {
 			r.err = err
+			r.releaseBuf()
 		}
+	}
+}
+
+// readBufs are the read buffers of the LogReaders that have bytes buffered.
+// A reader waiting for its next frame holds none: a relay following an
+// agent that prints nothing (most of a wide tree, most of the time) costs
+// no 64 KiB buffer (issue 23).
+var readBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+
+const readBufSize = 64 << 10
+
+// releaseBuf returns the read buffer, which must hold no unread byte.
+func (r *LogReader) releaseBuf() {
+	if r.br != nil {
+		r.br.Reset(nil)
+		readBufs.Put(r.br)
+		r.br = nil
 	}
 }
 
 // frame reads one frame.
 func (r *LogReader) frame() error {
 	var hdr [8]byte
-	if _, err := io.ReadFull(r.br, hdr[:]); err != nil {
+	if r.br != nil && r.br.Buffered() == 0 {
+		r.releaseBuf() // the next header may be long in coming
+	}
+	var err error
+	if r.br == nil {
+		// Straight from the stream (this is where a quiet log waits), then
+		// a buffer for the frame and whatever came with it.
+		if _, err = io.ReadFull(r.rc, hdr[:]); err == nil {
+			r.br = readBufs.Get().(*bufio.Reader)
+			r.br.Reset(r.rc)
+		}
+	} else {
+		_, err = io.ReadFull(r.br, hdr[:])
+	}
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return fmt.Errorf("read log: stream ended inside a frame header")
 		}

@@ -14,7 +14,7 @@ import (
 // re-opens the log from where it stopped; once the container has exited it
 // reads the log one last time (without follow) and closes r.lines.
 func (r *Relay) readLoop(ctx context.Context, from Cursor) {
-	defer close(r.lines)
+	defer r.lines.close()
 	pos := from
 	backoff := 100 * time.Millisecond
 	for {
@@ -54,12 +54,7 @@ func (r *Relay) readLoop(ctx context.Context, from Cursor) {
 						return false
 					}
 				}
-				select {
-				case r.lines <- logItem{LogLine: ln, pos: pos, tokens: k}:
-					return true
-				case <-ctx.Done():
-					return false
-				}
+				return r.lines.put(ctx, logItem{LogLine: ln, pos: pos, tokens: k})
 			})
 		if ctx.Err() != nil {
 			return

@@ -143,11 +143,11 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		r.held = nil
 		jobs[0].before = r.unpause
 		for _, j := range jobs[:len(jobs)-1] {
-			r.writes <- j
+			r.writes <- &j
 		}
 		job = jobs[len(jobs)-1]
 	}
-	r.writes <- job
+	r.writes <- &job
 }
 
 // unpause thaws the container; one that is not paused (a pause that failed)
@@ -216,7 +216,7 @@ func (r *Relay) writeLoop(ctx context.Context) {
 	}
 }
 
-func (r *Relay) write(ctx context.Context, mu *sync.Mutex, w *io.WriteCloser, j writeJob) error {
+func (r *Relay) write(ctx context.Context, mu *sync.Mutex, w *io.WriteCloser, j *writeJob) error {
 	if j.before != nil {
 		if err := j.before(ctx); err != nil {
 			return err

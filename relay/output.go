@@ -124,7 +124,7 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 		}
 		r.armStop()
 		if len(r.writes) < cap(r.writes) { // only this goroutine sends: cannot block
-			r.writes <- *stop
+			r.writes <- stop
 		} else {
 			r.log.Warn("handoff: stdin queue full; the agent is stopped after the grace period without the stop line")
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/filepath-dev/filepath/protocol"
 )
 
-func signal(a string) protocol.SignalInput { return protocol.SignalInput{Type: "signal", Action: a} }
+func signalIn(a string) protocol.SignalInput { return protocol.SignalInput{Type: "signal", Action: a} }
 func message(s string) protocol.MessageInput {
 	return protocol.MessageInput{Type: "message", From: "user", Content: s}
 }
@@ -24,7 +24,7 @@ func TestPausedHoldsMessages(t *testing.T) {
 	h := newHarness()
 	r := h.start(t)
 	ctx := context.Background()
-	if _, err := r.Deliver(ctx, signal("pause")); err != nil {
+	if _, err := r.Deliver(ctx, signalIn("pause")); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"are you there?", "hello?"} {
@@ -41,7 +41,7 @@ func TestPausedHoldsMessages(t *testing.T) {
 	if c, _ := ParseCursor(h.log.lastCursor()); !c.Paused {
 		t.Fatalf("cursor %q does not remember the pause", h.log.lastCursor())
 	}
-	if _, err := r.Deliver(ctx, signal("resume")); err != nil {
+	if _, err := r.Deliver(ctx, signalIn("resume")); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -72,7 +72,7 @@ func TestStopThawsPaused(t *testing.T) {
 	h := newHarness()
 	r := h.start(t)
 	ctx := context.Background()
-	for _, in := range []protocol.Input{signal("pause"), message("m"), signal("stop")} {
+	for _, in := range []protocol.Input{signalIn("pause"), message("m"), signalIn("stop")} {
 		if _, err := r.Deliver(ctx, in); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func TestPausedAcrossRestart(t *testing.T) {
 	if s := h.c.stdinText(); s != "" {
 		t.Fatalf("stdin of a frozen agent = %q", s)
 	}
-	if _, err := r.Deliver(context.Background(), signal("resume")); err != nil {
+	if _, err := r.Deliver(context.Background(), signalIn("resume")); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"type":"message","from":"user","content":"waiting"}` + "\n" +
@@ -138,7 +138,7 @@ func TestDoneAnsweringStop(t *testing.T) {
 			for _, s := range tt.steps {
 				switch s {
 				case "stop":
-					if _, err := r.Deliver(context.Background(), signal("stop")); err != nil {
+					if _, err := r.Deliver(context.Background(), signalIn("stop")); err != nil {
 						t.Fatal(err)
 					}
 				case "msg":

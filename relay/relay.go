@@ -141,8 +141,8 @@ type Relay struct {
 	err    error // why the relay ended early; written before done closes
 
 	mailbox chan request
-	writes  chan writeJob
-	lines   chan logItem
+	writes  chan *writeJob  // pointers: an idle relay's queue is 8 bytes a slot
+	lines   *lineQueue      // allocates only while lines wait (lines.go)
 	exitCh  chan exitResult // buffered 1: the waiter never blocks
 	written chan int64      // seqs of inputs the writer has written to stdin
 	exited  chan struct{}   // closed once the container has exited
@@ -226,8 +226,8 @@ func Start(ctx context.Context, cfg Config) (*Relay, error) {
 		cancel:  cancel,
 		done:    make(chan struct{}),
 		mailbox: make(chan request, cfg.MailboxLen),
-		writes:  make(chan writeJob, cfg.MailboxLen),
-		lines:   make(chan logItem, cfg.MaxBatch),
+		writes:  make(chan *writeJob, cfg.MailboxLen),
+		lines:   newLineQueue(cfg.MaxBatch),
 		exitCh:  make(chan exitResult, 1),
 		written: make(chan int64),
 		exited:  make(chan struct{}),
@@ -336,7 +336,7 @@ func (r *Relay) run(ctx context.Context) {
 		r.held = pending
 	} else {
 		for _, j := range pending {
-			r.writes <- j
+			r.writes <- &j
 		}
 	}
 	if r.cur.Stopping {
@@ -345,7 +345,7 @@ func (r *Relay) run(ctx context.Context) {
 		r.stopArmed = true
 		r.stopTimer = r.cfg.Clock.After(r.cfg.StopGrace)
 	}
-	lines := r.lines
+	ready := r.lines.Ready()
 	linesDone := false
 	for {
 		if linesDone && r.exit != nil {
@@ -355,31 +355,28 @@ func (r *Relay) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case it, ok := <-lines:
-			if !ok {
-				lines, linesDone = nil, true
+		case <-ready:
+			var done bool
+			r.batch, done = r.lines.take(r.batch)
+			if done {
+				ready, linesDone = nil, true
+			}
+			if len(r.batch) == 0 {
 				continue
 			}
-			r.batch = append(r.batch[:0], it)
-		collect:
-			for len(r.batch) < r.cfg.MaxBatch {
-				select {
-				case it, ok := <-lines:
-					if !ok {
-						lines, linesDone = nil, true
-						break collect
-					}
-					r.batch = append(r.batch, it)
-				default:
-					break collect
-				}
-			}
+			small := len(r.batch) <= keepCap
 			r.process(ctx, r.batch)
 			for i := range r.batch {
 				for range r.batch[i].tokens {
 					r.budget <- struct{}{}
 				}
 				r.batch[i] = logItem{}
+			}
+			if small && len(ready) == 0 {
+				// The burst is over (a small batch, no line waiting): let
+				// its buffers go. Not after every batch: a busy relay
+				// would allocate them again for each.
+				r.shrink()
 			}
 		case req := <-r.mailbox:
 			r.handle(ctx, req)

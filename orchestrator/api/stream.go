@@ -125,7 +125,8 @@ func (s *Server) stream(c echo.Context) error {
 	}()
 	defer func() { cancel(); <-pingDone }()
 
-	st := &streamer{s: s, conn: conn, sid: sid, last: after}
+	st := &streamer{s: s, conn: conn, sid: sid, last: after, frames: s.frames.acquire(sid)}
+	defer s.frames.release(sid, st.frames)
 	if p.NodeID != "" {
 		// A node key reads only its subtree's records (invariant 9).
 		if st.scope, err = s.newRecordScope(ctx, p); err != nil {
@@ -202,6 +203,8 @@ type streamer struct {
 	sid   string
 	last  int64
 	scope *recordScope // nil: every record (the user)
+	// frames encodes each record once for all the session's streams.
+	frames *sessionFrames
 }
 
 // run replays then forwards live records until ctx ends or the subscription
@@ -279,7 +282,7 @@ func (st *streamer) deliver(ctx context.Context, rec protocol.Record) error {
 }
 
 func (st *streamer) send(ctx context.Context, rec protocol.Record) error {
-	b, err := encodeRecord(rec)
+	b, err := st.frames.encode(rec)
 	if err != nil {
 		return fmt.Errorf("encode record %d: %w", rec.Seq, err)
 	}

@@ -28,3 +28,19 @@ func rusageThread() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// processCPU returns a function that reports the CPU time (user+system) the
+// whole process used since: for benchmarks whose work runs on many
+// goroutines (and threads).
+func processCPU() func() time.Duration {
+	start := rusage(syscall.RUSAGE_SELF)
+	return func() time.Duration { return rusage(syscall.RUSAGE_SELF) - start }
+}
+
+func rusage(who int) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

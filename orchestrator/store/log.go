@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
 	"gorm.io/gorm"
 
 	"github.com/filepath-dev/filepath/orchestrator"
@@ -126,33 +125,22 @@ func (s *Store) WithLog(ctx context.Context, sessionID string, fn func(tx *Tx) e
 	err := s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 		t.g = g
 		if !st.known {
-			var row struct {
-				Exists int
-				Last   int64
+			last, err := readLast(g, sessionID)
+			if err != nil {
+				return err
 			}
-			if err := g.Raw(`SELECT
-				(SELECT COUNT(*) FROM agent_session WHERE id = ?) AS "exists",
-				COALESCE((SELECT MAX(seq) FROM session_log WHERE session_id = ?), 0) AS last`,
-				sessionID, sessionID).Scan(&row).Error; err != nil {
-				return fmt.Errorf("read last seq: %w", err)
-			}
-			if row.Exists == 0 {
-				return NotFound("session", sessionID)
-			}
-			t.last = row.Last
+			t.last = last
 		} else {
 			t.last = st.last
 		}
 		return fn(t)
 	})
 	if err != nil {
-		if cached && IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
-			// Most likely the session was deleted since its last seq was
-			// cached (otherwise its existence was checked in this transaction).
-			var n int64
-			if s.rdb.WithContext(ctx).Raw(`SELECT COUNT(*) FROM agent_session WHERE id = ?`, sessionID).Scan(&n).Error == nil && n == 0 {
-				return nil, NotFound("session", sessionID)
-			}
+		if cached {
+			// A foreign-key failure: most likely the session was deleted
+			// since its last seq was cached (otherwise its existence was
+			// checked in this transaction).
+			return nil, s.appendError(ctx, sessionID, err)
 		}
 		return nil, err
 	}
@@ -316,12 +304,18 @@ func (s *Store) Append(ctx context.Context, sessionID string, recs ...protocol.R
 // AppendWith is Append and more in the same transaction: after recs are
 // appended, fn (when not nil) runs with them as stored, and may make other
 // changes through tx (a node's log cursor, the audit rows of its tools).
-// The records are checked before the transaction begins.
+// The records are checked before the transaction begins. Appends that queue
+// for the write connection commit together (group commit, group.go): fn
+// runs under a savepoint of a transaction shared with other appends, and
+// its error rolls back its own append only.
 func (s *Store) AppendWith(ctx context.Context, sessionID string, recs []protocol.Record, fn func(tx *Tx, stored []protocol.Record) error) ([]protocol.Record, error) {
 	for i := range recs {
 		if err := checkRecord(&recs[i]); err != nil {
 			return nil, err
 		}
+	}
+	if s.cfg.GroupAppends > 1 {
+		return s.appendGrouped(ctx, sessionID, recs, fn)
 	}
 	return s.WithLog(ctx, sessionID, func(tx *Tx) error {
 		tx.checked = true

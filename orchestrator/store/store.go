@@ -60,6 +60,11 @@ type Config struct {
 	// ReadConns is the size of the read-only connection pool (default
 	// max(4, GOMAXPROCS)). Writes always go through one connection.
 	ReadConns int
+	// GroupAppends is the most appends (AppendWith: a relay's batch with its
+	// cursor) committed in one transaction when they queue for the write
+	// connection (group commit, group.go; default DefaultGroupAppends; 1:
+	// each append its own transaction).
+	GroupAppends int
 	// Migrations replaces the embedded migrations (tests only; nil: the
 	// embedded list).
 	Migrations []Migration
@@ -78,6 +83,7 @@ type Store struct {
 	pub    Publisher
 	logsMu sync.Mutex // guards logs; never held while waiting for the database
 	logs   map[string]*logState
+	group  grouper // appends waiting to commit together (group.go)
 
 	insertOne *sql.Stmt         // insertLogSQL, prepared on the write connection
 	insertN   map[int]*sql.Stmt // multi-row INSERTs by row count (insertChunks)
@@ -114,6 +120,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.ReadConns <= 0 {
 		cfg.ReadConns = max(4, runtime.GOMAXPROCS(0))
+	}
+	if cfg.GroupAppends < 0 {
+		return nil, fmt.Errorf("open store: group appends %d: want 0 (default) or more", cfg.GroupAppends)
+	}
+	if cfg.GroupAppends == 0 {
+		cfg.GroupAppends = DefaultGroupAppends
 	}
 	if cfg.Migrations == nil {
 		ms, err := EmbeddedMigrations()

@@ -275,17 +275,6 @@ describe('AgentPanel', () => {
 		}
 	});
 
-	it('issue 27.8: no diff is asked for an agent on the shared workspace (no 404s); a forked one has Changes', async () => {
-		const loadDiff = vi.fn().mockResolvedValue({ fork: {}, changes: [] });
-		const { rerender } = render(AgentPanel, { node: b, records: [], onsend: vi.fn(), sessionId: 's1', loadDiff });
-		await Promise.resolve();
-		expect(loadDiff).not.toHaveBeenCalled();
-		expect(screen.queryByRole('tab', { name: 'Changes' })).toBeNull();
-		await rerender({ node: { ...b, workspace: 'fork' } });
-		expect(screen.getByRole('tab', { name: 'Changes' })).toBeTruthy();
-		expect(loadDiff).not.toHaveBeenCalled();
-	});
-
 	const pauseCases = [
 		{ name: 'running with a container', n: node('n', null, 'n', 'running', { container_id: 'c' }), pause: true },
 		{ name: 'idle with a container', n: node('n', null, 'n', 'idle', { container_id: 'c' }), pause: true },
