@@ -294,6 +294,19 @@ func (d *Docker) kill(ctx context.Context, id, sig string) error {
 	return d.wrap("kill", id, err)
 }
 
+// HasImage reports whether image is on this machine (the runner tells the
+// spawn dialog which agents can run).
+func (d *Docker) HasImage(ctx context.Context, image string) (bool, error) {
+	_, err := d.cli.ImageInspect(ctx, image)
+	switch {
+	case err == nil:
+		return true, nil
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	}
+	return false, d.wrap("inspect image for", image, err)
+}
+
 // Pause implements Runtime.
 func (d *Docker) Pause(ctx context.Context, id string) error {
 	return d.wrap("pause", id, d.cli.ContainerPause(ctx, id))

@@ -89,3 +89,19 @@ func TestDockerErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestDockerHasImage: the runner asks which agent images are on the
+// machine, to tell the spawn dialog which agents can run.
+func TestDockerHasImage(t *testing.T) {
+	d := dockerRuntime(t)
+	if d == nil {
+		return
+	}
+	ctx := context.Background()
+	if ok, err := d.HasImage(ctx, testImage); err != nil || !ok {
+		t.Fatalf("HasImage(%s) = %v, %v", testImage, ok, err)
+	}
+	if ok, err := d.HasImage(ctx, "filepath/no-such-image:never"); err != nil || ok {
+		t.Fatalf("HasImage(missing) = %v, %v", ok, err)
+	}
+}

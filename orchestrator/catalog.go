@@ -9,7 +9,8 @@ type Agent struct {
 	Description string `json:"description"`
 	Icon        string `json:"icon"` // lucide icon name
 	// DefaultModel is a model id of the agent's provider: an OpenRouter id
-	// (vendor/model) for the agents that use OpenRouter (shelley, pi).
+	// (vendor/model) for the agents that use OpenRouter (shelley, pi). ""
+	// for custom: a BYO agent gets a model only when its node names one.
 	DefaultModel string `json:"default_model"`
 	// Image is the local image the agent runs in; "" for custom, whose
 	// node names its own image.
@@ -54,7 +55,7 @@ func Catalog() []Agent {
 		{Type: "codex", Name: "Codex", Description: "OpenAI's coding agent. Strong at Python, scripting, data.", Icon: "scroll", DefaultModel: "gpt-5.5", Image: AgentImage("codex"), Provider: ProviderOpenAI},
 		{Type: "cursor", Name: "Cursor", Description: "Cursor's agent mode via CLI. IDE-grade code intelligence.", Icon: "mouse-pointer", DefaultModel: "claude-sonnet-4", Image: AgentImage("cursor"), VendorKey: "CURSOR_API_KEY"},
 		{Type: "amp", Name: "Amp", Description: "Sourcegraph's agent. Large codebase navigation, cross-repo changes.", Icon: "zap", DefaultModel: "claude-sonnet-4", Image: AgentImage("amp"), VendorKey: "AMP_API_KEY"},
-		{Type: AgentCustom, Name: "Custom", Description: "Bring your own agent. Dockerfile that speaks the filepath protocol.", Icon: "box", DefaultModel: "claude-sonnet-4"},
+		{Type: AgentCustom, Name: "Custom", Description: "Bring your own agent. Dockerfile that speaks the filepath protocol.", Icon: "box"},
 	}
 }
 

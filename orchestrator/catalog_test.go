@@ -12,8 +12,13 @@ func TestCatalog(t *testing.T) {
 		t.Fatalf("catalog has %d agents, want %d", len(got), len(want))
 	}
 	for i, a := range got {
-		if a.Type != want[i] || a.Name == "" || a.Description == "" || a.Icon == "" || a.DefaultModel == "" {
+		if a.Type != want[i] || a.Name == "" || a.Description == "" || a.Icon == "" {
 			t.Errorf("agent %d = %+v", i, a)
+		}
+		// A custom (BYO) agent has no model unless its node names one: the
+		// UI shows no model for it (issue 27).
+		if (a.DefaultModel == "") != (a.Type == AgentCustom) {
+			t.Errorf("%s default model %q", a.Type, a.DefaultModel)
 		}
 		wantImage := "filepath/agent-" + a.Type + ":latest"
 		if a.Type == AgentCustom {

@@ -183,6 +183,26 @@ type Approval struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// Node statuses besides the agent states (State*), which filepath alone
+// sets: an agent never reports them.
+const (
+	// NodePaused: the node's container is frozen (signal pause) until a
+	// resume; messages sent meanwhile are delivered on resume.
+	NodePaused = "paused"
+	// NodeStopped: a person (or the session's stop) stopped the agent
+	// before it said done.
+	NodeStopped = "stopped"
+	// NodeLost: the node's container vanished (removed behind filepath's
+	// back, or gone while the orchestrator was down).
+	NodeLost = "lost"
+)
+
+// NodeStatuses lists every value of Node.Status: the agent states, then
+// filepath's own.
+func NodeStatuses() []string {
+	return []string{StateIdle, StateThinking, StateRunning, StateDone, StateError, NodePaused, NodeStopped, NodeLost}
+}
+
 // Node is one agent of a session's tree, as the API and "node" records carry it.
 type Node struct {
 	ID        string  `json:"id"`
@@ -192,8 +212,13 @@ type Node struct {
 	AgentType string  `json:"agent_type"`
 	Model     string  `json:"model"`
 	Image     string  `json:"image"`
-	// Status is one of the State constants.
-	Status string `json:"status" jsonschema:"enum=idle,enum=thinking,enum=running,enum=done,enum=error"`
+	// Status is an agent state (State*: the agent's last status or done,
+	// or error when it failed) or one filepath sets: paused (its container
+	// is frozen, whatever the agent said last), stopped or lost (Node*).
+	Status string `json:"status" jsonschema:"enum=idle,enum=thinking,enum=running,enum=done,enum=error,enum=paused,enum=stopped,enum=lost"`
+	// Workspace is what the node's /workspace is: the workspace of the
+	// session ("shared") or a copy-on-write fork of its parent's ("fork").
+	Workspace string `json:"workspace" jsonschema:"enum=shared,enum=fork"`
 	// ContextPct is how full the agent's context window is (0 to 1), if it said.
 	ContextPct  *float64        `json:"context_pct" jsonschema:"nullable,minimum=0,maximum=1"`
 	Config      json.RawMessage `json:"config" jsonschema:"type=object"`
@@ -210,7 +235,8 @@ type Node struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// Done and Total count the leaves of the node's subtree (a leaf counts
-	// itself): Total leaves, Done of them with status done.
+	// itself): Total leaves, Done of them with status done (not stopped,
+	// lost or error, nor paused).
 	Done  int `json:"done" jsonschema:"minimum=0"`
 	Total int `json:"total" jsonschema:"minimum=0"`
 	// Generation counts the node's agent sessions begun by a handoff: 1 for
@@ -237,11 +263,14 @@ const (
 // Session is an agent session (a tree of nodes and one ordered log), as the
 // API sends it.
 type Session struct {
-	ID         string     `json:"id"`
-	UserID     string     `json:"user_id"`
-	Name       string     `json:"name"`
-	GitRepoURL *string    `json:"git_repo_url" jsonschema:"nullable"`
-	Status     string     `json:"status" jsonschema:"enum=draft,enum=running,enum=paused,enum=stopped,enum=error"`
+	ID         string  `json:"id"`
+	UserID     string  `json:"user_id"`
+	Name       string  `json:"name"`
+	GitRepoURL *string `json:"git_repo_url" jsonschema:"nullable"`
+	Status     string  `json:"status" jsonschema:"enum=draft,enum=running,enum=paused,enum=stopped,enum=error"`
+	// RootNodeID is the session's first top-level node (null: none). A
+	// session may have several top-level nodes (parent_id null); the first
+	// is the one `start` starts when none runs.
 	RootNodeID *string    `json:"root_node_id" jsonschema:"nullable"`
 	StartedAt  *time.Time `json:"started_at" jsonschema:"nullable"`
 	CreatedAt  time.Time  `json:"created_at"`

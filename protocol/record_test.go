@@ -51,7 +51,7 @@ func TestRecordSchema(t *testing.T) {
 	s := recordSchema(t, "record.schema.json")
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
 	parent := "n1"
-	node := protocol.Node{ID: "n2", SessionID: "s1", ParentID: &parent, Name: "child", AgentType: "custom", Status: protocol.StateIdle,
+	node := protocol.Node{ID: "n2", SessionID: "s1", ParentID: &parent, Name: "child", AgentType: "custom", Status: protocol.StateIdle, Workspace: protocol.WorkspaceShared,
 		Config: json.RawMessage(`{}`), CreatedAt: at, UpdatedAt: at, Total: 1, Generation: 1}
 	rec := func(kind string, data any) string {
 		return mustJSON(t, protocol.Record{Seq: 7, Kind: kind, NodeID: "n2", At: at, Data: json.RawMessage(mustJSON(t, data))})

@@ -14,7 +14,8 @@ import (
 // into the log by two goroutines of the engine, so their times are monotonic
 // only within one stream: each stream has its own position.
 //
-// SawDone records that a done event was appended; Exited and ExitCode that
+// SawDone records that a done event was appended (and no message since:
+// a message makes the agent work again); Exited and ExitCode that
 // the container's exit was appended, so that a restart does not append it
 // twice. Input is the seq of the last input record written to stdin: a
 // relay started later writes the node's messages appended after it (ones a
@@ -32,6 +33,9 @@ type Cursor struct {
 	// Handoff: the agent handed off (a handoff event was appended, and the
 	// stop that ends it with it); its exit starts the node's continuation.
 	Handoff bool
+	// Paused: a pause signal was appended and no resume or stop since: the
+	// container is frozen, and messages wait for the resume.
+	Paused bool
 }
 
 // Position is the time of the last consumed line of one stream and its
@@ -43,7 +47,7 @@ type Position struct {
 }
 
 // String encodes the cursor as "o=<unix ns>:<n>,e=<unix ns>:<n>[,d][,x=<exit
-// code>][,i=<seq>][,s][,h]". The store keeps it as opaque text.
+// code>][,i=<seq>][,s][,h][,p]". The store keeps it as opaque text.
 func (c Cursor) String() string {
 	s := "o=" + c.Stdout.String() + ",e=" + c.Stderr.String()
 	if c.SawDone {
@@ -60,6 +64,9 @@ func (c Cursor) String() string {
 	}
 	if c.Handoff {
 		s += ",h"
+	}
+	if c.Paused {
+		s += ",p"
 	}
 	return s
 }
@@ -97,6 +104,8 @@ func ParseCursor(s string) (Cursor, error) {
 			c.Stopping = true
 		case "h":
 			c.Handoff = true
+		case "p":
+			c.Paused = true
 		default:
 			err = fmt.Errorf("unknown key %q", key)
 		}

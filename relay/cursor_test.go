@@ -18,6 +18,7 @@ func TestCursorRoundTrip(t *testing.T) {
 			text: "o=1795312800123456789:1,e=1795312800123456790:2,d,x=137"},
 		{name: "input", c: Cursor{Input: 42}, text: "o=0:0,e=0:0,i=42"},
 		{name: "handoff", c: Cursor{Input: 7, Stopping: true, Handoff: true}, text: "o=0:0,e=0:0,i=7,s,h"},
+		{name: "paused", c: Cursor{Input: 3, Paused: true}, text: "o=0:0,e=0:0,i=3,p"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/protocol"
 )
 
@@ -42,18 +43,32 @@ func (r *Relay) pendingInputs(ctx context.Context) []writeJob {
 	return jobs
 }
 
-// handle appends an input and queues it for the stdin writer.
+// handle appends an input and queues it for the stdin writer. While the
+// agent is paused a message is appended and held (its reply does not wait
+// for the write); a resume or a stop thaws the container, writes the held
+// messages in order, then its own line.
 func (r *Relay) handle(ctx context.Context, req request) {
 	if r.exit != nil {
 		req.reply <- result{err: ErrExited}
 		return
 	}
-	if _, isMsg := req.in.(protocol.MessageInput); isMsg && r.cur.Stopping {
+	_, isMsg := req.in.(protocol.MessageInput)
+	if isMsg && r.cur.Stopping {
 		req.reply <- result{err: ErrStopping}
 		return
 	}
-	if len(r.writes) == cap(r.writes) { // only this goroutine sends: the send below cannot block
-		req.reply <- result{err: fmt.Errorf("deliver to node %s: %w (%d inputs not yet written to stdin)", r.cfg.Node.ID, ErrMailboxFull, cap(r.writes))}
+	sig, isSignal := req.in.(protocol.SignalInput)
+	thaw := isSignal && r.cur.Paused && (sig.Action == protocol.ActionResume || sig.Action == protocol.ActionStop)
+	need := 1 // writes this input queues (the sends below cannot block: only this goroutine sends)
+	switch {
+	case thaw:
+		need += len(r.held)
+	case isMsg && r.cur.Paused:
+		// held, not queued: bounded like the queue, leaving room for the resume
+		need = len(r.held) + 2
+	}
+	if cap(r.writes)-len(r.writes) < need {
+		req.reply <- result{err: fmt.Errorf("deliver to node %s: %w (%d inputs not yet written to stdin)", r.cfg.Node.ID, ErrMailboxFull, len(r.writes)+len(r.held))}
 		return
 	}
 	data, err := json.Marshal(req.in)
@@ -65,14 +80,27 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		return
 	}
 	rec := protocol.Record{Kind: protocol.KindInput, NodeID: r.cfg.Node.ID, Data: data}
-	sig, isSignal := req.in.(protocol.SignalInput)
+	// The cursor remembers, with the record, what a restart must know: a
+	// stop (to keep escalating; a stop asked for while the agent hands off
+	// ends the node: no continuation follows), a pause (to keep holding
+	// messages), and that a done was followed by a message (the agent
+	// works again: its exit is no longer a finished one).
+	cur := r.cur
+	switch {
+	case isSignal && sig.Action == protocol.ActionStop:
+		if !cur.Stopping || cur.Handoff {
+			cur.Stopping, cur.Handoff = true, false
+		}
+		cur.Paused = false
+	case isSignal && sig.Action == protocol.ActionPause:
+		cur.Paused = true
+	case isSignal && sig.Action == protocol.ActionResume:
+		cur.Paused = false
+	case isMsg:
+		cur.SawDone = false
+	}
 	var stored []protocol.Record
-	if isSignal && sig.Action == protocol.ActionStop && (!r.cur.Stopping || r.cur.Handoff) {
-		// Remembered with the record, so that a restart keeps escalating.
-		// A stop asked for while the agent hands off ends the node: no
-		// continuation follows.
-		cur := r.cur
-		cur.Stopping, cur.Handoff = true, false
+	if cur != r.cur {
 		stored, err = r.cfg.Log.AppendWithCursor(ctx, r.cfg.Node.SessionID, r.cfg.Node.ID, cur.String(), rec)
 		if err == nil {
 			r.cur = cur
@@ -92,6 +120,12 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		r.step = 0 // a message starts a turn
 	}
 	job := writeJob{line: append(data, '\n'), rec: rec, reply: req.reply}
+	if isMsg && r.cur.Paused {
+		job.reply = nil
+		r.held = append(r.held, job)
+		req.reply <- result{rec: rec}
+		return
+	}
 	if isSignal {
 		id := r.cfg.Node.ContainerID
 		switch sig.Action {
@@ -100,10 +134,30 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		case protocol.ActionPause:
 			job.after = func(ctx context.Context) error { return r.cfg.Process.Pause(ctx, id) }
 		case protocol.ActionResume:
-			job.before = func(ctx context.Context) error { return r.cfg.Process.Unpause(ctx, id) }
+			job.before = r.unpause
 		}
 	}
+	if thaw {
+		job.before = nil // the first job written thaws the container
+		jobs := append(r.held, job)
+		r.held = nil
+		jobs[0].before = r.unpause
+		for _, j := range jobs[:len(jobs)-1] {
+			r.writes <- &j
+		}
+		job = jobs[len(jobs)-1]
+	}
 	r.writes <- &job
+}
+
+// unpause thaws the container; one that is not paused (a pause that failed)
+// is left as it is.
+func (r *Relay) unpause(ctx context.Context) error {
+	err := r.cfg.Process.Unpause(ctx, r.cfg.Node.ContainerID)
+	if containers.CodeOf(err) == containers.CodeConflict {
+		return nil
+	}
+	return err
 }
 
 type writeJob struct {

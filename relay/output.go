@@ -75,6 +75,11 @@ func (r *Relay) process(ctx context.Context, batch []logItem) {
 				effects = append(effects, ev)
 			}
 		case protocol.DoneEvent:
+			if cur.Stopping && !cur.Handoff {
+				// The agent's answer to a stop: it was stopped, it did
+				// not finish (its exit says Stopped without Done).
+				break
+			}
 			cur.SawDone = true
 			if !cur.Handoff {
 				effects = append(effects, ev)

@@ -162,6 +162,10 @@ type Relay struct {
 	// last turn boundary (a message to the agent, a status idle or done, a
 	// done event): a commit event links to it. 0: none.
 	step int64
+	// held are the messages appended while the agent is paused
+	// (cur.Paused), in order: written once it is resumed (or stopped),
+	// never into a frozen container's stdin.
+	held []writeJob
 }
 
 type request struct {
@@ -324,8 +328,16 @@ func (r *Relay) run(ctx context.Context) {
 	wg.Go(func() { r.waitLoop(inner) })
 	wg.Go(func() { r.writeLoop(inner) })
 
-	for _, j := range pending {
-		r.writes <- &j
+	if r.cur.Paused {
+		// Still frozen (paused before a restart): they wait for the resume.
+		if n := cap(r.writes) - 1; len(pending) > n {
+			pending = pending[len(pending)-n:]
+		}
+		r.held = pending
+	} else {
+		for _, j := range pending {
+			r.writes <- &j
+		}
 	}
 	if r.cur.Stopping {
 		// A stop was requested before a restart: escalate as if it had just

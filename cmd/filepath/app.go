@@ -153,6 +153,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		Runner:          a.run,
 		Logger:          log,
 		Stdout:          stdout,
+		DataDir:         data,
 		AllowedOrigins:  cfg.AllowedOrigins,
 		TrustedProxies:  cfg.TrustedProxies,
 		SessionTTL:      cfg.SessionTTL,

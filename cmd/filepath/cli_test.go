@@ -389,10 +389,11 @@ func testCLIEndToEnd(t *testing.T, s cliScript) {
 		t.Errorf("the stop's done record is not stopped")
 	}
 	// The container has exited when the node has its exit code (a message
-	// before that would go to the agent that is ending).
+	// before that would go to the agent that is ending). The done answering
+	// the stop does not make it done: it was stopped (issue 27).
 	testkit.Eventually(t, time.Minute, "the node's exit", func() bool {
 		n := c.node(sid, nid)
-		return n.Status == "done" && n.ExitCode != nil
+		return n.Status == "stopped" && n.ExitCode != nil
 	})
 
 	// 4. A message to the stopped node starts a new container, which

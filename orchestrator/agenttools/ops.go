@@ -197,11 +197,14 @@ func (s *Server) child(n sessions.Node) Child {
 		Running: s.run.Running(n.ID), Finished: s.finished(n), Done: n.Done, Total: n.Total, Tokens: n.Tokens, CostUSD: n.CostUSD, ExitCode: n.ExitCode}
 }
 
-// finished: the node is done or error, or its agent exited (an exit code is
-// set until its next start), or it ran once and runs no more.
+// finished: the node is done, error, stopped or lost, or its agent exited
+// (an exit code is set until its next start), or it ran once and runs no
+// more. A paused node is not: it goes on when resumed.
 func (s *Server) finished(n sessions.Node) bool {
 	switch {
-	case n.Status == protocol.StateDone || n.Status == protocol.StateError:
+	case n.Status == protocol.NodePaused:
+		return false
+	case n.Status == protocol.StateDone || n.Status == protocol.StateError || n.Status == protocol.NodeStopped || n.Status == protocol.NodeLost:
 		return true
 	case n.ExitCode != nil:
 		return true

@@ -220,10 +220,10 @@ var loginFailedPage = template.Must(template.New("login").Parse(`<!doctype html>
 <style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5}code{background:#eee;padding:.1rem .3rem}</style>
 </head><body>
 <h1>This login link cannot be used</h1>
-<p>{{.}}</p>
+<p>{{.Why}}</p>
 <p>Login links work once and expire. To get a new one, run on the server:</p>
-<pre><code>filepath user login NAME</code></pre>
-<p>or create a new user with <code>filepath user add NAME</code>. Each prints a fresh login link.</p>
+<pre><code>{{.Login}}</code></pre>
+<p>or create a new user with <code>{{.Add}}</code>. Each prints a fresh login link.</p>
 </body></html>
 `))
 
@@ -312,5 +312,5 @@ func (s *Server) loginFailed(c echo.Context, why string) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	c.Response().WriteHeader(http.StatusUnauthorized)
-	return loginFailedPage.Execute(c.Response(), why)
+	return loginFailedPage.Execute(c.Response(), struct{ Why, Login, Add string }{why, s.adminCommand("user login NAME"), s.adminCommand("user add NAME")})
 }

@@ -29,34 +29,50 @@ const (
 
 // fileRoutes lists the session filesystem routes (session-vfs.md), served
 // when Config.Files is set. They bound their own bodies (fileBodyLimit).
+// Each is served twice: below /sessions/{id}/fs, the session's workspace,
+// and below /sessions/{id}/nodes/{node}/fs, the workspace of that node
+// (its fork when it was spawned with workspace "fork"; the session's
+// otherwise), which the Files tab of a node shows.
 func fileRoutes() []route {
-	const base = "/sessions/:id/fs"
 	rs := []route{
-		op(http.MethodPost, base+"/_/stat", (*Server).fsStat, opDoc{summary: "Metadata of a file or directory (symlinks followed)", status: 200, req: StatRequest{}}),
-		op(http.MethodPost, base+"/_/move", (*Server).fsMove, opDoc{summary: "Move or rename; parents of dst_path are created, dst_path must not exist", status: 200, req: TransferRequest{}}),
-		op(http.MethodPost, base+"/_/copy", (*Server).fsCopy, opDoc{summary: "Copy a file or a directory recursively; dst_path must not exist", status: 201, req: TransferRequest{}}),
-		op(http.MethodPost, base+"/_/grep", (*Server).fsGrep, opDoc{summary: "Search the text files (bounded: 100 files, 1000 matches)", status: 200, req: GrepRequest{}}),
-		op(http.MethodGet, base+"/_/audit", (*Server).fsAudit, opDoc{summary: "The session's security audit records (refused paths, symlink escapes), newest first", status: 200, query: fsAuditQuery{}}),
+		op(http.MethodGet, "/sessions/:id/fs/_/audit", (*Server).fsAudit, opDoc{summary: "The session's security audit records (refused paths, symlink escapes), newest first", status: 200, query: fsAuditQuery{}}),
+	}
+	rs = append(rs, workspaceRoutes("/sessions/:id/fs", "")...)
+	return append(rs, workspaceRoutes("/sessions/:id/nodes/:node/fs", "The node's workspace (its fork, or the session's): ")...)
+}
+
+// workspaceRoutes are the file routes of one workspace below base, their
+// summaries prefixed with prefix.
+func workspaceRoutes(base, prefix string) []route {
+	doc := func(d opDoc) opDoc {
+		d.summary = prefix + d.summary
+		return d
+	}
+	rs := []route{
+		op(http.MethodPost, base+"/_/stat", (*Server).fsStat, doc(opDoc{summary: "Metadata of a file or directory (symlinks followed)", status: 200, req: StatRequest{}})),
+		op(http.MethodPost, base+"/_/move", (*Server).fsMove, doc(opDoc{summary: "Move or rename; parents of dst_path are created, dst_path must not exist", status: 200, req: TransferRequest{}})),
+		op(http.MethodPost, base+"/_/copy", (*Server).fsCopy, doc(opDoc{summary: "Copy a file or a directory recursively; dst_path must not exist", status: 201, req: TransferRequest{}})),
+		op(http.MethodPost, base+"/_/grep", (*Server).fsGrep, doc(opDoc{summary: "Search the text files (bounded: 100 files, 1000 matches)", status: 200, req: GrepRequest{}})),
 	}
 	// The root (base and base/) lists the top directory; its writes
 	// answer only errors (a path below / is required; the root cannot be
 	// deleted), so they document none.
 	for _, p := range []string{"", "/"} {
 		rs = append(rs,
-			route{http.MethodGet, base + p, (*Server).fsGet, opDoc{summary: "List the top directory", status: 200, resp: listBody[vfs.FileInfo]{}}},
-			route{http.MethodHead, base + p, (*Server).fsGet, opDoc{summary: "The headers of the top directory's list", status: 200}},
-			route{http.MethodPost, base + p, answer(201, (*Server).fsPost), opDoc{summary: "Refused: a file needs a path below /"}},
-			route{http.MethodPut, base + p, answer(200, (*Server).fsPut), opDoc{summary: "Refused: a file needs a path below /"}},
-			route{http.MethodDelete, base + p, (*Server).fsDelete, opDoc{summary: "Refused: the root cannot be deleted"}},
+			route{http.MethodGet, base + p, (*Server).fsGet, doc(opDoc{summary: "List the top directory", status: 200, resp: listBody[vfs.FileInfo]{}})},
+			route{http.MethodHead, base + p, (*Server).fsGet, doc(opDoc{summary: "The headers of the top directory's list", status: 200})},
+			route{http.MethodPost, base + p, answer(201, (*Server).fsPost), doc(opDoc{summary: "Refused: a file needs a path below /"})},
+			route{http.MethodPut, base + p, answer(200, (*Server).fsPut), doc(opDoc{summary: "Refused: a file needs a path below /"})},
+			route{http.MethodDelete, base + p, (*Server).fsDelete, doc(opDoc{summary: "Refused: the root cannot be deleted"})},
 		)
 	}
-	const path = base + "/*"
+	path := base + "/*"
 	rs = append(rs,
-		route{http.MethodGet, path, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream, ?download=true or ?download=inline, typed by the file's MIME type, Range: bytes=a-b → 206, past the end → 416; If-None-Match → 304) or list a directory. A path is at most 4096 bytes and each name 255 (422 past them), though the mount makes files deeper; a FIFO, socket or device is listed with its type, and reading one is a 409", status: 200, resp: oneOf{File{}, listBody[vfs.FileInfo]{}}, respRaw: true, partial: true, notModified: true, query: fsGetQuery{}}},
-		route{http.MethodHead, path, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200, partial: true, notModified: true, query: fsGetQuery{}}},
-		op(http.MethodPost, path, (*Server).fsPost, opDoc{summary: "Create a file (JSON, or the raw bytes as application/octet-stream) or a directory ({\"is_directory\": true}); missing parents are created", status: 201, req: WriteFileRequest{}, reqRaw: true}),
-		op(http.MethodPut, path, (*Server).fsPut, opDoc{summary: "Update a file's content or readonly flag (If-Match: <hash> for a conditional write)", status: 200, req: WriteFileRequest{}, reqRaw: true}),
-		route{http.MethodDelete, path, (*Server).fsDelete, opDoc{summary: "Delete a file, or a directory with ?recursive=true", status: 204, query: fsDeleteQuery{}}},
+		route{http.MethodGet, path, (*Server).fsGet, doc(opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream, ?download=true or ?download=inline, typed by the file's MIME type, Range: bytes=a-b → 206, past the end → 416; If-None-Match → 304) or list a directory. A path is at most 4096 bytes and each name 255 (422 past them), though the mount makes files deeper; a FIFO, socket or device is listed with its type, and reading one is a 409", status: 200, resp: oneOf{File{}, listBody[vfs.FileInfo]{}}, respRaw: true, partial: true, notModified: true, query: fsGetQuery{}})},
+		route{http.MethodHead, path, (*Server).fsGet, doc(opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200, partial: true, notModified: true, query: fsGetQuery{}})},
+		op(http.MethodPost, path, (*Server).fsPost, doc(opDoc{summary: "Create a file (JSON, or the raw bytes as application/octet-stream) or a directory ({\"is_directory\": true}); missing parents are created", status: 201, req: WriteFileRequest{}, reqRaw: true})),
+		op(http.MethodPut, path, (*Server).fsPut, doc(opDoc{summary: "Update a file's content or readonly flag (If-Match: <hash> for a conditional write)", status: 200, req: WriteFileRequest{}, reqRaw: true})),
+		route{http.MethodDelete, path, (*Server).fsDelete, doc(opDoc{summary: "Delete a file, or a directory with ?recursive=true", status: 204, query: fsDeleteQuery{}})},
 	)
 	return rs
 }
@@ -75,13 +91,32 @@ func (s *Server) fileBodyLimit(r route) int64 {
 // config.allowed_paths allows, exactly as its mount does (refusals are
 // audited with the node's id). A policy that cannot be read refuses all.
 // A node spawned with workspace "fork" reaches its fork, as its mount does.
+//
+// Below /nodes/{node}/fs the user reaches that node's workspace, whole; a
+// node key only its own node's, as above.
 func (s *Server) filesOf(c echo.Context) (*vfs.FS, error) {
 	fs := s.cfg.Files.Session(c.Param("id"))
 	p := principal(c)
+	ctx := c.Request().Context()
+	if node := c.Param("node"); node != "" {
+		if p.NodeID != "" && node != p.NodeID {
+			return nil, orchestrator.Errorf(orchestrator.EForbidden, "this API key belongs to node %s and reaches only its own workspace", p.NodeID)
+		}
+		if p.NodeID == "" {
+			n, err := s.sessions.GetNode(ctx, user(c).ID, c.Param("id"), node)
+			if err != nil {
+				return nil, err
+			}
+			ws, err := s.cfg.Files.WorkspaceOfNode(ctx, n.SessionID, n.ID)
+			if err != nil {
+				return nil, err
+			}
+			return s.cfg.Files.Session(ws), nil
+		}
+	}
 	if p.NodeID == "" {
 		return fs, nil
 	}
-	ctx := c.Request().Context()
 	n, err := s.sessions.NodeByID(ctx, p.NodeID)
 	if err != nil {
 		return nil, err

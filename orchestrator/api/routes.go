@@ -74,7 +74,7 @@ func apiRoutes() []route {
 	return []route{
 		op(http.MethodGet, "/me", (*Server).getMe, opDoc{summary: "The authenticated user", status: 200}),
 		{http.MethodPost, "/logout", (*Server).logout, opDoc{summary: "End this browser session (all=true: every browser session of the user) and clear the login cookie; API keys answer 400", status: 204, query: logoutQuery{}}},
-		op(http.MethodGet, "/agents", (*Server).listAgents, opDoc{summary: "The agent catalog", status: 200}),
+		op(http.MethodGet, "/agents", (*Server).listAgents, opDoc{summary: "The agent catalog, each agent with whether it can run on this server (and if not, why and the fix)", status: 200}),
 		op(http.MethodGet, "/models", (*Server).listModels, opDoc{summary: "Models grouped by provider", status: 200}),
 		op(http.MethodGet, "/openapi.json", (*Server).getOpenAPI, opDoc{summary: "This document", status: 200}),
 		op(http.MethodPost, "/sessions", (*Server).createSession, opDoc{summary: "Create a session", status: 201, req: CreateSessionRequest{}}),

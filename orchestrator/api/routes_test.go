@@ -110,6 +110,18 @@ var ownerCalls = map[string]ownerCall{
 	"POST /api/v1/sessions/:id/nodes/:node/comments":        {body: `{"path":"src/a.txt","start_line":1,"end_line":1,"side":"new","lines":["+x"],"body":"why?"}`, status: 202},
 }
 
+// The node-scoped file routes (/sessions/:id/nodes/:node/fs, a node's own
+// workspace) answer as the session's do: the node in the path works on the
+// shared workspace.
+func init() {
+	for key, call := range ownerCalls {
+		method, path, _ := strings.Cut(key, " ")
+		if rest, ok := strings.CutPrefix(path, "/api/v1/sessions/:id/fs"); ok && rest != "/_/audit" {
+			ownerCalls[method+" /api/v1/sessions/:id/nodes/:node/fs"+rest] = call
+		}
+	}
+}
+
 var nodeKeyOpenRoutes = map[string]bool{
 	"GET /api/v1/me": true, "GET /api/v1/agents": true, "GET /api/v1/models": true, "GET /api/v1/openapi.json": true,
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +113,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Stdout receives the one-line login URL printed on first start.
 	Stdout io.Writer
+	// DataDir is the server's data directory (--data): the admin commands
+	// the server suggests (a new login link) name it, so that they reach
+	// this server's database. "": they name none.
+	DataDir string
 	// UI is the built web UI (nil: web.Assets()).
 	UI fs.FS
 	// AllowedOrigins are extra origin patterns (path.Match on the host, or on
@@ -351,6 +356,26 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// adminCommand is the command line of an admin command (args after
+// "filepath") for this server's data directory.
+func (s *Server) adminCommand(args string) string {
+	cmd := "filepath " + args
+	if s.cfg.DataDir != "" {
+		cmd += " --data " + shellQuote(s.cfg.DataDir)
+	}
+	return cmd
+}
+
+// shellQuote quotes v for a POSIX shell when it needs it.
+func shellQuote(v string) string {
+	if v != "" && strings.IndexFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:@,", r))
+	}) < 0 {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
 // bootstrap creates the first (admin) user of an empty database and prints
 // its login URL.
 func (s *Server) bootstrap(ctx context.Context) error {
@@ -359,7 +384,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		return fmt.Errorf("count users: %w", err)
 	}
 	if n > 0 {
-		s.log.Info("for a login link, run: filepath user login NAME")
+		s.log.Info("for a login link, run: " + s.adminCommand("user login NAME"))
 		return nil
 	}
 	u, err := s.users.CreateUser(ctx, "admin", true)

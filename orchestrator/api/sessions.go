@@ -38,8 +38,38 @@ func list[T any](items []T) listBody[T] {
 	return listBody[T]{Data: items}
 }
 
-func (s *Server) listAgents(c echo.Context) ([]orchestrator.Agent, error) {
-	return orchestrator.Catalog(), nil
+// AgentInfo is an agent of the catalog as GET /agents answers it: whether
+// it can be spawned on this server, and if not, why and what fixes it.
+type AgentInfo struct {
+	orchestrator.Agent
+	// Available: the agent can run here. A custom agent always can (its
+	// image is checked when it is spawned).
+	Available bool `json:"available"`
+	// Reason says why an agent cannot run here (its provider's key is
+	// missing, its image is not on the machine); Fix, what makes it run.
+	Reason string `json:"reason,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// agentChecker is what a Runner offers when it can tell whether a catalog
+// agent can run (runner.Runner: its provider's key, its image).
+type agentChecker interface {
+	AgentStatus(ctx context.Context, a orchestrator.Agent) (reason, fix string)
+}
+
+func (s *Server) listAgents(c echo.Context) ([]AgentInfo, error) {
+	ac, _ := s.cfg.Runner.(agentChecker)
+	var out []AgentInfo
+	for _, a := range orchestrator.Catalog() {
+		info := AgentInfo{Agent: a, Available: true}
+		if ac != nil {
+			if info.Reason, info.Fix = ac.AgentStatus(c.Request().Context(), a); info.Reason != "" {
+				info.Available = false
+			}
+		}
+		out = append(out, info)
+	}
+	return out, nil
 }
 
 func (s *Server) listModels(c echo.Context) (models.List, error) {
@@ -196,7 +226,7 @@ type CreateNodeRequest struct {
 	Name      string          `json:"name,omitempty" jsonschema_description:"absent: a generated adjective-number name"`
 	AgentType *string         `json:"agent_type" jsonschema_description:"a catalog type (GET /agents)"`
 	Model     string          `json:"model,omitempty" jsonschema_description:"absent: the agent's default model"`
-	ParentID  *string         `json:"parent_id,omitempty" jsonschema:"nullable" jsonschema_description:"absent or null: the root (only if the session has none)"`
+	ParentID  *string         `json:"parent_id,omitempty" jsonschema:"nullable" jsonschema_description:"absent or null: a top-level node (the session's first is its root_node_id)"`
 	Image     string          `json:"image,omitempty" jsonschema_description:"the custom agent's image (required for custom)"`
 	Task      string          `json:"task,omitempty" jsonschema_description:"the agent's first message"`
 	Config    json.RawMessage `json:"config,omitempty" jsonschema:"type=object,nullable" jsonschema_description:"the node's config (allowed_paths, approvals, ...)"`
@@ -234,6 +264,9 @@ func (s *Server) createNode(c echo.Context) (sessions.Node, error) {
 		return sessions.Node{}, err
 	}
 	in := sessions.NewNode{Name: req.Name, AgentType: *req.AgentType, Model: req.Model, ParentID: req.ParentID, Image: req.Image, Task: req.Task, Config: req.Config}
+	if fork {
+		in.Workspace = protocol.WorkspaceFork
+	}
 	ctx := c.Request().Context()
 	n, err := s.sessions.CreateNode(ctx, user(c).ID, c.Param("id"), in)
 	if err != nil {

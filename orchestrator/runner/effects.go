@@ -43,6 +43,9 @@ func (r *Runner) SpawnChild(ctx context.Context, sessionID, parentID string, ev 
 	if fork && r.cfg.Forks == nil {
 		return sessions.Node{}, orchestrator.FieldErrorf("workspace", "this orchestrator cannot fork workspaces (it runs without the session filesystem); spawn with workspace \"shared\"")
 	}
+	if fork {
+		in.Workspace = protocol.WorkspaceFork
+	}
 	// A child of a custom agent runs its parent's image unless the spawn
 	// names another catalog agent; a name the catalog does not know (a BYO
 	// agent's own name for its workers) is the parent's image too.
@@ -168,21 +171,30 @@ func (r *Runner) Exited(ctx context.Context, node relay.Node, ex relay.Exit) err
 		r.mu.Unlock()
 		return nil
 	}
-	status := protocol.StateError
-	switch {
-	case ex.Clean():
-		status = protocol.StateDone
-	case ex.Stopped && ex.Done && ex.Err == nil:
-		status = protocol.StateDone
-	case ex.Stopped && ex.Err == nil:
-		status = protocol.StateIdle
-	}
-	p := sessions.NodePatch{Status: &status}
+	status := exitStatus(ex)
+	unpaused := false
+	p := sessions.NodePatch{Status: &status, Paused: &unpaused}
 	if ex.Err == nil {
 		p.ExitCode = &ex.Code
 	}
 	_, err := r.sessions.PatchNode(ctx, node.SessionID, node.ID, p)
 	return err
+}
+
+// exitStatus is a node's status after its container exited: done when the
+// agent said done (and had not been given more work since), stopped when
+// it was stopped before that, lost when its container vanished, error
+// otherwise (it exited without a done, or with a failure code).
+func exitStatus(ex relay.Exit) string {
+	switch {
+	case ex.Err != nil:
+		return protocol.NodeLost
+	case ex.Clean(), ex.Stopped && ex.Done:
+		return protocol.StateDone
+	case ex.Stopped:
+		return protocol.NodeStopped
+	}
+	return protocol.StateError
 }
 
 // recordError appends a runtime error record for the node.

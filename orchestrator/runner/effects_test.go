@@ -54,9 +54,12 @@ func TestExitedStatus(t *testing.T) {
 		{name: "clean", exit: relay.Exit{Code: 0, Done: true}, status: protocol.StateDone, code: ptr(0)},
 		{name: "no done", exit: relay.Exit{Code: 0}, status: protocol.StateError, code: ptr(0)},
 		{name: "crash", exit: relay.Exit{Code: 3}, status: protocol.StateError, code: ptr(3)},
-		{name: "stopped politely", exit: relay.Exit{Code: 0, Done: true, Stopped: true}, status: protocol.StateDone, code: ptr(0)},
-		{name: "stopped by kill", exit: relay.Exit{Code: 137, Stopped: true}, status: protocol.StateIdle, code: ptr(137)},
-		{name: "container lost", exit: relay.Exit{Code: -1, Err: context.Canceled}, status: protocol.StateError},
+		// Done with Stopped: the agent said done before it was stopped (a done
+		// answering the stop does not count: the relay leaves Done unset).
+		{name: "done, then stopped", exit: relay.Exit{Code: 0, Done: true, Stopped: true}, status: protocol.StateDone, code: ptr(0)},
+		{name: "stopped politely", exit: relay.Exit{Code: 0, Stopped: true}, status: protocol.NodeStopped, code: ptr(0)},
+		{name: "stopped by kill", exit: relay.Exit{Code: 137, Stopped: true}, status: protocol.NodeStopped, code: ptr(137)},
+		{name: "container lost", exit: relay.Exit{Code: -1, Err: context.Canceled}, status: protocol.NodeLost},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,4 +134,24 @@ func mustOwner(t *testing.T, ss *sessions.Store, sid string) string {
 		t.Fatal(err)
 	}
 	return s.UserID
+}
+
+// TestAgentStatus: an agent whose provider's key the orchestrator lacks is
+// not offered, with the variable that fixes it; custom always is.
+func TestAgentStatus(t *testing.T) {
+	r, _, _ := newUnitRunner(t)
+	r.cfg.ProviderKeys = func(p string) bool { return p == orchestrator.ProviderOpenRouter }
+	for _, a := range orchestrator.Catalog() {
+		reason, fix := r.AgentStatus(context.Background(), a)
+		switch a.Type {
+		case "claude-code":
+			if !strings.Contains(reason, "no anthropic key") || !strings.Contains(fix, "FILEPATH_ANTHROPIC_API_KEY") {
+				t.Fatalf("claude-code: %q, %q", reason, fix)
+			}
+		case "shelley", "custom":
+			if reason != "" || fix != "" {
+				t.Fatalf("%s: %q, %q", a.Type, reason, fix)
+			}
+		}
+	}
 }

@@ -263,7 +263,7 @@ func TestStopWhileChecking(t *testing.T) {
 	if err := <-delivered; err == nil {
 		t.Fatal("a message to a node whose start was stopped was delivered")
 	}
-	n := e.waitStatus(root.ID, protocol.StateIdle)
+	n := e.waitStatus(root.ID, protocol.NodeStopped)
 	if n.ContainerID != "" || n.StartedAt != nil || time.Since(stopped) > 20*time.Second {
 		t.Fatalf("after the stop: container %q, started %v, after %s", n.ContainerID, n.StartedAt, time.Since(stopped))
 	}

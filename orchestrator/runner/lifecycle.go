@@ -13,8 +13,9 @@ import (
 	"github.com/filepath-dev/filepath/relay"
 )
 
-// StartSession starts the container of the session's root node (a fresh
-// container if it ran before) and marks the session running.
+// StartSession starts the container of each top-level node of the session
+// that does not run (a fresh container if it ran before), and marks the
+// session running.
 func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) error {
 	sess, err := r.sessions.GetSession(ctx, userID, sessionID)
 	if err != nil {
@@ -23,10 +24,13 @@ func (r *Runner) StartSession(ctx context.Context, userID, sessionID string) err
 	if sess.RootNodeID == nil {
 		return orchestrator.Errorf(orchestrator.EConflict, "session %s has no root node: add an agent first", sessionID)
 	}
-	if !r.Running(*sess.RootNodeID) {
-		node, err := r.sessions.GetNode(ctx, userID, sessionID, *sess.RootNodeID)
-		if err != nil {
-			return err
+	nodes, err := r.sessions.Tree(ctx, userID, sessionID)
+	if err != nil {
+		return err
+	}
+	for _, node := range nodes {
+		if node.ParentID != nil || r.Running(node.ID) {
+			continue
 		}
 		if err := r.startNode(ctx, sess, node); err != nil {
 			if serr := r.sessions.UpdateSessionStatus(context.WithoutCancel(ctx), sessionID, protocol.SessionError); serr != nil {
@@ -96,7 +100,11 @@ func (r *Runner) StopSession(ctx context.Context, userID, sessionID string) erro
 			// wait is only for the write, which a stuck agent may block.
 			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			_, err := rel.Deliver(dctx, protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop})
+			stop := protocol.SignalInput{Type: protocol.TypeSignal, Action: protocol.ActionStop}
+			_, err := rel.Deliver(dctx, stop)
+			if err == nil {
+				r.notePause(ctx, sessionID, n.ID, stop)
+			}
 			if errors.Is(err, relay.ErrMailboxFull) {
 				r.log.Warn("stop: mailbox full; stopping the container directly", "node", n.ID)
 				r.goTracked(func() {
@@ -150,6 +158,7 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 	}
 	switch {
 	case err == nil:
+		r.notePause(ctx, sessionID, nodeID, in)
 		// rec is the record as stored (the relay's Log returns it).
 		return rec, nil
 	case errors.Is(err, relay.ErrMailboxFull):
@@ -160,6 +169,23 @@ func (r *Runner) Deliver(ctx context.Context, sessionID, nodeID string, in proto
 		return protocol.Record{}, orchestrator.Errorf(orchestrator.EInvalid, "%v", err)
 	default:
 		return protocol.Record{}, err
+	}
+}
+
+// notePause shows a delivered pause or resume on the node (its status reads
+// paused until the resume); a stop shows the node running again until its
+// exit says how it ended.
+func (r *Runner) notePause(ctx context.Context, sessionID, nodeID string, in protocol.Input) {
+	sig, ok := in.(protocol.SignalInput)
+	if !ok {
+		return
+	}
+	paused := sig.Action == protocol.ActionPause
+	if !paused && sig.Action != protocol.ActionResume && sig.Action != protocol.ActionStop {
+		return
+	}
+	if _, err := r.sessions.PatchNode(context.WithoutCancel(ctx), sessionID, nodeID, sessions.NodePatch{Paused: &paused}); err != nil && !permanent(err) {
+		r.log.Warn("record the node's pause", "node", nodeID, "paused", paused, "err", err)
 	}
 }
 
@@ -288,6 +314,7 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []sessions.Node) error {
 		r.mu.Lock()
 		rel := r.relays[n.ID]
 		delete(r.relays, n.ID)
+		delete(r.startErr, n.ID)
 		r.mu.Unlock()
 		if rel != nil {
 			rel.Close()
@@ -312,8 +339,9 @@ func (r *Runner) removeNodes(ctx context.Context, nodes []sessions.Node) error {
 }
 
 // settleSession gives a running session in which no relay runs the status
-// that tells what happened: error when its root ended in error, stopped
-// otherwise (invariant 6: no session shows running with nothing running).
+// that tells what happened: error when a top-level node ended in error (or
+// was lost), stopped otherwise (invariant 6: no session shows running with
+// nothing running).
 func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
 	if r.settledHook != nil {
 		defer r.settledHook()
@@ -342,9 +370,11 @@ func (r *Runner) settleSession(ctx context.Context, sessionID string) error {
 		return err
 	}
 	status := protocol.SessionStopped
-	if sess.RootNodeID != nil {
-		if root, err := r.sessions.NodeByID(ctx, *sess.RootNodeID); err == nil && root.Status == protocol.StateError {
-			status = protocol.SessionError
+	if nodes, err := r.sessions.Tree(ctx, sess.UserID, sessionID); err == nil {
+		for _, n := range nodes {
+			if n.ParentID == nil && (n.Status == protocol.StateError || n.Status == protocol.NodeLost) {
+				status = protocol.SessionError
+			}
 		}
 	}
 	return r.sessions.UpdateSessionStatus(ctx, sessionID, status)

@@ -126,8 +126,8 @@ func TestReconcileRemovesOrphanStateVolumes(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, protocol.StateDone)
-	e.waitStatus(kid.ID, protocol.StateDone)
+	e.waitStatus(root.ID, protocol.NodeStopped)
+	e.waitStatus(kid.ID, protocol.NodeStopped)
 	e.r.Close()
 	// The crash: the kid's rows are gone, its container and volume are not.
 	if _, err := e.sessions.DeleteNode(e.ctx, e.uid, e.sid, kid.ID); err != nil {

@@ -139,6 +139,17 @@ func failed(checks []protocol.SystemData) bool {
 	return false
 }
 
+// saidNoChecks reports whether the node's chat already says that no health
+// check was found: its last check block is that one.
+func (r *Runner) saidNoChecks(ctx context.Context, node sessions.Node) bool {
+	rec, err := r.st.LastRecordOf(ctx, node.SessionID, node.ID, protocol.KindSystem, protocol.SystemCheck)
+	if err != nil {
+		return false
+	}
+	var d protocol.SystemData
+	return json.Unmarshal(rec.Data, &d) == nil && d.Command == ""
+}
+
 // ContinuationMessage begins the first message of a continuation.
 const ContinuationMessage = "This agent continues the work of this node's previous agent, which handed off when its context was nearly full"
 
@@ -169,6 +180,9 @@ func (r *Runner) prepare(ctx context.Context, p *startPlan) error {
 	}
 	err := r.runChecks(ctx, p, func(c protocol.SystemData) error {
 		rep.checks = append(rep.checks, c)
+		if c.Command == "" && r.saidNoChecks(ctx, p.node) {
+			return nil // the chat says so once; the agent reads it every time
+		}
 		return show(systemRecord(p.node, c))
 	})
 	if err != nil {

@@ -227,7 +227,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	t.Cleanup(func() { proc.Close() })
 	e.cfg.Runtime = &envRecorder{Runtime: proc}
 	e.r = e.newRunner() // reconciles
-	if n := e.node(root.ID); n.Status != protocol.StateError || e.r.Running(root.ID) {
+	if n := e.node(root.ID); n.Status != protocol.NodeLost || e.r.Running(root.ID) {
 		t.Fatalf("lost node after reconcile: status %s, running %v", n.Status, e.r.Running(root.ID))
 	}
 	if authorized(key2) {

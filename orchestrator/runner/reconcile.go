@@ -20,7 +20,7 @@ import (
 //     it appends what the container printed while nobody listened, exactly
 //     once, and if the container has exited, records the real exit;
 //   - a node marked running whose container is gone (or was never created)
-//     becomes error, with an error record saying why;
+//     becomes lost, with an error record saying why;
 //   - a node whose container was created but never started (the
 //     orchestrator stopped during its health checks) is started again;
 //   - a container of this instance whose node no longer exists is removed,
@@ -164,6 +164,13 @@ func (r *Runner) reconcileNode(ctx context.Context, n sessions.Node, byContainer
 	if cur.Exited && !live {
 		return nil // ended and recorded; the container is kept for its log
 	}
+	if paused := n.Status == protocol.NodePaused; cur.Paused != paused && !cur.Exited {
+		// The pause (or resume) was appended, and the orchestrator stopped
+		// before the node showed it: the cursor is the truth.
+		if _, err := r.sessions.PatchNode(ctx, n.SessionID, n.ID, sessions.NodePatch{Paused: &cur.Paused}); err != nil {
+			return err
+		}
+	}
 	return r.attach(n, n.LogCursor)
 }
 
@@ -187,13 +194,13 @@ func (r *Runner) restartInterrupted(ctx context.Context, n sessions.Node) error 
 }
 
 // markLost records that the node's container is gone: its token is revoked
-// and the node becomes error.
+// and the node becomes lost.
 func (r *Runner) markLost(ctx context.Context, n sessions.Node, msg string) error {
 	if err := r.revokeTokens(ctx, n.ID); err != nil {
 		return err
 	}
 	r.recordError(ctx, n, msg)
-	status, empty := protocol.StateError, ""
-	_, err := r.sessions.PatchNode(ctx, n.SessionID, n.ID, sessions.NodePatch{Status: &status, ContainerID: &empty})
+	status, empty, paused := protocol.NodeLost, "", false
+	_, err := r.sessions.PatchNode(ctx, n.SessionID, n.ID, sessions.NodePatch{Status: &status, ContainerID: &empty, Paused: &paused})
 	return err
 }

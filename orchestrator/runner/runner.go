@@ -173,7 +173,7 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // relay watchers and parent notifications
 
-	mu     sync.Mutex // guards relays, starting, continuing, deleting, reconciling and closed
+	mu     sync.Mutex // guards relays, starting, continuing, startErr, deleting, reconciling and closed
 	relays map[string]*relay.Relay
 	// starting holds the nodes whose agent is being started: its container
 	// is created, its health checks run, it has no relay yet.
@@ -181,7 +181,11 @@ type Runner struct {
 	// continuing holds the nodes whose agent exited after a handoff: the
 	// end of its relay starts the continuation.
 	continuing map[string]bool
-	checkSem   chan struct{} // CheckConcurrency tokens
+	// startErr is the error the last start of a node failed with: the same
+	// failure again (a message to a node that cannot start) is answered,
+	// not recorded in its chat a second time.
+	startErr map[string]string
+	checkSem chan struct{} // CheckConcurrency tokens
 	// deleting holds the sessions being deleted: no new container starts
 	// in them (a spawn racing the delete would leave one running).
 	deleting map[string]bool
@@ -249,7 +253,7 @@ func New(cfg Config) (*Runner, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{cfg: cfg, st: cfg.Store, users: cfg.Users, sessions: cfg.Sessions, collab: cfg.Collab, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger, instance: instance,
 		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}, starting: map[string]*startJob{},
-		continuing: map[string]bool{}, checkSem: make(chan struct{}, cfg.CheckConcurrency)}, nil
+		continuing: map[string]bool{}, startErr: map[string]string{}, checkSem: make(chan struct{}, cfg.CheckConcurrency)}, nil
 }
 
 // Close detaches every relay and waits for them; the containers keep

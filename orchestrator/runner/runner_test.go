@@ -367,7 +367,7 @@ func TestSpawnTree(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, protocol.StateDone) // testagent answers stop with done
+	e.waitStatus(root.ID, protocol.NodeStopped) // testagent answers stop with done: it was stopped, not finished
 }
 
 func TestBadLinesKeepAgentRunning(t *testing.T) {
@@ -454,7 +454,7 @@ func TestStopEscalatesToKill(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	n := e.waitStatus(root.ID, protocol.StateIdle)
+	n := e.waitStatus(root.ID, protocol.NodeStopped)
 	if n.ExitCode == nil || *n.ExitCode != 137 {
 		t.Fatalf("exit code = %v, want 137 (SIGKILL)", n.ExitCode)
 	}
@@ -492,14 +492,28 @@ func TestPauseResume(t *testing.T) {
 	if s := state(); s != containers.StatePaused {
 		t.Fatalf("state after pause = %s", s)
 	}
+	// The node shows paused, whatever the agent said last (issue 27), and a
+	// message to it is taken at once, then answered after the resume.
+	if n := e.node(root.ID); n.Status != protocol.NodePaused {
+		t.Fatalf("status while paused = %s", n.Status)
+	}
+	dctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	_, err := e.r.Deliver(dctx, e.sid, root.ID, msg("echo alive"))
+	cancel()
+	if err != nil {
+		t.Fatalf("a message to the paused agent: %v", err)
+	}
+	if s := state(); s != containers.StatePaused {
+		t.Fatalf("a message thawed the agent: %s", s)
+	}
 	sig("resume")
 	if s := state(); s != containers.StateRunning {
 		t.Fatalf("state after resume = %s", s)
 	}
-	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo alive")); err != nil {
-		t.Fatal(err)
-	}
 	e.waitFor("alive", func() bool { return hasText(e.records(root.ID), "alive") })
+	if n := e.node(root.ID); n.Status == protocol.NodePaused {
+		t.Fatal("still paused after the resume")
+	}
 	var states []string
 	for _, r := range e.records(root.ID) {
 		var ev struct{ Type, State string }
@@ -577,7 +591,7 @@ func TestReconcileGhost(t *testing.T) {
 	}
 	e.r = e.newRunner()
 	n := e.node(root.ID)
-	if n.Status != protocol.StateError || n.ContainerID != "" || e.r.Running(root.ID) {
+	if n.Status != protocol.NodeLost || n.ContainerID != "" || e.r.Running(root.ID) {
 		t.Fatalf("ghost node after reconcile: status %s container %q", n.Status, n.ContainerID)
 	}
 	if sess, err := e.sessions.SessionByID(e.ctx, e.sid); err != nil || sess.Status != protocol.SessionError {
@@ -718,7 +732,7 @@ func TestTokenDiesWithContainer(t *testing.T) {
 	if err := e.r.StopSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(root.ID, protocol.StateDone) // testagent answers stop with done
+	e.waitStatus(root.ID, protocol.NodeStopped) // testagent answers stop with done: stopped, not finished
 	if works(key2) {
 		t.Fatal("the token works after its container was stopped")
 	}
@@ -737,14 +751,47 @@ func TestStartMissingImage(t *testing.T) {
 	if got.Status != protocol.StateError || got.ContainerID != "" || e.r.Running(n.ID) {
 		t.Fatalf("node after a failed start: status %s container %q", got.Status, got.ContainerID)
 	}
-	found := false
-	for _, r := range e.records(n.ID) {
-		found = found || r.Kind == protocol.KindError && strings.Contains(string(r.Data), "no-such-image")
+	errs := func() int {
+		k := 0
+		for _, r := range e.records(n.ID) {
+			if r.Kind == protocol.KindError && strings.Contains(string(r.Data), "no-such-image") {
+				k++
+			}
+		}
+		return k
 	}
-	if !found {
-		t.Fatalf("no error record:\n%s", dump(e.records(n.ID)))
+	if errs() != 1 {
+		t.Fatalf("want one error record:\n%s", dump(e.records(n.ID)))
 	}
 	e.waitSessionStatus(protocol.SessionError)
+	// A message tries again and fails the same way: the error is answered,
+	// not put in the chat a second time (issue 27).
+	if err := e.r.StartNode(e.ctx, e.uid, e.sid, n.ID); err == nil || !strings.Contains(err.Error(), "no-such-image") {
+		t.Fatalf("second start: %v", err)
+	}
+	if errs() != 1 {
+		t.Fatalf("the same start error recorded twice:\n%s", dump(e.records(n.ID)))
+	}
+}
+
+// TestSeveralTopLevelNodes: starting a session starts each of its top-level
+// nodes (issue 27: a session may have several).
+func TestSeveralTopLevelNodes(t *testing.T) {
+	e := newEnv(t, nil)
+	var ids []string
+	for _, name := range []string{"one", "two"} {
+		n, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: name, AgentType: AgentCustom, Image: testImage, Task: "echo " + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, n.ID)
+	}
+	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("both top-level agents", func() bool {
+		return hasText(e.records(ids[0]), "one") && hasText(e.records(ids[1]), "two")
+	})
 }
 
 // TestStartCatalogAgentWithoutImage: a built-in agent whose image is not on
@@ -866,4 +913,20 @@ func withNouns(cfg Config) Config {
 func (e *env) useStore(st *store.Store) {
 	nouns := withNouns(Config{Store: st})
 	e.st, e.users, e.sessions, e.collab = st, nouns.Users, nouns.Sessions, nouns.Collab
+}
+
+// TestAgentStatusImage: with Docker, a catalog agent whose image is not on
+// the machine is not offered, with the command that builds it.
+func TestAgentStatusImage(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.ProviderKeys = func(string) bool { return true } })
+	a, _ := orchestrator.AgentByType("shelley")
+	a.Image = "filepath/agent-shelley-missing:latest"
+	reason, fix := e.r.AgentStatus(e.ctx, a)
+	if !strings.Contains(reason, "filepath/agent-shelley-missing:latest is not on this machine") || !strings.Contains(fix, "images/build.sh shelley") {
+		t.Fatalf("missing image: %q, %q", reason, fix)
+	}
+	a.Image = testImage
+	if reason, fix := e.r.AgentStatus(e.ctx, a); reason != "" || fix != "" {
+		t.Fatalf("an image on the machine: %q, %q", reason, fix)
+	}
 }

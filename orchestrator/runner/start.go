@@ -75,10 +75,24 @@ func (r *Runner) startNode(ctx context.Context, sess protocol.Session, node sess
 // the node); what fails later is recorded on the node.
 func (r *Runner) start(ctx context.Context, sess protocol.Session, node sessions.Node, p *startPlan) (err error) {
 	defer func() {
+		msg := ""
+		if err != nil {
+			msg = "start agent: " + err.Error()
+		}
+		r.mu.Lock()
+		again := msg != "" && r.startErr[node.ID] == msg
+		if msg == "" {
+			delete(r.startErr, node.ID)
+		} else {
+			r.startErr[node.ID] = msg
+		}
+		r.mu.Unlock()
 		if err != nil {
 			ctx := context.WithoutCancel(ctx)
 			r.releaseWorkspace(node.ID) // no container of this start runs
-			r.recordError(ctx, node, "start agent: "+err.Error())
+			if !again {
+				r.recordError(ctx, node, msg)
+			}
 			st := protocol.StateError
 			if _, perr := r.sessions.PatchNode(ctx, node.SessionID, node.ID, sessions.NodePatch{Status: &st}); perr != nil {
 				r.log.Warn("mark node error", "node", node.ID, "err", perr)
@@ -265,7 +279,7 @@ func (r *Runner) saveContainer(ctx context.Context, p *startPlan, id string) err
 // launch runs prepare in a goroutine of its own, as the node's start in
 // progress. A start that fails there is recorded on the node (error) and
 // its container removed; one canceled by a stop or delete leaves the node
-// idle; one cut short by Close is left for Reconcile to start again.
+// stopped; one cut short by Close is left for Reconcile to start again.
 func (r *Runner) launch(p *startPlan) error {
 	ctx, cancel := context.WithCancel(r.ctx)
 	job := &startJob{sessionID: p.node.SessionID, cancel: cancel, done: make(chan struct{})}
@@ -298,7 +312,7 @@ func (r *Runner) launch(p *startPlan) error {
 		if rerr := r.revokeTokens(wctx, node.ID); rerr != nil {
 			r.log.Warn("revoke the token of a node that did not start", "node", node.ID, "err", rerr)
 		}
-		status, empty := protocol.StateIdle, ""
+		status, empty := protocol.NodeStopped, ""
 		if !stopped {
 			status = protocol.StateError
 			r.recordError(wctx, node, "start agent: "+err.Error())
@@ -359,6 +373,39 @@ func (r *Runner) checkProviderKey(node sessions.Node) error {
 	return orchestrator.Errorf(orchestrator.EUnavailable,
 		"the %s agent reaches its model through %s, and this orchestrator has no %s key: set %s where filepath serve runs and restart it",
 		node.AgentType, agent.Provider, agent.Provider, orchestrator.ProviderKeyEnv(agent.Provider))
+}
+
+// imageChecker is what a runtime offers when it can tell whether an image
+// is on the machine (Docker); the process runtime cannot, and runs every
+// agent with its one command.
+type imageChecker interface {
+	HasImage(ctx context.Context, image string) (bool, error)
+}
+
+// AgentStatus says whether a catalog agent can run here: "" when it can,
+// else why not (its provider's key is missing, its image is not on the
+// machine) and how to fix it. A custom agent names its image per node, so
+// it can always be offered.
+func (r *Runner) AgentStatus(ctx context.Context, a orchestrator.Agent) (reason, fix string) {
+	if a.Type == AgentCustom {
+		return "", ""
+	}
+	if a.Provider != "" && r.cfg.ProviderKeys != nil && !r.cfg.ProviderKeys(a.Provider) {
+		env := orchestrator.ProviderKeyEnv(a.Provider)
+		return fmt.Sprintf("this server has no %s key (its model is reached through %s)", a.Provider, a.Provider),
+			fmt.Sprintf("set %s where filepath serve runs, and restart it", env)
+	}
+	if ic, ok := r.rt.(imageChecker); ok && a.Image != "" {
+		has, err := ic.HasImage(ctx, a.Image)
+		if err != nil {
+			return "cannot tell whether its image is on this machine: " + err.Error(), "check that the Docker engine runs"
+		}
+		if !has {
+			return fmt.Sprintf("its image %s is not on this machine", a.Image),
+				fmt.Sprintf("build it with `make images` (images/build.sh %s)", a.Type)
+		}
+	}
+	return "", ""
 }
 
 // vendorKey is the environment giving a catalog agent that runs on its

@@ -346,6 +346,13 @@ test('session flow against the real binary, a real agent container and headless 
 			return r.x + r.width <= 0;
 		}, { timeout: T, what: 'the drawer to close after selecting' });
 		await poll(async () => (await header().textContent()) === 'child-1', { timeout: T, what: 'child-1 in the panel header' });
+		// the agent panel on the phone: one row of name and actions menu, one of tabs, the chat
+		await page.getByRole('button', { name: 'Show agents' }).click();
+		await treeRow('lead').locator('button.select').click();
+		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'lead in the panel header' });
+		await chat('text').filter({ hasText: /^\s*awake after resume\s*$/ }).waitFor({ timeout: T });
+		await settle(page);
+		await page.screenshot({ path: path.join(SHOTS, 'session-mobile-chat.png') });
 	});
 
 	await step('no uncaught page errors', async () => {

@@ -17,6 +17,13 @@ import (
 	"github.com/filepath-dev/filepath/internal/fakellm"
 )
 
+// tryModels is the model list (OpenRouter's shape) served to the spawn
+// dialog: the models the README's offline example uses, all with tools.
+var tryModels = []byte(`{"data":[
+{"id":"anthropic/claude-sonnet-4","name":"Anthropic: Claude Sonnet 4","context_length":200000,"pricing":{"prompt":"0","completion":"0"},"supported_parameters":["tools","tool_choice","max_tokens"]},
+{"id":"openai/gpt-4.1","name":"OpenAI: GPT-4.1","context_length":1047576,"pricing":{"prompt":"0","completion":"0"},"supported_parameters":["tools","tool_choice"]}
+]}`)
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	script := flag.String("script", "", "a JSON array of turns (fakellm.Turn) answered in order")
@@ -27,6 +34,9 @@ func main() {
 	}
 	s := fakellm.NewAt(*addr)
 	defer s.Close()
+	// The tests' default list has a test entry (fake/no-tools); a person
+	// trying agents offline is offered real models only.
+	s.SetModels(tryModels)
 	if *script != "" {
 		b, err := os.ReadFile(*script)
 		if err != nil {

@@ -41,10 +41,12 @@ func validNodeName(name string) (string, error) {
 
 func validStatus(status string) error {
 	switch status {
-	case protocol.StateIdle, protocol.StateThinking, protocol.StateRunning, protocol.StateDone, protocol.StateError:
+	case protocol.StateIdle, protocol.StateThinking, protocol.StateRunning, protocol.StateDone, protocol.StateError, protocol.NodeStopped, protocol.NodeLost:
 		return nil
+	case protocol.NodePaused:
+		return orchestrator.FieldErrorf("status", "status %q is not set: a node is paused by signal pause", status)
 	}
-	return orchestrator.FieldErrorf("status", "status %q: want idle, thinking, running, done or error", status)
+	return orchestrator.FieldErrorf("status", "status %q: want idle, thinking, running, done, error, stopped or lost", status)
 }
 
 func noControl(field, v string, maxLen int) error {
@@ -57,8 +59,9 @@ func noControl(field, v string, maxLen int) error {
 	return nil
 }
 
-// CreateNode adds a node to userID's session. Without ParentID it becomes the
-// root, which is only allowed while the session has none. The node and its
+// CreateNode adds a node to userID's session. Without ParentID it is a
+// top-level node; the first one becomes the session's root (root_node_id),
+// and a session may have several. The node and its
 // "created" record (and, with a Task, the first input message) are committed
 // together.
 func (s *Store) CreateNode(ctx context.Context, userID, sessionID string, in NewNode) (Node, error) {
@@ -77,6 +80,17 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 	name, err := validNodeName(in.Name)
 	if err != nil {
 		return Node{}, err
+	}
+	workspace := protocol.WorkspaceShared
+	switch in.Workspace {
+	case "", protocol.WorkspaceShared:
+	case protocol.WorkspaceFork:
+		if in.ParentID == nil || *in.ParentID == "" {
+			return Node{}, orchestrator.FieldErrorf("workspace", "workspace \"fork\" needs a parent_id: a top-level node works on the session's workspace")
+		}
+		workspace = protocol.WorkspaceFork
+	default:
+		return Node{}, orchestrator.FieldErrorf("workspace", "workspace %q: want shared or fork", in.Workspace)
 	}
 	model := strings.TrimSpace(in.Model)
 	if model == "" {
@@ -127,11 +141,7 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 			return orchestrator.Errorf(orchestrator.EConflict, "session has reached its limit of %d agents; delete some or raise --max-agents", max)
 		}
 		parentKey := ""
-		if in.ParentID == nil || *in.ParentID == "" {
-			if root != nil {
-				return orchestrator.FieldErrorf("parent_id", "session already has a root; give parent_id")
-			}
-		} else {
+		if in.ParentID != nil && *in.ParentID != "" {
 			p := t.byID[*in.ParentID]
 			if p == nil {
 				return orchestrator.FieldErrorf("parent_id", "parent node %q not found in this session", *in.ParentID)
@@ -152,19 +162,20 @@ func (s *Store) createNode(ctx context.Context, scope, sessionID string, in NewN
 		now := store.Millis(tx.Now())
 		r := nodeRow{
 			ID: store.NewID(), SessionID: sessionID, Name: name, AgentType: agent.Type, Model: model,
-			Image: image, Status: protocol.StateIdle, Config: string(config),
+			Image: image, Status: protocol.StateIdle, Workspace: workspace, Config: string(config),
 			SortOrder: len(t.children[parentKey]), CreatedAt: now, UpdatedAt: now,
 		}
 		if parentKey != "" {
 			r.ParentID = &parentKey
 		}
 		if err := g.Exec(`INSERT INTO agent_node (id, session_id, parent_id, name, agent_type, model, image,
-			status, config, sort_order, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-			r.ID, r.SessionID, r.ParentID, r.Name, r.AgentType, r.Model, r.Image, r.Status, r.Config,
+			status, workspace, config, sort_order, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			r.ID, r.SessionID, r.ParentID, r.Name, r.AgentType, r.Model, r.Image, r.Status, r.Workspace, r.Config,
 			r.SortOrder, r.CreatedAt, r.UpdatedAt).Error; err != nil {
 			return fmt.Errorf("insert node: %w", err)
 		}
-		if parentKey == "" {
+		if parentKey == "" && root == nil {
+			// The first top-level node is the session's root.
 			if err := g.Exec(`UPDATE agent_session SET root_node_id = ?, updated_at = ? WHERE id = ?`,
 				r.ID, now, sessionID).Error; err != nil {
 				return fmt.Errorf("set root node: %w", err)
@@ -380,7 +391,10 @@ func patchNode(tx *store.Tx, t *tree, nodeID string, p NodePatch) (Node, error) 
 		r.Name = *p.Name
 	}
 	if p.Status != nil {
-		r.Status = *p.Status
+		r.setStatus(*p.Status)
+	}
+	if p.Paused != nil {
+		r.Paused = *p.Paused
 	}
 	if p.Config != nil {
 		r.Config = string(*p.Config)
@@ -417,19 +431,21 @@ func patchNode(tx *store.Tx, t *tree, nodeID string, p NodePatch) (Node, error) 
 	if p.Generation != nil {
 		r.Generation = *p.Generation
 	}
-	visible := r.Name != old.Name || r.Status != old.Status || r.Config != old.Config ||
+	visible := r.Name != old.Name || r.status() != old.status() || r.Config != old.Config ||
 		!eqPtr(r.ContextPct, old.ContextPct) || r.Tokens != old.Tokens || r.CostUSD != old.CostUSD ||
 		r.ContainerID != old.ContainerID || !eqPtr(r.ExitCode, old.ExitCode) || r.Generation != old.Generation
-	if !visible && r.LogCursor == old.LogCursor && eqPtr(r.StartedAt, old.StartedAt) {
+	// The agent's status may change unseen while the node shows paused.
+	hidden := r.Status != old.Status || r.Detail != old.Detail || r.Paused != old.Paused
+	if !visible && !hidden && r.LogCursor == old.LogCursor && eqPtr(r.StartedAt, old.StartedAt) {
 		return t.node(nodeID), nil
 	}
 	if visible {
 		r.UpdatedAt = store.Millis(tx.Now())
 	}
 	// Raw SQL: gorm's Updates(map) cost a third of the gateway's metering.
-	if err := g.Exec(`UPDATE agent_node SET name = ?, status = ?, config = ?, context_pct = ?, tokens = ?, cost_usd = ?,
+	if err := g.Exec(`UPDATE agent_node SET name = ?, status = ?, status_detail = ?, paused = ?, config = ?, context_pct = ?, tokens = ?, cost_usd = ?,
 		container_id = ?, log_cursor = ?, exit_code = ?, started_at = ?, generation = ?, updated_at = ? WHERE id = ?`,
-		r.Name, r.Status, r.Config, r.ContextPct, r.Tokens, r.CostUSD, r.ContainerID, r.LogCursor, r.ExitCode,
+		r.Name, r.Status, r.Detail, r.Paused, r.Config, r.ContextPct, r.Tokens, r.CostUSD, r.ContainerID, r.LogCursor, r.ExitCode,
 		r.StartedAt, r.Generation, r.UpdatedAt, nodeID).Error; err != nil {
 		return Node{}, fmt.Errorf("update node %s: %w", nodeID, err)
 	}
@@ -569,7 +585,8 @@ func (s *Store) MoveNode(ctx context.Context, userID, sessionID, nodeID string, 
 
 // DeleteNode deletes a node of userID's session with its whole subtree and
 // returns the removed ids (the node first, parents before children). Deleting
-// the root clears the session's root_node_id. The remaining siblings are
+// the root makes the next top-level node the session's root (none left:
+// root_node_id is cleared). The remaining siblings are
 // renumbered. One "deleted" record (with every removed id) is appended in the
 // same transaction. Stop the subtree's containers first.
 func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string) ([]string, error) {
@@ -597,16 +614,20 @@ func (s *Store) DeleteNode(ctx context.Context, userID, sessionID, nodeID string
 			}
 		}
 		now := store.Millis(tx.Now())
-		if root != nil && *root == nodeID {
-			if err := g.Exec(`UPDATE agent_session SET root_node_id = NULL, updated_at = ? WHERE id = ?`, now, sessionID).Error; err != nil {
-				return fmt.Errorf("clear root node: %w", err)
-			}
-		}
 		parentKey := ""
 		if r.ParentID != nil {
 			parentKey = *r.ParentID
 		}
 		siblings := removeRow(t.children[parentKey], nodeID)
+		if root != nil && *root == nodeID {
+			var next *string
+			if len(siblings) > 0 {
+				next = &siblings[0].ID
+			}
+			if err := g.Exec(`UPDATE agent_session SET root_node_id = ?, updated_at = ? WHERE id = ?`, next, now, sessionID).Error; err != nil {
+				return fmt.Errorf("set root node: %w", err)
+			}
+		}
 		t.children[parentKey] = siblings
 		for _, id := range ids {
 			delete(t.byID, id)

@@ -96,7 +96,8 @@ func TestCreateNode(t *testing.T) {
 		{"unknown agent", sessions.NewNode{AgentType: "hal", ParentID: &root.ID}, orchestrator.EInvalid, "agent_type"},
 		{"custom needs image", sessions.NewNode{AgentType: "custom", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
 		{"image only for custom", sessions.NewNode{AgentType: "pi", Image: "x:1", ParentID: &root.ID}, orchestrator.EInvalid, "image"},
-		{"second root", sessions.NewNode{AgentType: "pi"}, orchestrator.EInvalid, "parent_id"},
+		{"fork at the top", sessions.NewNode{AgentType: "pi", Workspace: protocol.WorkspaceFork}, orchestrator.EInvalid, "workspace"},
+		{"unknown workspace", sessions.NewNode{AgentType: "pi", ParentID: &root.ID, Workspace: "copy"}, orchestrator.EInvalid, "workspace"},
 		{"unknown parent", sessions.NewNode{AgentType: "pi", ParentID: storetest.Ptr("nope")}, orchestrator.EInvalid, "parent_id"},
 		{"config not object", sessions.NewNode{AgentType: "pi", ParentID: &root.ID, Config: json.RawMessage(`[1]`)}, orchestrator.EInvalid, "config"},
 		{"bad name", sessions.NewNode{Name: "a\nb", AgentType: "pi", ParentID: &root.ID}, orchestrator.EInvalid, "name"},
@@ -505,5 +506,101 @@ func TestMaxNodes(t *testing.T) {
 	nodes, _ := s.Sessions.Tree(ctx, u.ID, sess.ID)
 	if after, _ := s.St.LastSeq(ctx, sess.ID); len(nodes) != 3 || after != last {
 		t.Fatalf("refused create changed the session: %d nodes, seq %d → %d", len(nodes), last, after)
+	}
+}
+
+// TestSeveralTopLevelNodes: a session may have several top-level nodes
+// (issue 27); root_node_id names the first, and when it is deleted the
+// next one.
+func TestSeveralTopLevelNodes(t *testing.T) {
+	ctx := context.Background()
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	first := e.Node(t, u.ID, s.ID, nil, "first")
+	second := e.Node(t, u.ID, s.ID, nil, "second")
+	e.Node(t, u.ID, s.ID, &second, "kid")
+	if second.ParentID != nil || second.SortOrder != 1 {
+		t.Fatalf("second = %+v", second)
+	}
+	_, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "first", AgentType: "pi"})
+	storetest.WantCode(t, err, orchestrator.EConflict, "name")
+	sess, _ := e.Sessions.GetSession(ctx, u.ID, s.ID)
+	if sess.RootNodeID == nil || *sess.RootNodeID != first.ID {
+		t.Fatalf("root_node_id = %v, want the first top-level node", sess.RootNodeID)
+	}
+	nodes, _ := e.Sessions.Tree(ctx, u.ID, s.ID)
+	if got := names(nodes); !reflect.DeepEqual(got, []string{"first", "second", "kid"}) {
+		t.Fatalf("tree %v", got)
+	}
+	if _, err := e.Sessions.DeleteNode(ctx, u.ID, s.ID, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ = e.Sessions.GetSession(ctx, u.ID, s.ID)
+	if sess.RootNodeID == nil || *sess.RootNodeID != second.ID {
+		t.Fatalf("after deleting the root, root_node_id = %v, want the next top-level node", sess.RootNodeID)
+	}
+}
+
+// TestPausedNode: a paused node shows status paused whatever its agent's
+// status is, does not count as done or active, and shows its status again
+// once resumed; paused is never set as a status.
+func TestPausedNode(t *testing.T) {
+	ctx := context.Background()
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	root := e.Node(t, u.ID, s.ID, nil, "root")
+	kid := e.Node(t, u.ID, s.ID, &root, "kid")
+	if _, err := e.Sessions.PatchNode(ctx, s.ID, kid.ID, sessions.NodePatch{Status: storetest.Ptr(protocol.StateDone)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Sessions.PatchNode(ctx, s.ID, kid.ID, sessions.NodePatch{Paused: storetest.Ptr(true)})
+	if err != nil || got.Status != protocol.NodePaused {
+		t.Fatalf("paused: %+v, %v", got, err)
+	}
+	recs, _ := e.St.Records(ctx, s.ID, 0, 0, kid.ID)
+	var ch protocol.NodeChange
+	if err := json.Unmarshal(recs[len(recs)-1].Data, &ch); err != nil || ch.Node.Status != protocol.NodePaused {
+		t.Fatalf("the pause's node record %s", recs[len(recs)-1].Data)
+	}
+	r, _ := e.Sessions.GetNode(ctx, u.ID, s.ID, root.ID)
+	if r.Done != 0 || r.Total != 1 {
+		t.Fatalf("a paused leaf counts as done: %d/%d", r.Done, r.Total)
+	}
+	if _, err := e.Sessions.PatchNode(ctx, s.ID, kid.ID, sessions.NodePatch{Status: storetest.Ptr(protocol.StateRunning)}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ = e.Sessions.GetNode(ctx, u.ID, s.ID, root.ID); r.DescendantActive {
+		t.Fatal("a paused node counts as active")
+	}
+	if got, _ = e.Sessions.PatchNode(ctx, s.ID, kid.ID, sessions.NodePatch{Paused: storetest.Ptr(false)}); got.Status != protocol.StateRunning {
+		t.Fatalf("resumed: status %q, want the agent's (running)", got.Status)
+	}
+	_, err = e.Sessions.PatchNode(ctx, s.ID, kid.ID, sessions.NodePatch{Status: storetest.Ptr(protocol.NodePaused)})
+	storetest.WantCode(t, err, orchestrator.EInvalid, "status")
+	for _, st := range []string{protocol.NodeStopped, protocol.NodeLost} {
+		if got, err := e.Sessions.PatchNode(ctx, s.ID, kid.ID, sessions.NodePatch{Status: storetest.Ptr(st)}); err != nil || got.Status != st {
+			t.Fatalf("status %s: %+v, %v", st, got, err)
+		}
+	}
+}
+
+// TestNodeWorkspace: a node says whether it works on a fork.
+func TestNodeWorkspace(t *testing.T) {
+	ctx := context.Background()
+	e := storetest.New(t)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "s")
+	root := e.Node(t, u.ID, s.ID, nil, "root")
+	fork, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "f", AgentType: "pi", ParentID: &root.ID, Workspace: protocol.WorkspaceFork})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root.Workspace != protocol.WorkspaceShared || fork.Workspace != protocol.WorkspaceFork {
+		t.Fatalf("workspaces %q %q", root.Workspace, fork.Workspace)
+	}
+	if n, _ := e.Sessions.NodeByID(ctx, fork.ID); n.Workspace != protocol.WorkspaceFork {
+		t.Fatalf("read back %q", n.Workspace)
 	}
 }

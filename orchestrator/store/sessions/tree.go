@@ -19,6 +19,9 @@ type nodeRow struct {
 	Model       string
 	Image       string
 	Status      string
+	Detail      string // status_detail: protocol.NodeStopped or NodeLost, shown as the status
+	Paused      bool
+	Workspace   string
 	ContextPct  *float64
 	Config      string
 	ContainerID string
@@ -33,13 +36,13 @@ type nodeRow struct {
 	UpdatedAt   int64
 }
 
-const nodeCols = `id, session_id, parent_id, name, agent_type, model, image, status, context_pct, config,
+const nodeCols = `id, session_id, parent_id, name, agent_type, model, image, status, status_detail AS detail, paused, workspace, context_pct, config,
 	container_id, sort_order, tokens, cost_usd, log_cursor, exit_code, started_at, generation, created_at, updated_at`
 
 func (r *nodeRow) node() Node {
 	return Node{Node: protocol.Node{
 		ID: r.ID, SessionID: r.SessionID, ParentID: r.ParentID, Name: r.Name, AgentType: r.AgentType,
-		Model: r.Model, Image: r.Image, Status: r.Status, ContextPct: r.ContextPct,
+		Model: r.Model, Image: r.Image, Status: r.status(), Workspace: r.Workspace, ContextPct: r.ContextPct,
 		Config: json.RawMessage(r.Config), ContainerID: r.ContainerID, SortOrder: r.SortOrder,
 		Tokens: r.Tokens, CostUSD: r.CostUSD, ExitCode: r.ExitCode,
 		Generation: r.Generation, SubtreeTokens: r.Tokens, SubtreeCostUSD: r.CostUSD,
@@ -55,8 +58,36 @@ type rollup struct {
 	active      bool // the subtree (the node included) has a running or thinking node
 }
 
+// status is the node's status as shown: paused while its container is
+// frozen, else how it ended if filepath found that out (stopped, lost),
+// else the agent's.
+func (r *nodeRow) status() string {
+	switch {
+	case r.Paused:
+		return protocol.NodePaused
+	case r.Detail != "":
+		return r.Detail
+	}
+	return r.Status
+}
+
+// setStatus stores status: filepath's own ends (stopped, lost) are kept
+// beside the agent state they stand closest to (idle, error), so that the
+// status column keeps its five values (migration 0036).
+func (r *nodeRow) setStatus(status string) {
+	switch status {
+	case protocol.NodeStopped:
+		r.Status, r.Detail = protocol.StateIdle, protocol.NodeStopped
+	case protocol.NodeLost:
+		r.Status, r.Detail = protocol.StateError, protocol.NodeLost
+	default:
+		r.Status, r.Detail = status, ""
+	}
+}
+
 func (r *nodeRow) active() bool {
-	return r.Status == protocol.StateRunning || r.Status == protocol.StateThinking
+	s := r.status()
+	return s == protocol.StateRunning || s == protocol.StateThinking
 }
 
 // add puts a child's subtree into the parent's.
@@ -116,7 +147,7 @@ func (t *tree) withSelf(r *nodeRow, kids rollup) rollup {
 	all := kids
 	if len(t.children[r.ID]) == 0 {
 		all.total = 1
-		if r.Status == protocol.StateDone {
+		if r.status() == protocol.StateDone {
 			all.done = 1
 		}
 	}

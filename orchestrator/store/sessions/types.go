@@ -30,24 +30,31 @@ type NewNode struct {
 	Name      string          `json:"name,omitempty"`      // "" → a generated adjective-number name
 	AgentType string          `json:"agent_type"`          // a catalog type
 	Model     string          `json:"model,omitempty"`     // "" → the catalog default
-	ParentID  *string         `json:"parent_id,omitempty"` // nil → the root (only if the session has none)
+	ParentID  *string         `json:"parent_id,omitempty"` // nil → a top-level node (the first is the session's root)
 	Image     string          `json:"image,omitempty"`     // required for custom; "" → the catalog image
 	Task      string          `json:"task,omitempty"`      // "" → no first message
 	Config    json.RawMessage `json:"config,omitempty"`    // a JSON object; nil → {}
+	// Workspace is "fork" for a child that works on a fork of its
+	// parent's workspace (the caller makes the fork); "" is shared.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // NodePatch lists the node fields to change; nil fields stay as they are.
 type NodePatch struct {
-	Name            *string          `json:"name,omitempty"`
-	Status          *string          `json:"status,omitempty"`
-	Config          *json.RawMessage `json:"config,omitempty"` // a JSON object
-	ContextPct      *float64         `json:"context_pct,omitempty"`
-	ClearContextPct bool             `json:"-"`
-	Tokens          *int64           `json:"tokens,omitempty"`
-	ContainerID     *string          `json:"container_id,omitempty"`
-	LogCursor       *string          `json:"-"`
-	ExitCode        *int             `json:"exit_code,omitempty"`
-	ClearExitCode   bool             `json:"-"`
+	Name   *string          `json:"name,omitempty"`
+	Status *string          `json:"status,omitempty"`
+	Config *json.RawMessage `json:"config,omitempty"` // a JSON object
+	// Paused freezes (true) or thaws (false) the node as shown: its Status
+	// reads protocol.NodePaused while it is paused (the runner, after the
+	// container's pause or unpause).
+	Paused          *bool    `json:"-"`
+	ContextPct      *float64 `json:"context_pct,omitempty"`
+	ClearContextPct bool     `json:"-"`
+	Tokens          *int64   `json:"tokens,omitempty"`
+	ContainerID     *string  `json:"container_id,omitempty"`
+	LogCursor       *string  `json:"-"`
+	ExitCode        *int     `json:"exit_code,omitempty"`
+	ClearExitCode   bool     `json:"-"`
 	// MarkStarted sets StartedAt to now unless it is set; ClearStarted
 	// unsets it (a first start that failed).
 	MarkStarted  bool `json:"-"`

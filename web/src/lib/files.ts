@@ -19,15 +19,17 @@ export type FsFile = FileAnswer & Required<Pick<FileAnswer, 'content' | 'encodin
 
 const enc = encodeURIComponent;
 
-/** fsURL is the API path (below /api/v1) of `path` in a session's file system. */
-export function fsURL(sessionId: string, path: string): string {
+/** fsURL is the API path (below /api/v1) of `path` in a session's file system, or with nodeId in
+ * that node's workspace (its fork, when it has one). */
+export function fsURL(sessionId: string, path: string, nodeId?: string): string {
 	const segs = splitPath(path).map(enc);
-	return `/sessions/${enc(sessionId)}/fs${segs.length ? '/' + segs.join('/') : ''}`;
+	const base = nodeId ? `/sessions/${enc(sessionId)}/nodes/${enc(nodeId)}/fs` : `/sessions/${enc(sessionId)}/fs`;
+	return `${base}${segs.length ? '/' + segs.join('/') : ''}`;
 }
 
 /** downloadURL is a same-origin address that downloads the raw bytes (cookie auth). */
-export function downloadURL(sessionId: string, path: string): string {
-	return `/api/v1${fsURL(sessionId, path)}?download=true`;
+export function downloadURL(sessionId: string, path: string, nodeId?: string): string {
+	return `/api/v1${fsURL(sessionId, path, nodeId)}?download=true`;
 }
 
 export function splitPath(path: string): string[] {
@@ -154,9 +156,9 @@ export interface FsClient {
 	downloadURL(path: string): string;
 }
 
-/** fsClient returns the VFS API of a session. */
-export function fsClient(sessionId: string): FsClient {
-	const u = (p: string) => fsURL(sessionId, p);
+/** fsClient returns the VFS API of a session, or with nodeId of that node's workspace. */
+export function fsClient(sessionId: string, nodeId?: string): FsClient {
+	const u = (p: string) => fsURL(sessionId, p, nodeId);
 	return {
 		sessionId,
 		list: async (path) => (await request<FileInfoList>(u(path))).data ?? [],
@@ -178,7 +180,7 @@ export function fsClient(sessionId: string): FsClient {
 			request<FsEntry>(`${u('/')}/_/move`, { method: 'POST', body: { src_path: src, dst_path: dst } }),
 		copy: (src, dst) =>
 			request<FsEntry>(`${u('/')}/_/copy`, { method: 'POST', body: { src_path: src, dst_path: dst } }),
-		downloadURL: (path) => downloadURL(sessionId, path)
+		downloadURL: (path) => downloadURL(sessionId, path, nodeId)
 	};
 }
 

@@ -18,10 +18,19 @@ export interface Rollup {
 export interface TreeIndex {
 	roots: AgentNode[];
 	children: Map<string, AgentNode[]>;
-	/** counts holds leaf completion per node: done leaves / all leaves under it. */
-	counts: Map<string, { done: number; total: number }>;
+	/** counts holds leaf completion per node: done leaves / all leaves under it, and of the
+	 * others how many were stopped and how many failed (error or lost). */
+	counts: Map<string, Counts>;
 	rollups: Map<string, Rollup>;
 	byName: Map<string, AgentNode>;
+}
+
+/** Counts is how the leaves of a subtree ended so far. */
+export interface Counts {
+	done: number;
+	total: number;
+	stopped: number;
+	failed: number;
 }
 
 const isActive = (n: AgentNode) => n.status === 'running' || n.status === 'thinking';
@@ -47,7 +56,7 @@ export function buildTree(nodes: ReadonlyMap<string, AgentNode> | Iterable<Agent
 	roots.sort(order);
 	for (const c of children.values()) c.sort(order);
 
-	const counts = new Map<string, { done: number; total: number }>();
+	const counts = new Map<string, Counts>();
 	const rollups = new Map<string, Rollup>();
 	// Iterative post-order so a deep chain cannot overflow the stack.
 	const stack: { n: AgentNode; i: number }[] = roots.map((n) => ({ n, i: 0 })).reverse();
@@ -77,18 +86,20 @@ export function buildTree(nodes: ReadonlyMap<string, AgentNode> | Iterable<Agent
 		}
 		rollups.set(top.n.id, { tokens, cost, active });
 		if (kids.length === 0) {
-			counts.set(top.n.id, { done: top.n.status === 'done' ? 1 : 0, total: 1 });
+			const st = top.n.status;
+			counts.set(top.n.id, { done: st === 'done' ? 1 : 0, total: 1, stopped: st === 'stopped' ? 1 : 0, failed: st === 'error' || st === 'lost' ? 1 : 0 });
 		} else {
-			let done = 0;
-			let total = 0;
+			const sum: Counts = { done: 0, total: 0, stopped: 0, failed: 0 };
 			for (const k of kids) {
 				const c = counts.get(k.id);
 				if (c) {
-					done += c.done;
-					total += c.total;
+					sum.done += c.done;
+					sum.total += c.total;
+					sum.stopped += c.stopped;
+					sum.failed += c.failed;
 				}
 			}
-			counts.set(top.n.id, { done, total });
+			counts.set(top.n.id, sum);
 		}
 	}
 	return { roots, children, counts, rollups, byName };

@@ -3,7 +3,7 @@
 // its routes, through the OpenAPI document orchestrator/api/openapi.json (./openapi/generated.ts).
 // The names below are the ones the components use.
 import type { AgentNode, LogRecord, NodeChange, FileChange, ErrorData, Session, SystemData, Check, Approval } from './protocol';
-import type { Agent, AnswerApprovalRequest, CreateNodeRequest, CreateSessionRequest, Model, ToolCall } from './openapi/generated';
+import type { AgentInfo, AnswerApprovalRequest, CreateNodeRequest, CreateSessionRequest, Model, ToolCall } from './openapi/generated';
 
 export type { AgentNode, LogRecord, NodeChange, FileChange, ErrorData, Session, SystemData, Check, Approval };
 export type NodeStatus = AgentNode['status'];
@@ -21,8 +21,8 @@ export type {
 	StoredMemory
 } from './openapi/generated';
 
-/** AgentInfo is an agent of the catalog (GET /agents). */
-export type AgentInfo = Agent;
+/** AgentInfo is an agent of the catalog (GET /agents), with whether it can run on this server. */
+export type { AgentInfo };
 /** ModelInfo is a model of GET /models. */
 export type ModelInfo = Model;
 /** SpawnRequest is the body of POST /sessions/{id}/nodes. */

@@ -34,6 +34,13 @@ export class ApprovalInbox {
 		return [...this.#entries.values()].filter((e) => e.status === 'pending').sort((a, b) => a.seq - b.seq);
 	}
 
+	/** waiting counts a node's requests waiting for an answer (the badge on its tree row). */
+	waiting(nodeId: string): number {
+		let n = 0;
+		for (const e of this.#entries.values()) if (e.nodeId === nodeId && e.status === 'pending') n++;
+		return n;
+	}
+
 	/** answered are the last answered requests, newest first. */
 	answered(limit = 10): InboxEntry[] {
 		return [...this.#entries.values()]

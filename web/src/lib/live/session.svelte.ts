@@ -40,8 +40,6 @@ const MAX_DELAY = 15_000;
 export class LiveSession {
 	#nodes = $state.raw<ReadonlyMap<string, AgentNode>>(new Map());
 	#records = $state.raw<ReadonlyMap<string, readonly LogRecord[]>>(new Map());
-	// node id → the container a pause signal froze; a resume or stop signal ends it.
-	#pauses = $state.raw<ReadonlyMap<string, string>>(new Map());
 	#state = $state.raw<LiveState>('connecting');
 	#error = $state.raw<string | null>(null);
 	#loaded = $state.raw(false);
@@ -79,15 +77,6 @@ export class LiveSession {
 	/** reconnects counts connections opened after the first (for tests and the indicator). */
 	get reconnects(): number {
 		return this.#reconnects;
-	}
-	/** paused reports whether a node is paused: its last pause signal was not followed by a resume
-	 * or stop signal, it still runs the container that was paused, and it has not finished. The
-	 * API keeps a paused node's status (the agent is frozen mid-state); the log says it is paused. */
-	paused(nodeId: string): boolean {
-		const container = this.#pauses.get(nodeId);
-		if (container === undefined) return false;
-		const n = this.#nodes.get(nodeId);
-		return !!n && n.container_id === container && n.status !== 'done' && n.status !== 'error';
 	}
 	/** records returns the records of one node ("" = session-level) in seq order. */
 	records(nodeId: string): readonly LogRecord[] {
@@ -193,7 +182,6 @@ export class LiveSession {
 		this.#flushTimer = null;
 		this.#pending = [];
 		this.#records = new Map();
-		this.#pauses = new Map();
 		this.#lastSeq = 0;
 		this.#gapAt = 0;
 		this.#state = 'reconnecting';
@@ -252,7 +240,6 @@ export class LiveSession {
 		if (batch.length === 0) return;
 		this.#pending = [];
 		let nodes: Map<string, AgentNode> | null = null;
-		let pauses: Map<string, string> | null = null;
 		const added = new Map<string, LogRecord[]>();
 		const dropped = new Set<string>();
 		const nodeMap = () => (nodes ??= new Map(this.#nodes));
@@ -273,21 +260,14 @@ export class LiveSession {
 					}
 					break;
 				}
-				case 'input': {
-					const d = r.data;
-					if (d.type === 'signal') {
-						pauses ??= new Map(this.#pauses);
-						if (d.action === 'pause') pauses.set(r.node_id, (nodes ?? this.#nodes).get(r.node_id)?.container_id ?? '');
-						else pauses.delete(r.node_id);
-					}
-					break;
-				}
 				case 'event': {
 					const ev = r.data;
 					if (ev.type === 'status' || ev.type === 'done') {
 						const m = nodeMap();
 						const n = m.get(r.node_id);
-						if (n) {
+						// A paused node shows paused until a node record says otherwise (the server
+						// decides; a line the agent wrote before it was frozen may come after).
+						if (n && n.status !== 'paused') {
 							m.set(
 								n.id,
 								ev.type === 'status'
@@ -315,7 +295,6 @@ export class LiveSession {
 			}
 			this.#records = recs;
 		}
-		if (pauses) this.#pauses = pauses;
 		if (nodes) {
 			this.#nodes = nodes;
 			this.#opts.onNodesChanged?.();

@@ -196,36 +196,24 @@ describe('LiveSession', () => {
 		expect(live.records('new')).toHaveLength(0);
 	});
 
-	it('derives paused from the signals in the log, not from the status', async () => {
+	it('a paused node stays paused whatever its late events say, until a node record', async () => {
+		// The server says paused (the node record of the pause, status "paused" whatever the agent
+		// said last, "done" included); a status or done line the agent wrote before it was frozen
+		// may come after and must not hide it, or the panel offers Pause instead of Resume.
 		const live = await started({
-			loadTree: async () => [node('root', null, 'root', 'running', { container_id: 'c1' }), node('kid', 'root', 'kid', 'idle', { container_id: 'k1' })]
+			loadTree: async () => [node('root', null, 'root', 'done', { container_id: 'c1' }), node('kid', 'root', 'kid', 'idle', { container_id: 'k1' })]
 		});
 		last().open();
 		const root = live.nodes.get('root')!;
-		last().send(input('root', { type: 'signal', action: 'pause' }), ev('root', { type: 'status', state: 'idle' }));
+		last().send(nodeRec('updated', { ...root, status: 'paused' }), ev('root', { type: 'status', state: 'idle' }), ev('root', { type: 'done' }));
 		live.flush();
-		expect(live.paused('root')).toBe(true);
-		expect(live.paused('kid')).toBe(false);
-		last().send(input('root', { type: 'message', from: 'user', content: 'queued while frozen' }));
+		expect(live.nodes.get('root')!.status).toBe('paused');
+		last().send(ev('kid', { type: 'status', state: 'running' }));
 		live.flush();
-		expect(live.paused('root')).toBe(true);
-		last().send(input('root', { type: 'signal', action: 'resume' }));
+		expect(live.nodes.get('kid')!.status).toBe('running');
+		last().send(nodeRec('updated', { ...root, status: 'done' }));
 		live.flush();
-		expect(live.paused('root')).toBe(false);
-
-		// A pause ends with a stop, with a new container (a restart), or when the node finishes.
-		last().send(input('root', { type: 'signal', action: 'pause' }), input('root', { type: 'signal', action: 'stop' }));
-		live.flush();
-		expect(live.paused('root')).toBe(false);
-		last().send(input('root', { type: 'signal', action: 'pause' }));
-		live.flush();
-		expect(live.paused('root')).toBe(true);
-		last().send(nodeRec('updated', { ...root, container_id: 'c2', status: 'running' }));
-		live.flush();
-		expect(live.paused('root')).toBe(false);
-		last().send(input('kid', { type: 'signal', action: 'pause' }), ev('kid', { type: 'done' }));
-		live.flush();
-		expect(live.paused('kid')).toBe(false);
+		expect(live.nodes.get('root')!.status).toBe('done');
 	});
 
 	it('batches a burst into one update and keeps array identity per untouched node', async () => {

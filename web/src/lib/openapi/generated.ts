@@ -3,7 +3,7 @@
 // Regenerate with `make gen` (or `cd web && npm run gen`).
 import type { AgentNode, Check, LogRecord, Session } from '../protocol/generated';
 
-export interface Agent {
+export interface AgentInfo {
 	type: string;
 	name: string;
 	description: string;
@@ -12,6 +12,9 @@ export interface Agent {
 	image: string;
 	provider: string;
 	vendor_key?: string;
+	available: boolean;
+	reason?: string;
+	fix?: string;
 }
 
 export interface AnswerApprovalRequest {
@@ -176,7 +179,7 @@ export interface CreateNodeRequest {
 	 */
 	model?: string;
 	/**
-	 * absent or null: the root (only if the session has none)
+	 * absent or null: a top-level node (the session's first is its root_node_id)
 	 */
 	parent_id?: string | null;
 	/**

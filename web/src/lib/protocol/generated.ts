@@ -206,7 +206,8 @@ export interface AgentNode {
 	agent_type: string;
 	model: string;
 	image: string;
-	status: 'idle' | 'thinking' | 'running' | 'done' | 'error';
+	status: 'idle' | 'thinking' | 'running' | 'done' | 'error' | 'paused' | 'stopped' | 'lost';
+	workspace: 'shared' | 'fork';
 	context_pct: number | null;
 	config: {
 		[k: string]: unknown | undefined;

@@ -15,6 +15,7 @@ export function node(id: string, parent: string | null, name: string, status: Ag
 		model: 'claude-sonnet-4',
 		image: '',
 		status,
+		workspace: 'shared',
 		context_pct: null,
 		config: {},
 		container_id: '',

@@ -53,9 +53,9 @@ describe('ToolBlock', () => {
 describe('CommandBlock', () => {
 	it('shows the exit code; expands to stdout and stderr', async () => {
 		const { container } = render(CommandBlock, { cmd: 'go vet', status: 'error', exit: 1, stdout: 'out', stderr: 'bad thing' });
-		expect(screen.getByText('go vet')).toBeTruthy();
+		expect(screen.getByText('go vet', { selector: '.cmd' })).toBeTruthy();
 		expect(screen.getByText('exit 1').classList.contains('failed')).toBe(true);
-		expect(screen.queryByText('bad thing')).toBeNull();
+		expect(container.querySelector('.stderr')).toBeNull();
 		await fireEvent.click(screen.getByRole('button'));
 		expect(screen.getByText('out')).toBeTruthy();
 		expect(container.querySelector('.stderr')!.textContent).toBe('bad thing');
@@ -63,6 +63,20 @@ describe('CommandBlock', () => {
 	it('exit 0 is not marked failed', () => {
 		render(CommandBlock, { cmd: 'true', status: 'done', exit: 0 });
 		expect(screen.getByText('exit 0').classList.contains('failed')).toBe(false);
+	});
+	it("issue 27.8: beside the exit code, stderr's last line when there is one (a pipe into head exits 0)", () => {
+		render(CommandBlock, { cmd: 'nosuchcmd | head -5', status: 'done', exit: 0, stderr: 'sh: 1: nosuchcmd: not found\n' });
+		const line = screen.getByText('sh: 1: nosuchcmd: not found', { selector: '.errline' });
+		expect(line.title).toBe('the last line of stderr');
+		expect(screen.getByText('exit 0')).toBeTruthy();
+	});
+	it('issue 27.8: a long command is cut in the header and whole once expanded', async () => {
+		const cmd = 'find / -name "*.go" -not -path "*/vendor/*" -exec grep -l "func main" {} + ' + 'x'.repeat(300);
+		render(CommandBlock, { cmd, status: 'done', exit: 0 });
+		expect(screen.getByText(cmd, { selector: '.cmd' }).title).toBe(cmd);
+		expect(screen.queryByTestId('full-command')).toBeNull();
+		await fireEvent.click(screen.getByRole('button'));
+		expect(screen.getByTestId('full-command').textContent).toBe('$ ' + cmd);
 	});
 });
 

@@ -1,4 +1,4 @@
-import { fireEvent, render, screen } from '@testing-library/svelte';
+import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import { describe, expect, it, vi } from 'vitest';
 import AgentPanel, { formatTokens } from './AgentPanel.svelte';
 import { ev, node } from '$lib/test/fixtures';
@@ -147,7 +147,10 @@ describe('AgentPanel', () => {
 		{ name: 'error, container exited', status: 'error', extra: { container_id: 'c', exit_code: 1 }, stop: false },
 		// Shelley stays up after `done`; a budget refusal leaves the agent `error` with its container up.
 		{ name: 'done, container still running', status: 'done', extra: { container_id: 'c' }, stop: true },
-		{ name: 'error, container still running', status: 'error', extra: { container_id: 'c' }, stop: true }
+		{ name: 'error, container still running', status: 'error', extra: { container_id: 'c' }, stop: true },
+		{ name: 'stopped, container exited', status: 'stopped', extra: { container_id: 'c', exit_code: 0 }, stop: false },
+		{ name: 'lost, no container', status: 'lost', stop: false },
+		{ name: 'paused (its container frozen)', status: 'paused', extra: { container_id: 'c' }, stop: true }
 	] as const;
 	for (const c of stopCases)
 		it(`offers Stop for ${c.name}: ${c.stop}`, () => {
@@ -156,39 +159,120 @@ describe('AgentPanel', () => {
 			expect(screen.queryByRole('button', { name: /Stop/ }) !== null).toBe(c.stop);
 		});
 
-	it('deletes only after confirmation', async () => {
+	it("deletes only after the app's own dialog confirms (never the browser's confirm)", async () => {
 		const ondelete = vi.fn().mockResolvedValue(undefined);
-		const confirm = vi.fn().mockReturnValueOnce(false).mockReturnValueOnce(true);
-		render(AgentPanel, { node: b, records: [], onsend: vi.fn(), ondelete, confirm });
+		const native = vi.spyOn(window, 'confirm');
+		render(AgentPanel, { node: b, records: [], onsend: vi.fn(), ondelete });
 		await fireEvent.click(screen.getByRole('button', { name: /Delete/ }));
-		expect(confirm).toHaveBeenCalledTimes(1);
-		expect(confirm.mock.calls[0][0]).toContain('Delete beta and every agent under it?');
+		let dlg = screen.getByRole('dialog', { name: 'Delete beta' });
+		expect(dlg.textContent).toContain('Delete beta and every agent under it?');
+		expect(ondelete).not.toHaveBeenCalled();
+		await fireEvent.click(within(dlg).getByRole('button', { name: 'Cancel' }));
+		expect(screen.queryByRole('dialog')).toBeNull();
 		expect(ondelete).not.toHaveBeenCalled();
 		await fireEvent.click(screen.getByRole('button', { name: /Delete/ }));
+		dlg = screen.getByRole('dialog', { name: 'Delete beta' });
+		await fireEvent.click(within(dlg).getByRole('button', { name: 'Delete' }));
 		expect(ondelete).toHaveBeenCalledWith('b');
+		await vi.waitFor(() => expect(screen.queryByRole('dialog')).toBeNull());
+		expect(native).not.toHaveBeenCalled();
+		native.mockRestore();
+	});
+
+	it('a refused delete shows its reason in the dialog', async () => {
+		const ondelete = vi.fn().mockRejectedValue(new Error('node b is being deleted'));
+		render(AgentPanel, { node: b, records: [], onsend: vi.fn(), ondelete });
+		await fireEvent.click(screen.getByRole('button', { name: /Delete/ }));
+		await fireEvent.click(within(screen.getByRole('dialog')).getByRole('button', { name: 'Delete' }));
+		expect((await screen.findByRole('alert')).textContent).toContain('node b is being deleted');
 	});
 
 	it('pauses and resumes; a paused agent shows Paused in the header, not its old status', async () => {
 		const onpause = vi.fn().mockResolvedValue(undefined);
 		const onresume = vi.fn().mockRejectedValueOnce(new Error('node a is not running')).mockResolvedValue(undefined);
 		const running = { ...a, container_id: 'c1' };
-		const { rerender } = render(AgentPanel, { node: running, records: [], onsend: vi.fn(), onpause, onresume, paused: false });
-		expect(screen.queryByRole('button', { name: /Resume/ })).toBeNull();
+		const { rerender } = render(AgentPanel, { node: running, records: [], onsend: vi.fn(), onpause, onresume });
+		expect(screen.queryByRole('button', { name: 'Resume' })).toBeNull();
 		await fireEvent.click(screen.getByRole('button', { name: /Pause/ }));
 		expect(onpause).toHaveBeenCalledWith('a');
 
-		await rerender({ paused: true });
+		await rerender({ node: { ...running, status: 'paused' } });
 		const label = screen.getByTestId('status-label');
 		expect(label.textContent).toBe('Paused');
 		expect(label.style.color).toBe('var(--status-paused)');
 		expect(screen.queryByRole('button', { name: /Pause/ })).toBeNull();
-		await fireEvent.click(screen.getByRole('button', { name: /Resume/ }));
+		await fireEvent.click(screen.getByRole('button', { name: 'Resume' }));
 		expect((await screen.findByRole('alert')).textContent).toContain('Could not resume the agent: node a is not running');
-		await fireEvent.click(screen.getByRole('button', { name: /Resume/ }));
+		await fireEvent.click(screen.getByRole('button', { name: 'Resume' }));
 		expect(onresume).toHaveBeenCalledTimes(2);
 
-		await rerender({ paused: false });
+		await rerender({ node: running });
 		expect(screen.getByTestId('status-label').textContent).toBe('Running');
+	});
+
+	it('issue 27.1: an agent paused after it said done shows Paused and Resume, and says a message waits for the resume', async () => {
+		// Shelley keeps its container after done; the server shows it paused whatever it said last.
+		const onsend = vi.fn().mockResolvedValue({});
+		const onresume = vi.fn().mockResolvedValue(undefined);
+		render(AgentPanel, { node: node('s', null, 'shelley1', 'paused', { container_id: 'c1' }), records: [], onsend, onpause: vi.fn(), onresume, onstop: vi.fn() });
+		expect(screen.getByTestId('status-label').textContent).toBe('Paused');
+		expect(screen.queryByRole('button', { name: 'Pause' })).toBeNull();
+		expect(screen.getByRole('button', { name: 'Resume' })).toBeTruthy();
+		expect(screen.getByRole('button', { name: 'Stop' })).toBeTruthy();
+		expect(screen.getByTestId('paused-note').textContent).toMatch(/waits, and reaches shelley1 when you resume it/);
+		const area = screen.getByLabelText('Message');
+		await fireEvent.input(area, { target: { value: 'are you there?' } });
+		await fireEvent.keyDown(area, { key: 'Enter' });
+		expect(onsend).toHaveBeenCalledWith('s', 'are you there?');
+		await fireEvent.click(within(screen.getByTestId('paused-note')).getByRole('button', { name: 'Resume it now' }));
+		expect(onresume).toHaveBeenCalledWith('s');
+	});
+
+	const looks = [
+		{ status: 'done', label: 'Done', color: 'var(--status-done)' },
+		{ status: 'error', label: 'Error', color: 'var(--status-error)' },
+		{ status: 'stopped', label: 'Stopped', color: 'var(--status-stopped)' },
+		{ status: 'lost', label: 'Lost', color: 'var(--status-lost)' }
+	] as const;
+	it('issue 27.3: done, error, stopped and lost each have their own label and colour in the header', () => {
+		const seen = new Set<string>();
+		for (const l of looks) {
+			const { unmount } = render(AgentPanel, { node: node('n', null, 'n', l.status), records: [], onsend: vi.fn() });
+			const label = screen.getByTestId('status-label');
+			expect(label.textContent).toBe(l.label);
+			expect(label.style.color).toBe(l.color);
+			seen.add(label.style.color);
+			unmount();
+		}
+		expect(seen.size).toBe(looks.length);
+	});
+
+	it('issue 27.8: an agent waiting for an approval says so in its header', () => {
+		render(AgentPanel, { node: a, records: [], onsend: vi.fn(), waiting: 1 });
+		expect(screen.getByTestId('header-needs-you').textContent).toContain('waits for your answer');
+	});
+
+	it('issue 27.2: the Files tab of a forked agent reads its fork (the node-scoped route), of a shared one the session', async () => {
+		const urls: string[] = [];
+		const fetchMock = vi.fn(async (u: string) => {
+			urls.push(String(u));
+			return new Response(JSON.stringify({ data: [] }), { status: 200, headers: { 'Content-Type': 'application/json' } });
+		});
+		vi.stubGlobal('fetch', fetchMock);
+		try {
+			const forked = node('f', 'a', 'forky', 'idle', { workspace: 'fork' });
+			const { unmount } = render(AgentPanel, { node: forked, records: [], onsend: vi.fn(), sessionId: 's1' });
+			await fireEvent.click(screen.getByRole('tab', { name: 'Files' }));
+			await vi.waitFor(() => expect(urls).toContain('/api/v1/sessions/s1/nodes/f/fs'));
+			unmount();
+			urls.length = 0;
+			render(AgentPanel, { node: b, records: [], onsend: vi.fn(), sessionId: 's1' });
+			await fireEvent.click(screen.getByRole('tab', { name: 'Files' }));
+			await vi.waitFor(() => expect(urls).toContain('/api/v1/sessions/s1/fs'));
+			expect(urls.some((u) => u.includes('/nodes/'))).toBe(false);
+		} finally {
+			vi.unstubAllGlobals();
+		}
 	});
 
 	const pauseCases = [
@@ -198,7 +282,8 @@ describe('AgentPanel', () => {
 		{ name: 'done, container exited', n: node('n', null, 'n', 'done', { container_id: 'c', exit_code: 0 }), pause: false },
 		{ name: 'running, container exited', n: node('n', null, 'n', 'running', { container_id: 'c', exit_code: 0 }), pause: false },
 		{ name: 'done, container still running', n: node('n', null, 'n', 'done', { container_id: 'c' }), pause: true },
-		{ name: 'error, container still running', n: node('n', null, 'n', 'error', { container_id: 'c' }), pause: true }
+		{ name: 'error, container still running', n: node('n', null, 'n', 'error', { container_id: 'c' }), pause: true },
+		{ name: 'paused already', n: node('n', null, 'n', 'paused', { container_id: 'c' }), pause: false }
 	];
 	for (const c of pauseCases)
 		it(`offers Pause for ${c.name}: ${c.pause}`, () => {

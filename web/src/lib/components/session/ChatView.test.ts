@@ -5,6 +5,7 @@ import ChatView from './ChatView.svelte';
 import { toItems } from './chatItems';
 import { ev, input, err, sys } from '$lib/test/fixtures';
 import type { LogRecord } from '$lib/types';
+import { injectStyles } from '$lib/test/css';
 
 // Two generations of one node: the first hands off, the second starts with its health checks and
 // memories; a commit links to the command it was made during.
@@ -187,6 +188,71 @@ describe('ChatView', () => {
 		await fireEvent.click(btn);
 		expect(el.scrollTop).toBe(1200);
 		expect(screen.queryByRole('button', { name: /new messages/ })).toBeNull();
+	});
+
+	it('issue 27.4: a spawn without a model shows no empty model pill', () => {
+		const { container } = render(ChatView, { records: [ev('n', { type: 'spawn', name: 'kid', agent: 'custom', model: '' })] });
+		const tags = [...container.querySelectorAll('[data-kind="spawn"] .tag')].map((e) => e.textContent);
+		expect(tags).toEqual(['custom']);
+	});
+
+	it('issue 27.8: the final reply is not printed twice (its done says only done)', () => {
+		const { container } = render(ChatView, {
+			records: [
+				input('n', { type: 'message', from: 'user', content: 'are you there?' }),
+				ev('n', { type: 'text', content: 'Yes: the note is written and committed.' }),
+				ev('n', { type: 'status', state: 'idle' }),
+				ev('n', { type: 'done', summary: 'Yes: the note is written and committed.\n' })
+			]
+		});
+		expect(screen.getAllByText(/the note is written and committed/)).toHaveLength(1);
+		expect(container.querySelector('[data-kind="done"]')!.textContent!.trim()).toBe('done');
+	});
+
+	it('issue 27.8: a done whose summary says something new keeps it', () => {
+		const { container } = render(ChatView, {
+			records: [ev('n', { type: 'text', content: 'working on it' }), ev('n', { type: 'done', summary: 'wrote notes/hello.md' })]
+		});
+		expect(container.querySelector('[data-kind="done"]')!.textContent!.trim()).toBe('done — wrote notes/hello.md');
+	});
+
+	it("issue 27.6: the done line's icon stays beside its text (the line does not wrap the icon away)", () => {
+		const remove = injectStyles('src/lib/components/session/ChatView.svelte');
+		try {
+			const { container } = render(ChatView, { records: [ev('n', { type: 'done', summary: 'x'.repeat(500) })] });
+			const line = container.querySelector('[data-kind="done"] .event') as HTMLElement;
+			expect(getComputedStyle(line).flexWrap).toBe('nowrap');
+			const text = line.querySelector(':scope > span') as HTMLElement;
+			expect(getComputedStyle(text).minWidth).toBe('0px');
+		} finally {
+			remove();
+		}
+	});
+
+	it('issue 27.6: a reader at the bottom stays there when the view shrinks (the composer grows)', async () => {
+		let observed: (() => void) | undefined;
+		class RO {
+			constructor(cb: () => void) {
+				observed = cb;
+			}
+			observe() {}
+			disconnect() {}
+		}
+		vi.stubGlobal('ResizeObserver', RO);
+		try {
+			const recs = [ev('n', { type: 'text', content: 'a' })];
+			render(ChatView, { records: recs });
+			const el = screen.getByTestId('chat-scroll');
+			const h = { v: 1000 };
+			fakeScroll(el, h);
+			el.scrollTop = 800;
+			await fireEvent.scroll(el);
+			h.v = 1032; // 32 px less room, no scroll event
+			observed?.();
+			expect(el.scrollTop).toBe(832);
+		} finally {
+			vi.unstubAllGlobals();
+		}
 	});
 
 	it('mounts only the newest 200 items and pages in earlier ones', async () => {

@@ -120,7 +120,22 @@ describe('ChangesView', () => {
 		await fireEvent.submit(screen.getByRole('textbox', { name: 'Base ref' }).closest('form')!);
 		await waitFor(() => expect(load).toHaveBeenLastCalledWith('n1', 'v1.0'));
 		await fireEvent.click(await screen.findByRole('button', { name: 'Merge' }));
+		const dlg = screen.getByRole('dialog', { name: 'Merge into the parent' });
+		await fireEvent.click(within(dlg).getByRole('button', { name: 'Merge' }));
 		expect((await screen.findByTestId('merge-result')).textContent).toContain('Merged 1 change');
+	});
+
+	it('issue 27.8: Merge asks first; Cancel merges nothing', async () => {
+		const load = vi.fn().mockResolvedValue(changes({ base: { kind: 'fork', commit: 'cccccccc' } }));
+		const onmerge = vi.fn();
+		render(ChangesView, { nodeId: 'n1', load, loadFile: vi.fn(), onmerge });
+		await screen.findByTestId('head');
+		await fireEvent.click(await screen.findByRole('button', { name: 'Merge' }));
+		const dlg = screen.getByRole('dialog', { name: 'Merge into the parent' });
+		expect(dlg.textContent).toContain("Apply this fork's changes to its parent's workspace?");
+		await fireEvent.click(within(dlg).getByRole('button', { name: 'Cancel' }));
+		expect(screen.queryByRole('dialog')).toBeNull();
+		expect(onmerge).not.toHaveBeenCalled();
 	});
 });
 

@@ -2,7 +2,7 @@ import { fireEvent, render, screen } from '@testing-library/svelte';
 import { describe, expect, it, vi } from 'vitest';
 import TreeNode from './TreeNode.svelte';
 import { buildTree } from '$lib/tree';
-import { threeLevels } from '$lib/test/fixtures';
+import { node, threeLevels } from '$lib/test/fixtures';
 
 describe('TreeNode', () => {
 	const nodes = threeLevels();
@@ -50,11 +50,31 @@ describe('TreeNode', () => {
 		expect(dot('db').dataset.descendants).toBeUndefined();
 	});
 
-	it('a paused node shows a paused dot instead of its status', () => {
-		render(TreeNode, { node: nodes[0], selectedId: null, tree, collapsed: new Set<string>(), paused: (id: string) => id === 'api' });
+	it('issue 27.1: a node the server says is paused shows a paused dot, whatever it said last', () => {
+		const ns = nodes.map((n) => (n.id === 'api' ? { ...n, status: 'paused' as const } : n));
+		render(TreeNode, { node: ns[0], selectedId: null, tree: buildTree(ns), collapsed: new Set<string>() });
 		const dot = (id: string) => document.querySelector(`[data-node-id="${id}"] .dot`) as HTMLElement;
 		expect(dot('api').dataset.status).toBe('paused');
 		expect(dot('api').getAttribute('aria-label')).toBe('Paused');
 		expect(dot('plan').dataset.status).toBe('done');
+	});
+
+	it('issue 27.3: a stopped leaf is not counted done, and the count says how the others ended', () => {
+		const ns = [node('p', null, 'p', 'idle'), node('x', 'p', 'x', 'done', { sort_order: 0 }), node('y', 'p', 'y', 'stopped', { sort_order: 1 })];
+		render(TreeNode, { node: ns[0], selectedId: null, tree: buildTree(ns), collapsed: new Set<string>() });
+		const count = document.querySelector('[data-node-id="p"] .count') as HTMLElement;
+		expect(count.textContent).toBe('1/2');
+		expect(count.classList.contains('complete')).toBe(false);
+		expect(count.title).toMatch(/1 done, 1 stopped, of 2/);
+		const dot = document.querySelector('[data-node-id="y"] .dot') as HTMLElement;
+		expect(dot.getAttribute('aria-label')).toBe('Stopped');
+		expect(dot.classList.contains('square')).toBe(true);
+	});
+
+	it('issue 27.8: a node waiting for an approval has a badge in the tree', () => {
+		render(TreeNode, { node: nodes[0], selectedId: null, tree, collapsed: new Set<string>(), waiting: (id: string) => (id === 'api' ? 2 : 0) });
+		const badge = document.querySelector('[data-node-id="api"] [data-testid=needs-you]') as HTMLElement;
+		expect(badge.textContent).toContain('2');
+		expect(document.querySelectorAll('[data-testid=needs-you]')).toHaveLength(1);
 	});
 });

@@ -24,6 +24,11 @@ describe('approvals in the chat', () => {
 		expect(it0.kind === 'approval' && it0.key === 3 && it0.a.status === 'approved' && it0.a.answered_by === 'alice').toBe(true);
 	});
 
+	it('issue 27.8: "approved by NAME · TIME" keeps its spaces', () => {
+		render(ApprovalBlock, { a: { ...base, status: 'approved', answered_by: 'admin', answered_at: '2026-01-01T14:18:00Z', always: true } });
+		expect(screen.getByTestId('approval-answer').textContent).toMatch(/^approved by admin · \S.* · bash always allowed from now on$/);
+	});
+
 	it('a pending block answers through onanswer; an answered one names who', async () => {
 		const onanswer = vi.fn().mockRejectedValueOnce(new ApiError(409, 'conflict', 'approval a1 was already denied by bob')).mockResolvedValue({});
 		const { unmount } = render(ApprovalBlock, { a: base, onanswer });
@@ -104,5 +109,24 @@ describe('AuditView', () => {
 		await waitFor(() => expect(screen.getAllByTestId('audit-row')).toHaveLength(3));
 		expect(load).toHaveBeenLastCalledWith('n', 2);
 		expect(screen.queryByRole('button', { name: 'Load older' })).toBeNull();
+	});
+
+	it('issue 27.8: shows parameters and results as a person reads them, not escaped JSON; a long one opens', async () => {
+		const script = 'set -e\ngo build ./...\ngo vet ./...';
+		const long = 'line\n'.repeat(100);
+		const load = vi.fn().mockResolvedValue({
+			data: [
+				{ id: 2, node_id: 'n', source: 'command', name: 'command', parameters: { cmd: script, timeout: 60 }, result: { stdout: long }, started_at: '2026-01-01T00:00:00Z', completed_at: '2026-01-01T00:00:01Z', duration_ms: 5 }
+			],
+			next_before: 0
+		});
+		render(AuditView, { nodeId: 'n', load });
+		const row = (await screen.findAllByTestId('audit-row'))[0];
+		const [params, result] = [...row.querySelectorAll('td.mono')] as HTMLElement[];
+		expect(params.textContent).toBe('cmd: set -e\ngo build ./...\ngo vet ./...\ntimeout: 60');
+		expect(params.textContent).not.toContain('\\n');
+		expect(result.textContent).toContain('…');
+		await fireEvent.click(screen.getByRole('button', { name: 'more' }));
+		expect(result.textContent).toContain('stdout: ' + long);
 	});
 });

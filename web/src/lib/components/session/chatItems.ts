@@ -29,7 +29,8 @@ export type ChatItem =
 	| { kind: 'spawn'; key: number; ev: SpawnEvent }
 	| { kind: 'workers'; key: number; workers: Worker[] }
 	| { kind: 'handoff'; key: number; ev: HandoffEvent }
-	| { kind: 'done'; key: number; ev: DoneEvent }
+	/** repeats: the done's summary is the agent's last text, already shown just above. */
+	| { kind: 'done'; key: number; ev: DoneEvent; repeats: boolean }
 	| { kind: 'error'; key: number; err: ErrorData }
 	| { kind: 'check'; key: number; d: SystemData }
 	| { kind: 'memory'; key: number; d: SystemData }
@@ -39,6 +40,16 @@ export type ChatItem =
 
 /** ChatCommit is a commit with the key of the tool or command block it was made during, if known. */
 export type ChatCommit = CommitEvent & { target?: number };
+
+/** lastText is the agent's last text of the current turn (none after a message to it). */
+function lastText(items: ChatItem[]): { content: string } | undefined {
+	for (let i = items.length - 1; i >= 0; i--) {
+		const it = items[i];
+		if (it.kind === 'text') return it;
+		if (it.kind === 'user' || it.kind === 'note' || it.kind === 'done') return undefined;
+	}
+	return undefined;
+}
 
 export function toItems(records: readonly LogRecord[]): ChatItem[] {
 	const items: ChatItem[] = [];
@@ -128,9 +139,12 @@ export function toItems(records: readonly LogRecord[]): ChatItem[] {
 			case 'handoff':
 				items.push({ kind: 'handoff', key, ev });
 				break;
-			case 'done':
-				items.push({ kind: 'done', key, ev });
+			case 'done': {
+				const last = lastText(items);
+				const repeats = !!ev.summary && !!last && last.content.trim() === ev.summary.trim();
+				items.push({ kind: 'done', key, ev, repeats });
 				break;
+			}
 			// status: not a message; it drives the node's dot.
 		}
 	}

@@ -19,9 +19,14 @@ class FakeWS {
 	}
 }
 
-const url = new URL('http://x/session/s1?spawn=1');
-vi.mock('$app/state', () => ({ page: { params: { id: 's1' }, get url() { return url; } } }));
-vi.mock('$app/navigation', () => ({ afterNavigate: (cb: () => void) => queueMicrotask(cb), replaceState: vi.fn() }));
+// The router: goto changes the (reactive) address as SvelteKit does; `back` stands for the
+// browser's back button.
+vi.mock('$app/state', async () => ({ page: (await import('$lib/test/page.svelte')).page }));
+vi.mock('$app/navigation', async () => {
+	const r = await import('$lib/test/page.svelte');
+	return { afterNavigate: r.afterNavigate, goto: vi.fn(async (u: URL | string) => r.navigate(u)) };
+});
+const router = await import('$lib/test/page.svelte');
 const nodes = [node('root', null, 'root', 'running'), node('kid', 'root', 'kid', 'idle', { agent_type: 'codex', model: 'gpt-5' })];
 const fake = {
 	session: vi.fn(),
@@ -43,6 +48,7 @@ const { default: Page } = await import('./+page.svelte');
 describe('session page', () => {
 	beforeEach(() => {
 		vi.clearAllMocks();
+		router.reset('http://x/session/s1?spawn=1');
 		FakeWS.all = [];
 		vi.stubGlobal('WebSocket', FakeWS);
 		fake.session.mockResolvedValue({ id: 's1', name: 'brave-42', root_node_id: 'root', status: 'running' });
@@ -76,12 +82,32 @@ describe('session page', () => {
 		await fireEvent.click(await screen.findByRole('button', { name: 'Idle kid' }));
 		await fireEvent.click(screen.getByRole('button', { name: /^spawn$/i }));
 		await screen.findByRole('button', { name: 'pi' });
-		expect(screen.getByText('kid', { selector: 'strong' })).toBeTruthy();
+		expect((screen.getByLabelText('Parent') as HTMLSelectElement).value).toBe('kid');
 		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
 		await vi.waitFor(() => expect(fake.createNode).toHaveBeenCalled());
 		expect(fake.createNode.mock.calls[0][0]).toBe('s1');
 		expect(fake.createNode.mock.calls[0][1]).toMatchObject({ agent_type: 'pi', model: 'm1', parent_id: 'kid' });
 		expect(await screen.findByRole('heading', { name: 'quick-5' })).toBeTruthy();
+	});
+
+	it('issue 27.7: spawns a second top-level agent; the tree shows both at the top', async () => {
+		const created = node('top2', null, 'second', 'idle', { agent_type: 'pi', model: 'm1', sort_order: 1 });
+		fake.createNode.mockResolvedValue(created);
+		render(Page);
+		await screen.findByRole('dialog');
+		await fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+		await screen.findByRole('heading', { name: 'root' });
+		await fireEvent.click(screen.getByRole('button', { name: /^spawn$/i }));
+		await screen.findByRole('button', { name: 'pi' });
+		const parent = screen.getByLabelText('Parent') as HTMLSelectElement;
+		expect(parent.value).toBe('root');
+		await fireEvent.change(parent, { target: { value: '' } });
+		await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));
+		await vi.waitFor(() => expect(fake.createNode).toHaveBeenCalled());
+		expect(fake.createNode.mock.calls[0][1].parent_id).toBeUndefined();
+		expect(await screen.findByRole('heading', { name: 'second' })).toBeTruthy();
+		const tops = [...document.querySelectorAll('ul[role=tree] > li[role=treeitem] > .row .name')].map((e) => e.textContent);
+		expect(tops).toEqual(['root', 'second']);
 	});
 
 	it('sends a message to the selected node', async () => {
@@ -97,24 +123,39 @@ describe('session page', () => {
 	});
 
 	it('shows the agent named in ?node= after a reload, and keeps the shown agent in the address', async () => {
-		const nav = await import('$app/navigation');
-		url.search = '?node=kid';
+		router.reset('http://x/session/s1?node=kid');
 		render(Page);
 		expect(await screen.findByRole('heading', { name: 'kid' })).toBeTruthy();
 		await fireEvent.click(screen.getByRole('button', { name: 'Running root 0/1' }));
 		expect(await screen.findByRole('heading', { name: 'root' })).toBeTruthy();
-		const calls = (nav.replaceState as unknown as { mock: { calls: [URL][] } }).mock.calls;
-		expect(calls.some(([u]) => new URL(u).searchParams.get('node') === 'root')).toBe(true);
+		await vi.waitFor(() => expect(router.page.url.searchParams.get('node')).toBe('root'));
+		expect((await written()).every((u) => u.pathname === '/session/s1')).toBe(true);
 	});
 
-	// SvelteKit's replaceState does not update page.url, so the mock leaves `url` alone too.
+	it('issue 27.5: the address is the truth: back to ?node=X (from another page) shows X', async () => {
+		router.reset('http://x/session/s1?node=root');
+		render(Page);
+		expect(await screen.findByRole('heading', { name: 'root' })).toBeTruthy();
+		await fireEvent.click(screen.getByRole('button', { name: 'Idle kid' }));
+		await vi.waitFor(() => expect(router.page.url.searchParams.get('node')).toBe('kid'));
+		// the browser goes back to an entry naming root (the agent shown when the page loaded)
+		router.navigate('http://x/session/s1?node=root');
+		expect(await screen.findByRole('heading', { name: 'root' })).toBeTruthy();
+		router.navigate('http://x/session/s1?node=kid');
+		expect(await screen.findByRole('heading', { name: 'kid' })).toBeTruthy();
+		expect(router.page.url.searchParams.get('node')).toBe('kid');
+	});
+
+	// Every address the page wrote (goto with replaceState: a real navigation, page.url follows).
 	const written = async () => {
 		const nav = await import('$app/navigation');
-		return (nav.replaceState as unknown as { mock: { calls: [URL][] } }).mock.calls.map(([u]) => new URL(u));
+		const calls = (nav.goto as unknown as { mock: { calls: [URL | string, { replaceState?: boolean }][] } }).mock.calls;
+		for (const [, o] of calls) expect(o?.replaceState).toBe(true);
+		return calls.map(([u]) => new URL(String(u), 'http://x'));
 	};
 
 	it('drops ?spawn=1 from the address once the modal opened, and never writes it back', async () => {
-		url.search = '?spawn=1';
+		router.reset('http://x/session/s1?spawn=1');
 		render(Page);
 		expect(await screen.findByRole('dialog', { name: 'Spawn agent' })).toBeTruthy();
 		await vi.waitFor(async () => expect((await written()).some((u) => u.searchParams.get('node') === 'root')).toBe(true));
@@ -125,7 +166,7 @@ describe('session page', () => {
 	});
 
 	it('when the shown agent is deleted, the selection and ?node= move to the root', async () => {
-		url.search = '?node=kid';
+		router.reset('http://x/session/s1?node=kid');
 		render(Page);
 		expect(await screen.findByRole('heading', { name: 'kid' })).toBeTruthy();
 		FakeWS.all[0].send(nodeRec('deleted', nodes[1], 1, ['kid']));
