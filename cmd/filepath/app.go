@@ -26,6 +26,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
@@ -45,6 +46,7 @@ type app struct {
 	users    *identity.Store
 	sessions *sessions.Store
 	collab   *collab.Store
+	secrets  *secrets.Store
 	audit    *audit.Store
 	// The coalescer's goroutine turns file changes into `file` records.
 	stopCoal context.CancelFunc
@@ -97,7 +99,8 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	}
 	a.users = identity.New(a.st)
 	a.sessions = sessions.New(a.st, sessions.Config{MaxNodes: cfg.MaxAgents, MaxCheckTimeout: cfg.CheckTimeoutMax, DefaultBudget: cfg.LLM.Budget})
-	a.collab = collab.New(a.st, a.sessions, collab.Config{SecretsKey: secretsKey})
+	a.collab = collab.New(a.st, a.sessions, collab.Config{})
+	a.secrets = secrets.New(a.st, secrets.Config{Key: secretsKey})
 	a.audit = audit.New(a.st)
 	// The LLM gateway, served to agents on the agent-facing listener, and
 	// the model list of GET /api/v1/models.
@@ -137,6 +140,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		Users:           a.users,
 		Sessions:        a.sessions,
 		Collab:          a.collab,
+		Secrets:         a.secrets,
 		Audit:           a.audit,
 		Hub:             a.hub,
 		Runner:          a.run,
@@ -171,7 +175,7 @@ var _ api.Runner = (*runner.Runner)(nil)
 // directory with --workspace dir).
 func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	st, fsys, log := a.st, a.fsys, a.log
-	rcfg := runner.Config{Store: st, Users: a.users, Sessions: a.sessions, Collab: a.collab, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
+	rcfg := runner.Config{Store: st, Users: a.users, Sessions: a.sessions, Collab: a.collab, VendorKeys: a.secrets, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
 		ProviderKeys:    func(p string) bool { return cfg.ProviderKeys[p] != "" },
 		CheckTimeout:    cfg.CheckTimeout,
 		GitAllowPrivate: cfg.GitAllowPrivate,
@@ -381,7 +385,7 @@ func (a *app) Close() error {
 func loadSecretsKey(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		key := make([]byte, collab.SecretsKeySize)
+		key := make([]byte, secrets.KeySize)
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
@@ -406,8 +410,8 @@ func loadSecretsKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read the secrets key: %w", err)
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(key) != collab.SecretsKeySize {
-		return nil, fmt.Errorf("the secrets key %s is damaged: want %d hex-encoded bytes (remove it to make a new one; the secrets stored with the old one must then be set again)", path, collab.SecretsKeySize)
+	if err != nil || len(key) != secrets.KeySize {
+		return nil, fmt.Errorf("the secrets key %s is damaged: want %d hex-encoded bytes (remove it to make a new one; the secrets stored with the old one must then be set again)", path, secrets.KeySize)
 	}
 	return key, nil
 }

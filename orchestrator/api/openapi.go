@@ -17,6 +17,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/models"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
@@ -242,6 +243,8 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[vfs.AuditEntry]():      "FileAuditEntry",
 	reflect.TypeFor[models.List]():         "ModelList",
 	reflect.TypeFor[models.Provider]():     "ModelProvider",
+	reflect.TypeFor[secrets.Info]():        "SecretInfo",
+	reflect.TypeFor[secrets.KnownHost]():   "KnownHost",
 }
 
 // schemaReflector reflects Go types into the document's component schemas.

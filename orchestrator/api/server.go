@@ -24,6 +24,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
@@ -101,8 +102,11 @@ type Config struct {
 	Users    *identity.Store
 	Sessions *sessions.Store
 	Collab   *collab.Store
-	Audit    *audit.Store
-	Hub      *hub.Hub[protocol.Record]
+	// Secrets keeps the users' secrets and pinned host keys (nil: a store
+	// without a key, which keeps none).
+	Secrets *secrets.Store
+	Audit   *audit.Store
+	Hub     *hub.Hub[protocol.Record]
 	// Runner runs the agents (nil: no runtime; inputs are only appended,
 	// start/stop answer 503, logs are empty).
 	Runner Runner
@@ -141,6 +145,9 @@ type Config struct {
 func (c *Config) setDefaults() error {
 	if c.Store == nil || c.Users == nil || c.Sessions == nil || c.Collab == nil || c.Audit == nil || c.Hub == nil {
 		return errors.New("api config: Store, Users, Sessions, Collab, Audit and Hub are required")
+	}
+	if c.Secrets == nil {
+		c.Secrets = secrets.New(c.Store, secrets.Config{})
 	}
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"
@@ -190,6 +197,7 @@ type Server struct {
 	users    *identity.Store
 	sessions *sessions.Store
 	collab   *collab.Store
+	secrets  *secrets.Store
 	audit    *audit.Store
 	hub      *hub.Hub[protocol.Record]
 	e        *echo.Echo
@@ -222,7 +230,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, users: cfg.Users, sessions: cfg.Sessions, collab: cfg.Collab,
-		audit: cfg.Audit, hub: cfg.Hub, runDone: make(chan struct{})}
+		secrets: cfg.Secrets, audit: cfg.Audit, hub: cfg.Hub, runDone: make(chan struct{})}
 	s.streamCtx, s.stopStreams = context.WithCancel(context.Background())
 	s.e = s.routes()
 	ln, err := net.Listen("tcp", cfg.Addr)

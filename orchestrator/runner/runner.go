@@ -23,6 +23,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/relay"
 )
@@ -78,12 +79,19 @@ type AgentAPI interface {
 	Close(nodeID string)
 }
 
+// VendorKeys opens a session's vendor keys; secrets.Store implements it.
+type VendorKeys interface {
+	// OpenForSession returns the secret name of sessionID's owner (the
+	// session's own, else the user's); ENotFound when there is none.
+	OpenForSession(ctx context.Context, sessionID, name string) (secrets.Secret, error)
+}
+
 // Config configures a Runner.
 type Config struct {
 	Store    *store.Store       // required: the sessions' logs
 	Users    *identity.Store    // required: the nodes' API keys
 	Sessions *sessions.Store    // required
-	Collab   *collab.Store      // required: approvals to withdraw, vendor secrets
+	Collab   *collab.Store      // required: approvals to withdraw
 	Runtime  containers.Runtime // required
 	DataDir  string             // required: nodes/<id> workspaces (plain), logs/<id>.log
 	// Workspaces replaces the plain per-node directories (the FUSE seam).
@@ -134,6 +142,11 @@ type Config struct {
 	CheckTimeout     time.Duration
 	CheckOutput      int
 	CheckConcurrency int
+	// VendorKeys opens the vendor key a catalog agent that runs on its
+	// vendor's service needs (orchestrator.Agent.VendorKey), as the
+	// session's owner holds it (secrets.Store); nil: such agents fail to
+	// start, naming the key.
+	VendorKeys VendorKeys
 	// Memories gives each agent session the memories relevant to its task
 	// (nil: none); MemoryLimit bounds them (DefaultMemoryLimit).
 	Memories    Memories

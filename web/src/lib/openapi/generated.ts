@@ -232,6 +232,18 @@ export interface GrepResult {
 	truncated: boolean;
 }
 
+export interface KnownHost {
+	host: string;
+	key_type: string;
+	public_key: string;
+	fingerprint: string;
+	created_at: string;
+}
+
+export interface KnownHostList {
+	data: KnownHost[];
+}
+
 export interface Me {
 	id: string;
 	name: string;
@@ -327,8 +339,15 @@ export interface RecordPage {
 
 export interface SecretInfo {
 	name: string;
+	kind: 'vendor' | 'git_https' | 'git_ssh' | 'github_token' | 'gitlab_token';
+	scope: 'user' | 'session';
+	session_id?: string;
+	host?: string;
+	username?: string;
+	public_key?: string;
 	created_at: string;
 	updated_at: string;
+	used_at?: string;
 }
 
 export interface SecretInfoList {
@@ -341,9 +360,21 @@ export interface SessionList {
 
 export interface SetSecretRequest {
 	/**
-	 * the key; write-only: never answered
+	 * the secret (an SSH key: its PEM or OpenSSH text); write-only: never answered
 	 */
 	value: string;
+	/**
+	 * default: vendor for a vendor key's name; else required
+	 */
+	kind?: 'vendor' | 'git_https' | 'git_ssh' | 'github_token' | 'gitlab_token';
+	/**
+	 * the host the credential is for, e.g. github.com (a push or pull request there picks it)
+	 */
+	host?: string;
+	/**
+	 * git_https: the user name (default for a token: x-access-token)
+	 */
+	username?: string;
 }
 
 export interface SignalRequest {
