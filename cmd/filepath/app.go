@@ -22,6 +22,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
+	"github.com/filepath-dev/filepath/orchestrator/ship"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
@@ -141,6 +142,8 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		Sessions:        a.sessions,
 		Collab:          a.collab,
 		Secrets:         a.secrets,
+		Pusher:          ship.New(ship.Config{Secrets: a.secrets, AllowPrivate: cfg.GitAllowPrivate}),
+		Workspaces:      a.run,
 		Audit:           a.audit,
 		Hub:             a.hub,
 		Runner:          a.run,
@@ -167,6 +170,9 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 
 // The lifecycle runner is the API's Runner.
 var _ api.Runner = (*runner.Runner)(nil)
+
+// The runner lends the API the nodes' workspaces to push from.
+var _ api.Workspaces = (*runner.Runner)(nil)
 
 // newRunner builds the container runtime, the agent-facing API (a listener
 // in each container's network namespace with Docker, one on the host's

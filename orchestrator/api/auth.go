@@ -118,6 +118,10 @@ var nodeKeyDenied = map[string]bool{
 	"GET " + apiPrefix + "/sessions/:id/secrets":          true,
 	"PUT " + apiPrefix + "/sessions/:id/secrets/:name":    true,
 	"DELETE " + apiPrefix + "/sessions/:id/secrets/:name": true,
+	// Pushing is the user's (an agent asks with request_push, approved
+	// in the inbox).
+	"POST " + apiPrefix + "/sessions/:id/nodes/:node/push": true,
+	"GET " + apiPrefix + "/sessions/:id/remote-host-key":   true,
 	// The audit log names paths outside a node's allowed_paths.
 	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
 	// The approvals inbox is the user's: an agent never answers, nor reads

@@ -92,13 +92,13 @@ func apiRoutes() []route {
 
 // allRoutes is every /api/v1 route a server may serve.
 func allRoutes() []route {
-	return slices.Concat(apiRoutes(), collabRoutes(), secretRoutes(), fileRoutes(), forkRoutes())
+	return slices.Concat(apiRoutes(), collabRoutes(), secretRoutes(), shipRoutes(), fileRoutes(), forkRoutes())
 }
 
 // routeList is every /api/v1 route this server serves: apiRoutes, and the
 // session filesystem's when Config.Files is set.
 func (s *Server) routeList() []route {
-	rs := slices.Concat(apiRoutes(), collabRoutes(), secretRoutes())
+	rs := slices.Concat(apiRoutes(), collabRoutes(), secretRoutes(), shipRoutes())
 	if s.cfg.Files != nil {
 		rs = append(rs, fileRoutes()...)
 		rs = append(rs, forkRoutes()...)

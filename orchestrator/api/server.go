@@ -20,6 +20,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/models"
+	"github.com/filepath-dev/filepath/orchestrator/ship"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
@@ -107,6 +108,10 @@ type Config struct {
 	Secrets *secrets.Store
 	Audit   *audit.Store
 	Hub     *hub.Hub[protocol.Record]
+	// Pusher pushes nodes' branches, in the workspaces Workspaces lends
+	// (both nil: push answers 503).
+	Pusher     *ship.Pusher
+	Workspaces Workspaces
 	// Runner runs the agents (nil: no runtime; inputs are only appended,
 	// start/stop answer 503, logs are empty).
 	Runner Runner

@@ -182,11 +182,14 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // relay watchers and parent notifications
 
-	mu     sync.Mutex // guards relays, starting, continuing, deleting, reconciling and closed
+	mu     sync.Mutex // guards relays, starting, lent, continuing, deleting, reconciling and closed
 	relays map[string]*relay.Relay
 	// starting holds the nodes whose agent is being started: its container
 	// is created, its health checks run, it has no relay yet.
 	starting map[string]*startJob
+	// lent counts the loans of each node's workspace (Workspace): a lent
+	// workspace is not unmounted when its container exits.
+	lent map[string]int
 	// continuing holds the nodes whose agent exited after a handoff: the
 	// end of its relay starts the continuation.
 	continuing map[string]bool
@@ -254,7 +257,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{cfg: cfg, st: cfg.Store, users: cfg.Users, sessions: cfg.Sessions, collab: cfg.Collab, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger, instance: instance,
-		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}, starting: map[string]*startJob{},
+		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}, starting: map[string]*startJob{}, lent: map[string]int{},
 		continuing: map[string]bool{}, checkSem: make(chan struct{}, cfg.CheckConcurrency)}, nil
 }
 

@@ -3,97 +3,18 @@ package ship_test
 import (
 	"bytes"
 	"context"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/filepath-dev/filepath/internal/testkit/githttp"
 	"github.com/filepath-dev/filepath/internal/testkit/gitssh"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/ship"
 	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 )
-
-// git runs git in dir for the test's own setup (never the code under test's
-// way of reading the workspace).
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=agent", "-c", "user.email=agent@example.com", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// commit writes a file in the workspace and commits it; it returns the
-// commit.
-func commit(t *testing.T, dir, name, text string) string {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(t, dir, "add", name)
-	git(t, dir, "commit", "-qm", "write "+name)
-	return git(t, dir, "rev-parse", "HEAD")
-}
-
-// bareRepo makes root/name, a bare repository a server serves.
-func bareRepo(t *testing.T, root, name string) string {
-	t.Helper()
-	dir := filepath.Join(root, name)
-	git(t, root, "init", "-q", "--bare", dir)
-	git(t, dir, "config", "http.receivepack", "true")
-	return dir
-}
-
-// httpGit serves the bare repositories under root over git's smart HTTP
-// (git http-backend) behind basic auth with the password the test sets.
-type httpGit struct {
-	*httptest.Server
-	mu       sync.Mutex
-	user     string
-	password string
-}
-
-func serveHTTP(t *testing.T, root, user, password string) *httpGit {
-	t.Helper()
-	backend, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &httpGit{user: user, password: password}
-	cgiH := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(backend)), "git-http-backend"),
-		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		h.mu.Lock()
-		good := ok && u == h.user && p == h.password
-		h.mu.Unlock()
-		if !good {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		cgiH.ServeHTTP(w, r)
-	}))
-	t.Cleanup(h.Close)
-	return h
-}
-
-func (h *httpGit) setPassword(p string) {
-	h.mu.Lock()
-	h.password = p
-	h.mu.Unlock()
-}
 
 type env struct {
 	ctx     context.Context
@@ -112,7 +33,7 @@ func newEnv(t *testing.T) *env {
 	u := st.User(t, "alice")
 	e.uid, e.sid = u.ID, st.Session(t, u.ID, "s").ID
 	e.push = ship.New(ship.Config{Secrets: e.secrets, AllowPrivate: true})
-	git(t, e.ws, "init", "-q")
+	githttp.Git(t, e.ws, "init", "-q")
 	return e
 }
 
@@ -131,8 +52,8 @@ func (e *env) set(t *testing.T, name string, in secrets.NewSecret) {
 func TestPushHTTPS(t *testing.T) {
 	e := newEnv(t)
 	const pass = "s3cret-PASS-1"
-	srv := serveHTTP(t, e.root, "alice", pass)
-	server := bareRepo(t, e.root, "repo.git")
+	srv := githttp.Serve(t, e.root, "alice", pass)
+	server := githttp.BareRepo(t, e.root, "repo.git")
 	remote := srv.URL + "/repo.git"
 	e.set(t, "corp", secrets.NewSecret{Kind: secrets.KindGitHTTPS, Host: "127.0.0.1", Username: "alice", Value: pass})
 
@@ -142,7 +63,7 @@ func TestPushHTTPS(t *testing.T) {
 	if err := os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	first := commit(t, e.ws, "a.txt", "one\n")
+	first := githttp.Commit(t, e.ws, "a.txt", "one\n")
 	res, err := e.push.Push(e.ctx, ship.PushRequest{UserID: e.uid, SessionID: e.sid, Dir: e.ws, RemoteURL: remote, Branch: "filepath/root"})
 	if err != nil {
 		t.Fatalf("push: %v", err)
@@ -150,23 +71,23 @@ func TestPushHTTPS(t *testing.T) {
 	if res.Status != "created" || res.Commit != first || res.Credential != "corp" {
 		t.Fatalf("result %+v", res)
 	}
-	if got := git(t, server, "rev-parse", "refs/heads/filepath/root"); got != first {
+	if got := githttp.Git(t, server, "rev-parse", "refs/heads/filepath/root"); got != first {
 		t.Fatalf("the server's branch is at %s, want %s", got, first)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the workspace's pre-push hook ran on the host")
 	}
 
-	second := commit(t, e.ws, "b.txt", "two\n")
+	second := githttp.Commit(t, e.ws, "b.txt", "two\n")
 	if res, err = e.push.Push(e.ctx, ship.PushRequest{UserID: e.uid, Dir: e.ws, RemoteURL: remote, Branch: "filepath/root"}); err != nil || res.Status != "updated" {
 		t.Fatalf("second push: %+v, %v", res, err)
 	}
-	if got := git(t, server, "rev-parse", "refs/heads/filepath/root"); got != second {
+	if got := githttp.Git(t, server, "rev-parse", "refs/heads/filepath/root"); got != second {
 		t.Fatalf("after the second push the branch is at %s", got)
 	}
 
 	// Rotated on the server: the old password fails, naming the credential.
-	srv.setPassword("s3cret-PASS-2")
+	srv.SetPassword("s3cret-PASS-2")
 	_, err = e.push.Push(e.ctx, ship.PushRequest{UserID: e.uid, Dir: e.ws, RemoteURL: remote, Branch: "other"})
 	if orchestrator.ErrorField(err) != "credential" || !strings.Contains(err.Error(), "corp") {
 		t.Fatalf("wrong password: %v", err)
@@ -180,13 +101,13 @@ func TestPushHTTPS(t *testing.T) {
 	}
 
 	// Non-fast-forward: the workspace rewrote what the server has.
-	git(t, e.ws, "reset", "-q", "--hard", first)
-	commit(t, e.ws, "c.txt", "diverged\n")
+	githttp.Git(t, e.ws, "reset", "-q", "--hard", first)
+	githttp.Commit(t, e.ws, "c.txt", "diverged\n")
 	_, err = e.push.Push(e.ctx, ship.PushRequest{UserID: e.uid, Dir: e.ws, RemoteURL: remote, Branch: "filepath/root"})
 	if orchestrator.ErrorCode(err) != orchestrator.EConflict || !strings.Contains(err.Error(), "non-fast-forward") {
 		t.Fatalf("non-fast-forward: %v", err)
 	}
-	if got := git(t, server, "rev-parse", "refs/heads/filepath/root"); got != second {
+	if got := githttp.Git(t, server, "rev-parse", "refs/heads/filepath/root"); got != second {
 		t.Fatalf("a refused push moved the branch to %s", got)
 	}
 
@@ -203,7 +124,7 @@ func TestPushHTTPS(t *testing.T) {
 // TestPushRefusals: bad input is refused before anything is sent.
 func TestPushRefusals(t *testing.T) {
 	e := newEnv(t)
-	commit(t, e.ws, "a.txt", "one\n")
+	githttp.Commit(t, e.ws, "a.txt", "one\n")
 	for _, tt := range []struct {
 		name, url, branch, cred, field string
 	}{
@@ -236,9 +157,9 @@ func TestPushSSH(t *testing.T) {
 	e := newEnv(t)
 	key := gitssh.NewKey(t)
 	srv := gitssh.Serve(t, e.root, key.Signer.PublicKey())
-	server := bareRepo(t, e.root, "repo.git")
+	server := githttp.BareRepo(t, e.root, "repo.git")
 	e.set(t, "deploy", secrets.NewSecret{Kind: secrets.KindGitSSH, Host: "127.0.0.1", Value: key.Private})
-	head := commit(t, e.ws, "a.txt", "one\n")
+	head := githttp.Commit(t, e.ws, "a.txt", "one\n")
 	req := ship.PushRequest{UserID: e.uid, Dir: e.ws, RemoteURL: srv.URL("repo.git"), Branch: "feature"}
 
 	hk, err := e.push.ProbeHostKey(e.ctx, e.uid, req.RemoteURL)
@@ -254,21 +175,21 @@ func TestPushSSH(t *testing.T) {
 	if err != nil || res.Status != "created" || res.Credential != "deploy" {
 		t.Fatalf("push trusting the key: %+v, %v", res, err)
 	}
-	if got := git(t, server, "rev-parse", "refs/heads/feature"); got != head {
+	if got := githttp.Git(t, server, "rev-parse", "refs/heads/feature"); got != head {
 		t.Fatalf("the server's branch is at %s", got)
 	}
 	if hk, _ = e.push.ProbeHostKey(e.ctx, e.uid, req.RemoteURL); !hk.Pinned {
 		t.Fatalf("after the push the key is not pinned: %+v", hk)
 	}
 
-	commit(t, e.ws, "b.txt", "two\n")
+	githttp.Commit(t, e.ws, "b.txt", "two\n")
 	srv.ChangeHostKey()
 	req.TrustHostKey = ""
 	_, err = e.push.Push(e.ctx, req)
 	if orchestrator.ErrorCode(err) != orchestrator.EConflict || !strings.Contains(err.Error(), "host key") {
 		t.Fatalf("a changed host key: %v", err)
 	}
-	if got := git(t, server, "rev-parse", "refs/heads/feature"); got != head {
+	if got := githttp.Git(t, server, "rev-parse", "refs/heads/feature"); got != head {
 		t.Fatalf("a push to a host with another key moved the branch to %s", got)
 	}
 	if hk, _ = e.push.ProbeHostKey(e.ctx, e.uid, req.RemoteURL); hk.Pinned || !hk.PinnedOther {

@@ -232,6 +232,14 @@ export interface GrepResult {
 	truncated: boolean;
 }
 
+export interface HostKey {
+	host: string;
+	key_type: string;
+	fingerprint: string;
+	pinned: boolean;
+	pinned_other?: boolean;
+}
+
 export interface KnownHost {
 	host: string;
 	key_type: string;
@@ -330,6 +338,38 @@ export interface PatchSessionRequest {
 	 * the most US dollars of reported cost they may spend (null: unlimited)
 	 */
 	budget_usd?: number | null;
+}
+
+export interface PushRequest {
+	/**
+	 * default: the session's git URL
+	 */
+	remote_url?: string;
+	/**
+	 * the remote branch; default filepath/<node name>
+	 */
+	branch?: string;
+	/**
+	 * what to push from the workspace: a branch, tag or commit (default HEAD)
+	 */
+	ref?: string;
+	/**
+	 * the name of the secret to use (default: the one whose host is the remote's)
+	 */
+	credential?: string;
+	/**
+	 * an SSH host key's fingerprint (SHA256:...) you checked: the first push to that host pins it
+	 */
+	trust_host_key?: string;
+}
+
+export interface PushResult {
+	remote_url: string;
+	branch: string;
+	commit: string;
+	status: 'created' | 'updated' | 'up_to_date';
+	credential: string;
+	remote?: string;
 }
 
 export interface RecordPage {
