@@ -48,6 +48,7 @@ type app struct {
 	sessions *sessions.Store
 	collab   *collab.Store
 	secrets  *secrets.Store
+	ship     *ship.Nodes
 	audit    *audit.Store
 	// The coalescer's goroutine turns file changes into `file` records.
 	stopCoal context.CancelFunc
@@ -142,8 +143,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		Sessions:        a.sessions,
 		Collab:          a.collab,
 		Secrets:         a.secrets,
-		Pusher:          ship.New(ship.Config{Secrets: a.secrets, AllowPrivate: cfg.GitAllowPrivate}),
-		Workspaces:      a.run,
+		Ship:            a.ship,
 		Audit:           a.audit,
 		Hub:             a.hub,
 		Runner:          a.run,
@@ -171,8 +171,8 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 // The lifecycle runner is the API's Runner.
 var _ api.Runner = (*runner.Runner)(nil)
 
-// The runner lends the API the nodes' workspaces to push from.
-var _ api.Workspaces = (*runner.Runner)(nil)
+// The runner lends the nodes' workspaces to push from.
+var _ ship.Workspaces = (*runner.Runner)(nil)
 
 // newRunner builds the container runtime, the agent-facing API (a listener
 // in each container's network namespace with Docker, one on the host's
@@ -247,8 +247,10 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		return err
 	}
 	a.run = run
+	// Pushes from the host, in the workspaces the runner lends (issue 21).
+	a.ship = ship.NewNodes(ship.New(ship.Config{Secrets: a.secrets, AllowPrivate: cfg.GitAllowPrivate}), a.sessions, run)
 	// The agent tools (issue 13): REST under /api/v1/, MCP at /mcp.
-	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout})
+	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Ship: a.ship, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout})
 	if err != nil {
 		return err
 	}

@@ -108,10 +108,8 @@ type Config struct {
 	Secrets *secrets.Store
 	Audit   *audit.Store
 	Hub     *hub.Hub[protocol.Record]
-	// Pusher pushes nodes' branches, in the workspaces Workspaces lends
-	// (both nil: push answers 503).
-	Pusher     *ship.Pusher
-	Workspaces Workspaces
+	// Ship pushes nodes' branches (nil: push answers 503).
+	Ship *ship.Nodes
 	// Runner runs the agents (nil: no runtime; inputs are only appended,
 	// start/stop answer 503, logs are empty).
 	Runner Runner

@@ -39,8 +39,7 @@ func TestPushRoute(t *testing.T) {
 	l := &lender{dir: ws}
 	var e *testEnv
 	e = newEnv(t, envOpts{secrets: bytes.Repeat([]byte{4}, secrets.KeySize), cfg: func(c *api.Config) {
-		c.Pusher = ship.New(ship.Config{Secrets: c.Secrets, AllowPrivate: true})
-		c.Workspaces = l
+		c.Ship = ship.NewNodes(ship.New(ship.Config{Secrets: c.Secrets, AllowPrivate: true}), c.Sessions, l)
 	}})
 	ctx := context.Background()
 	alice := e.account("alice")

@@ -311,6 +311,29 @@ export interface NodeList {
 	data: AgentNode[];
 }
 
+export interface NodePush {
+	/**
+	 * default: the session's git URL
+	 */
+	remote_url?: string;
+	/**
+	 * the remote branch; default filepath/<node name>
+	 */
+	branch?: string;
+	/**
+	 * what to push from the workspace: a branch, tag or commit (default HEAD)
+	 */
+	ref?: string;
+	/**
+	 * the name of the secret to use (default: the one whose host is the remote's)
+	 */
+	credential?: string;
+	/**
+	 * an SSH host key's fingerprint (SHA256:...) you checked: the first push to that host pins it
+	 */
+	trust_host_key?: string;
+}
+
 export interface PatchNodeRequest {
 	name?: string | null;
 	/**
@@ -338,29 +361,6 @@ export interface PatchSessionRequest {
 	 * the most US dollars of reported cost they may spend (null: unlimited)
 	 */
 	budget_usd?: number | null;
-}
-
-export interface PushRequest {
-	/**
-	 * default: the session's git URL
-	 */
-	remote_url?: string;
-	/**
-	 * the remote branch; default filepath/<node name>
-	 */
-	branch?: string;
-	/**
-	 * what to push from the workspace: a branch, tag or commit (default HEAD)
-	 */
-	ref?: string;
-	/**
-	 * the name of the secret to use (default: the one whose host is the remote's)
-	 */
-	credential?: string;
-	/**
-	 * an SSH host key's fingerprint (SHA256:...) you checked: the first push to that host pins it
-	 */
-	trust_host_key?: string;
 }
 
 export interface PushResult {
