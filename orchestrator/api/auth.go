@@ -120,8 +120,9 @@ var nodeKeyDenied = map[string]bool{
 	"DELETE " + apiPrefix + "/sessions/:id/secrets/:name": true,
 	// Pushing is the user's (an agent asks with request_push, approved
 	// in the inbox).
-	"POST " + apiPrefix + "/sessions/:id/nodes/:node/push": true,
-	"GET " + apiPrefix + "/sessions/:id/remote-host-key":   true,
+	"POST " + apiPrefix + "/sessions/:id/nodes/:node/push":         true,
+	"POST " + apiPrefix + "/sessions/:id/nodes/:node/pull-request": true,
+	"GET " + apiPrefix + "/sessions/:id/remote-host-key":           true,
 	// The audit log names paths outside a node's allowed_paths.
 	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
 	// The approvals inbox is the user's: an agent never answers, nor reads

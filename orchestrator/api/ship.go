@@ -14,6 +14,7 @@ import (
 func shipRoutes() []route {
 	return []route{
 		op(http.MethodPost, "/sessions/:id/nodes/:node/push", (*Server).pushNode, opDoc{summary: "Push the node's commits (its workspace's HEAD, or ref) to a branch of the session's git remote or another URL, from the server with one of your credentials (HTTPS or SSH): no credential enters a container. 412 (field trust_host_key): a new SSH host, its key's fingerprint in the message; 409: the remote refused (its words in the message); 422 with field credential: none fits, or the remote refused it", status: 200, req: ship.NodePush{}}),
+		op(http.MethodPost, "/sessions/:id/nodes/:node/pull-request", (*Server).pullRequest, opDoc{summary: "Open a pull request (GitHub, GitHub Enterprise) or merge request (GitLab) of the node's pushed branch with one of your forge tokens, or update the one open for the branch (updated: true); title and body default to a draft from the node's commits. 422 with field credential: no token fits or the forge refused it; 503: the forge is unreachable", status: 200, req: ship.NodePullRequest{}}),
 		op(http.MethodGet, "/sessions/:id/remote-host-key", (*Server).remoteHostKey, opDoc{summary: "The SSH host key an ssh:// remote presents, and whether you trust (pinned) it: shown for confirmation before the first push there", status: 200, query: hostKeyQuery{}}),
 	}
 }
@@ -54,4 +55,22 @@ func (s *Server) remoteHostKey(c echo.Context) (ship.HostKey, error) {
 		return ship.HostKey{}, err
 	}
 	return s.cfg.Ship.Pusher().ProbeHostKey(ctx, user(c).ID, remote)
+}
+
+func (s *Server) pullRequest(c echo.Context) (ship.PullRequest, error) {
+	var req ship.NodePullRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return ship.PullRequest{}, err
+	}
+	if s.cfg.Ship == nil {
+		return ship.PullRequest{}, s.noShip()
+	}
+	sid, nid := c.Param("id"), c.Param("node")
+	pr, err := s.cfg.Ship.OpenPullRequest(c.Request().Context(), user(c).ID, sid, nid, req)
+	if err != nil {
+		s.log.Info("pull request refused", "session", sid, "node", nid, "code", orchestrator.ErrorCode(err))
+		return pr, err
+	}
+	s.log.Info("pull request", "session", sid, "node", nid, "url", pr.URL, "updated", pr.Updated)
+	return pr, nil
 }

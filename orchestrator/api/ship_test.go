@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +86,34 @@ func TestPushRoute(t *testing.T) {
 	if _, _, field := r.errorOf(t); r.status != 422 || field != "branch" {
 		t.Fatalf("a bad branch: %d %s", r.status, r.body)
 	}
+	// The pull request, its title and body drafted from the commits.
+	var sent map[string]string
+	forge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "POST" || r.URL.Path != "/repos/o/r/pulls" || r.Header.Get("Authorization") != "Bearer ghp_route" {
+			w.WriteHeader(404)
+			return
+		}
+		json.NewDecoder(r.Body).Decode(&sent)
+		w.WriteHeader(201)
+		w.Write([]byte(`{"number":7,"html_url":"https://github.com/o/r/pull/7"}`))
+	}))
+	defer forge.Close()
+	if r = e.do("PUT", "/api/v1/secrets/gh", alice.key, `{"kind":"github_token","host":"github.com","value":"ghp_route"}`); r.status != 200 {
+		t.Fatalf("PUT token: %d %s", r.status, r.body)
+	}
+	prPath := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID + "/pull-request"
+	if r = e.do("POST", prPath, e.nodeKey(alice, s.ID, n.ID), `{}`); r.status != 403 {
+		t.Fatalf("a pull request with the node's key: %d", r.status)
+	}
+	r = e.do("POST", prPath, alice.key, `{"remote_url":"https://github.com/o/r.git","base":"main","api_base":"`+forge.URL+`"}`)
+	var pr ship.PullRequest
+	if r.status != 200 || json.Unmarshal(r.body, &pr) != nil || pr.URL != "https://github.com/o/r/pull/7" {
+		t.Fatalf("pull request: %d %s", r.status, r.body)
+	}
+	if sent["head"] != "filepath/fixer" || sent["title"] != "write fix.go" || !strings.Contains(sent["body"], "write fix.go") || sent["base"] != "main" {
+		t.Fatalf("the forge got %v", sent)
+	}
+
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.out == 0 || l.out != l.ret {

@@ -164,3 +164,40 @@ func (n *Nodes) Push(ctx context.Context, userID, sessionID, nodeID string, req 
 	return n.pusher.Push(ctx, PushRequest{UserID: userID, SessionID: sessionID, Dir: dir, RemoteURL: req.RemoteURL,
 		Branch: req.Branch, Ref: req.Ref, Credential: req.Credential, TrustHostKey: req.TrustHostKey})
 }
+
+// NodePullRequest opens a pull request of a node's pushed branch; empty
+// fields take their defaults.
+type NodePullRequest struct {
+	RemoteURL string `json:"remote_url,omitempty" jsonschema_description:"the repository (default: the session's git URL)"`
+	Branch    string `json:"branch,omitempty" jsonschema_description:"the pushed branch (default filepath/<node name>)"`
+	Base      string `json:"base,omitempty" jsonschema_description:"the branch to merge into (default: the repository's default branch)"`
+	Title     string `json:"title,omitempty" jsonschema_description:"default: the subject of the node's newest commit"`
+	Body      string `json:"body,omitempty" jsonschema_description:"default: the node's commits, newest first"`
+	// Credential names the token (default: the forge token for the host).
+	Credential string `json:"credential,omitempty" jsonschema_description:"the name of a github_token or gitlab_token secret (default: the one whose host is the remote's)"`
+	// APIBase is the forge's REST API root.
+	APIBase string `json:"api_base,omitempty" jsonschema_description:"the forge's REST API root (default: api.github.com for github.com, https://HOST/api/v3 for GitHub Enterprise with a github_token, https://HOST/api/v4 for GitLab)"`
+}
+
+// OpenPullRequest opens (or updates) the pull request of a node's pushed
+// branch as userID, drafting a missing title and body from its commits.
+func (n *Nodes) OpenPullRequest(ctx context.Context, userID, sessionID, nodeID string, req NodePullRequest) (PullRequest, error) {
+	push := NodePush{RemoteURL: req.RemoteURL, Branch: req.Branch}
+	if err := n.defaults(ctx, userID, sessionID, nodeID, &push); err != nil {
+		return PullRequest{}, err
+	}
+	if strings.TrimSpace(req.Title) == "" || strings.TrimSpace(req.Body) == "" {
+		plan, err := n.Plan(ctx, userID, sessionID, nodeID, push)
+		if err != nil {
+			return PullRequest{}, err
+		}
+		if strings.TrimSpace(req.Title) == "" && len(plan.Commits) > 0 {
+			_, req.Title, _ = strings.Cut(plan.Commits[0], " ")
+		}
+		if strings.TrimSpace(req.Body) == "" {
+			req.Body = "Commits:\n\n- " + strings.Join(plan.Commits, "\n- ") + "\n\nPushed from filepath."
+		}
+	}
+	return n.pusher.OpenPullRequest(ctx, PullRequestRequest{UserID: userID, SessionID: sessionID, RemoteURL: push.RemoteURL,
+		Branch: push.Branch, Base: req.Base, Title: req.Title, Body: req.Body, Credential: req.Credential, APIBase: req.APIBase})
+}

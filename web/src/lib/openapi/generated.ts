@@ -311,6 +311,37 @@ export interface NodeList {
 	data: AgentNode[];
 }
 
+export interface NodePullRequest {
+	/**
+	 * the repository (default: the session's git URL)
+	 */
+	remote_url?: string;
+	/**
+	 * the pushed branch (default filepath/<node name>)
+	 */
+	branch?: string;
+	/**
+	 * the branch to merge into (default: the repository's default branch)
+	 */
+	base?: string;
+	/**
+	 * default: the subject of the node's newest commit
+	 */
+	title?: string;
+	/**
+	 * default: the node's commits, newest first
+	 */
+	body?: string;
+	/**
+	 * the name of a github_token or gitlab_token secret (default: the one whose host is the remote's)
+	 */
+	credential?: string;
+	/**
+	 * the forge's REST API root (default: api.github.com for github.com, https://HOST/api/v3 for GitHub Enterprise with a github_token, https://HOST/api/v4 for GitLab)
+	 */
+	api_base?: string;
+}
+
 export interface NodePush {
 	/**
 	 * default: the session's git URL
@@ -361,6 +392,15 @@ export interface PatchSessionRequest {
 	 * the most US dollars of reported cost they may spend (null: unlimited)
 	 */
 	budget_usd?: number | null;
+}
+
+export interface PullRequest {
+	forge: 'github' | 'gitlab';
+	url: string;
+	number: number;
+	updated: boolean;
+	branch: string;
+	base: string;
 }
 
 export interface PushResult {
