@@ -232,6 +232,19 @@ func (s *Server) addTools(srv *mcp.Server) {
 				}
 			}
 		})
+	tool(s, srv, "request_pull_request", "Ask the person supervising the agents to open a pull request (GitHub) or merge request (GitLab) of your pushed branch, with your title and body (say what changed, why, and how you tested it). Approved, filepath opens it with the user's token (or updates the one open for the branch) and answers its URL. Waits for the answer.",
+		func(ctx context.Context, c orchestrator.Caller, in PullRequestAsk) (any, error) {
+			a, err := s.requestPullRequest(ctx, c, in)
+			if err != nil {
+				return nil, err
+			}
+			for {
+				p, err := s.pushApproved(ctx, c, a.ID, s.cfg.MaxPoll)
+				if err != nil || p.Approval.Status != protocol.ApprovalPending {
+					return p, err
+				}
+			}
+		})
 }
 
 func nonNil[T any](v []T) []T {

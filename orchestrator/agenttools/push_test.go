@@ -3,6 +3,9 @@ package agenttools_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -93,5 +96,51 @@ func TestRequestPush(t *testing.T) {
 	// Another agent cannot collect it.
 	if o := f.call("sibling", "POST", "/api/v1/push/"+id, nil); o.status != 404 {
 		t.Fatalf("another node collects the push: %d %s", o.status, o.raw)
+	}
+}
+
+// TestRequestPullRequest: an agent's request_pull_request shows its title
+// and body in the inbox; approved, the orchestrator opens it with the
+// user's token and the agent gets its URL.
+func TestRequestPullRequest(t *testing.T) {
+	var sec *secrets.Store
+	f := newFixture(t, func(c *agenttools.Config) {
+		sec = secrets.New(c.Store, secrets.Config{Key: bytes.Repeat([]byte{6}, secrets.KeySize)})
+		c.Ship = ship.NewNodes(ship.New(ship.Config{Secrets: sec, AllowPrivate: true}), c.Sessions, oneDir(t.TempDir()))
+	})
+	var sent map[string]string
+	forge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "POST" || r.URL.Path != "/repos/o/r/pulls" || r.Header.Get("Authorization") != "Bearer ghp_tools" {
+			w.WriteHeader(404)
+			return
+		}
+		json.NewDecoder(r.Body).Decode(&sent)
+		w.WriteHeader(201)
+		w.Write([]byte(`{"number":3,"html_url":"https://github.com/o/r/pull/3"}`))
+	}))
+	defer forge.Close()
+	if _, err := sec.Set(f.ctx, f.alice.ID, "", "gh", secrets.NewSecret{Kind: secrets.KindGitHubToken, Host: "github.com", Value: "ghp_tools"}); err != nil {
+		t.Fatal(err)
+	}
+	a := f.call("child", "POST", "/api/v1/pull-request", map[string]any{"branch": "feature", "base": "main", "title": "Fix it", "body": "Tested with go test."})
+	if a.status != 201 || a.body["kind"] != agenttools.KindPullRequest || !strings.Contains(a.body["detail"].(string), "Tested with go test.") {
+		t.Fatalf("request_pull_request: %d %s", a.status, a.raw)
+	}
+	id := a.body["id"].(string)
+	// The API base is the user's choice in the UI; the fake forge stands in
+	// for api.github.com here through the approval's stored request.
+	if _, err := f.st.SQL().ExecContext(f.ctx, `UPDATE approvals SET payload = json_set(payload, '$.api_base', ?) WHERE id = ?`, forge.URL, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.collab.AnswerApproval(f.ctx, f.alice.ID, f.sid, id, collab.Decision{Approve: true}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	p := f.call("child", "POST", "/api/v1/pull-request/"+id+"?wait=30s", nil)
+	pr, _ := p.body["pull_request"].(map[string]any)
+	if p.status != 200 || pr == nil || pr["url"] != "https://github.com/o/r/pull/3" {
+		t.Fatalf("approved: %d %s", p.status, p.raw)
+	}
+	if sent["head"] != "feature" || sent["title"] != "Fix it" || sent["body"] != "Tested with go test." || sent["base"] != "main" {
+		t.Fatalf("the forge got %v", sent)
 	}
 }
