@@ -66,16 +66,24 @@ var ownerCalls = map[string]ownerCall{
 	"POST /api/v1/sessions/:id/fs/_/grep": {body: `{"pattern":"hello"}`, status: 200},
 	"GET /api/v1/sessions/:id/fs/_/audit": {status: 200},
 
-	"GET /api/v1/sessions/:id/approvals":            {status: 200},
-	"POST /api/v1/sessions/:id/approvals/:approval": {body: `{"decision":"approve"}`, status: 404}, // no such approval (TestApprovalsInbox answers real ones)
-	"GET /api/v1/sessions/:id/nodes/:node/audit":    {status: 200},
-	"GET /api/v1/sessions/:id/nodes/:node/diff":     {status: 404}, // not a forked node (TestForkDiffMergeAPI has one)
-	"POST /api/v1/sessions/:id/nodes/:node/merge":   {status: 404},
-	"GET /api/v1/memories":                          {status: 200},
-	"GET /api/v1/sessions/:id/secrets":              {status: 200},
-	"PUT /api/v1/sessions/:id/secrets/:name":        {body: `{"value":"k"}`, status: 422}, // ":name" is no vendor key (TestSessionSecrets sets real ones)
-	"DELETE /api/v1/sessions/:id/secrets/:name":     {status: 404},
-	"DELETE /api/v1/memories/:memory":               {status: 404}, // no such memory (TestMemoriesAPI deletes real ones)
+	"GET /api/v1/sessions/:id/approvals":                 {status: 200},
+	"POST /api/v1/sessions/:id/approvals/:approval":      {body: `{"decision":"approve"}`, status: 404}, // no such approval (TestApprovalsInbox answers real ones)
+	"GET /api/v1/sessions/:id/nodes/:node/audit":         {status: 200},
+	"GET /api/v1/sessions/:id/nodes/:node/diff":          {status: 404}, // not a forked node (TestForkDiffMergeAPI has one)
+	"POST /api/v1/sessions/:id/nodes/:node/merge":        {status: 404},
+	"GET /api/v1/memories":                               {status: 200},
+	"GET /api/v1/sessions/:id/secrets":                   {status: 200},
+	"PUT /api/v1/sessions/:id/secrets/:name":             {body: `{"value":"k"}`, status: 422}, // ":name" is no vendor key (TestSessionSecrets sets real ones)
+	"DELETE /api/v1/sessions/:id/secrets/:name":          {status: 404},
+	"GET /api/v1/secrets":                                {status: 200},
+	"PUT /api/v1/secrets/:name":                          {body: `{"value":"k"}`, status: 422}, // no kind, and ":name" is no name
+	"DELETE /api/v1/secrets/:name":                       {status: 404},
+	"GET /api/v1/known-hosts":                            {status: 200},
+	"DELETE /api/v1/known-hosts/:host":                   {status: 404},
+	"POST /api/v1/sessions/:id/nodes/:node/push":         {body: `{}`, status: 503}, // no Ship in this server (TestPushRoute pushes)
+	"POST /api/v1/sessions/:id/nodes/:node/pull-request": {body: `{}`, status: 503},
+	"GET /api/v1/sessions/:id/remote-host-key":           {status: 503},
+	"DELETE /api/v1/memories/:memory":                    {status: 404}, // no such memory (TestMemoriesAPI deletes real ones)
 }
 
 var nodeKeyOpenRoutes = map[string]bool{
@@ -92,6 +100,9 @@ var nodeKeyDeniedRoutes = map[string]bool{
 	"GET /api/v1/sessions/:id/fs/_/audit":            true,
 	"GET /api/v1/sessions/:id/approvals":             true, "POST /api/v1/sessions/:id/approvals/:approval": true,
 	"GET /api/v1/sessions/:id/secrets": true, "PUT /api/v1/sessions/:id/secrets/:name": true, "DELETE /api/v1/sessions/:id/secrets/:name": true,
+	// Pushes and pull requests are the user's; an agent asks with request_push.
+	"POST /api/v1/sessions/:id/nodes/:node/push": true, "POST /api/v1/sessions/:id/nodes/:node/pull-request": true,
+	"GET /api/v1/sessions/:id/remote-host-key": true,
 }
 
 // apiRouteKeys returns "METHOD path" of every registered /api route.

@@ -23,7 +23,12 @@ type hostKeyQuery struct {
 	RemoteURL string `query:"remote_url" json:"remote_url,omitempty" jsonschema_description:"the ssh:// or user@host:path remote (default: the session's git URL)"`
 }
 
-func (s *Server) noShip() error {
+// noShip is the answer of a server without Ship, once the session is
+// known to be the user's.
+func (s *Server) noShip(c echo.Context) error {
+	if _, err := s.sessions.GetSession(c.Request().Context(), user(c).ID, c.Param("id")); err != nil {
+		return err
+	}
 	return orchestrator.Errorf(orchestrator.EUnavailable, "this server does not push (no runner)")
 }
 
@@ -33,7 +38,7 @@ func (s *Server) pushNode(c echo.Context) (ship.PushResult, error) {
 		return ship.PushResult{}, err
 	}
 	if s.cfg.Ship == nil {
-		return ship.PushResult{}, s.noShip()
+		return ship.PushResult{}, s.noShip(c)
 	}
 	sid, nid := c.Param("id"), c.Param("node")
 	res, err := s.cfg.Ship.Push(c.Request().Context(), user(c).ID, sid, nid, req)
@@ -47,7 +52,7 @@ func (s *Server) pushNode(c echo.Context) (ship.PushResult, error) {
 
 func (s *Server) remoteHostKey(c echo.Context) (ship.HostKey, error) {
 	if s.cfg.Ship == nil {
-		return ship.HostKey{}, s.noShip()
+		return ship.HostKey{}, s.noShip(c)
 	}
 	ctx := c.Request().Context()
 	remote, err := s.cfg.Ship.RemoteOf(ctx, user(c).ID, c.Param("id"), c.QueryParam("remote_url"))
@@ -63,7 +68,7 @@ func (s *Server) pullRequest(c echo.Context) (ship.PullRequest, error) {
 		return ship.PullRequest{}, err
 	}
 	if s.cfg.Ship == nil {
-		return ship.PullRequest{}, s.noShip()
+		return ship.PullRequest{}, s.noShip(c)
 	}
 	sid, nid := c.Param("id"), c.Param("node")
 	pr, err := s.cfg.Ship.OpenPullRequest(c.Request().Context(), user(c).ID, sid, nid, req)
