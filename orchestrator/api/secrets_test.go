@@ -207,6 +207,12 @@ func TestUserSecrets(t *testing.T) {
 	if r = e.do("DELETE", "/api/v1/secrets/github", bob.key, ""); r.status != 404 {
 		t.Errorf("bob deletes alice's: %d", r.status)
 	}
+	if r = e.do("DELETE", "/api/v1/secrets/corp", alice.key, ""); r.status != 204 {
+		t.Errorf("alice deletes hers: %d %s", r.status, r.body)
+	}
+	if _, err := e.secrets.Open(ctx, alice.user.ID, "", "corp"); err == nil {
+		t.Error("a deleted secret still opens")
+	}
 	if _, err := e.secrets.Open(ctx, bob.user.ID, "", "github"); err == nil {
 		t.Error("bob opens alice's secret")
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/internal/testkit/githttp"
+	"github.com/filepath-dev/filepath/internal/testkit/gitssh"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/ship"
 	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
@@ -112,6 +113,14 @@ func TestPushRoute(t *testing.T) {
 	}
 	if sent["head"] != "filepath/fixer" || sent["title"] != "write fix.go" || !strings.Contains(sent["body"], "write fix.go") || sent["base"] != "main" {
 		t.Fatalf("the forge got %v", sent)
+	}
+
+	// An SSH remote's host key, shown before the first push there.
+	sshSrv := gitssh.Serve(t, root)
+	r = e.do("GET", "/api/v1/sessions/"+s.ID+"/remote-host-key?remote_url="+sshSrv.URL("repo.git"), alice.key, "")
+	var hk ship.HostKey
+	if r.status != 200 || json.Unmarshal(r.body, &hk) != nil || hk.Pinned || !strings.HasPrefix(hk.Fingerprint, "SHA256:") {
+		t.Fatalf("remote host key: %d %s", r.status, r.body)
 	}
 
 	l.mu.Lock()
