@@ -123,8 +123,10 @@ var nodeKeyDenied = map[string]bool{
 	"POST " + apiPrefix + "/sessions/:id/nodes/:node/push":         true,
 	"POST " + apiPrefix + "/sessions/:id/nodes/:node/pull-request": true,
 	"GET " + apiPrefix + "/sessions/:id/remote-host-key":           true,
-	// The audit log names paths outside a node's allowed_paths.
+	// The audit logs name paths outside a node's allowed_paths, and the
+	// session's names every node's calls.
 	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
+	"GET " + apiPrefix + "/sessions/:id/audit":      true,
 	// The approvals inbox is the user's: an agent never answers, nor reads
 	// the other agents' requests.
 	"GET " + apiPrefix + "/sessions/:id/approvals":            true,

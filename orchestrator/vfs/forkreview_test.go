@@ -326,14 +326,7 @@ func TestLazyForkMergeThenChange(t *testing.T) {
 	}
 	wantContent(t, p, "/a/y", []byte("parent y"))
 	// the fork point is still the origin at the fork
-	d, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, ch := range d.Changes {
-		got[ch.Path] = ch.Op
-	}
+	got := diffOps(t, f, fk.ID)
 	want := map[string]string{"/a/x": treediff.Changed, "/b/hx": treediff.Changed, "/a/y": treediff.Changed, "/c/d/new": treediff.Added, "/b/sub": treediff.Added}
 	if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {
 		t.Fatalf("diff after merges: %v, want %v", sortedMap(got), sortedMap(want))

@@ -717,6 +717,20 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
+// mountCounting mounts the session through a countingFS, told of other
+// changes as the Manager's mounts are, until the test ends.
+func (e *env) mountCounting(t *testing.T) (*MountPoint, *countingFS) {
+	t.Helper()
+	testkit.RequireFUSE(t)
+	cfs := &countingFS{FS: e.fs}
+	m, err := Mount(ctxT(t), t.TempDir(), cfs, Options{Fanout: e.fanout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, cfs
+}
+
 // countingFS counts the VFS reads of file content and the lookups.
 type countingFS struct {
 	*vfs.FS
@@ -740,13 +754,7 @@ func (c *countingFS) ReadAt(ctx context.Context, ino int64, p []byte, off int64)
 // not reach the VFS, and reads the right bytes.
 func TestNewFileFromPageCache(t *testing.T) {
 	e := newEnv(t, vfs.Config{})
-	testkit.RequireFUSE(t)
-	cfs := &countingFS{FS: e.fs}
-	m, err := Mount(ctxT(t), t.TempDir(), cfs, Options{Fanout: e.fanout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m, cfs := e.mountCounting(t)
 	for i := 0; i < 3; i++ {
 		p := filepath.Join(m.Dir(), fmt.Sprintf("f%d", i))
 		want := fmt.Sprintf("content of file %d\n", i)
