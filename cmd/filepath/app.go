@@ -23,10 +23,12 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
+	"github.com/filepath-dev/filepath/orchestrator/ship"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
@@ -46,6 +48,8 @@ type app struct {
 	users    *identity.Store
 	sessions *sessions.Store
 	collab   *collab.Store
+	secrets  *secrets.Store
+	ship     *ship.Nodes
 	audit    *audit.Store
 	// The coalescer's goroutine turns file changes into `file` records.
 	stopCoal context.CancelFunc
@@ -99,7 +103,8 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	}
 	a.users = identity.New(a.st)
 	a.sessions = sessions.New(a.st, sessions.Config{MaxNodes: cfg.MaxAgents, MaxCheckTimeout: cfg.CheckTimeoutMax, DefaultBudget: cfg.LLM.Budget})
-	a.collab = collab.New(a.st, a.sessions, collab.Config{SecretsKey: secretsKey})
+	a.collab = collab.New(a.st, a.sessions, collab.Config{})
+	a.secrets = secrets.New(a.st, secrets.Config{Key: secretsKey})
 	a.audit = audit.New(a.st)
 	// The LLM gateway, served to agents on the agent-facing listener, and
 	// the model list of GET /api/v1/models.
@@ -148,6 +153,8 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		Users:           a.users,
 		Sessions:        a.sessions,
 		Collab:          a.collab,
+		Secrets:         a.secrets,
+		Ship:            a.ship,
 		Audit:           a.audit,
 		Hub:             a.hub,
 		Runner:          a.run,
@@ -177,6 +184,9 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 // The lifecycle runner is the API's Runner.
 var _ api.Runner = (*runner.Runner)(nil)
 
+// The runner lends the nodes' workspaces to push from.
+var _ ship.Workspaces = (*runner.Runner)(nil)
+
 // newRunner builds the container runtime, the agent-facing API (a listener
 // in each container's network namespace with Docker, one on the host's
 // loopback with the process runtime) and the lifecycle runner, with each
@@ -184,7 +194,7 @@ var _ api.Runner = (*runner.Runner)(nil)
 // directory with --workspace dir).
 func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	st, fsys, log := a.st, a.fsys, a.log
-	rcfg := runner.Config{Store: st, Users: a.users, Sessions: a.sessions, Collab: a.collab, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
+	rcfg := runner.Config{Store: st, Users: a.users, Sessions: a.sessions, Collab: a.collab, VendorKeys: a.secrets, DataDir: a.data, MaxLine: int(cfg.MaxLine), MailboxLen: cfg.Mailbox, Network: cfg.Network, Logger: log,
 		ProviderKeys:    func(p string) bool { return cfg.ProviderKeys[p] != "" },
 		CheckTimeout:    cfg.CheckTimeout,
 		GitAllowPrivate: cfg.GitAllowPrivate,
@@ -239,8 +249,10 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		return err
 	}
 	a.run = run
+	// Pushes from the host, in the workspaces the runner lends (issue 21).
+	a.ship = ship.NewNodes(ship.New(ship.Config{Secrets: a.secrets, AllowPrivate: cfg.GitAllowPrivate}), a.sessions, run)
 	// The agent tools (issue 13): REST under /api/v1/, MCP at /mcp.
-	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout, Files: a.files})
+	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Ship: a.ship, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout, Files: a.files})
 	if err != nil {
 		return err
 	}
@@ -426,7 +438,7 @@ func (a *app) Close() error {
 func loadSecretsKey(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		key := make([]byte, collab.SecretsKeySize)
+		key := make([]byte, secrets.KeySize)
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
@@ -451,8 +463,8 @@ func loadSecretsKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read the secrets key: %w", err)
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(key) != collab.SecretsKeySize {
-		return nil, fmt.Errorf("the secrets key %s is damaged: want %d hex-encoded bytes (remove it to make a new one; the secrets stored with the old one must then be set again)", path, collab.SecretsKeySize)
+	if err != nil || len(key) != secrets.KeySize {
+		return nil, fmt.Errorf("the secrets key %s is damaged: want %d hex-encoded bytes (remove it to make a new one; the secrets stored with the old one must then be set again)", path, secrets.KeySize)
 	}
 	return key, nil
 }

@@ -68,8 +68,11 @@ type Config struct {
 	Audit    *audit.Store              // required: the calls of the tools
 	Hub      *hub.Hub[protocol.Record] // required: waits follow the session log
 	Runner   Runner                    // required
-	Logger   *slog.Logger
-	Clock    Clock // nil: the real clock
+	// Ship pushes a node's commits once the person approved the agent's
+	// request_push (nil: request_push answers 503).
+	Ship   Shipper
+	Logger *slog.Logger
+	Clock  Clock // nil: the real clock
 	// ApprovalTimeout is how long a request waits for an answer before it
 	// is denied (DefaultApprovalTimeout).
 	ApprovalTimeout time.Duration

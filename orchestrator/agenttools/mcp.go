@@ -219,6 +219,33 @@ func (s *Server) addTools(srv *mcp.Server) {
 			}
 			return a, nil
 		})
+	tool(s, srv, "request_push", "Ask the person supervising the agents to push your commits (HEAD of /workspace, as it is now) to a branch of the session's git remote. They see the branch, the commits and your reason; approved, filepath pushes from outside your container (you never hold the credential) and answers the result: the branch, the commit, the remote's message. Waits for the answer.",
+		func(ctx context.Context, c orchestrator.Caller, in PushRequest) (any, error) {
+			a, err := s.requestPush(ctx, c, in)
+			if err != nil {
+				return nil, err
+			}
+			// Bounded by the request's own timeout, which denies it.
+			for {
+				p, err := s.pushApproved(ctx, c, a.ID, s.cfg.MaxPoll)
+				if err != nil || p.Approval.Status != protocol.ApprovalPending {
+					return p, err
+				}
+			}
+		})
+	tool(s, srv, "request_pull_request", "Ask the person supervising the agents to open a pull request (GitHub) or merge request (GitLab) of your pushed branch, with your title and body (say what changed, why, and how you tested it). Approved, filepath opens it with the user's token (or updates the one open for the branch) and answers its URL. Waits for the answer.",
+		func(ctx context.Context, c orchestrator.Caller, in PullRequestAsk) (any, error) {
+			a, err := s.requestPullRequest(ctx, c, in)
+			if err != nil {
+				return nil, err
+			}
+			for {
+				p, err := s.pushApproved(ctx, c, a.ID, s.cfg.MaxPoll)
+				if err != nil || p.Approval.Status != protocol.ApprovalPending {
+					return p, err
+				}
+			}
+		})
 }
 
 func nonNil[T any](v []T) []T {

@@ -132,6 +132,44 @@ func (s *Server) REST() http.Handler {
 		v, err := s.approvalWithdraw(r.Context(), c, r.PathValue("id"))
 		return http.StatusOK, v, err
 	})
+	handle("POST /api/v1/push", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
+		var in PushRequest
+		if err := decode(r.Body, &in); err != nil {
+			return 0, nil, err
+		}
+		a, err := s.requestPush(r.Context(), c, in)
+		return http.StatusCreated, a, err
+	})
+	handle("POST /api/v1/pull-request", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
+		var in PullRequestAsk
+		if err := decode(r.Body, &in); err != nil {
+			return 0, nil, err
+		}
+		a, err := s.requestPullRequest(r.Context(), c, in)
+		return http.StatusCreated, a, err
+	})
+	handle("POST /api/v1/pull-request/{id}", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
+		d, err := duration(r, "wait")
+		if err != nil {
+			return 0, nil, err
+		}
+		v, err := s.pushApproved(r.Context(), c, r.PathValue("id"), d)
+		if err == nil && v.PullRequest == nil {
+			return http.StatusAccepted, v, nil // still waiting for the answer
+		}
+		return http.StatusOK, v, err
+	})
+	handle("POST /api/v1/push/{id}", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
+		d, err := duration(r, "wait")
+		if err != nil {
+			return 0, nil, err
+		}
+		v, err := s.pushApproved(r.Context(), c, r.PathValue("id"), d)
+		if err == nil && v.Result == nil {
+			return http.StatusAccepted, v, nil // still waiting for the answer
+		}
+		return http.StatusOK, v, err
+	})
 	s.fileRoutes(handle)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern != "" {

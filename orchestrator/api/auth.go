@@ -118,6 +118,11 @@ var nodeKeyDenied = map[string]bool{
 	"GET " + apiPrefix + "/sessions/:id/secrets":          true,
 	"PUT " + apiPrefix + "/sessions/:id/secrets/:name":    true,
 	"DELETE " + apiPrefix + "/sessions/:id/secrets/:name": true,
+	// Pushing is the user's (an agent asks with request_push, approved
+	// in the inbox).
+	"POST " + apiPrefix + "/sessions/:id/nodes/:node/push":         true,
+	"POST " + apiPrefix + "/sessions/:id/nodes/:node/pull-request": true,
+	"GET " + apiPrefix + "/sessions/:id/remote-host-key":           true,
 	// The audit logs name paths outside a node's allowed_paths, and the
 	// session's names every node's calls.
 	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,

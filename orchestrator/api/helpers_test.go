@@ -22,6 +22,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
@@ -35,6 +36,7 @@ type testEnv struct {
 	users    *identity.Store
 	sessions *sessions.Store
 	collab   *collab.Store
+	secrets  *secrets.Store
 	audit    *audit.Store
 	hub      *hub.Hub[protocol.Record]
 	files    *vfs.VFS
@@ -72,7 +74,8 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 		t.Fatalf("open store: %v", err)
 	}
 	users, ss, aud := identity.New(st), sessions.New(st, sessions.Config{}), audit.New(st)
-	cs := collab.New(st, ss, collab.Config{SecretsKey: o.secrets})
+	cs := collab.New(st, ss, collab.Config{})
+	sec := secrets.New(st, secrets.Config{Key: o.secrets})
 	out := &testkit.Buffer{}
 	level := slog.LevelWarn
 	if os.Getenv("API_TEST_DEBUG") != "" {
@@ -91,6 +94,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 		Users:    users,
 		Sessions: ss,
 		Collab:   cs,
+		Secrets:  sec,
 		Audit:    aud,
 		Hub:      h,
 		Files:    files,
@@ -108,7 +112,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	e := &testEnv{t: t, srv: srv, st: st, users: users, sessions: ss, collab: cs, audit: aud, hub: h, files: files, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
+	e := &testEnv{t: t, srv: srv, st: st, users: users, sessions: ss, collab: cs, secrets: sec, audit: aud, hub: h, files: files, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
 	go func() { e.runErr <- srv.Run(ctx) }()
 	t.Cleanup(func() {
 		srv.Close()

@@ -18,6 +18,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/models"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
@@ -253,6 +254,8 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[vfs.AuditEntry]():      "FileAuditEntry",
 	reflect.TypeFor[models.List]():         "ModelList",
 	reflect.TypeFor[models.Provider]():     "ModelProvider",
+	reflect.TypeFor[secrets.Info]():        "SecretInfo",
+	reflect.TypeFor[secrets.KnownHost]():   "KnownHost",
 	reflect.TypeFor[files.Entry]():         "FileEntry",
 	reflect.TypeFor[files.Info]():          "FileDetail",
 	reflect.TypeFor[files.Bytes]():         "FileBytes",

@@ -84,9 +84,6 @@ func apiRoutes() []route {
 		{http.MethodDelete, "/sessions/:id", (*Server).deleteSession, opDoc{summary: "Delete a session with its nodes and log", status: 204}},
 		op(http.MethodPost, "/sessions/:id/start", (*Server).startSession, opDoc{summary: "Start the session's agents", status: 202}),
 		op(http.MethodPost, "/sessions/:id/stop", (*Server).stopSession, opDoc{summary: "Stop the session's agents", status: 202}),
-		op(http.MethodGet, "/sessions/:id/secrets", (*Server).listSecrets, opDoc{summary: "The session's secrets (vendor keys such as AMP_API_KEY) by name; values are never answered", status: 200}),
-		op(http.MethodPut, "/sessions/:id/secrets/:name", (*Server).putSecret, opDoc{summary: "Set a secret of the session: a vendor key an agent needs (AMP_API_KEY, CURSOR_API_KEY), stored encrypted and given only to the session's containers of that agent", status: 200, req: SetSecretRequest{}}),
-		{http.MethodDelete, "/sessions/:id/secrets/:name", (*Server).deleteSecret, opDoc{summary: "Delete a secret of the session", status: 204}},
 		op(http.MethodGet, "/sessions/:id/tree", (*Server).getTree, opDoc{summary: "The agent tree as a flat list", status: 200}),
 		{http.MethodGet, "/sessions/:id/stream", (*Server).stream, opDoc{summary: "WebSocket: one JSON Record per text message, replay after `after` then live; close 1013: too slow, reconnect with after=<last seq>; 1001: server shutting down; 4404: session deleted; 4422: after is beyond the session's last record (reload)", status: 101, query: streamQuery{}}},
 		op(http.MethodPost, "/sessions/:id/nodes", (*Server).createNode, opDoc{summary: "Create a node", status: 201, req: CreateNodeRequest{}}),
@@ -102,13 +99,13 @@ func apiRoutes() []route {
 
 // allRoutes is every /api/v1 route a server may serve.
 func allRoutes() []route {
-	return slices.Concat(apiRoutes(), collabRoutes(), fileRoutes(), forkRoutes(), changesRoutes(), filesRoutes(), fileToolRoutes(files.Builtins()))
+	return slices.Concat(apiRoutes(), collabRoutes(), secretRoutes(), shipRoutes(), fileRoutes(), forkRoutes(), changesRoutes(), filesRoutes(), fileToolRoutes(files.Builtins()))
 }
 
 // routeList is every /api/v1 route this server serves: apiRoutes, and the
 // session filesystem's when Config.Files is set.
 func (s *Server) routeList() []route {
-	rs := append(apiRoutes(), collabRoutes()...)
+	rs := slices.Concat(apiRoutes(), collabRoutes(), secretRoutes(), shipRoutes())
 	if s.cfg.Files != nil {
 		rs = append(rs, fileRoutes()...)
 		rs = append(rs, forkRoutes()...)

@@ -108,6 +108,14 @@ var ownerCalls = map[string]ownerCall{
 	"GET /api/v1/sessions/:id/nodes/:node/changes/download": {status: 200},
 	"GET /api/v1/sessions/:id/nodes/:node/download":         {status: 200},
 	"POST /api/v1/sessions/:id/nodes/:node/comments":        {body: `{"path":"src/a.txt","start_line":1,"end_line":1,"side":"new","lines":["+x"],"body":"why?"}`, status: 202},
+	"GET /api/v1/secrets":                                   {status: 200},
+	"PUT /api/v1/secrets/:name":                             {body: `{"value":"k"}`, status: 422}, // no kind, and ":name" is no name
+	"DELETE /api/v1/secrets/:name":                          {status: 404},
+	"GET /api/v1/known-hosts":                               {status: 200},
+	"DELETE /api/v1/known-hosts/:host":                      {status: 404},
+	"POST /api/v1/sessions/:id/nodes/:node/push":            {body: `{}`, status: 503}, // no Ship in this server (TestPushRoute pushes)
+	"POST /api/v1/sessions/:id/nodes/:node/pull-request":    {body: `{}`, status: 503},
+	"GET /api/v1/sessions/:id/remote-host-key":              {status: 503},
 }
 
 // The node-scoped file routes (/sessions/:id/nodes/:node/fs, a node's own
@@ -142,6 +150,9 @@ var nodeKeyDeniedRoutes = map[string]bool{
 	"GET /api/v1/sessions/:id/download": true, "GET /api/v1/sessions/:id/nodes/:node/changes": true,
 	"GET /api/v1/sessions/:id/nodes/:node/changes/file": true, "GET /api/v1/sessions/:id/nodes/:node/changes/download": true,
 	"GET /api/v1/sessions/:id/nodes/:node/download": true, "POST /api/v1/sessions/:id/nodes/:node/comments": true,
+	// Pushes and pull requests are the user's; an agent asks with request_push.
+	"POST /api/v1/sessions/:id/nodes/:node/push": true, "POST /api/v1/sessions/:id/nodes/:node/pull-request": true,
+	"GET /api/v1/sessions/:id/remote-host-key": true,
 }
 
 // apiRouteKeys returns "METHOD path" of every registered /api route.

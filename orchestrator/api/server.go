@@ -23,10 +23,12 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/models"
+	"github.com/filepath-dev/filepath/orchestrator/ship"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
@@ -104,8 +106,13 @@ type Config struct {
 	Users    *identity.Store
 	Sessions *sessions.Store
 	Collab   *collab.Store
-	Audit    *audit.Store
-	Hub      *hub.Hub[protocol.Record]
+	// Secrets keeps the users' secrets and pinned host keys (nil: a store
+	// without a key, which keeps none).
+	Secrets *secrets.Store
+	Audit   *audit.Store
+	Hub     *hub.Hub[protocol.Record]
+	// Ship pushes nodes' branches (nil: push answers 503).
+	Ship *ship.Nodes
 	// Runner runs the agents (nil: no runtime; inputs are only appended,
 	// start/stop answer 503, logs are empty).
 	Runner Runner
@@ -151,6 +158,9 @@ type Config struct {
 func (c *Config) setDefaults() error {
 	if c.Store == nil || c.Users == nil || c.Sessions == nil || c.Collab == nil || c.Audit == nil || c.Hub == nil {
 		return errors.New("api config: Store, Users, Sessions, Collab, Audit and Hub are required")
+	}
+	if c.Secrets == nil {
+		c.Secrets = secrets.New(c.Store, secrets.Config{})
 	}
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"
@@ -200,6 +210,7 @@ type Server struct {
 	users    *identity.Store
 	sessions *sessions.Store
 	collab   *collab.Store
+	secrets  *secrets.Store
 	audit    *audit.Store
 	hub      *hub.Hub[protocol.Record]
 	frames   frames // the streams' encodings of recent records, one per record
@@ -236,7 +247,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, users: cfg.Users, sessions: cfg.Sessions, collab: cfg.Collab,
-		audit: cfg.Audit, hub: cfg.Hub, files: cfg.FileTools, runDone: make(chan struct{})}
+		secrets: cfg.Secrets, audit: cfg.Audit, hub: cfg.Hub, files: cfg.FileTools, runDone: make(chan struct{})}
 	if cfg.Files != nil {
 		s.changes = changes.New(cfg.Files, cfg.Sessions, cfg.Store)
 	}

@@ -1,6 +1,7 @@
 // Package gitnet decides whether the orchestrator may fetch a session's git
-// repository from where its URL points, and builds the `git clone` command
-// that does so without the host's credentials.
+// repository from (or push a branch to) where its URL points, and builds the
+// `git clone` and `git push` commands that do so without the host's
+// credentials.
 //
 // A URL whose host resolves to a loopback, private, link-local, shared
 // (100.64.0.0/10) or unspecified address is refused unless the server allows
@@ -138,7 +139,7 @@ func Check(ctx context.Context, r Resolver, raw string, allowPrivate bool) error
 	return err
 }
 
-// Command is how to run one `git clone`.
+// Command is how to run one `git clone` or `git push`.
 type Command struct {
 	Args []string // after "git"
 	Env  []string // the whole environment
@@ -156,6 +157,42 @@ var passEnv = []string{"PATH", "http_proxy", "https_proxy", "no_proxy", "all_pro
 // With addrs (Resolve's answer) the connection is pinned to them; with
 // none (private hosts allowed) git resolves the host itself.
 func CloneCommand(raw string, t Target, addrs []netip.Addr, home string) Command {
+	c, target := command(raw, t, addrs, home, nil)
+	c.Args = append(c.Args, "clone", "--progress", "--", target, ".")
+	return c
+}
+
+// HostKeyAlias is the name a push's SSH connection checks the remote's host
+// key under: PushCommand's caller writes home/known_hosts with the one key
+// pinned for the remote under this name.
+const HostKeyAlias = "filepath-remote"
+
+// Push says how PushCommand authenticates.
+type Push struct {
+	// Header is an HTTP Authorization header's value (HTTPS remotes),
+	// given to git in its environment, never its arguments.
+	Header string
+	// KeyFile is an SSH private key's file (ssh remotes); home/known_hosts
+	// must pin the host's key under HostKeyAlias: any other key is refused.
+	KeyFile string
+	// HostKeyAlgorithms are the pinned key's algorithms (ssh's
+	// HostKeyAlgorithms), so the server presents that key.
+	HostKeyAlgorithms string
+}
+
+// PushCommand returns the command pushing refspec (src:dst) of the
+// repository in the current directory to raw, with the same destination
+// rules as CloneCommand (pinned to addrs, no redirects, no host
+// credentials, a minimal environment) and auth's credential.
+func PushCommand(raw string, t Target, addrs []netip.Addr, home, refspec string, auth Push) Command {
+	c, target := command(raw, t, addrs, home, &auth)
+	c.Args = append(c.Args, "push", "--porcelain", "--", target, refspec)
+	return c
+}
+
+// command is the part of a git command before its subcommand, and the URL
+// it connects to.
+func command(raw string, t Target, addrs []netip.Addr, home string, push *Push) (Command, string) {
 	args := []string{
 		// Only network protocols: no file://, no ext:: (runs a command).
 		"-c", "protocol.allow=never",
@@ -198,14 +235,26 @@ func CloneCommand(raw string, t Target, addrs []netip.Addr, home string) Command
 			sshHost = addrs[0].String()
 		}
 	}
-	args = append(args, "clone", "--progress", "--", target, ".")
 
 	ssh := []string{"ssh", "-F", "/dev/null", "-o", "IdentityAgent=none", "-o", "IdentitiesOnly=yes",
-		"-o", "IdentityFile=none", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new",
-		"-o", "UserKnownHostsFile=" + filepath.Join(home, "known_hosts")}
+		"-o", "BatchMode=yes", "-o", "UserKnownHostsFile=" + filepath.Join(home, "known_hosts")}
+	switch {
+	case push != nil && push.KeyFile != "":
+		// The one key pinned for this remote, under one name whatever the
+		// address connected to.
+		ssh = append(ssh, "-o", "IdentityFile="+push.KeyFile, "-o", "StrictHostKeyChecking=yes", "-o", "HostKeyAlias="+HostKeyAlias)
+		if push.HostKeyAlgorithms != "" {
+			ssh = append(ssh, "-o", "HostKeyAlgorithms="+push.HostKeyAlgorithms)
+		}
+	default:
+		ssh = append(ssh, "-o", "IdentityFile=none", "-o", "StrictHostKeyChecking=accept-new")
+		if sshHost != "" {
+			// The host key is still checked under the URL's host name.
+			ssh = append(ssh, "-o", "HostKeyAlias="+t.Host)
+		}
+	}
 	if sshHost != "" {
-		// The host key is still checked under the URL's host name.
-		ssh = append(ssh, "-o", "HostName="+sshHost, "-o", "HostKeyAlias="+t.Host)
+		ssh = append(ssh, "-o", "HostName="+sshHost)
 	}
 	env := []string{
 		"HOME=" + home,
@@ -217,12 +266,17 @@ func CloneCommand(raw string, t Target, addrs []netip.Addr, home string) Command
 		"GIT_SSH_VARIANT=ssh",
 		"LC_ALL=C",
 	}
+	if push != nil && push.Header != "" {
+		// In the environment (not the arguments, which any local user
+		// reads in ps) and only for this one command.
+		env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=Authorization: "+push.Header)
+	}
 	for _, k := range passEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
 	}
-	return Command{Args: args, Env: env}
+	return Command{Args: args, Env: env}, target
 }
 
 func hostLiteral(a netip.Addr) string {

@@ -23,6 +23,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/relay"
 )
@@ -78,12 +79,19 @@ type AgentAPI interface {
 	Close(nodeID string)
 }
 
+// VendorKeys opens a session's vendor keys; secrets.Store implements it.
+type VendorKeys interface {
+	// OpenForSession returns the secret name of sessionID's owner (the
+	// session's own, else the user's); ENotFound when there is none.
+	OpenForSession(ctx context.Context, sessionID, name string) (secrets.Secret, error)
+}
+
 // Config configures a Runner.
 type Config struct {
 	Store    *store.Store       // required: the sessions' logs
 	Users    *identity.Store    // required: the nodes' API keys
 	Sessions *sessions.Store    // required
-	Collab   *collab.Store      // required: approvals to withdraw, vendor secrets
+	Collab   *collab.Store      // required: approvals to withdraw
 	Runtime  containers.Runtime // required
 	DataDir  string             // required: nodes/<id> workspaces (plain), logs/<id>.log
 	// Workspaces replaces the plain per-node directories (the FUSE seam).
@@ -134,6 +142,11 @@ type Config struct {
 	CheckTimeout     time.Duration
 	CheckOutput      int
 	CheckConcurrency int
+	// VendorKeys opens the vendor key a catalog agent that runs on its
+	// vendor's service needs (orchestrator.Agent.VendorKey), as the
+	// session's owner holds it (secrets.Store); nil: such agents fail to
+	// start, naming the key.
+	VendorKeys VendorKeys
 	// Memories gives each agent session the memories relevant to its task
 	// (nil: none); MemoryLimit bounds them (DefaultMemoryLimit).
 	Memories    Memories
@@ -173,11 +186,14 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // relay watchers and parent notifications
 
-	mu     sync.Mutex // guards relays, starting, continuing, startErr, deleting, reconciling and closed
+	mu     sync.Mutex // guards relays, starting, lent, continuing, startErr, deleting, reconciling and closed
 	relays map[string]*relay.Relay
 	// starting holds the nodes whose agent is being started: its container
 	// is created, its health checks run, it has no relay yet.
 	starting map[string]*startJob
+	// lent counts the loans of each node's workspace (Workspace): a lent
+	// workspace is not unmounted when its container exits.
+	lent map[string]int
 	// continuing holds the nodes whose agent exited after a handoff: the
 	// end of its relay starts the continuation.
 	continuing map[string]bool
@@ -252,7 +268,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{cfg: cfg, st: cfg.Store, users: cfg.Users, sessions: cfg.Sessions, collab: cfg.Collab, rt: cfg.Runtime, ws: ws, logs: logs, log: cfg.Logger, instance: instance,
-		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}, starting: map[string]*startJob{},
+		ctx: ctx, cancel: cancel, relays: map[string]*relay.Relay{}, starting: map[string]*startJob{}, lent: map[string]int{},
 		continuing: map[string]bool{}, startErr: map[string]string{}, checkSem: make(chan struct{}, cfg.CheckConcurrency)}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 	"github.com/filepath-dev/filepath/protocol"
@@ -31,6 +32,7 @@ type env struct {
 	users    *identity.Store
 	sessions *sessions.Store
 	collab   *collab.Store
+	secrets  *secrets.Store
 	pub      *storetest.Recorder // every record the store publishes, in order
 	rt       *containers.Docker  // newEnv's runtime
 	proc     *containers.Process // newProcessEnv's
@@ -900,12 +902,14 @@ func TestMessageWhileStopping(t *testing.T) {
 	}
 }
 
-// withNouns sets cfg's Users, Sessions and Collab to the store's noun
-// packages over cfg.Store (default limits; the tests' secrets key).
+// withNouns sets cfg's Users, Sessions, Collab and VendorKeys to the
+// store's noun packages over cfg.Store (default limits; the tests'
+// secrets key).
 func withNouns(cfg Config) Config {
 	ss := sessions.New(cfg.Store, sessions.Config{})
 	cfg.Users, cfg.Sessions = identity.New(cfg.Store), ss
-	cfg.Collab = collab.New(cfg.Store, ss, collab.Config{SecretsKey: testSecretsKey})
+	cfg.Collab = collab.New(cfg.Store, ss, collab.Config{})
+	cfg.VendorKeys = secrets.New(cfg.Store, secrets.Config{Key: testSecretsKey})
 	return cfg
 }
 
@@ -913,6 +917,7 @@ func withNouns(cfg Config) Config {
 func (e *env) useStore(st *store.Store) {
 	nouns := withNouns(Config{Store: st})
 	e.st, e.users, e.sessions, e.collab = st, nouns.Users, nouns.Sessions, nouns.Collab
+	e.secrets = nouns.VendorKeys.(*secrets.Store)
 }
 
 // TestAgentStatusImage: with Docker, a catalog agent whose image is not on

@@ -9,6 +9,7 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
@@ -409,20 +410,28 @@ func (r *Runner) AgentStatus(ctx context.Context, a orchestrator.Agent) (reason,
 }
 
 // vendorKey is the environment giving a catalog agent that runs on its
-// vendor's service (Agent.VendorKey) its key, a secret of the session; an
-// error naming the key when the session has none.
+// vendor's service (Agent.VendorKey) its key, a secret of the session's
+// owner (the session's own, else the user's); an error naming the key when
+// there is none. Only an agent of that type gets it.
 func (r *Runner) vendorKey(ctx context.Context, node sessions.Node) (map[string]string, error) {
 	agent, ok := orchestrator.AgentByType(node.AgentType)
 	if node.AgentType == AgentCustom || !ok || agent.VendorKey == "" {
 		return nil, nil
 	}
-	v, err := r.collab.OpenSessionSecret(ctx, node.SessionID, agent.VendorKey)
+	missing := orchestrator.FieldErrorf("agent_type", "the %s agent runs on %s's own service and needs %s: add it in Settings (or on the session: PUT /api/v1/sessions/%s/secrets/%s, or in the spawn dialog) and send the node a message",
+		agent.Type, agent.Name, agent.VendorKey, node.SessionID, agent.VendorKey)
+	if r.cfg.VendorKeys == nil {
+		return nil, missing
+	}
+	v, err := r.cfg.VendorKeys.OpenForSession(ctx, node.SessionID, agent.VendorKey)
 	if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
-		return nil, orchestrator.FieldErrorf("agent_type", "the %s agent runs on %s's own service and needs %s: set it on the session (PUT /api/v1/sessions/%s/secrets/%s, or in the spawn dialog) and send the node a message",
-			agent.Type, agent.Name, agent.VendorKey, node.SessionID, agent.VendorKey)
+		return nil, missing
 	}
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{agent.VendorKey: v}, nil
+	if v.Kind != secrets.KindVendor {
+		return nil, orchestrator.FieldErrorf("agent_type", "the secret %s is a %s, not a vendor key: set %s again as the %s key", agent.VendorKey, v.Kind, agent.VendorKey, agent.Name)
+	}
+	return map[string]string{agent.VendorKey: v.Value}, nil
 }

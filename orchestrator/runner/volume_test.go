@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
-	"github.com/filepath-dev/filepath/orchestrator/store/collab"
+	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -81,7 +81,7 @@ func TestStateVolumePerNode(t *testing.T) {
 	}
 }
 
-var testSecretsKey = bytes.Repeat([]byte{3}, collab.SecretsKeySize)
+var testSecretsKey = bytes.Repeat([]byte{3}, secrets.KeySize)
 
 // imageSwap runs every agent in the test image, remembering each agent
 // container's environment: the catalog's amp image is not built here, and
@@ -97,8 +97,9 @@ func (s *imageSwap) Create(ctx context.Context, spec containers.Spec) (string, e
 
 // TestVendorKeyGoesToTheContainerOnly: an amp node of a session without
 // AMP_API_KEY does not start, its error naming the key (and not a
-// container made); with the key set on the session it starts with the key
-// in its environment, and no record holds it.
+// container made); with the key set as the user's it starts with the key
+// in its environment, and no record holds it; a key set on the session
+// overrides the user's at the next start.
 func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 	rec := &imageSwap{}
 	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
@@ -122,7 +123,7 @@ func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 		t.Fatalf("%d agent containers made, want the root's only", made)
 	}
 	const key = "sgamp_runner-test-KEY-77"
-	if _, err := e.collab.SetSessionSecret(e.ctx, e.uid, e.sid, "AMP_API_KEY", key); err != nil {
+	if _, err := e.secrets.Set(e.ctx, e.uid, "", "AMP_API_KEY", secrets.NewSecret{Value: key}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.r.StartNode(e.ctx, e.uid, e.sid, amp.ID); err != nil {
@@ -135,9 +136,24 @@ func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 	if env := rec.env(t, 0); env["AMP_API_KEY"] != "" {
 		t.Fatal("the root (not amp) got the key")
 	}
+	const sessionKey = "sgamp_session-KEY-88"
+	if _, err := e.secrets.Set(e.ctx, e.uid, e.sid, "AMP_API_KEY", secrets.NewSecret{Value: sessionKey}); err != nil {
+		t.Fatal(err)
+	}
+	amp2, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "amp2", AgentType: "amp", ParentID: &root.ID, Task: "echo amp2 ready"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.r.StartNode(e.ctx, e.uid, e.sid, amp2.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("amp2 ready", func() bool { return hasText(e.records(amp2.ID), "amp2 ready") })
+	if env := rec.env(t, 2); env["AMP_API_KEY"] != sessionKey {
+		t.Fatalf("with the session's own key set, the next amp container's AMP_API_KEY is %q", env["AMP_API_KEY"])
+	}
 	recs, _ := e.st.Records(e.ctx, e.sid, 0, 10000, "")
 	for _, r := range recs {
-		if strings.Contains(string(r.Data), key) {
+		if strings.Contains(string(r.Data), key) || strings.Contains(string(r.Data), sessionKey) {
 			t.Errorf("record %d holds the key: %s", r.Seq, r.Data)
 		}
 	}

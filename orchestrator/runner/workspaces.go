@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/filepath-dev/filepath/containers"
 )
@@ -39,7 +40,14 @@ func (r *Runner) LiveNodes(ctx context.Context) ([]string, error) {
 
 // releaseWorkspace unmounts the workspace of a node whose container is gone
 // for good (it exited, or never started); its next start mounts it again.
+// A workspace lent by Workspace stays until it is given back.
 func (r *Runner) releaseWorkspace(nodeID string) {
+	r.mu.Lock()
+	lent := r.lent[nodeID] > 0
+	r.mu.Unlock()
+	if lent {
+		return
+	}
 	if err := r.ws.Unmount(nodeID); err != nil {
 		r.log.Warn("unmount workspace", "node", nodeID, "err", err)
 	}
@@ -65,3 +73,33 @@ func (p plainDirs) Mount(_ context.Context, nodeID string) (string, error) {
 }
 
 func (p plainDirs) Unmount(string) error { return nil }
+
+// Workspace lends the host directory of nodeID's workspace (mounting it
+// when its agent does not run) to the orchestrator's own work on it, such
+// as a push; release gives it back, unmounting it unless the agent runs by
+// then or another loan holds it.
+func (r *Runner) Workspace(ctx context.Context, nodeID string) (dir string, release func(), err error) {
+	r.mu.Lock()
+	r.lent[nodeID]++
+	r.mu.Unlock()
+	giveBack := func() {
+		r.mu.Lock()
+		r.lent[nodeID]--
+		last := r.lent[nodeID] == 0
+		if last {
+			delete(r.lent, nodeID)
+		}
+		running := r.relays[nodeID] != nil || r.starting[nodeID] != nil
+		r.mu.Unlock()
+		if last && !running {
+			r.releaseWorkspace(nodeID)
+		}
+	}
+	dir, err = r.ws.Mount(ctx, nodeID)
+	if err != nil {
+		giveBack()
+		return "", nil, fmt.Errorf("mount the workspace of node %s: %w", nodeID, err)
+	}
+	var once sync.Once
+	return dir, func() { once.Do(giveBack) }, nil
+}

@@ -44,6 +44,9 @@ type Approval struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	ExpiresAt  time.Time  `json:"expires_at"`
 	AnsweredAt *time.Time `json:"answered_at" jsonschema:"nullable"`
+	// Payload is what the orchestrator does itself once the request is
+	// approved (JSON; "" : the agent acts): never answered.
+	Payload string `json:"-"`
 }
 
 // NewApproval is an agent's request.
@@ -54,6 +57,8 @@ type NewApproval struct {
 	Kind      string
 	// Timeout is how long it waits for an answer before it is denied.
 	Timeout time.Duration
+	// Payload is Approval.Payload.
+	Payload string
 }
 
 // Decision is a user's answer to a request.
@@ -79,16 +84,17 @@ type approvalRow struct {
 	CreatedAt  int64
 	ExpiresAt  int64
 	AnsweredAt *int64
+	Payload    string
 }
 
 const approvalSelect = `SELECT a.id, a.session_id, a.node_id, COALESCE(n.name, '') AS node_name, a.request_id, a.action,
-	a.detail, a.kind, a.status, a.answered_by, a.always, a.created_at, a.expires_at, a.answered_at
+	a.detail, a.kind, a.status, a.answered_by, a.always, a.created_at, a.expires_at, a.answered_at, a.payload
 	FROM approvals a LEFT JOIN agent_node n ON n.id = a.node_id`
 
 func (r approvalRow) approval() Approval {
 	return Approval{ID: r.ID, SessionID: r.SessionID, NodeID: r.NodeID, NodeName: r.NodeName, RequestID: r.RequestID,
 		Action: r.Action, Detail: r.Detail, Kind: r.Kind, Status: r.Status, AnsweredBy: r.AnsweredBy, Always: r.Always,
-		CreatedAt: store.FromMillis(r.CreatedAt), ExpiresAt: store.FromMillis(r.ExpiresAt), AnsweredAt: store.FromMillisPtr(r.AnsweredAt)}
+		CreatedAt: store.FromMillis(r.CreatedAt), ExpiresAt: store.FromMillis(r.ExpiresAt), AnsweredAt: store.FromMillisPtr(r.AnsweredAt), Payload: r.Payload}
 }
 
 // Record is the approval as its system records carry it.
@@ -147,7 +153,7 @@ func (s *Store) RequestApproval(ctx context.Context, sessionID, nodeID string, i
 		}
 		now := tx.Now()
 		a = Approval{ID: store.NewID(), SessionID: sessionID, NodeID: nodeID, NodeName: node.Name, RequestID: in.RequestID,
-			Action: in.Action, Detail: in.Detail, Kind: in.Kind, Status: protocol.ApprovalPending,
+			Action: in.Action, Detail: in.Detail, Kind: in.Kind, Status: protocol.ApprovalPending, Payload: in.Payload,
 			CreatedAt: store.FromMillis(store.Millis(now)), ExpiresAt: store.FromMillis(store.Millis(now.Add(in.Timeout)))}
 		text := fmt.Sprintf("%s asks: %s", a.NodeName, cutText(a.Action, 200))
 		switch policies[in.Kind] {
@@ -164,9 +170,9 @@ func (s *Store) RequestApproval(ctx context.Context, sessionID, nodeID string, i
 			answered = &v
 		}
 		if err := g.Exec(`INSERT INTO approvals (id, session_id, node_id, request_id, action, detail, kind, status, answered_by,
-			created_at, expires_at, answered_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+			created_at, expires_at, answered_at, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			a.ID, sessionID, nodeID, a.RequestID, a.Action, a.Detail, a.Kind, a.Status, a.AnsweredBy,
-			store.Millis(a.CreatedAt), store.Millis(a.ExpiresAt), answered).Error; err != nil {
+			store.Millis(a.CreatedAt), store.Millis(a.ExpiresAt), answered, a.Payload).Error; err != nil {
 			if store.IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
 				return store.NotFound("node", nodeID)
 			}

@@ -1,8 +1,8 @@
 // Package collab keeps what a session's agents share with people and with
-// each other beyond the log: requests for approval and their answers,
-// memories kept per repository, and the session's sealed vendor secrets.
+// each other beyond the log: requests for approval and their answers, and
+// memories kept per repository.
 //
-//	New(*store.Store, *sessions.Store, Config{SecretsKey}) *Store
+//	New(*store.Store, *sessions.Store, Config{}) *Store
 //
 //	RequestApproval(ctx, sessionID, nodeID, NewApproval) (Approval, created bool, error)   // + its system record
 //	GetApproval(ctx, sessionID, id); Approvals(ctx, userID, sessionID, status, limit)
@@ -14,9 +14,7 @@
 //	SetMemory(ctx, userID, repo, key, text, sessionID, nodeID) (Memory, error)   // kv_store upsert
 //	Memories(ctx, userID, repo *string, limit); SearchMemories(ctx, userID, repo, query, limit) ([]Memory, error)
 //	GetMemory(ctx, userID, id) (Memory, error); DeleteMemory(ctx, userID, id) error
-//
-//	SetSessionSecret(ctx, userID, sessionID, name, value) (SecretInfo, error)   // sealed with Config.SecretsKey (AES-256-GCM)
-//	SessionSecrets(ctx, userID, sessionID); DeleteSessionSecret(...); OpenSessionSecret(ctx, sessionID, name) (string, error)
+
 package collab
 
 import (
@@ -29,14 +27,10 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 )
 
-// Config configures New.
-type Config struct {
-	// SecretsKey (SecretsKeySize bytes) seals the sessions' secrets (vendor
-	// keys); nil: secrets cannot be stored or read.
-	SecretsKey []byte
-}
+// Config configures New (nothing yet).
+type Config struct{}
 
-// Store keeps approvals, memories and secrets in the store's database. It
+// Store keeps approvals and memories in the store's database. It
 // is safe for concurrent use.
 type Store struct {
 	st       *store.Store
@@ -47,7 +41,7 @@ type Store struct {
 	rsql     *sql.DB  // the read pool
 }
 
-// New returns the approvals, memories and secrets kept in st for the
+// New returns the approvals and memories kept in st for the
 // sessions of ss.
 func New(st *store.Store, ss *sessions.Store, cfg Config) *Store {
 	return &Store{st: st, sessions: ss, cfg: cfg, db: st.DB(), rdb: st.ReadDB(), rsql: st.ReadSQL()}

@@ -21,6 +21,10 @@ import type {
 	FileDiff,
 	Me,
 	MoveNodeRequest,
+	NodePullRequest,
+	NodePush,
+	PullRequest,
+	PushResult,
 	NodeList,
 	RecordPage,
 	SecretInfo,
@@ -144,6 +148,12 @@ export const api = {
 		((await request<SecretInfoList>(`${s(id)}/secrets`)).data ?? []).map((x) => x.name),
 	setSecret: (id: string, name: string, value: string) =>
 		request<SecretInfo>(`${s(id)}/secrets/${enc(name)}`, { method: 'PUT', body: { value } }),
+	/** Push a node's commits from the server with one of the user's credentials. */
+	push: (id: string, node: string, body: NodePush) =>
+		request<PushResult>(`${s(id)}/nodes/${enc(node)}/push`, { method: 'POST', body }),
+	/** Open (or update) the pull request of a node's pushed branch. */
+	pullRequest: (id: string, node: string, body: NodePullRequest) =>
+		request<PullRequest>(`${s(id)}/nodes/${enc(node)}/pull-request`, { method: 'POST', body }),
 	startSession: (id: string) => request<Session>(`${s(id)}/start`, { method: 'POST' }),
 	stopSession: (id: string) => request<Session>(`${s(id)}/stop`, { method: 'POST' }),
 

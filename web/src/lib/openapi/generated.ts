@@ -456,6 +456,14 @@ export interface GrepResult {
 	truncated: boolean;
 }
 
+export interface HostKey {
+	host: string;
+	key_type: string;
+	fingerprint: string;
+	pinned: boolean;
+	pinned_other?: boolean;
+}
+
 export interface InsertLinesArgs {
 	/**
 	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
@@ -511,6 +519,18 @@ export interface KVValue {
 	value: {
 		[k: string]: unknown | undefined;
 	};
+}
+
+export interface KnownHost {
+	host: string;
+	key_type: string;
+	public_key: string;
+	fingerprint: string;
+	created_at: string;
+}
+
+export interface KnownHostList {
+	data: KnownHost[];
 }
 
 export interface LineCount {
@@ -585,6 +605,60 @@ export interface NodeList {
 	data: AgentNode[];
 }
 
+export interface NodePullRequest {
+	/**
+	 * the repository (default: the session's git URL)
+	 */
+	remote_url?: string;
+	/**
+	 * the pushed branch (default filepath/<node name>)
+	 */
+	branch?: string;
+	/**
+	 * the branch to merge into (default: the repository's default branch)
+	 */
+	base?: string;
+	/**
+	 * default: the subject of the node's newest commit
+	 */
+	title?: string;
+	/**
+	 * default: the node's commits, newest first
+	 */
+	body?: string;
+	/**
+	 * the name of a github_token or gitlab_token secret (default: the one whose host is the remote's)
+	 */
+	credential?: string;
+	/**
+	 * the forge's REST API root (default: api.github.com for github.com, https://HOST/api/v3 for GitHub Enterprise with a github_token, https://HOST/api/v4 for GitLab)
+	 */
+	api_base?: string;
+}
+
+export interface NodePush {
+	/**
+	 * default: the session's git URL
+	 */
+	remote_url?: string;
+	/**
+	 * the remote branch; default filepath/<node name>
+	 */
+	branch?: string;
+	/**
+	 * what to push from the workspace: a branch, tag or commit (default HEAD)
+	 */
+	ref?: string;
+	/**
+	 * the name of the secret to use (default: the one whose host is the remote's)
+	 */
+	credential?: string;
+	/**
+	 * an SSH host key's fingerprint (SHA256:...) you checked: the first push to that host pins it
+	 */
+	trust_host_key?: string;
+}
+
 export interface PatchNodeRequest {
 	name?: string | null;
 	/**
@@ -612,6 +686,24 @@ export interface PatchSessionRequest {
 	 * the most US dollars of reported cost they may spend (null: unlimited)
 	 */
 	budget_usd?: number | null;
+}
+
+export interface PullRequest {
+	forge: 'github' | 'gitlab';
+	url: string;
+	number: number;
+	updated: boolean;
+	branch: string;
+	base: string;
+}
+
+export interface PushResult {
+	remote_url: string;
+	branch: string;
+	commit: string;
+	status: 'created' | 'updated' | 'up_to_date';
+	credential: string;
+	remote?: string;
 }
 
 export interface ReadBytesArgs {
@@ -704,8 +796,15 @@ export interface SearchTextArgs {
 
 export interface SecretInfo {
 	name: string;
+	kind: 'vendor' | 'git_https' | 'git_ssh' | 'github_token' | 'gitlab_token';
+	scope: 'user' | 'session';
+	session_id?: string;
+	host?: string;
+	username?: string;
+	public_key?: string;
 	created_at: string;
 	updated_at: string;
+	used_at?: string;
 }
 
 export interface SecretInfoList {
@@ -718,9 +817,21 @@ export interface SessionList {
 
 export interface SetSecretRequest {
 	/**
-	 * the key; write-only: never answered
+	 * the secret (an SSH key: its PEM or OpenSSH text); write-only: never answered
 	 */
 	value: string;
+	/**
+	 * default: vendor for a vendor key's name; else required
+	 */
+	kind?: 'vendor' | 'git_https' | 'git_ssh' | 'github_token' | 'gitlab_token';
+	/**
+	 * the host the credential is for, e.g. github.com (a push or pull request there picks it)
+	 */
+	host?: string;
+	/**
+	 * git_https: the user name (default for a token: x-access-token)
+	 */
+	username?: string;
 }
 
 export interface SignalRequest {
