@@ -40,16 +40,25 @@ func fileToolRoutes(tools []files.Tool) []route {
 			doc.summary += "; If-Match: <hash> gives if_match"
 		}
 		rs = append(rs, route{http.MethodPost, "/sessions/:id/fs/_/" + t.Route, toolHandler(t.Name), doc})
+		// and on a node's workspace (its fork, or the session's), as the
+		// other file routes are
+		nd := doc
+		nd.summary = "The node's workspace (its fork, or the session's): " + doc.summary
+		rs = append(rs, route{http.MethodPost, "/sessions/:id/nodes/:node/fs/_/" + t.Route, toolHandler(t.Name), nd})
 	}
 	return rs
 }
 
 // filesRoutes are the routes of orchestrator/files besides the tools'.
 func filesRoutes() []route {
+	upload := opDoc{summary: "Upload files (multipart/form-data: each file part goes to dir/<its filename>, which may name subdirectories; streamed, never held whole; 413 names the per-file limit or the session's quota)", status: 201, query: uploadQuery{},
+		// the session's quota bounds the files; a part, the per-file limit
+		bodyLimit: func(s *Server) int64 { return s.cfg.Files.Config().SessionQuota + 1<<20 }}
+	nodeUpload := upload
+	nodeUpload.summary = "The node's workspace (its fork, or the session's): " + upload.summary
 	return []route{
-		op(http.MethodPost, "/sessions/:id/fs/_/upload", (*Server).fsUpload, opDoc{summary: "Upload files (multipart/form-data: each file part goes to dir/<its filename>, which may name subdirectories; streamed, never held whole; 413 names the per-file limit or the session's quota)", status: 201, query: uploadQuery{},
-			// the session's quota bounds the files; a part, the per-file limit
-			bodyLimit: func(s *Server) int64 { return s.cfg.Files.Config().SessionQuota + 1<<20 }}),
+		op(http.MethodPost, "/sessions/:id/fs/_/upload", (*Server).fsUpload, upload),
+		op(http.MethodPost, "/sessions/:id/nodes/:node/fs/_/upload", (*Server).fsUpload, nodeUpload),
 		op(http.MethodGet, "/sessions/:id/kv", (*Server).kvList, opDoc{summary: "The session's key-value store: its keys (without values), optionally those with a prefix", status: 200, query: kvListQuery{}}),
 		op(http.MethodGet, "/sessions/:id/kv/*", (*Server).kvGet, opDoc{summary: "A value of the session's key-value store (the path is the key, slashes and all)", status: 200}),
 		op(http.MethodPut, "/sessions/:id/kv/*", (*Server).kvPut, opDoc{summary: "Store a JSON value under a key (the path)", status: 200, req: KVPutRequest{}}),

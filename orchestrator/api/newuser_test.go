@@ -56,6 +56,20 @@ func TestNodeFiles(t *testing.T) {
 	if r := e.do(http.MethodGet, "/api/v1/sessions/"+s.ID+"/fs/only-in-fork.txt", alice.key, ""); r.status != http.StatusNotFound {
 		t.Fatalf("the fork's file is in the session's workspace: %d", r.status)
 	}
+	// an upload into the fork lands there, and a range of it comes back
+	body, ct := multipartBody(t, [2]string{"up.txt", "0123456789"})
+	if r := e.do(http.MethodPost, nodeFS+"/_/upload?dir=/in", alice.key, body, "Content-Type", ct); r.status != http.StatusCreated {
+		t.Fatalf("upload into the fork: %d %s", r.status, r.body)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		r := e.do(m, nodeFS+"/in/up.txt?download=true", alice.key, "", "Range", "bytes=2-4")
+		if r.status != http.StatusPartialContent || r.header.Get("Content-Range") != "bytes 2-4/10" || (m == http.MethodGet && string(r.body) != "234") {
+			t.Fatalf("%s a range of the fork's upload: %d %q %q", m, r.status, r.header.Get("Content-Range"), r.body)
+		}
+	}
+	if r := e.do(http.MethodGet, "/api/v1/sessions/"+s.ID+"/fs/in/up.txt", alice.key, ""); r.status != http.StatusNotFound {
+		t.Fatalf("the fork's upload is in the session's workspace: %d", r.status)
+	}
 	// the root works on the session's workspace
 	if r := e.do(http.MethodGet, "/api/v1/sessions/"+s.ID+"/nodes/"+root.ID+"/fs/shared.txt", alice.key, ""); r.status != http.StatusOK {
 		t.Fatalf("the root's workspace: %d %s", r.status, r.body)
