@@ -17,6 +17,7 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
+	"github.com/filepath-dev/filepath/orchestrator/egress"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
@@ -144,6 +145,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		Stdout:          stdout,
 		AllowedOrigins:  cfg.AllowedOrigins,
 		TrustedProxies:  cfg.TrustedProxies,
+		PublicURL:       cfg.PublicURL,
 		SessionTTL:      cfg.SessionTTL,
 		MaxBody:         cfg.MaxBody,
 		Files:           a.fsys,
@@ -177,6 +179,16 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		GitAllowPrivate: cfg.GitAllowPrivate,
 		Memories:        memories{a.collab}}
 	acfg := agentapi.Config{Auth: a.users, Logger: log}
+	if cfg.Egress {
+		// The proxy asks the agent tools (made below, before any agent
+		// starts) about hosts off the operator's list.
+		px, err := egress.New(egress.Config{Allow: cfg.EgressAllow, AllowPrivate: cfg.EgressAllowPrivate, Logger: log,
+			Policy: lazyPolicy{&a.tools}, Audit: auditEgress(a.audit, log)})
+		if err != nil {
+			return err
+		}
+		acfg.Egress = px
+	}
 	switch cfg.Runtime {
 	case "process":
 		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(a.data, "proc"), Logger: log})

@@ -27,6 +27,7 @@ const (
 	SourceTool    = "tool"    // a tool event's start and its done or error
 	SourceCommand = "command" // a command event's start and its done or error
 	SourceAPI     = "api"     // a call of the agent API
+	SourceNetwork = "network" // a connection through the egress proxy
 )
 
 // Audit bounds.
@@ -42,15 +43,16 @@ const (
 type ToolCall struct {
 	ID     int64  `json:"id"`
 	NodeID string `json:"node_id"`
-	// Source is tool, command or api.
-	Source string `json:"source" jsonschema:"enum=tool,enum=command,enum=api"`
+	// Source is tool, command, api or network.
+	Source string `json:"source" jsonschema:"enum=tool,enum=command,enum=api,enum=network"`
 	Name   string `json:"name"`
 	// Parameters: {"path"} of a tool, {"cmd"} of a command, the request of
-	// an API call.
+	// an API call, {"method","host","port"} of a network connection.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 	// Result: {"output"} of a tool, {"exit","stdout"} of a command (the
-	// ends of long outputs), the answer's summary of an API call; absent
-	// when Error is set.
+	// ends of long outputs), the answer's summary of an API call,
+	// {"address","allowed_by","bytes_out","bytes_in"} of a network
+	// connection; absent when Error is set.
 	Result      json.RawMessage `json:"result,omitempty"`
 	Error       string          `json:"error,omitempty"`
 	StartedAt   time.Time       `json:"started_at"`

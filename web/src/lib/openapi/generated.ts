@@ -30,6 +30,7 @@ export interface ApprovalRequest {
 	action: string;
 	detail: string;
 	kind: string;
+	scope?: string;
 	status: 'pending' | 'approved' | 'denied';
 	answered_by?: string;
 	always?: boolean;
@@ -53,7 +54,7 @@ export interface AuditPage {
 export interface ToolCall {
 	id: number;
 	node_id: string;
-	source: 'tool' | 'command' | 'api';
+	source: 'tool' | 'command' | 'api' | 'network';
 	name: string;
 	parameters?: unknown;
 	result?: unknown;
