@@ -127,7 +127,12 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	network := str("network", "none", "Docker network mode of agent containers: none (they reach the agent-facing API and, through its egress proxy, what --egress allows), or bridge or a network name for images that need raw sockets (they then reach the host's network directly)")
 	egressOn := str("egress", "on", "on: agents reach the network through filepath's egress proxy (HTTP_PROXY, HTTPS_PROXY), each host checked against the allowed list, the node's policy and the approvals inbox; off: no proxy")
 	egressAllow := str("egress-allow", strings.Join(egress.DefaultAllow, ","), "comma-separated hosts agents reach through the egress proxy without asking (*.example.com for subdomains); \"\" for none")
-	egressPrivate := str("egress-allow-private", "false", "let agents reach loopback, private and link-local addresses through the egress proxy (each still allowed by the list or a person)")
+	egressPrivateEnv := strings.TrimSpace(os.Getenv(serveEnv["egress-allow-private"]))
+	egressPrivateDef, egressPrivateErr := false, error(nil)
+	if egressPrivateEnv != "" {
+		egressPrivateDef, egressPrivateErr = strconv.ParseBool(egressPrivateEnv)
+	}
+	egressPrivate := fs.Bool("egress-allow-private", egressPrivateDef, "let agents reach loopback, private and link-local addresses through the egress proxy, each still allowed by the list, the node's policy or a person (env "+serveEnv["egress-allow-private"]+"=1)")
 	publicURL := str("public-url", "", "the URL browsers reach this server at, e.g. https://filepath.example.com; https makes the login cookie Secure (behind a TLS-terminating proxy)")
 	approvalTimeout := str("approval-timeout", "10m", "how long an agent's request for approval waits for an answer before it is denied, e.g. 10m or 1h")
 	gitPrivateEnv := strings.TrimSpace(os.Getenv(serveEnv["git-allow-private"]))
@@ -220,9 +225,10 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	if err := egress.CheckAllow(cfg.EgressAllow); err != nil {
 		return cfg, fmt.Errorf("serve: %s: %v", where("egress-allow"), err)
 	}
-	if cfg.EgressAllowPrivate, err = strconv.ParseBool(strings.TrimSpace(*egressPrivate)); err != nil {
-		return cfg, fmt.Errorf("serve: %s %q: want true or false", where("egress-allow-private"), *egressPrivate)
+	if egressPrivateErr != nil && !set["egress-allow-private"] {
+		return cfg, fmt.Errorf("serve: %s %q: want true or false", serveEnv["egress-allow-private"], egressPrivateEnv)
 	}
+	cfg.EgressAllowPrivate = *egressPrivate
 	if cfg.PublicURL = strings.TrimRight(strings.TrimSpace(*publicURL), "/"); cfg.PublicURL != "" {
 		if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return cfg, fmt.Errorf("serve: %s %q: want an http:// or https:// URL, e.g. https://filepath.example.com", where("public-url"), *publicURL)

@@ -28,7 +28,9 @@ type askedHost struct {
 	answer chan egress.Decision
 }
 
-func (p askedPolicy) Node(context.Context, orchestrator.Caller, string) (string, error) { return "", nil }
+func (p askedPolicy) Node(context.Context, orchestrator.Caller, string) (string, error) {
+	return "", nil
+}
 
 func (p askedPolicy) Ask(ctx context.Context, c orchestrator.Caller, host string, port int) (egress.Decision, error) {
 	a := askedHost{host: host, answer: make(chan egress.Decision, 1)}
