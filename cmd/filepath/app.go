@@ -127,6 +127,15 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	if err := a.run.Reconcile(ctx); err != nil {
 		log.Warn("reconcile nodes with containers", "err", err)
 	}
+	if d, ok := a.rt.(*containers.Docker); ok {
+		// The network sandboxes a stop between making one and its
+		// container left behind.
+		if n, err := d.PruneSandboxes(ctx); err != nil {
+			log.Warn("remove orphan network sandboxes", "err", err)
+		} else if n > 0 {
+			log.Info("removed orphan network sandboxes", "count", n)
+		}
+	}
 
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopSweep, a.sweepDone = stopSweep, make(chan struct{})
