@@ -95,6 +95,9 @@ type listener struct {
 	containerID string
 	srv         *http.Server
 	done        chan struct{} // closed when Serve returns
+	// cancel ends the requests' base context: the egress proxy's tunnels,
+	// hijacked connections that srv.Close does not close, end with it.
+	cancel context.CancelFunc
 }
 
 // New checks cfg and returns a Server. Without Config.Netns it listens on
@@ -252,8 +255,10 @@ func (s *Server) Shutdown() {
 
 // serve runs an http.Server for nodeID ("" : any node) on ln.
 func (s *Server) serve(nodeID, containerID string, ln net.Listener, maxConns int) *listener {
-	l := &listener{nodeID: nodeID, containerID: containerID, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listener{nodeID: nodeID, containerID: containerID, done: make(chan struct{}), cancel: cancel}
 	l.srv = &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return ctx },
 		Handler:           s.Handler(nodeID),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
@@ -270,6 +275,7 @@ func (s *Server) serve(nodeID, containerID string, ln net.Listener, maxConns int
 }
 
 func (l *listener) close() {
+	l.cancel()
 	l.srv.Close()
 	<-l.done
 }
