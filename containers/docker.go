@@ -64,6 +64,9 @@ type Docker struct {
 
 	sandboxMu  sync.Mutex // guards sandboxRef, held while the image is imported
 	sandboxRef string     // the network sandbox image, once it exists
+
+	netnsMu sync.Mutex         // guards netns (leaf)
+	netns   map[string]netnsOf // container id → its sandbox, as far as known
 }
 
 var _ Runtime = (*Docker)(nil)
@@ -217,6 +220,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 		}
 		return "", d.wrap("create", spec.Name, err)
 	}
+	d.rememberSandbox(resp.ID, sandbox, sandbox != "")
 	return resp.ID, nil
 }
 
@@ -339,10 +343,8 @@ func (d *Docker) Unpause(ctx context.Context, id string) error {
 
 // Remove implements Runtime. The container's sandbox goes with it.
 func (d *Docker) Remove(ctx context.Context, id string) error {
-	sandbox := ""
-	if c, err := d.cli.ContainerInspect(ctx, id); err == nil {
-		sandbox = sandboxOf(c.Config)
-	}
+	sandbox, _, _ := d.sandboxFor(ctx, id) // gone already: so is what it had
+	d.forgetSandbox(id)
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && (cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "already in progress")) {
 		err = nil

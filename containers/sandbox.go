@@ -225,40 +225,76 @@ func (d *Docker) joinMode(ctx context.Context, id string) (container.NetworkMode
 	return container.NetworkMode("container:" + c.ID), nil
 }
 
-// ensureSandbox starts the sandbox container id owns, if it has one that
-// is not running (its container ran and exited before).
-func (d *Docker) ensureSandbox(ctx context.Context, id string) error {
+// sandboxFor returns the sandbox container id owns ("" : none) and
+// whether it was started by Create and has not been stopped since. It
+// asks the engine only about a container this Docker did not create.
+func (d *Docker) sandboxFor(ctx context.Context, id string) (sb string, fresh bool, err error) {
+	d.netnsMu.Lock()
+	k, ok := d.netns[id]
+	d.netnsMu.Unlock()
+	if ok {
+		return k.sandbox, k.fresh, nil
+	}
 	c, err := d.cli.ContainerInspect(ctx, id)
 	if err != nil {
-		return d.wrap("inspect", id, err)
+		return "", false, d.wrap("inspect", id, err)
 	}
-	sb := sandboxOf(c.Config)
-	if sb == "" {
-		return nil
+	sb = sandboxOf(c.Config)
+	d.rememberSandbox(c.ID, sb, false)
+	return sb, false, nil
+}
+
+// rememberSandbox notes container id's sandbox (fresh: it runs since
+// Create), or forgets the container with sb "" and forget.
+func (d *Docker) rememberSandbox(id, sb string, fresh bool) {
+	d.netnsMu.Lock()
+	defer d.netnsMu.Unlock()
+	if d.netns == nil {
+		d.netns = map[string]netnsOf{}
 	}
-	s, err := d.cli.ContainerInspect(ctx, sb)
+	d.netns[id] = netnsOf{sandbox: sb, fresh: fresh}
+}
+
+func (d *Docker) forgetSandbox(id string) {
+	d.netnsMu.Lock()
+	defer d.netnsMu.Unlock()
+	delete(d.netns, id)
+}
+
+// netnsOf is what Docker remembers of a container's sandbox.
+type netnsOf struct {
+	sandbox string // "" : the container has none
+	fresh   bool   // started by Create, not stopped since
+}
+
+// ensureSandbox starts the sandbox container id owns, unless it has none
+// or it runs since Create (starting a running container does nothing).
+func (d *Docker) ensureSandbox(ctx context.Context, id string) error {
+	sb, fresh, err := d.sandboxFor(ctx, id)
+	if err != nil || sb == "" || fresh {
+		return err
+	}
+	err = d.cli.ContainerStart(ctx, sb, container.StartOptions{})
 	if cerrdefs.IsNotFound(err) {
 		return errorf(CodeUnavailable, "start container %.12s: its network sandbox %.12s is gone (removed from outside filepath)", id, sb)
 	}
-	if err != nil {
-		return d.wrap("inspect the network sandbox of", id, err)
-	}
-	if s.State != nil && s.State.Running {
-		return nil
-	}
-	return d.wrap("start the network sandbox of", id, d.cli.ContainerStart(ctx, sb, container.StartOptions{}))
+	return d.wrap("start the network sandbox of", id, err)
 }
 
-// stopSandbox ends the sandbox of container id once id has exited: nothing
+// stopSandbox ends the sandbox of container id, which has exited: nothing
 // needs its namespace any more (a listener still open keeps it alive).
 func (d *Docker) stopSandbox(ctx context.Context, id string) {
-	c, err := d.cli.ContainerInspect(ctx, id)
-	if err != nil || c.State == nil || c.State.Status != "exited" && c.State.Status != "dead" {
+	sb, _, err := d.sandboxFor(ctx, id)
+	if err != nil || sb == "" {
 		return
 	}
-	if sb := sandboxOf(c.Config); sb != "" {
-		d.cli.ContainerKill(ctx, sb, "SIGKILL") //nolint:errcheck // stopped or gone already: either is fine
+	// Not a container that was never started (a wait for "not running"
+	// returns at once for it): its sandbox may serve a listener already.
+	if c, err := d.cli.ContainerInspect(ctx, id); err != nil || c.State == nil || c.State.Status != "exited" && c.State.Status != "dead" {
+		return
 	}
+	d.rememberSandbox(id, sb, false)
+	d.cli.ContainerKill(ctx, sb, "SIGKILL") //nolint:errcheck // stopped or gone already: either is fine
 }
 
 // sandboxOf is the sandbox a container's config names (LabelNetns), or "".

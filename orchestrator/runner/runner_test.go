@@ -138,9 +138,11 @@ func (e *env) node(id string) sessions.Node {
 
 // waitFor polls cond for up to a minute; a failure shows the session's
 // records.
+// waitFor waits for cond: a failure bound of minutes, since each agent's
+// start is two containers (its network sandbox first) on a loaded machine.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	testkit.EventuallyNil(e.t, time.Minute, what, func() error {
+	testkit.EventuallyNil(e.t, 3*time.Minute, what, func() error {
 		if cond() {
 			return nil
 		}
