@@ -136,10 +136,9 @@ func (e *env) node(id string) sessions.Node {
 	return n
 }
 
-// waitFor polls cond for up to a minute; a failure shows the session's
-// records.
-// waitFor waits for cond: a failure bound of minutes, since each agent's
-// start is two containers (its network sandbox first) on a loaded machine.
+// waitFor polls cond for up to three minutes (each agent's start is two
+// containers, its network sandbox first, on a loaded machine); a failure
+// shows the session's records.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
 	testkit.EventuallyNil(e.t, 3*time.Minute, what, func() error {
