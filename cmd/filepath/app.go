@@ -20,6 +20,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/egress"
+	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
@@ -51,6 +52,7 @@ type app struct {
 	stopCoal context.CancelFunc
 	coalDone chan struct{}
 	fsys     *vfs.VFS
+	files    *files.Service     // the file tiers and tools over fsys
 	rt       io.Closer          // the container runtime (Docker client, or the process runtime)
 	ws       *workspace.Manager // nil with --workspace dir
 	agents   *agentapi.Server   // the agent-facing API (FILEPATH_API_URL)
@@ -120,6 +122,15 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	if _, err := a.fsys.PurgeOrphans(ctx); err != nil {
 		return a, fmt.Errorf("purge orphaned files: %w", err)
 	}
+	// The file tiers and tools, one cache of hot reads for both APIs.
+	cacheBytes := cfg.FileCache
+	if cacheBytes == 0 {
+		cacheBytes = -1
+	}
+	if a.files, err = files.New(files.Config{VFS: a.fsys, Recorder: api.FileAudit(a.audit), CacheBytes: cacheBytes,
+		DownloadAllowPrivate: cfg.GitAllowPrivate, Logger: log}); err != nil {
+		return a, err
+	}
 
 	if err := a.newRunner(ctx, cfg); err != nil {
 		return a, err
@@ -158,6 +169,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		SessionTTL:      cfg.SessionTTL,
 		MaxBody:         cfg.MaxBody,
 		Files:           a.fsys,
+		FileTools:       a.files,
 		Models:          models,
 		GitAllowPrivate: cfg.GitAllowPrivate,
 	})
@@ -222,24 +234,12 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	// The LLM gateway on the agent-facing API (FILEPATH_API_URL).
 	mountGateway(agents, a.gw)
 	if cfg.Workspace == "fuse" {
+		nodes := nodeFiles{sessions: a.sessions, v: fsys}
 		ws, err := workspace.NewManager(workspace.ManagerConfig{
 			Dir:    filepath.Join(a.data, "mnt"),
 			Logger: log,
 			Open: func(ctx context.Context, nodeID string) (workspace.FS, error) {
-				n, err := a.sessions.NodeByID(ctx, nodeID)
-				if err != nil {
-					return nil, err
-				}
-				allowed, err := paths.AllowedPaths(n.Config)
-				if err != nil {
-					return nil, err
-				}
-				// a node spawned with workspace "fork" works on its fork
-				ws, err := fsys.WorkspaceOfNode(ctx, n.SessionID, nodeID)
-				if err != nil {
-					return nil, err
-				}
-				return fsys.Session(ws).ForNode(nodeID, allowed)
+				return nodes.open(ctx, nodeID)
 			},
 		})
 		if err != nil {
@@ -252,6 +252,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		rcfg.Workspaces = ws
 		rcfg.WorkspacePropagation = workspace.Propagation
 		rcfg.Forks = forks{fsys}
+		rcfg.Import = nodes
 	}
 	run, err := runner.New(rcfg)
 	if err != nil {
@@ -259,7 +260,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	}
 	a.run = run
 	// The agent tools (issue 13): REST under /api/v1/, MCP at /mcp.
-	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout})
+	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout, Files: a.files})
 	if err != nil {
 		return err
 	}
@@ -309,6 +310,49 @@ func (f forks) ForkForNode(ctx context.Context, sessionID, parentID, childID str
 	_, err := f.v.ForkForNode(ctx, sessionID, parentID, childID)
 	return err
 }
+
+// nodeFiles opens a node's files as its mount sees them: its workspace (a
+// node spawned with workspace "fork" works on its fork), within its
+// allowed paths. It is the runner's TreeImporter.
+type nodeFiles struct {
+	sessions *sessions.Store
+	v        *vfs.VFS
+}
+
+func (n nodeFiles) open(ctx context.Context, nodeID string) (*vfs.FS, error) {
+	node, err := n.sessions.NodeByID(ctx, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := paths.AllowedPaths(node.Config)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := n.v.WorkspaceOfNode(ctx, node.SessionID, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	return n.v.Session(ws).ForNode(nodeID, allowed)
+}
+
+func (n nodeFiles) ImportTree(ctx context.Context, nodeID, hostDir string) (map[string]vfs.Attr, error) {
+	fs, err := n.open(ctx, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	return fs.ImportTree(ctx, "/", hostDir)
+}
+
+func (n nodeFiles) WriteFile(ctx context.Context, nodeID, p string, data []byte, mtime time.Time) error {
+	fs, err := n.open(ctx, nodeID)
+	if err != nil {
+		return err
+	}
+	_, _, err = fs.WriteFile(ctx, p, data, vfs.WriteOptions{Mode: vfs.WriteUpdate, Mtime: mtime})
+	return err
+}
+
+var _ runner.TreeImporter = nodeFiles{}
 
 // The lifecycle runner is the agent tools' Runner.
 var _ agenttools.Runner = (*runner.Runner)(nil)

@@ -34,6 +34,9 @@ func TestImportArrows(t *testing.T) {
 		// The model catalogue is a leaf the gateway and the API share (its
 		// test checks the agent catalog's defaults against it).
 		"orchestrator/models": {"orchestrator/models", "=orchestrator"},
+		// The file tiers and tools work on the session filesystem and know
+		// nothing of the store or of the APIs that serve them.
+		"orchestrator/files": {"orchestrator/files", "orchestrator/vfs", "orchestrator/gitnet", "=orchestrator", "protocol"},
 		// The shared test kit: the standard library only, so that the
 		// tests of every layer above may use it.
 		"internal/testkit/...": {"internal/testkit"},

@@ -118,8 +118,10 @@ var nodeKeyDenied = map[string]bool{
 	"GET " + apiPrefix + "/sessions/:id/secrets":          true,
 	"PUT " + apiPrefix + "/sessions/:id/secrets/:name":    true,
 	"DELETE " + apiPrefix + "/sessions/:id/secrets/:name": true,
-	// The audit log names paths outside a node's allowed_paths.
+	// The audit logs name paths outside a node's allowed_paths, and the
+	// session's names every node's calls.
 	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
+	"GET " + apiPrefix + "/sessions/:id/audit":      true,
 	// The approvals inbox is the user's: an agent never answers, nor reads
 	// the other agents' requests.
 	"GET " + apiPrefix + "/sessions/:id/approvals":            true,

@@ -66,6 +66,27 @@ var ownerCalls = map[string]ownerCall{
 	"POST /api/v1/sessions/:id/fs/_/grep": {body: `{"pattern":"hello"}`, status: 200},
 	"GET /api/v1/sessions/:id/fs/_/audit": {status: 200},
 
+	// orchestrator/files: the tiers, uploads, the key-value store, the audit, the cache
+	"POST /api/v1/sessions/:id/fs/_/upload":        {body: `{}`, status: 400}, // not multipart (TestUpload* upload real files)
+	"POST /api/v1/sessions/:id/fs/_/list":          {body: `{"pattern":"**/*.txt"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/info":          {body: `{"id":"/src/a.txt"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/read_text":     {body: `{"id":"/src/a.txt","start_line":1}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/write_text":    {body: `{"id":"/src/a.txt","content":"x\n"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/replace_lines": {body: `{"id":"/src/a.txt","start_line":1,"end_line":1,"content":"hi"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/insert_lines":  {body: `{"id":"/src/a.txt","after_line":1,"content":"more"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/delete_lines":  {body: `{"id":"/src/a.txt","start_line":1,"end_line":1}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/search_text":   {body: `{"id":"/src/a.txt","pattern":"hel+"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/line_count":    {body: `{"id":"/src/a.txt"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/read_bytes":    {body: `{"id":"/src/a.txt","offset":0,"length":3}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/write_bytes":   {body: `{"id":"/src/a.txt","offset":0,"data":"SA=="}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/append_bytes":  {body: `{"id":"/src/a.txt","data":"IQ=="}`, status: 200},
+	"GET /api/v1/sessions/:id/kv":                  {status: 200},
+	"GET /api/v1/sessions/:id/kv/*":                {star: "k", status: 404}, // no such key (TestKVUserAPI sets real ones)
+	"PUT /api/v1/sessions/:id/kv/*":                {star: "k", body: `{"value":{"n":1}}`, status: 200},
+	"DELETE /api/v1/sessions/:id/kv/*":             {star: "k", status: 200},
+	"GET /api/v1/sessions/:id/audit":               {status: 200},
+	"GET /api/v1/admin/files/cache":                {status: 403}, // admins only (TestFileCacheStats is one)
+
 	"GET /api/v1/sessions/:id/approvals":            {status: 200},
 	"POST /api/v1/sessions/:id/approvals/:approval": {body: `{"decision":"approve"}`, status: 404}, // no such approval (TestApprovalsInbox answers real ones)
 	"GET /api/v1/sessions/:id/nodes/:node/audit":    {status: 200},
@@ -90,6 +111,7 @@ var nodeKeyDeniedRoutes = map[string]bool{
 	// Messages here are from the user; an agent's go through the agent API.
 	"POST /api/v1/sessions/:id/nodes/:node/messages": true,
 	"GET /api/v1/sessions/:id/fs/_/audit":            true,
+	"GET /api/v1/sessions/:id/audit":                 true,
 	"GET /api/v1/sessions/:id/approvals":             true, "POST /api/v1/sessions/:id/approvals/:approval": true,
 	"GET /api/v1/sessions/:id/secrets": true, "PUT /api/v1/sessions/:id/secrets/:name": true, "DELETE /api/v1/sessions/:id/secrets/:name": true,
 }
@@ -197,8 +219,7 @@ func TestAuthorizationEveryRoute(t *testing.T) {
 }
 
 func TestUnknownRoutesAndMethods(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, _ := e.session(a)
 	tests := []struct {
 		name   string
@@ -238,8 +259,7 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestMessagesAppendInputRecords(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, n := e.session(a)
 	base := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID
 	r := e.do("POST", base+"/messages", a.key, `{"content":"hello"}`)
