@@ -108,7 +108,7 @@ func TestListenIn(t *testing.T) {
 func TestListenBeforeStart(t *testing.T) {
 	testkit.RequireImage(t, byoEchoImage)
 	d, session, _ := dockerSession(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // 20 starts on a loaded machine
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a failure bound for 20 starts (40 containers) on a loaded machine
 	defer cancel()
 	ws := probeWorkspace(t)
 	for i := range 20 {
