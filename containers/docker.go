@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -26,7 +27,8 @@ type DockerConfig struct {
 	// Host is the engine address; "" uses DOCKER_HOST and friends (client.FromEnv).
 	Host string
 	// Network is the network mode for specs that leave Network empty
-	// (default "bridge").
+	// (default "none": agents reach the network only through what the
+	// orchestrator serves in their namespace, ListenIn).
 	Network string
 	// LogMaxSize and LogMaxFiles bound each container's json-file log
 	// (defaults "32m" and 4: at most 128 MiB of log per container). They
@@ -47,7 +49,9 @@ type DockerConfig struct {
 
 // Docker is the Runtime backed by a Docker engine (API 1.41+; negotiated).
 //
-// Containers are hardened by default: all capabilities dropped,
+// Each container runs in the network namespace of a sandbox container that
+// Create makes first (sandbox.go), so that ListenIn serves it before the
+// container's program runs. Containers are hardened by default: all capabilities dropped,
 // no-new-privileges, memory/CPU/pids limits (DefaultLimits), no Docker
 // socket or other mounts besides /workspace and the state volume, docker-init as PID 1, stdin
 // open without a TTY (OpenStdin, not StdinOnce), and a json-file log
@@ -57,6 +61,12 @@ type DockerConfig struct {
 type Docker struct {
 	cli *client.Client
 	cfg DockerConfig
+
+	sandboxMu  sync.Mutex // guards sandboxRef, held while the image is imported
+	sandboxRef string     // the network sandbox image, once it exists
+
+	netnsMu sync.Mutex         // guards netns (leaf)
+	netns   map[string]netnsOf // container id → its sandbox, as far as known
 }
 
 var _ Runtime = (*Docker)(nil)
@@ -64,7 +74,7 @@ var _ Runtime = (*Docker)(nil)
 // NewDocker connects to the engine and checks that it answers.
 func NewDocker(ctx context.Context, cfg DockerConfig) (*Docker, error) {
 	if cfg.Network == "" {
-		cfg.Network = "bridge"
+		cfg.Network = "none"
 	}
 	if cfg.LogMaxSize == "" {
 		cfg.LogMaxSize = "32m"
@@ -126,14 +136,28 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 		return "", d.wrap("inspect image for", spec.Image, err)
 	}
 	lim := spec.Limits.withDefaults()
-	network := spec.Network
+	network := container.NetworkMode(spec.Network)
 	if network == "" {
-		network = d.cfg.Network
+		network = container.NetworkMode(d.cfg.Network)
+	}
+	labels := d.labels(spec)
+	sandbox := ""
+	switch {
+	case spec.JoinNetwork != "":
+		if network, err = d.joinMode(ctx, spec.JoinNetwork); err != nil {
+			return "", err
+		}
+	case sandboxed(network):
+		if sandbox, err = d.createSandbox(ctx, spec, string(network)); err != nil {
+			return "", err
+		}
+		network = container.NetworkMode("container:" + sandbox)
+		labels[LabelNetns] = sandbox
 	}
 	cfg := &container.Config{
 		Image:     spec.Image,
 		Env:       envList(spec.Env),
-		Labels:    d.labels(spec),
+		Labels:    labels,
 		User:      spec.User,
 		OpenStdin: true, // stdin stays open across attaches (StdinOnce false)
 		StdinOnce: false,
@@ -150,7 +174,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 	host := &container.HostConfig{
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
-		NetworkMode:    container.NetworkMode(network),
+		NetworkMode:    network,
 		ReadonlyRootfs: spec.ReadOnlyRootfs,
 		Init:           &init,
 		Resources: container.Resources{
@@ -181,6 +205,9 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 		}
 		if dir := stateDir(spec.Env, imageEnv); dir != "" {
 			if err := d.createVolume(ctx, spec); err != nil {
+				if sandbox != "" {
+					d.removeQuietly(ctx, sandbox)
+				}
 				return "", err
 			}
 			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: spec.StateVolume, Target: dir})
@@ -188,13 +215,21 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 	}
 	resp, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, spec.Name)
 	if err != nil {
+		if sandbox != "" {
+			d.removeQuietly(ctx, sandbox)
+		}
 		return "", d.wrap("create", spec.Name, err)
 	}
+	d.rememberSandbox(resp.ID, sandbox, sandbox != "")
 	return resp.ID, nil
 }
 
-// Start implements Runtime.
+// Start implements Runtime. A container whose sandbox was stopped (it ran
+// and exited before) gets it started again first.
 func (d *Docker) Start(ctx context.Context, id string) error {
+	if err := d.ensureSandbox(ctx, id); err != nil {
+		return err
+	}
 	err := d.cli.ContainerStart(ctx, id, container.StartOptions{})
 	if err != nil && strings.Contains(err.Error(), "is not a shared or slave mount") {
 		return errorf(CodeUnavailable,
@@ -235,7 +270,8 @@ func (d *Docker) Logs(ctx context.Context, id string, opts LogOptions) (*LogRead
 	return NewLogReader(rc, opts), nil
 }
 
-// Wait implements Runtime.
+// Wait implements Runtime. Once the container has exited its sandbox is
+// stopped.
 func (d *Docker) Wait(ctx context.Context, id string) (int, error) {
 	resC, errC := d.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
 	select {
@@ -243,6 +279,7 @@ func (d *Docker) Wait(ctx context.Context, id string) (int, error) {
 		if res.Error != nil && res.Error.Message != "" {
 			return int(res.StatusCode), fmt.Errorf("wait for container %s: %s", id, res.Error.Message)
 		}
+		d.stopSandbox(ctx, id)
 		return int(res.StatusCode), nil
 	case err := <-errC:
 		return 0, d.wrap("wait for", id, err)
@@ -317,13 +354,24 @@ func (d *Docker) Unpause(ctx context.Context, id string) error {
 	return d.wrap("unpause", id, d.cli.ContainerUnpause(ctx, id))
 }
 
-// Remove implements Runtime.
+// Remove implements Runtime. The container's sandbox goes with it.
 func (d *Docker) Remove(ctx context.Context, id string) error {
+	sandbox, _, _ := d.sandboxFor(ctx, id) // gone already: so is what it had
+	d.forgetSandbox(id)
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && (cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "already in progress")) {
-		return nil
+		err = nil
 	}
-	return d.wrap("remove", id, err)
+	if err != nil {
+		return d.wrap("remove", id, err)
+	}
+	if sandbox != "" {
+		err := d.cli.ContainerRemove(ctx, sandbox, container.RemoveOptions{Force: true})
+		if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "already in progress") {
+			return d.wrap("remove the network sandbox of", id, err)
+		}
+	}
+	return nil
 }
 
 // createVolume makes the spec's state volume, labeled like its containers,

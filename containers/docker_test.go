@@ -38,7 +38,7 @@ func TestDockerHardening(t *testing.T) {
 		{"pids limit", hc.PidsLimit != nil && *hc.PidsLimit == lim.PidsLimit, hc.PidsLimit},
 		{"memory", hc.Memory == lim.MemoryBytes, hc.Memory},
 		{"cpus", hc.NanoCPUs == lim.NanoCPUs, hc.NanoCPUs},
-		{"network", hc.NetworkMode == "bridge", hc.NetworkMode},
+		{"network: its sandbox's", hc.NetworkMode.IsContainer() && hc.NetworkMode.ConnectedContainer() == c.Config.Labels[LabelNetns], hc.NetworkMode},
 		{"read-only rootfs", hc.ReadonlyRootfs && hc.Tmpfs["/tmp"] != "", hc.Tmpfs},
 		{"no privileged", !hc.Privileged, hc.Privileged},
 		{"json-file bounded", hc.LogConfig.Type == "json-file" && hc.LogConfig.Config["max-size"] == "32m" && hc.LogConfig.Config["max-file"] == "4", hc.LogConfig},
@@ -53,6 +53,30 @@ func TestDockerHardening(t *testing.T) {
 	for _, c := range checks {
 		if !c.ok {
 			t.Errorf("%s: got %+v", c.name, c.got)
+		}
+	}
+
+	sb, err := cli.ContainerInspect(ctx, c.Config.Labels[LabelNetns])
+	if err != nil {
+		t.Fatalf("the container's network sandbox: %v", err)
+	}
+	shc := sb.HostConfig
+	for _, c := range []struct {
+		name string
+		ok   bool
+		got  any
+	}{
+		{"running", sb.State.Running, sb.State},
+		{"network none by default", shc.NetworkMode == "none", shc.NetworkMode},
+		{"cap drop all", len(shc.CapDrop) == 1 && shc.CapDrop[0] == "ALL", shc.CapDrop},
+		{"no new privileges", len(shc.SecurityOpt) == 1 && strings.HasPrefix(shc.SecurityOpt[0], "no-new-privileges"), shc.SecurityOpt},
+		{"read-only rootfs", shc.ReadonlyRootfs, shc.ReadonlyRootfs},
+		{"small", shc.Memory == 16<<20 && shc.PidsLimit != nil && *shc.PidsLimit == 4, shc.Resources},
+		{"no mounts", len(shc.Mounts) == 0 && len(shc.Binds) == 0, shc.Mounts},
+		{"not managed, labelled", sb.Config.Labels[LabelManaged] == "" && sb.Config.Labels[LabelSandbox] == "true" && sb.Config.Labels[LabelSession] == session, sb.Config.Labels},
+	} {
+		if !c.ok {
+			t.Errorf("sandbox: %s: got %+v", c.name, c.got)
 		}
 	}
 }

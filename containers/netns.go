@@ -18,9 +18,10 @@ import (
 // the host. Docker implements it; the process runtime has no namespaces.
 type NetnsListener interface {
 	// ListenIn listens on TCP addr (e.g. "127.0.0.1:7428") in the network
-	// namespace of container id, which must be running (CodeConflict
-	// otherwise). The listener keeps the namespace alive: close it when the
-	// container exits.
+	// namespace of container id, which must be running or created and not
+	// started yet (CodeConflict otherwise): a listener opened before Start
+	// accepts from the container's first instruction. The listener keeps
+	// the namespace alive: close it when the container exits.
 	ListenIn(ctx context.Context, id, addr string) (net.Listener, error)
 }
 
@@ -30,14 +31,14 @@ var _ NetnsListener = (*Docker)(nil)
 // processes (/proc/<pid>/ns/net: the host's PID namespace, `pid: host` when
 // the orchestrator itself runs in a container) and CAP_SYS_ADMIN for setns.
 func (d *Docker) ListenIn(ctx context.Context, id, addr string) (net.Listener, error) {
-	pid, err := d.runningPid(ctx, id)
+	pid, err := d.netnsPid(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if errors.Is(err, fs.ErrNotExist) {
 		// Gone meanwhile, or not visible: tell which.
-		if _, ierr := d.runningPid(ctx, id); ierr != nil {
+		if _, ierr := d.netnsPid(ctx, id); ierr != nil {
 			return nil, ierr
 		}
 		return nil, errorf(CodeUnavailable, "listen in container %.12s: its process %d is not visible here (/proc/%d): the orchestrator must share the host's PID namespace (pid: host in compose.yaml)", id, pid, pid)
@@ -48,10 +49,14 @@ func (d *Docker) ListenIn(ctx context.Context, id, addr string) (net.Listener, e
 	defer ns.Close()
 	// The pid may have ended and been reused between the inspect and the
 	// open: the namespace is the container's only if its pid is still that.
-	if again, err := d.runningPid(ctx, id); err != nil {
+	// (A created container that started meanwhile reports its own pid,
+	// in the same namespace: then its namespace is checked.)
+	if again, err := d.netnsPid(ctx, id); err != nil {
 		return nil, err
 	} else if again != pid {
-		return nil, errorf(CodeConflict, "listen in container %.12s: it restarted meanwhile", id)
+		if ok, err := inNetns(again, ns); err != nil || !ok {
+			return nil, errorf(CodeConflict, "listen in container %.12s: it restarted meanwhile", id)
+		}
 	}
 	ln, err := listenInNetns(ns, addr)
 	if err != nil {
@@ -125,6 +130,16 @@ func listenOnThread(target *os.File, addr string) (_ net.Listener, restored bool
 		return nil, true, lerr
 	}
 	return ln, true, nil
+}
+
+// inNetns reports whether process pid is in network namespace ns.
+func inNetns(pid int, ns *os.File) (bool, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return sameFile(f, ns)
 }
 
 // sameFile reports whether a and b are the same namespace (device and inode).

@@ -1,6 +1,7 @@
 package containers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
+	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 )
@@ -100,75 +101,143 @@ func TestListenIn(t *testing.T) {
 	}
 }
 
-// TestListenInDelay measures the window in which an agent that connects
-// the moment its process starts is refused: the probe is the container's
-// first process and retries every millisecond.
-func TestListenInDelay(t *testing.T) {
+// TestListenBeforeStart: a listener opened in a created container's
+// namespace, before Start, accepts the agent's first connection. The probe
+// is the container's first process; it connects once and reports whether
+// it was refused (20 starts, never once).
+func TestListenBeforeStart(t *testing.T) {
 	testkit.RequireImage(t, byoEchoImage)
-	d, session, ctx := dockerSession(t)
+	d, session, _ := dockerSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a failure bound for 20 starts (40 containers) on a loaded machine
+	defer cancel()
 	ws := probeWorkspace(t)
-	for i := range 3 {
-		spec := Spec{SessionID: session, NodeID: fmt.Sprintf("n%d", i)}
-		resp, err := d.cli.ContainerCreate(ctx, &container.Config{Image: byoEchoImage, Labels: d.labels(spec),
-			Entrypoint: []string{"bash", "/workspace/probe.sh", "7428", "/"}},
-			&container.HostConfig{NetworkMode: "none", Binds: []string{ws + ":/workspace"}}, nil, nil, "")
+	for i := range 20 {
+		id, err := d.Create(ctx, Spec{SessionID: session, NodeID: fmt.Sprintf("n%d", i), Image: byoEchoImage, WorkspaceDir: ws,
+			Entrypoint: []string{"bash", "/workspace/probe.sh", "7428", "/"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Start(ctx, resp.ID); err != nil {
-			t.Fatal(err)
-		}
-		started := time.Now()
-		ln, err := d.ListenIn(ctx, resp.ID, "127.0.0.1:7428")
+		ln, err := d.ListenIn(ctx, id, "127.0.0.1:7428")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("run %d: listen in the created container: %v", i, err)
 		}
-		up := time.Since(started)
 		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
-		if code := wait(t, ctx, d, resp.ID); code != 0 {
-			t.Fatalf("probe exit code %d", code)
+		if err := d.Start(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if code := wait(t, ctx, d, id); code != 0 {
+			t.Fatalf("run %d: probe exit code %d", i, code)
 		}
 		ln.Close()
-		r, err := d.Logs(ctx, resp.ID, LogOptions{Stdout: true})
+		r, err := d.Logs(ctx, id, LogOptions{Stdout: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		l, err := r.Next()
 		r.Close()
-		if err != nil || !strings.HasSuffix(string(l.Line), "body=ok") {
-			t.Fatalf("probe printed %q (%v)", l.Line, err)
+		if err != nil || !strings.HasPrefix(string(l.Line), "refused=0 ") || !strings.HasSuffix(string(l.Line), "body=ok") {
+			t.Fatalf("run %d: the agent, connecting from its first instruction: %q (%v)", i, l.Line, err)
 		}
-		t.Logf("run %d: listener up %v after ContainerStart returned; the agent, probing from its first instruction: %s", i, up, l.Line)
+		if err := d.Remove(ctx, id); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
-// TestListenInRefuses: a container that does not run, and one on the host's
-// network, get no listener.
-func TestListenInRefuses(t *testing.T) {
-	d, session, ctx := dockerSession(t)
-	created, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n1", Image: testImage, Network: "none"})
+// TestSandboxLifecycle: a container's sandbox stops once the container has
+// exited (Wait), starts again with the container, and goes with Remove; a
+// sandbox that no container joins any more is pruned.
+func TestSandboxLifecycle(t *testing.T) {
+	d, session, _ := dockerSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	id, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n1", Image: testImage, Env: map[string]string{"FILEPATH_TASK": "echo hi; done"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.ListenIn(ctx, created, "127.0.0.1:7428"); CodeOf(err) != CodeConflict || !strings.Contains(err.Error(), "is not running") {
-		t.Fatalf("listen in a created container: %v", err)
-	}
-	if _, err := d.ListenIn(ctx, "no-such-container", "127.0.0.1:7428"); CodeOf(err) != CodeNotFound {
-		t.Fatalf("listen in a missing container: %v", err)
-	}
-	host, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n2", Image: testImage, Network: "host",
-		Env: map[string]string{"FILEPATH_TASK": "sleep 60000"}})
+	c, err := d.cli.ContainerInspect(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(ctx, host); err != nil {
-		t.Fatal(err)
-	}
-	if ln, err := d.ListenIn(ctx, host, "127.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "network mode host") {
-		if ln != nil {
-			ln.Close()
+	sb := c.Config.Labels[LabelNetns]
+	running := func() bool {
+		s, err := d.cli.ContainerInspect(ctx, sb)
+		if err != nil {
+			t.Fatalf("inspect the sandbox: %v", err)
 		}
-		t.Fatalf("listen in a container on the host's network: %v", err)
+		return s.State.Running
+	}
+	if sb == "" || !running() {
+		t.Fatalf("a created container's sandbox %q does not run", sb)
+	}
+	for round := range 2 { // the second start finds its sandbox stopped
+		if err := d.Start(ctx, id); err != nil {
+			t.Fatalf("start %d: %v", round, err)
+		}
+		if code := wait(t, ctx, d, id); code != 0 {
+			t.Fatalf("exit code %d", code)
+		}
+		if running() {
+			t.Fatalf("round %d: the sandbox still runs after its container exited", round)
+		}
+	}
+	if infos, err := d.List(ctx, map[string]string{LabelSession: session}); err != nil || len(infos) != 1 {
+		t.Fatalf("List returns %d containers (%v): the sandbox is not one", len(infos), err)
+	}
+	if err := d.Remove(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.cli.ContainerInspect(ctx, sb); !cerrdefs.IsNotFound(err) {
+		t.Fatalf("the sandbox outlived Remove of its container: %v", err)
+	}
+
+	orphan, err := d.createSandbox(ctx, Spec{SessionID: session, NodeID: "n2"}, "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n3", Image: testImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.pruneSandboxes(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("pruned %d sandboxes younger than the grace (%v)", n, err)
+	}
+	if _, err := d.pruneSandboxes(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.cli.ContainerInspect(ctx, orphan); !cerrdefs.IsNotFound(err) {
+		t.Fatalf("an orphan sandbox was not pruned: %v", err)
+	}
+	c, err = d.cli.ContainerInspect(ctx, joined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := d.cli.ContainerInspect(ctx, c.Config.Labels[LabelNetns]); err != nil || !s.State.Running {
+		t.Fatalf("the sandbox of a created container was pruned: %v", err)
+	}
+}
+
+// TestJoinNetwork: a container made with JoinNetwork shares the namespace
+// another container's listener serves, before that one starts (what a
+// health check of a node does).
+func TestJoinNetwork(t *testing.T) {
+	testkit.RequireImage(t, byoEchoImage)
+	d, session, ctx := dockerSession(t)
+	ws := probeWorkspace(t)
+	agent, err := d.Create(ctx, Spec{SessionID: session, NodeID: "n1", Image: testImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := d.ListenIn(ctx, agent, "127.0.0.1:7428")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "node's") }))
+	res, err := Run(ctx, d, Spec{SessionID: session, NodeID: "n1", Image: byoEchoImage, WorkspaceDir: ws, JoinNetwork: agent,
+		Entrypoint: []string{"bash", "/workspace/probe.sh", "7428", "/"}}, RunOptions{})
+	if err != nil || res.ExitCode != 0 || !strings.HasSuffix(res.Output, "body=node's") {
+		t.Fatalf("a run joining the node's namespace: %+v %v", res, err)
 	}
 }
 

@@ -99,8 +99,14 @@ type Spec struct {
 	Labels      map[string]string // extra labels; the filepath.* ones are always set
 	Limits      Limits            // zero fields take DefaultLimits
 	// Network is the docker network mode; "" takes the runtime's default
-	// ("bridge": agents call LLM APIs). "none" cuts the container off.
-	Network        string
+	// ("none": the container reaches only what is served in its namespace;
+	// "bridge" gives it the host's routes).
+	Network string
+	// JoinNetwork, when set, runs the container in the network namespace
+	// of container JoinNetwork of this runtime (its sandbox, which ListenIn
+	// serves), instead of one of its own; Network is then unused. The
+	// process runtime has no namespaces and ignores it.
+	JoinNetwork    string
 	ReadOnlyRootfs bool     // mount / read-only, with a tmpfs at /tmp
 	User           string   // optional user[:group] to run as
 	Cmd            []string // docker: overrides the image's CMD; process: required argv

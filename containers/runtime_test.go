@@ -14,6 +14,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
 	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
@@ -109,6 +112,17 @@ func cleanup(t testing.TB, rt Runtime, session string) {
 	for _, i := range infos {
 		if err := rt.Remove(ctx, i.ID); err != nil {
 			t.Errorf("cleanup remove %s: %v", i.ID, err)
+		}
+	}
+	if d, ok := rt.(*Docker); ok {
+		// Sandboxes a test left without their container.
+		sbs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+			filters.Arg("label", LabelSandbox+"=true"), filters.Arg("label", LabelSession+"="+session))})
+		if err != nil {
+			t.Errorf("cleanup list sandboxes: %v", err)
+		}
+		for _, sb := range sbs {
+			d.removeQuietly(ctx, sb.ID)
 		}
 	}
 }

@@ -172,7 +172,10 @@ type Approval struct {
 	Detail string `json:"detail"`
 	// Kind is the class of action ("bash", "network", "edit"): "always
 	// allow" allows this kind for the node from then on.
-	Kind   string `json:"kind"`
+	Kind string `json:"kind"`
+	// Scope narrows "always allow" to part of the kind, when the server
+	// made the request: a "network" request's host.
+	Scope  string `json:"scope,omitempty"`
 	Status string `json:"status" jsonschema:"enum=pending,enum=approved,enum=denied"`
 	// AnsweredBy is the name of the user who answered, "timeout" or "policy".
 	AnsweredBy string     `json:"answered_by,omitempty"`

@@ -19,6 +19,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/egress"
 	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
@@ -142,6 +143,15 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	if err := a.run.Reconcile(ctx); err != nil {
 		log.Warn("reconcile nodes with containers", "err", err)
 	}
+	if d, ok := a.rt.(*containers.Docker); ok {
+		// The network sandboxes a stop between making one and its
+		// container left behind.
+		if n, err := d.PruneSandboxes(ctx); err != nil {
+			log.Warn("remove orphan network sandboxes", "err", err)
+		} else if n > 0 {
+			log.Info("removed orphan network sandboxes", "count", n)
+		}
+	}
 
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopSweep, a.sweepDone = stopSweep, make(chan struct{})
@@ -163,6 +173,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		DataDir:         data,
 		AllowedOrigins:  cfg.AllowedOrigins,
 		TrustedProxies:  cfg.TrustedProxies,
+		PublicURL:       cfg.PublicURL,
 		SessionTTL:      cfg.SessionTTL,
 		MaxBody:         cfg.MaxBody,
 		Files:           a.fsys,
@@ -200,6 +211,16 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		GitAllowPrivate: cfg.GitAllowPrivate,
 		Memories:        memories{a.collab}}
 	acfg := agentapi.Config{Auth: a.users, Logger: log}
+	if cfg.Egress {
+		// The proxy asks the agent tools (made below, before any agent
+		// starts) about hosts off the operator's list.
+		px, err := egress.New(egress.Config{Allow: cfg.EgressAllow, AllowPrivate: cfg.EgressAllowPrivate, Logger: log,
+			Policy: lazyPolicy{&a.tools}, Audit: auditEgress(a.audit, log)})
+		if err != nil {
+			return err
+		}
+		acfg.Egress = px
+	}
 	switch cfg.Runtime {
 	case "process":
 		rt, err := containers.NewProcess(containers.ProcessConfig{Dir: filepath.Join(a.data, "proc"), Logger: log})

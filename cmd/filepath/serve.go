@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/egress"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
@@ -63,6 +65,15 @@ type serveConfig struct {
 	// GitAllowPrivate lets sessions clone from hosts that are or resolve
 	// to loopback, private or link-local addresses.
 	GitAllowPrivate bool
+	// Egress serves agents the egress proxy (HTTP_PROXY, HTTPS_PROXY);
+	// EgressAllow are the hosts any agent reaches through it without
+	// asking, EgressAllowPrivate lets it reach private addresses.
+	Egress             bool
+	EgressAllow        []string
+	EgressAllowPrivate bool
+	// PublicURL is where browsers reach the server ("" : unknown); an
+	// https one makes the login cookie Secure.
+	PublicURL string
 }
 
 // env returns the FILEPATH_* variable name or def when it is unset.
@@ -84,6 +95,8 @@ var serveEnv = map[string]string{
 	"approval-timeout": "FILEPATH_APPROVAL_TIMEOUT",
 	"check-timeout":    "FILEPATH_CHECK_TIMEOUT", "check-timeout-max": "FILEPATH_CHECK_TIMEOUT_MAX",
 	"git-allow-private": "FILEPATH_GIT_ALLOW_PRIVATE",
+	"egress":            "FILEPATH_EGRESS", "egress-allow": "FILEPATH_EGRESS_ALLOW", "egress-allow-private": "FILEPATH_EGRESS_ALLOW_PRIVATE",
+	"public-url": "FILEPATH_PUBLIC_URL",
 }
 
 // parseServe reads flags, then FILEPATH_* env vars for what the flags left
@@ -113,7 +126,16 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	fileCache := str("file-cache", "64MiB", "memory for files read often by the file tools (0: none)")
 	workspace := str("workspace", "fuse", "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node)")
 	agentCmd := str("agent-cmd", "", "with --runtime process: the command every agent runs, e.g. 'bin/testagent'")
-	network := str("network", "bridge", "Docker network mode of agent containers: bridge, none, or a network name")
+	network := str("network", "none", "Docker network mode of agent containers: none (they reach the agent-facing API and, through its egress proxy, what --egress allows), or bridge or a network name for images that need raw sockets (they then reach the host's network directly)")
+	egressOn := str("egress", "on", "on: agents reach the network through filepath's egress proxy (HTTP_PROXY, HTTPS_PROXY), each host checked against the allowed list, the node's policy and the approvals inbox; off: no proxy")
+	egressAllow := str("egress-allow", strings.Join(egress.DefaultAllow, ","), "comma-separated hosts agents reach through the egress proxy without asking (*.example.com for subdomains); \"\" for none")
+	egressPrivateEnv := strings.TrimSpace(os.Getenv(serveEnv["egress-allow-private"]))
+	egressPrivateDef, egressPrivateErr := false, error(nil)
+	if egressPrivateEnv != "" {
+		egressPrivateDef, egressPrivateErr = strconv.ParseBool(egressPrivateEnv)
+	}
+	egressPrivate := fs.Bool("egress-allow-private", egressPrivateDef, "let agents reach loopback, private and link-local addresses through the egress proxy, each still allowed by the list, the node's policy or a person (env "+serveEnv["egress-allow-private"]+"=1)")
+	publicURL := str("public-url", "", "the URL browsers reach this server at, e.g. https://filepath.example.com; https makes the login cookie Secure (behind a TLS-terminating proxy)")
 	approvalTimeout := str("approval-timeout", "10m", "how long an agent's request for approval waits for an answer before it is denied, e.g. 10m or 1h")
 	gitPrivateEnv := strings.TrimSpace(os.Getenv(serveEnv["git-allow-private"]))
 	gitPrivateDef, gitPrivateErr := false, error(nil)
@@ -199,6 +221,26 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		return cfg, errors.New("serve: --runtime process needs --agent-cmd (the program every agent runs, e.g. bin/testagent)")
 	}
 	var err error
+	switch strings.ToLower(strings.TrimSpace(*egressOn)) {
+	case "on", "true", "1":
+		cfg.Egress = true
+	case "off", "false", "0":
+	default:
+		return cfg, fmt.Errorf("serve: %s %q: want on or off", where("egress"), *egressOn)
+	}
+	cfg.EgressAllow = egress.ParseAllow(*egressAllow)
+	if err := egress.CheckAllow(cfg.EgressAllow); err != nil {
+		return cfg, fmt.Errorf("serve: %s: %v", where("egress-allow"), err)
+	}
+	if egressPrivateErr != nil && !set["egress-allow-private"] {
+		return cfg, fmt.Errorf("serve: %s %q: want true or false", serveEnv["egress-allow-private"], egressPrivateEnv)
+	}
+	cfg.EgressAllowPrivate = *egressPrivate
+	if cfg.PublicURL = strings.TrimRight(strings.TrimSpace(*publicURL), "/"); cfg.PublicURL != "" {
+		if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cfg, fmt.Errorf("serve: %s %q: want an http:// or https:// URL, e.g. https://filepath.example.com", where("public-url"), *publicURL)
+		}
+	}
 	if cfg.TrustedProxies, err = api.ParseCIDRs(*proxies); err != nil {
 		return cfg, fmt.Errorf("serve: %s %q: want networks like 127.0.0.1/32,10.0.0.0/8: %v", where("trusted-proxies"), *proxies, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 // serveVars are the variables serve reads.
 var serveVars = []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
 	"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_FILE_MAX", "FILEPATH_FILE_CACHE", "FILEPATH_CHECK_TIMEOUT", "FILEPATH_CHECK_TIMEOUT_MAX",
-	"FILEPATH_APPROVAL_TIMEOUT", "FILEPATH_GIT_ALLOW_PRIVATE",
+	"FILEPATH_APPROVAL_TIMEOUT", "FILEPATH_GIT_ALLOW_PRIVATE", "FILEPATH_NETWORK", "FILEPATH_EGRESS", "FILEPATH_EGRESS_ALLOW", "FILEPATH_EGRESS_ALLOW_PRIVATE", "FILEPATH_PUBLIC_URL",
 	"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_OPENROUTER_BASE_URL", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_ANTHROPIC_BASE_URL", "FILEPATH_OPENAI_API_KEY", "FILEPATH_OPENAI_BASE_URL",
 	"FILEPATH_SESSION_BUDGET_TOKENS", "FILEPATH_SESSION_BUDGET_USD", "FILEPATH_GATEWAY_MAX_BODY", "FILEPATH_GATEWAY_TIMEOUT", "FILEPATH_MODELS_TTL"}
 
@@ -96,6 +97,25 @@ func TestParseServe(t *testing.T) {
 				t.Fatalf("%+v", c.ApprovalTimeout)
 			}
 		}},
+		{name: "egress defaults", check: func(t *testing.T, c serveConfig) {
+			if c.Network != "none" || !c.Egress || c.EgressAllowPrivate || !slices.Contains(c.EgressAllow, "proxy.golang.org") || c.PublicURL != "" {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "egress set", env: map[string]string{"FILEPATH_EGRESS_ALLOW": "a.example, *.b.example", "FILEPATH_PUBLIC_URL": "https://fp.example/"},
+			args: []string{"--egress-allow-private", "--network", "bridge"}, check: func(t *testing.T, c serveConfig) {
+				if c.Network != "bridge" || !c.EgressAllowPrivate || strings.Join(c.EgressAllow, ",") != "a.example,*.b.example" || c.PublicURL != "https://fp.example" {
+					t.Fatalf("%+v", c)
+				}
+			}},
+		{name: "egress off", args: []string{"--egress", "off", "--egress-allow", ""}, check: func(t *testing.T, c serveConfig) {
+			if c.Egress || len(c.EgressAllow) != 0 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad egress", env: map[string]string{"FILEPATH_EGRESS": "maybe"}, wantErr: "FILEPATH_EGRESS"},
+		{name: "bad egress host", args: []string{"--egress-allow", "https://x.example"}, wantErr: "--egress-allow"},
+		{name: "bad public url", args: []string{"--public-url", "fp.example"}, wantErr: "--public-url"},
 		{name: "bad approval timeout", env: map[string]string{"FILEPATH_APPROVAL_TIMEOUT": "never"}, wantErr: "FILEPATH_APPROVAL_TIMEOUT"},
 		{name: "too short an approval timeout", args: []string{"--approval-timeout", "0s"}, wantErr: "--approval-timeout"},
 		{name: "bad trusted proxies", env: map[string]string{"FILEPATH_TRUSTED_PROXIES": "proxy.local"}, wantErr: "FILEPATH_TRUSTED_PROXIES"},

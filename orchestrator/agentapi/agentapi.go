@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,11 @@ type Config struct {
 	// LLM streams last as long as they last.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
+	// Egress serves the proxy requests (CONNECT, or an absolute URL)
+	// that reach a listener, authenticated by the node's token in
+	// Proxy-Authorization (the password of ProxyURL's user info).
+	// nil: they are refused, and agents get no proxy (ProxyURL is "").
+	Egress http.Handler
 }
 
 // Server is the agent-facing API. Mount its routes, then Open a listener
@@ -89,6 +95,9 @@ type listener struct {
 	containerID string
 	srv         *http.Server
 	done        chan struct{} // closed when Serve returns
+	// cancel ends the requests' base context: the egress proxy's tunnels,
+	// hijacked connections that srv.Close does not close, end with it.
+	cancel context.CancelFunc
 }
 
 // New checks cfg and returns a Server. Without Config.Netns it listens on
@@ -145,6 +154,21 @@ func (s *Server) Mount(prefix string, h http.Handler) {
 // URL is FILEPATH_API_URL, the same for every agent: the container's own
 // loopback (Docker) or the shared listener (process).
 func (s *Server) URL() string { return s.url }
+
+// ProxyURL is the HTTP_PROXY and HTTPS_PROXY of the agent whose token is
+// key: this API's address with the token as the password (clients send
+// it in Proxy-Authorization). "" when the server has no egress proxy.
+func (s *Server) ProxyURL(key string) string {
+	if s.cfg.Egress == nil {
+		return ""
+	}
+	u, err := url.Parse(s.url)
+	if err != nil {
+		return ""
+	}
+	u.User = url.UserPassword("agent", key)
+	return u.String()
+}
 
 // Open serves nodeID on a listener inside container containerID's network
 // namespace; only nodeID's token is accepted there. Opening the same
@@ -231,8 +255,10 @@ func (s *Server) Shutdown() {
 
 // serve runs an http.Server for nodeID ("" : any node) on ln.
 func (s *Server) serve(nodeID, containerID string, ln net.Listener, maxConns int) *listener {
-	l := &listener{nodeID: nodeID, containerID: containerID, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listener{nodeID: nodeID, containerID: containerID, done: make(chan struct{}), cancel: cancel}
 	l.srv = &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return ctx },
 		Handler:           s.Handler(nodeID),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
@@ -249,6 +275,7 @@ func (s *Server) serve(nodeID, containerID string, ln net.Listener, maxConns int
 }
 
 func (l *listener) close() {
+	l.cancel()
 	l.srv.Close()
 	<-l.done
 }
@@ -268,6 +295,10 @@ func (s *Server) Handler(nodeID string) http.Handler {
 			w.Write([]byte(`{"ok":true}` + "\n"))
 			return
 		}
+		if r.Method == http.MethodConnect || r.URL.IsAbs() {
+			s.proxy(w, r, nodeID)
+			return
+		}
 		c, ok := s.authenticate(w, r, nodeID)
 		if !ok {
 			return
@@ -282,6 +313,30 @@ func (s *Server) Handler(nodeID string) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// proxy serves a proxy request with Config.Egress, once the token in its
+// Proxy-Authorization (Basic, the token as the password) is nodeID's.
+func (s *Server) proxy(w http.ResponseWriter, r *http.Request, nodeID string) {
+	if s.cfg.Egress == nil {
+		http.Error(w, "filepath egress: this server has no egress proxy: the agent reaches no network but the agent-facing API", http.StatusForbidden)
+		return
+	}
+	// BasicAuth reads Authorization: read the proxy's header the same way.
+	_, token, ok := (&http.Request{Header: http.Header{"Authorization": r.Header.Values("Proxy-Authorization")}}).BasicAuth()
+	if !ok || token == "" {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="filepath"`)
+		http.Error(w, "filepath egress: missing proxy credentials: use the HTTP_PROXY and HTTPS_PROXY the container was given (they carry its FILEPATH_API_KEY)", http.StatusProxyAuthRequired)
+		return
+	}
+	r.Header.Set("Authorization", "Bearer "+token)
+	c, ok := s.authenticate(w, r, nodeID)
+	r.Header.Del("Authorization")
+	r.Header.Del("Proxy-Authorization")
+	if !ok {
+		return
+	}
+	s.cfg.Egress.ServeHTTP(w, r.WithContext(orchestrator.WithCaller(r.Context(), c)))
 }
 
 // authenticate answers 401/403/500 itself when the request may not go on.

@@ -19,6 +19,7 @@ type agent struct {
 	t   *testing.T
 	ctx context.Context
 	id  string
+	ws  string // the host directory at /workspace
 	in  io.Writer
 	out *containers.LogReader
 }
@@ -45,7 +46,7 @@ func startAgent(t *testing.T, ctx context.Context, d *containers.Docker, session
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { out.Close() })
-	return &agent{t: t, ctx: ctx, id: id, in: in, out: out}
+	return &agent{t: t, ctx: ctx, id: id, ws: ws, in: in, out: out}
 }
 
 // run runs a shell command in the agent (byo-echo's /cmd) and returns its stdout.

@@ -435,6 +435,11 @@ func (s *Server) SearchMemories(ctx context.Context, c orchestrator.Caller, quer
 // RequestApproval stores the caller's request (or returns the one it made
 // with the same request_id) and appends its record.
 func (s *Server) RequestApproval(ctx context.Context, c orchestrator.Caller, in ApprovalRequest) (collab.Approval, bool, error) {
+	if strings.HasPrefix(strings.TrimSpace(in.Kind), KindNetwork+":") {
+		// The policy keys of the egress proxy's requests (one host each):
+		// an agent's own request may not name one.
+		return collab.Approval{}, false, orchestrator.FieldErrorf("kind", "kind %q is the egress proxy's: ask for %q", in.Kind, KindNetwork)
+	}
 	a, created, err := s.collab.RequestApproval(ctx, c.SessionID, c.NodeID, collab.NewApproval{
 		RequestID: in.RequestID, Action: in.Action, Detail: in.Detail, Kind: in.Kind, Timeout: s.cfg.ApprovalTimeout})
 	if err == nil && created {

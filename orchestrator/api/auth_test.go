@@ -356,17 +356,23 @@ func TestSessionTTL(t *testing.T) {
 }
 
 // TestTrustedProxies: only behind a trusted proxy do X-Forwarded-Proto
-// (https → Secure cookie) and X-Forwarded-For (the client's address) count.
+// (https → Secure cookie) and X-Forwarded-For (the client's address)
+// count; an https --public-url makes the cookie Secure whatever the
+// request says (a TLS-terminating proxy that sends no header).
 func TestTrustedProxies(t *testing.T) {
 	tests := []struct {
 		name    string
 		trusted string
+		public  string
+		noProto bool
 		secure  bool
 		ip      string
 	}{
 		{name: "no proxy configured", trusted: "", secure: false, ip: "127.0.0.1"},
 		{name: "the peer is a trusted proxy", trusted: "10.1.2.3, 127.0.0.0/8", secure: true, ip: "203.0.113.9"},
 		{name: "the peer is not a trusted proxy", trusted: "10.0.0.0/8", secure: false, ip: "127.0.0.1"},
+		{name: "https public url", public: "https://filepath.example.com", noProto: true, secure: true, ip: "127.0.0.1"},
+		{name: "http public url", public: "http://filepath.example.com", noProto: true, secure: false, ip: "127.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,10 +383,14 @@ func TestTrustedProxies(t *testing.T) {
 			logs := &testkit.Buffer{}
 			e := newEnv(t, envOpts{cfg: func(c *api.Config) {
 				c.TrustedProxies = nets
+				c.PublicURL = tt.public
 				c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			}})
-			r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "",
-				"X-Forwarded-Proto", "https", "X-Forwarded-For", "198.51.100.1, 203.0.113.9")
+			hdr := []string{"X-Forwarded-Proto", "https", "X-Forwarded-For", "198.51.100.1, 203.0.113.9"}
+			if tt.noProto {
+				hdr = nil
+			}
+			r := e.do("GET", strings.TrimPrefix(e.login, e.base), "", "", hdr...)
 			ck := cookieOf(r)
 			if r.status != http.StatusSeeOther || ck == nil || ck.Secure != tt.secure {
 				t.Fatalf("login: %d, cookie %v, want Secure=%v", r.status, r.header["Set-Cookie"], tt.secure)

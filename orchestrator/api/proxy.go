@@ -72,9 +72,10 @@ func (s *Server) fromTrustedProxy(r *http.Request) bool {
 }
 
 // isHTTPS reports whether the browser reached the server over HTTPS:
-// directly, or through a trusted proxy that says X-Forwarded-Proto: https.
+// directly, at an https:// PublicURL, or through a trusted proxy that says
+// X-Forwarded-Proto: https.
 func (s *Server) isHTTPS(r *http.Request) bool {
-	if r.TLS != nil {
+	if r.TLS != nil || strings.HasPrefix(strings.ToLower(s.cfg.PublicURL), "https://") {
 		return true
 	}
 	// A chain of proxies lists the schemes it saw; the first is the browser's.

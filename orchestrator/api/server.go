@@ -135,13 +135,17 @@ type Config struct {
 	// X-Forwarded-For (the client's address) and X-Forwarded-Proto (https
 	// makes the login cookie Secure) are believed. Empty: no proxy is.
 	TrustedProxies []*net.IPNet
-	MaxBody        int64         // bytes of a JSON request body (default 1 MiB)
-	PingInterval   time.Duration // WebSocket keepalive (default 30s)
-	PingTimeout    time.Duration // a pong must arrive within (default 10s)
-	WriteTimeout   time.Duration // one stream message write (default 10s)
-	LoginTTL       time.Duration // first-start login link lifetime (default 24h)
-	SessionTTL     time.Duration // login cookie lifetime (default 7 days)
-	ReplayPage     int           // records per store read when replaying (default 500)
+	// PublicURL is where browsers reach the server (--public-url); an
+	// https:// one makes the login cookie Secure whatever the request
+	// says (the usual deployment: a TLS-terminating proxy in front).
+	PublicURL    string
+	MaxBody      int64         // bytes of a JSON request body (default 1 MiB)
+	PingInterval time.Duration // WebSocket keepalive (default 30s)
+	PingTimeout  time.Duration // a pong must arrive within (default 10s)
+	WriteTimeout time.Duration // one stream message write (default 10s)
+	LoginTTL     time.Duration // first-start login link lifetime (default 24h)
+	SessionTTL   time.Duration // login cookie lifetime (default 7 days)
+	ReplayPage   int           // records per store read when replaying (default 500)
 	// Files is the session filesystem served under /sessions/:id/fs (nil:
 	// no file routes).
 	Files *vfs.VFS

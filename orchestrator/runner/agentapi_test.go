@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,5 +206,103 @@ func TestMissingProviderKey(t *testing.T) {
 	keysLeft, _ := e.Users.ListAPIKeys(ctx, u.ID)
 	if len(keysLeft) != 0 {
 		t.Fatalf("a refused start created %d node keys", len(keysLeft))
+	}
+}
+
+// openOrder is the agent-facing API, recording the state of each container
+// when its listener opens.
+type openOrder struct {
+	*agentapi.Server
+	rt     containers.Runtime
+	mu     sync.Mutex
+	states []containers.State
+}
+
+func (o *openOrder) Open(ctx context.Context, nodeID, containerID string) error {
+	if !o.Serving(nodeID) {
+		info, err := o.rt.Inspect(ctx, containerID)
+		o.mu.Lock()
+		if err != nil {
+			info.State = containers.State("inspect: " + err.Error())
+		}
+		o.states = append(o.states, info.State)
+		o.mu.Unlock()
+	}
+	return o.Server.Open(ctx, nodeID, containerID)
+}
+
+// TestAgentAPIBeforeTheAgent: the runner opens a node's listener before it
+// starts the container, on every start: agents whose task is one call of
+// FILEPATH_API_URL, a single try made as they start, reach it (five in a
+// row); a restart opens it before the start too.
+func TestAgentAPIBeforeTheAgent(t *testing.T) {
+	testkit.RequireImage(t, byoEchoImage)
+	var api *openOrder
+	e := newEnv(t, func(c *Config) {
+		rt := c.Runtime.(*containers.Docker)
+		s, err := agentapi.New(agentapi.Config{Auth: c.Users, Netns: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Mount("/whoami", whoami)
+		api = &openOrder{Server: s, rt: rt}
+		c.AgentAPI = api
+	})
+	t.Cleanup(api.Shutdown)
+	finish := func(id string) {
+		t.Helper()
+		if _, err := e.r.Deliver(e.ctx, e.sid, id, msg("/done")); err != nil {
+			t.Fatal(err)
+		}
+		e.waitStatus(id, protocol.StateDone)
+		e.waitFor("the listener to close", func() bool { return !api.Serving(id) })
+	}
+	const starts = 5
+	var first string
+	for i := range starts {
+		in := sessions.NewNode{Name: fmt.Sprintf("n%d", i), AgentType: AgentCustom, Image: byoEchoImage,
+			Task: `/cmd bash probe.sh /whoami "$FILEPATH_API_KEY" once > answer.txt`}
+		if first != "" {
+			in.ParentID = &first
+		}
+		n, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = n.ID
+		}
+		ws := filepath.Join(e.dir, "nodes", n.ID)
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WriteProbe(t, ws)
+		if err := e.r.StartNode(e.ctx, e.uid, e.sid, n.ID); err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		var answer []byte
+		e.waitFor("the agent's answer", func() bool {
+			answer, _ = os.ReadFile(filepath.Join(ws, "answer.txt"))
+			return len(answer) > 0
+		})
+		if got := strings.TrimSpace(string(answer)); got != "200 "+n.ID {
+			t.Fatalf("agent %d: its first call: %q, want 200 %s", i, got, n.ID)
+		}
+		finish(n.ID)
+	}
+	if err := e.r.StartNode(e.ctx, e.uid, e.sid, first); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	e.waitFor("the restarted agent's listener", func() bool { return api.Serving(first) })
+	finish(first)
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.states) != starts+1 {
+		t.Fatalf("opened %d listeners for %d starts: %v", len(api.states), starts+1, api.states)
+	}
+	for i, s := range api.states {
+		if s != containers.StateCreated {
+			t.Errorf("start %d: the listener opened when the container was %s, not before it started", i, s)
+		}
 	}
 }

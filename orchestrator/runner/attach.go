@@ -115,6 +115,15 @@ func (r *Runner) openAPI(node sessions.Node) {
 	}
 }
 
+// proxyURL is the egress proxy of the container whose token is key ("":
+// none).
+func (r *Runner) proxyURL(key string) string {
+	if r.cfg.AgentAPI == nil {
+		return ""
+	}
+	return r.cfg.AgentAPI.ProxyURL(key)
+}
+
 // apiURL is FILEPATH_API_URL ("" without an agent-facing API).
 func (r *Runner) apiURL() string {
 	if r.cfg.AgentAPI == nil {

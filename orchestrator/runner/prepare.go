@@ -213,7 +213,13 @@ func (r *Runner) prepare(ctx context.Context, p *startPlan) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The listener first, in the namespace the container will join: the
+	// agent reaches FILEPATH_API_URL from its first instruction.
+	pre := p.node
+	pre.ContainerID = p.id
+	r.openAPI(pre)
 	if err := r.rt.Start(ctx, p.id); err != nil {
+		r.closeAPI(p.node.ID)
 		return err
 	}
 	node, err := r.sessions.PatchNode(ctx, p.node.SessionID, p.node.ID, sessions.NodePatch{MarkStarted: true})

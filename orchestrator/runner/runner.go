@@ -70,11 +70,14 @@ type Workspaces interface {
 }
 
 // AgentAPI serves the agent-facing API (FILEPATH_API_URL) to the
-// containers; agentapi.Server implements it. Open gives a container that
-// just started (or was re-attached) its listener, Close takes it away when
-// the container exits or is removed.
+// containers; agentapi.Server implements it. Open gives a container its
+// listener (before it starts, so the agent reaches the API from its first
+// instruction, or when it is re-attached), Close takes it away when the
+// container exits or is removed. ProxyURL is the egress proxy for the
+// container whose token is key ("" : none).
 type AgentAPI interface {
 	URL() string
+	ProxyURL(key string) string
 	Open(ctx context.Context, nodeID, containerID string) error
 	Close(nodeID string)
 }

@@ -139,11 +139,12 @@ func (e *env) node(id string) sessions.Node {
 	return n
 }
 
-// waitFor polls cond for up to a minute; a failure shows the session's
-// records.
+// waitFor polls cond for up to three minutes (each agent's start is two
+// containers, its network sandbox first, on a loaded machine); a failure
+// shows the session's records.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	testkit.EventuallyNil(e.t, time.Minute, what, func() error {
+	testkit.EventuallyNil(e.t, 3*time.Minute, what, func() error {
 		if cond() {
 			return nil
 		}

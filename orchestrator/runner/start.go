@@ -228,6 +228,14 @@ func (r *Runner) createContainer(ctx context.Context, p *startPlan, key string) 
 		EnvModel: node.Model, EnvAgentType: node.AgentType, EnvParentID: parent,
 		EnvAPIURL: r.apiURL(),
 	}
+	if proxy := r.proxyURL(key); proxy != "" {
+		// The egress proxy: what git, curl, npm, pip and Go use to reach
+		// the network; the agent-facing API itself is reached directly.
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+			env[k] = proxy
+		}
+		env["NO_PROXY"], env["no_proxy"] = "127.0.0.1,localhost,::1", "127.0.0.1,localhost,::1"
+	}
 	maps.Copy(env, p.vendorEnv)
 	id, err := r.rt.Create(ctx, containers.Spec{
 		SessionID:            sess.ID,

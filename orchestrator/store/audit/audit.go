@@ -28,6 +28,7 @@ const (
 	SourceCommand = "command" // a command event's start and its done or error
 	SourceAPI     = "api"     // a call of the agent API
 	SourceUser    = "user"    // a person's file operation through the user API
+	SourceNetwork = "network" // a connection through the egress proxy
 )
 
 // Audit bounds.
@@ -43,18 +44,19 @@ const (
 type ToolCall struct {
 	ID     int64  `json:"id"`
 	NodeID string `json:"node_id"`
-	// Source is tool, command, api or user.
-	Source string `json:"source" jsonschema:"enum=tool,enum=command,enum=api,enum=user"`
+	// Source is tool, command, api, user or network.
+	Source string `json:"source" jsonschema:"enum=tool,enum=command,enum=api,enum=user,enum=network"`
 	// Actor is the person who made a user-API call (source user); empty
 	// for the node's agent.
 	Actor string `json:"actor,omitempty" jsonschema_description:"the person who made the call (source user); absent: the node's agent"`
 	Name  string `json:"name"`
 	// Parameters: {"path"} of a tool, {"cmd"} of a command, the request of
-	// an API call.
+	// an API call, {"method","host","port"} of a network connection.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 	// Result: {"output"} of a tool, {"exit","stdout"} of a command (the
-	// ends of long outputs), the answer's summary of an API call; absent
-	// when Error is set.
+	// ends of long outputs), the answer's summary of an API call,
+	// {"address","allowed_by","bytes_out","bytes_in"} of a network
+	// connection; absent when Error is set.
 	Result      json.RawMessage `json:"result,omitempty"`
 	Error       string          `json:"error,omitempty"`
 	StartedAt   time.Time       `json:"started_at"`

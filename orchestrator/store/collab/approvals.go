@@ -34,10 +34,14 @@ type Approval struct {
 	NodeID    string `json:"node_id"`
 	NodeName  string `json:"node_name"`
 	// RequestID is the agent's own id of the request, if it gave one.
-	RequestID  string     `json:"request_id,omitempty"`
-	Action     string     `json:"action"`
-	Detail     string     `json:"detail"`
-	Kind       string     `json:"kind"`
+	RequestID string `json:"request_id,omitempty"`
+	Action    string `json:"action"`
+	Detail    string `json:"detail"`
+	Kind      string `json:"kind"`
+	// Scope is what "Always" allows: "" the kind; for a request the
+	// server made, something narrower it names (the host of a "network"
+	// request: "Always" allows that host for the node).
+	Scope      string     `json:"scope,omitempty"`
 	Status     string     `json:"status" jsonschema:"enum=pending,enum=approved,enum=denied"`
 	AnsweredBy string     `json:"answered_by,omitempty"`
 	Always     bool       `json:"always,omitempty"`
@@ -55,6 +59,10 @@ type NewApproval struct {
 	Action    string
 	Detail    string
 	Kind      string
+	// Scope narrows what the node's policy and an "Always" answer cover:
+	// the policy key is kind:scope instead of kind (ScopedKind). Only the
+	// server sets it (the egress proxy: kind network, scope the host).
+	Scope string
 	// Timeout is how long it waits for an answer before it is denied.
 	Timeout time.Duration
 	// Payload is Approval.Payload.
@@ -64,8 +72,9 @@ type NewApproval struct {
 // Decision is a user's answer to a request.
 type Decision struct {
 	Approve bool
-	// Always approves and allows the request's kind for its node from now
-	// on (the node's config gets approvals[kind] = "allow").
+	// Always approves and allows the request's kind (or its scope,
+	// ScopedKind) for its node from now on (the node's config gets
+	// approvals[kind] = "allow").
 	Always bool
 }
 
@@ -78,6 +87,7 @@ type approvalRow struct {
 	Action     string
 	Detail     string
 	Kind       string
+	Scope      string
 	Status     string
 	AnsweredBy string
 	Always     bool
@@ -88,18 +98,18 @@ type approvalRow struct {
 }
 
 const approvalSelect = `SELECT a.id, a.session_id, a.node_id, COALESCE(n.name, '') AS node_name, a.request_id, a.action,
-	a.detail, a.kind, a.status, a.answered_by, a.always, a.created_at, a.expires_at, a.answered_at, a.payload
+	a.detail, a.kind, a.scope, a.status, a.answered_by, a.always, a.created_at, a.expires_at, a.answered_at, a.payload
 	FROM approvals a LEFT JOIN agent_node n ON n.id = a.node_id`
 
 func (r approvalRow) approval() Approval {
 	return Approval{ID: r.ID, SessionID: r.SessionID, NodeID: r.NodeID, NodeName: r.NodeName, RequestID: r.RequestID,
-		Action: r.Action, Detail: r.Detail, Kind: r.Kind, Status: r.Status, AnsweredBy: r.AnsweredBy, Always: r.Always,
+		Action: r.Action, Detail: r.Detail, Kind: r.Kind, Scope: r.Scope, Status: r.Status, AnsweredBy: r.AnsweredBy, Always: r.Always,
 		CreatedAt: store.FromMillis(r.CreatedAt), ExpiresAt: store.FromMillis(r.ExpiresAt), AnsweredAt: store.FromMillisPtr(r.AnsweredAt), Payload: r.Payload}
 }
 
 // Record is the approval as its system records carry it.
 func (a Approval) Record() protocol.Approval {
-	return protocol.Approval{ID: a.ID, Action: a.Action, Detail: a.Detail, Kind: a.Kind, Status: a.Status,
+	return protocol.Approval{ID: a.ID, Action: a.Action, Detail: a.Detail, Kind: a.Kind, Scope: a.Scope, Status: a.Status,
 		AnsweredBy: a.AnsweredBy, AnsweredAt: a.AnsweredAt, Always: a.Always, ExpiresAt: a.ExpiresAt}
 }
 
@@ -116,6 +126,8 @@ func validApproval(in *NewApproval) error {
 		return orchestrator.FieldErrorf("kind", "kind must be a word of at most %d bytes, e.g. \"bash\" or \"network\"", MaxApprovalKind)
 	case len(in.RequestID) > MaxApprovalRequestID || strings.IndexFunc(in.RequestID, unicode.IsControl) >= 0:
 		return orchestrator.FieldErrorf("request_id", "request_id must be at most %d bytes without control characters", MaxApprovalRequestID)
+	case len(in.Scope) > MaxApprovalAction || strings.IndexFunc(in.Scope, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return orchestrator.FieldErrorf("scope", "scope must be a word of at most %d bytes", MaxApprovalAction)
 	case in.Timeout <= 0:
 		return orchestrator.FieldErrorf("timeout", "an approval needs a positive timeout")
 	}
@@ -153,25 +165,26 @@ func (s *Store) RequestApproval(ctx context.Context, sessionID, nodeID string, i
 		}
 		now := tx.Now()
 		a = Approval{ID: store.NewID(), SessionID: sessionID, NodeID: nodeID, NodeName: node.Name, RequestID: in.RequestID,
-			Action: in.Action, Detail: in.Detail, Kind: in.Kind, Status: protocol.ApprovalPending, Payload: in.Payload,
+			Action: in.Action, Detail: in.Detail, Kind: in.Kind, Scope: in.Scope, Status: protocol.ApprovalPending, Payload: in.Payload,
 			CreatedAt: store.FromMillis(store.Millis(now)), ExpiresAt: store.FromMillis(store.Millis(now.Add(in.Timeout)))}
 		text := fmt.Sprintf("%s asks: %s", a.NodeName, cutText(a.Action, 200))
-		switch policies[in.Kind] {
+		key := ScopedKind(in.Kind, in.Scope)
+		switch policies[key] {
 		case sessions.PolicyAllow:
 			a.Status, a.AnsweredBy, a.AnsweredAt = protocol.ApprovalApproved, protocol.AnsweredByPolicy, &a.CreatedAt
-			text = fmt.Sprintf("%s: %s (approved by the node's %s policy)", a.NodeName, cutText(a.Action, 200), in.Kind)
+			text = fmt.Sprintf("%s: %s (approved by the node's %s policy)", a.NodeName, cutText(a.Action, 200), key)
 		case sessions.PolicyDeny:
 			a.Status, a.AnsweredBy, a.AnsweredAt = protocol.ApprovalDenied, protocol.AnsweredByPolicy, &a.CreatedAt
-			text = fmt.Sprintf("%s: %s (denied by the node's %s policy)", a.NodeName, cutText(a.Action, 200), in.Kind)
+			text = fmt.Sprintf("%s: %s (denied by the node's %s policy)", a.NodeName, cutText(a.Action, 200), key)
 		}
 		var answered *int64
 		if a.AnsweredAt != nil {
 			v := store.Millis(*a.AnsweredAt)
 			answered = &v
 		}
-		if err := g.Exec(`INSERT INTO approvals (id, session_id, node_id, request_id, action, detail, kind, status, answered_by,
-			created_at, expires_at, answered_at, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-			a.ID, sessionID, nodeID, a.RequestID, a.Action, a.Detail, a.Kind, a.Status, a.AnsweredBy,
+		if err := g.Exec(`INSERT INTO approvals (id, session_id, node_id, request_id, action, detail, kind, scope, status, answered_by,
+			created_at, expires_at, answered_at, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			a.ID, sessionID, nodeID, a.RequestID, a.Action, a.Detail, a.Kind, a.Scope, a.Status, a.AnsweredBy,
 			store.Millis(a.CreatedAt), store.Millis(a.ExpiresAt), answered, a.Payload).Error; err != nil {
 			if store.IsConstraint(err, sqlite3.ErrConstraintForeignKey) {
 				return store.NotFound("node", nodeID)
@@ -331,7 +344,7 @@ func answer(tx *store.Tx, sessionID, id string, d Decision, by string) (Approval
 	case by == protocol.AnsweredByAgent:
 		text = "withdrawn: the agent no longer asks"
 	case a.Always:
-		text = fmt.Sprintf("approved by %s, and %s is always allowed for %s from now on", by, a.Kind, a.NodeName)
+		text = fmt.Sprintf("approved by %s, and %s is always allowed for %s from now on", by, ScopedKind(a.Kind, a.Scope), a.NodeName)
 	default:
 		text = fmt.Sprintf("%s by %s", a.Status, by)
 	}
@@ -340,7 +353,7 @@ func answer(tx *store.Tx, sessionID, id string, d Decision, by string) (Approval
 		return Approval{}, err
 	}
 	if a.Always && a.Kind != "" {
-		if err := sessions.AllowKind(tx, a.NodeID, a.Kind); err != nil {
+		if err := sessions.AllowKind(tx, a.NodeID, ScopedKind(a.Kind, a.Scope)); err != nil {
 			return Approval{}, err
 		}
 	}
@@ -386,6 +399,16 @@ func (s *Store) NextApprovalExpiry(ctx context.Context) (time.Time, bool, error)
 		return time.Time{}, false, nil
 	}
 	return store.FromMillis(*next), true, nil
+}
+
+// ScopedKind is the key of a node's approvals policy that a request of
+// kind with scope is answered by, and that "Always" sets: kind, or
+// kind:scope ("network:proxy.golang.org").
+func ScopedKind(kind, scope string) string {
+	if scope == "" {
+		return kind
+	}
+	return kind + ":" + scope
 }
 
 // cutText shortens s to n bytes for a one-line summary.

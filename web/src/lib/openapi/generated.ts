@@ -48,6 +48,7 @@ export interface ApprovalRequest {
 	action: string;
 	detail: string;
 	kind: string;
+	scope?: string;
 	status: 'pending' | 'approved' | 'denied';
 	answered_by?: string;
 	always?: boolean;
@@ -71,7 +72,7 @@ export interface AuditPage {
 export interface ToolCall {
 	id: number;
 	node_id: string;
-	source: 'tool' | 'command' | 'api' | 'user';
+	source: 'tool' | 'command' | 'api' | 'user' | 'network';
 	/**
 	 * the person who made the call (source user); absent: the node's agent
 	 */

@@ -310,6 +310,7 @@ export interface Approval {
 	action: string;
 	detail: string;
 	kind: string;
+	scope?: string;
 	status: 'pending' | 'approved' | 'denied';
 	answered_by?: string;
 	answered_at?: string;
