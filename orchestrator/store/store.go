@@ -77,14 +77,14 @@ type Config struct {
 type Store struct {
 	cfg     Config
 	dialect Dialect
-	now    func() time.Time
-	wsql   *sql.DB  // the one write connection (SQLite has a single writer)
-	rsql   *sql.DB  // read-only pool (WAL readers never block the writer)
-	db     *gorm.DB // over wsql
-	rdb    *gorm.DB // over rsql
-	pub    Publisher
-	logsMu sync.Mutex // guards logs; never held while waiting for the database
-	logs   map[string]*logState
+	now     func() time.Time
+	wsql    *sql.DB  // the one write connection (SQLite has a single writer)
+	rsql    *sql.DB  // read-only pool (WAL readers never block the writer)
+	db      *gorm.DB // over wsql
+	rdb     *gorm.DB // over rsql
+	pub     Publisher
+	logsMu  sync.Mutex // guards logs; never held while waiting for the database
+	logs    map[string]*logState
 
 	insertOne *sql.Stmt         // insertLogSQL, prepared on the write connection
 	insertN   map[int]*sql.Stmt // multi-row INSERTs by row count (insertChunks)
