@@ -25,7 +25,7 @@ func TestImportArrows(t *testing.T) {
 		// its leaves, which know nothing of the store; none of it knows
 		// the packages that use it (api, runner, workspace, store, hub).
 		// "=p" is p alone, without the packages below it.
-		"orchestrator/vfs/...":      {"orchestrator/vfs", "=orchestrator", "protocol"},
+		"orchestrator/vfs/...":      {"orchestrator/vfs", "=orchestrator", "protocol", "internal/pgsql"},
 		"orchestrator/vfs/errno":    {"orchestrator/vfs/errno", "=orchestrator"},
 		"orchestrator/vfs/paths":    {"orchestrator/vfs/paths", "orchestrator/vfs/errno", "=orchestrator"},
 		"orchestrator/vfs/events":   {"orchestrator/vfs/events", "protocol"},
@@ -37,6 +37,8 @@ func TestImportArrows(t *testing.T) {
 		// The shared test kit: the standard library only, so that the
 		// tests of every layer above may use it.
 		"internal/testkit/...": {"internal/testkit"},
+		// The PostgreSQL connection of the store and the vfs: a leaf.
+		"internal/pgsql": {"internal/pgsql"},
 	}
 	for pkgs, ok := range allowed {
 		check(t, pkgs, ok, "-deps")
@@ -54,7 +56,7 @@ func TestImportArrows(t *testing.T) {
 // that use them. Their tests may use storetest (every noun package over one
 // database), the hub (the publisher the server wires in) and the schemas.
 func TestStoreArrows(t *testing.T) {
-	base := []string{"=orchestrator/store", "=orchestrator", "protocol"}
+	base := []string{"=orchestrator/store", "=orchestrator", "protocol", "internal/pgsql"}
 	allowed := map[string][]string{
 		"orchestrator/store":           base,
 		"orchestrator/store/identity":  append([]string{"orchestrator/store/identity"}, base...),

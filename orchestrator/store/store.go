@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/filepath-dev/filepath/internal/pgsql"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -52,7 +53,7 @@ type Config struct {
 	Path string
 	// URL, when set, is a PostgreSQL database (postgres://…,
 	// FILEPATH_DATABASE_URL) used instead of the SQLite file at Path. Its
-	// collation must be C (checkCollation).
+	// collation must be C (pgsql.CheckCollation).
 	URL string
 	// Publisher gets each record after commit (nil: records are only stored).
 	Publisher Publisher
@@ -205,10 +206,10 @@ func openSQL(ctx context.Context, cfg Config, d Dialect) (wsql, rsql *sql.DB, er
 	if d == Postgres {
 		// One write connection here too: the store's transactions and the
 		// vfs group commit are written for a single writer (LOCKS.md).
-		if wsql, err = openPostgres(ctx, cfg.URL, 1, false); err != nil {
+		if wsql, err = pgsql.Open(ctx, cfg.URL, 1, false); err != nil {
 			return nil, nil, fmt.Errorf("open store: %w", err)
 		}
-		if err := checkCollation(ctx, wsql); err != nil {
+		if err := pgsql.CheckCollation(ctx, wsql); err != nil {
 			wsql.Close()
 			return nil, nil, fmt.Errorf("open store: %w", err)
 		}
@@ -216,7 +217,7 @@ func openSQL(ctx context.Context, cfg Config, d Dialect) (wsql, rsql *sql.DB, er
 			wsql.Close()
 			return nil, nil, fmt.Errorf("open store: %w", err)
 		}
-		if rsql, err = openPostgres(ctx, cfg.URL, cfg.ReadConns, true); err != nil {
+		if rsql, err = pgsql.Open(ctx, cfg.URL, cfg.ReadConns, true); err != nil {
 			wsql.Close()
 			return nil, nil, fmt.Errorf("open store: %w", err)
 		}
@@ -393,7 +394,7 @@ func IsConstraint(err error, code sqlite3.ErrNoExtended) bool {
 	if errors.As(err, &se) {
 		return se.ExtendedCode == code
 	}
-	switch c := pgCode(err); code {
+	switch c := pgsql.Code(err); code {
 	case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 		return c == "23505"
 	case sqlite3.ErrConstraintForeignKey:

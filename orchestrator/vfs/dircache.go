@@ -261,12 +261,12 @@ func (fs *FS) checkMovedTree(ctx context.Context, q querier, ino int64, oldLen, 
 		}
 	} else {
 		err = q.QueryRowContext(ctx, `WITH RECURSIVE sub(ino, len) AS (
-			SELECT ?2, 0
+			SELECT CAST(?2 AS BIGINT), CAST(0 AS BIGINT)
 			UNION ALL
-			SELECT d.ino, sub.len + 1 + length(CAST(d.name AS BLOB)) FROM sub CROSS JOIN fs_dentry d
+			SELECT d.ino, sub.len + 1 + octet_length(d.name) FROM sub CROSS JOIN fs_dentry d
 			WHERE d.session_id = ?1 AND d.parent_ino = sub.ino AND sub.len <= ?3
 		)
-		SELECT COUNT(*) FROM (SELECT 1 FROM sub WHERE len > ?3 LIMIT 1)`, fs.sid, ino, room).Scan(&n)
+		SELECT COUNT(*) FROM (SELECT 1 FROM sub WHERE len > ?3 LIMIT 1) AS deep`, fs.sid, ino, room).Scan(&n)
 	}
 	if err != nil {
 		return fmt.Errorf("check the paths below %s: %w", name, err)
