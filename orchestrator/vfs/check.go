@@ -99,7 +99,7 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 	// every directory reaches the root (no cycles, no detached subtrees);
 	// CROSS JOIN keeps reach the outer loop, so that each step is an index
 	// search (a scan of the session's names per step is quadratic)
-	if n := count(`WITH RECURSIVE reach(ino) AS (SELECT 1 UNION SELECT d.ino FROM reach r CROSS JOIN fs_dentry d WHERE d.session_id=? AND d.parent_ino=r.ino)
+	if n := count(`WITH RECURSIVE reach(ino) AS (SELECT CAST(1 AS BIGINT) UNION SELECT d.ino FROM reach r CROSS JOIN fs_dentry d WHERE d.session_id=? AND d.parent_ino=r.ino)
 		SELECT COUNT(*) FROM fs_dentry d WHERE d.session_id=? AND d.ino NOT IN (SELECT ino FROM reach)`, sid, sid); n > 0 {
 		bad("%d dentries not reachable from the root", n)
 	}
