@@ -34,7 +34,7 @@ func TestImportArrows(t *testing.T) {
 		// The model catalogue is a leaf the gateway and the API share (its
 		// test checks the agent catalog's defaults against it).
 		"orchestrator/models": {"orchestrator/models", "=orchestrator"},
-		// The shared test kit: the standard library only, so that the
+		// The shared test kit: no package of this module, so that the
 		// tests of every layer above may use it.
 		"internal/testkit/...": {"internal/testkit"},
 		// The PostgreSQL connection of the store and the vfs: a leaf.

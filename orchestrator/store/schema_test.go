@@ -55,6 +55,7 @@ func TestDialectSchemasMatch(t *testing.T) {
 	}
 	defer pg.Close()
 	a, b := sqliteSchema(t, lite.SQL()), postgresSchema(t, pg.SQL())
+	t.Logf("%d facts of SQLite, %d of PostgreSQL", len(a), len(b))
 	if len(a) < 20 {
 		t.Fatalf("the SQLite schema has %d facts: too few to be read right", len(a))
 	}
