@@ -336,38 +336,34 @@ type fakeEffects struct {
 	closeOnce sync.Once
 }
 
+// orNil calls fn when the test set it.
+func orNil[E any](fn func(context.Context, Node, E) error, ctx context.Context, node Node, ev E) error {
+	if fn == nil {
+		return nil
+	}
+	return fn(ctx, node, ev)
+}
+
 func newEffects(tr *trace) *fakeEffects { return &fakeEffects{tr: tr, exitedCh: make(chan struct{})} }
 
 func (e *fakeEffects) Spawn(ctx context.Context, parent Node, ev protocol.SpawnEvent) error {
 	e.tr.add("spawn %s", ev.Name)
-	if e.SpawnFn != nil {
-		return e.SpawnFn(ctx, parent, ev)
-	}
-	return nil
+	return orNil(e.SpawnFn, ctx, parent, ev)
 }
 
 func (e *fakeEffects) StatusChanged(ctx context.Context, node Node, ev protocol.StatusEvent) error {
 	e.tr.add("status %s", ev.State)
-	if e.StatusFn != nil {
-		return e.StatusFn(ctx, node, ev)
-	}
-	return nil
+	return orNil(e.StatusFn, ctx, node, ev)
 }
 
 func (e *fakeEffects) Done(ctx context.Context, node Node, ev protocol.DoneEvent) error {
 	e.tr.add("done")
-	if e.DoneFn != nil {
-		return e.DoneFn(ctx, node, ev)
-	}
-	return nil
+	return orNil(e.DoneFn, ctx, node, ev)
 }
 
 func (e *fakeEffects) Handoff(ctx context.Context, node Node, ev protocol.HandoffEvent) error {
 	e.tr.add("handoff %s", ev.Summary)
-	if e.HandoffFn != nil {
-		return e.HandoffFn(ctx, node, ev)
-	}
-	return nil
+	return orNil(e.HandoffFn, ctx, node, ev)
 }
 
 func (e *fakeEffects) Exited(ctx context.Context, node Node, exit Exit) error {
@@ -376,10 +372,7 @@ func (e *fakeEffects) Exited(ctx context.Context, node Node, exit Exit) error {
 	e.exits = append(e.exits, exit)
 	e.mu.Unlock()
 	e.closeOnce.Do(func() { close(e.exitedCh) })
-	if e.ExitedFn != nil {
-		return e.ExitedFn(ctx, node, exit)
-	}
-	return nil
+	return orNil(e.ExitedFn, ctx, node, exit)
 }
 
 func (e *fakeEffects) lastExit(t *testing.T) Exit {

@@ -125,6 +125,18 @@ func (c *container) wait(closeStdin bool) (int, []protocol.Event) {
 	return code, c.out.All()
 }
 
+// eachAgent runs f, in a subtest, for each agent whose fake CLI the image
+// carries, on a fresh node's workspace and state directories.
+func eachAgent(t *testing.T, f func(t *testing.T, agent, ws, state string)) {
+	testkit.RequireDocker(t)
+	for _, agent := range []string{"amp", "cursor"} {
+		t.Run(agent, func(t *testing.T) {
+			ws, state := e2eNode(t)
+			f(t, agent, ws, state)
+		})
+	}
+}
+
 func e2eNode(t *testing.T) (ws, state string) {
 	t.Helper()
 	n := newNode(t, "amp")
@@ -132,67 +144,55 @@ func e2eNode(t *testing.T) (ws, state string) {
 }
 
 func TestContainerFileEditCommitsInTheWorkspace(t *testing.T) {
-	testkit.RequireDocker(t)
-	for _, agent := range []string{"amp", "cursor"} {
-		t.Run(agent, func(t *testing.T) {
-			ws, state := e2eNode(t)
-			c := runContainer(t, agent, ws, state, "file-edit", "Change hello to hello world and commit.")
-			evs := c.waitFor("idle", isIdle)
-			if got := commits(evs); len(got) != 1 || got[0] != "Say hello world" {
-				t.Errorf("commits %q", got)
-			}
-			code, evs := c.wait(true)
-			if code != 0 || !isDone(evs[len(evs)-1]) {
-				t.Errorf("exit %d, last %#v: want 0 after done", code, evs[len(evs)-1])
-			}
-			b, _ := os.ReadFile(filepath.Join(ws, "README.md"))
-			if string(b) != "hello world\n" {
-				t.Errorf("README.md in the workspace is %q", b)
-			}
-		})
-	}
+	eachAgent(t, func(t *testing.T, agent, ws, state string) {
+		c := runContainer(t, agent, ws, state, "file-edit", "Change hello to hello world and commit.")
+		evs := c.waitFor("idle", isIdle)
+		if got := commits(evs); len(got) != 1 || got[0] != "Say hello world" {
+			t.Errorf("commits %q", got)
+		}
+		code, evs := c.wait(true)
+		if code != 0 || !isDone(evs[len(evs)-1]) {
+			t.Errorf("exit %d, last %#v: want 0 after done", code, evs[len(evs)-1])
+		}
+		b, _ := os.ReadFile(filepath.Join(ws, "README.md"))
+		if string(b) != "hello world\n" {
+			t.Errorf("README.md in the workspace is %q", b)
+		}
+	})
 }
 
 func TestContainerRestartResumesFromTheStateVolume(t *testing.T) {
-	testkit.RequireDocker(t)
-	for _, agent := range []string{"amp", "cursor"} {
-		t.Run(agent, func(t *testing.T) {
-			ws, state := e2eNode(t)
-			c := runContainer(t, agent, ws, state, "multi-turn", "first question")
-			c.waitFor("idle", isIdle)
-			if code, _ := c.wait(true); code != 0 {
-				t.Fatalf("first container: exit %d", code)
-			}
-			d := runContainer(t, agent, ws, state, "multi-turn", "first question")
-			d.send(protocol.MessageInput{Type: "message", From: "user", Content: "second question"})
-			evs := d.waitFor("idle", isIdle)
-			if got := texts(evs); len(got) != 1 || !strings.Contains(got[0], "I remember the first") {
-				t.Errorf("texts %q, want the second turn of the same thread", got)
-			}
-			d.wait(true)
-		})
-	}
+	eachAgent(t, func(t *testing.T, agent, ws, state string) {
+		c := runContainer(t, agent, ws, state, "multi-turn", "first question")
+		c.waitFor("idle", isIdle)
+		if code, _ := c.wait(true); code != 0 {
+			t.Fatalf("first container: exit %d", code)
+		}
+		d := runContainer(t, agent, ws, state, "multi-turn", "first question")
+		d.send(protocol.MessageInput{Type: "message", From: "user", Content: "second question"})
+		evs := d.waitFor("idle", isIdle)
+		if got := texts(evs); len(got) != 1 || !strings.Contains(got[0], "I remember the first") {
+			t.Errorf("texts %q, want the second turn of the same thread", got)
+		}
+		d.wait(true)
+	})
 }
 
 func TestContainerStopEndsWithinTheGrace(t *testing.T) {
-	testkit.RequireDocker(t)
-	for _, agent := range []string{"amp", "cursor"} {
-		t.Run(agent, func(t *testing.T) {
-			ws, state := e2eNode(t)
-			c := runContainer(t, agent, ws, state, "interrupt", "wait")
-			c.waitFor("a command start", commandStarted)
-			at := time.Now()
-			c.send(protocol.SignalInput{Type: "signal", Action: "stop"})
-			code, evs := c.wait(false)
-			if took := time.Since(at); took > 5*time.Second {
-				t.Errorf("stop took %v", took)
-			}
-			if code != 0 {
-				t.Errorf("exit %d", code)
-			}
-			if s := doneSummary(t, evs); s != "stopped" {
-				t.Errorf("done %q", s)
-			}
-		})
-	}
+	eachAgent(t, func(t *testing.T, agent, ws, state string) {
+		c := runContainer(t, agent, ws, state, "interrupt", "wait")
+		c.waitFor("a command start", commandStarted)
+		at := time.Now()
+		c.send(protocol.SignalInput{Type: "signal", Action: "stop"})
+		code, evs := c.wait(false)
+		if took := time.Since(at); took > 5*time.Second {
+			t.Errorf("stop took %v", took)
+		}
+		if code != 0 {
+			t.Errorf("exit %d", code)
+		}
+		if s := doneSummary(t, evs); s != "stopped" {
+			t.Errorf("done %q", s)
+		}
+	})
 }

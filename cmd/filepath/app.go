@@ -201,24 +201,12 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	// The LLM gateway on the agent-facing API (FILEPATH_API_URL).
 	mountGateway(agents, a.gw)
 	if cfg.Workspace == "fuse" {
+		nodes := nodeFiles{sessions: a.sessions, v: fsys}
 		ws, err := workspace.NewManager(workspace.ManagerConfig{
 			Dir:    filepath.Join(a.data, "mnt"),
 			Logger: log,
 			Open: func(ctx context.Context, nodeID string) (workspace.FS, error) {
-				n, err := a.sessions.NodeByID(ctx, nodeID)
-				if err != nil {
-					return nil, err
-				}
-				allowed, err := paths.AllowedPaths(n.Config)
-				if err != nil {
-					return nil, err
-				}
-				// a node spawned with workspace "fork" works on its fork
-				ws, err := fsys.WorkspaceOfNode(ctx, n.SessionID, nodeID)
-				if err != nil {
-					return nil, err
-				}
-				return fsys.Session(ws).ForNode(nodeID, allowed)
+				return nodes.open(ctx, nodeID)
 			},
 		})
 		if err != nil {
@@ -231,6 +219,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 		rcfg.Workspaces = ws
 		rcfg.WorkspacePropagation = workspace.Propagation
 		rcfg.Forks = forks{fsys}
+		rcfg.Import = nodes
 	}
 	run, err := runner.New(rcfg)
 	if err != nil {
@@ -288,6 +277,49 @@ func (f forks) ForkForNode(ctx context.Context, sessionID, parentID, childID str
 	_, err := f.v.ForkForNode(ctx, sessionID, parentID, childID)
 	return err
 }
+
+// nodeFiles opens a node's files as its mount sees them: its workspace (a
+// node spawned with workspace "fork" works on its fork), within its
+// allowed paths. It is the runner's TreeImporter.
+type nodeFiles struct {
+	sessions *sessions.Store
+	v        *vfs.VFS
+}
+
+func (n nodeFiles) open(ctx context.Context, nodeID string) (*vfs.FS, error) {
+	node, err := n.sessions.NodeByID(ctx, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := paths.AllowedPaths(node.Config)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := n.v.WorkspaceOfNode(ctx, node.SessionID, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	return n.v.Session(ws).ForNode(nodeID, allowed)
+}
+
+func (n nodeFiles) ImportTree(ctx context.Context, nodeID, hostDir string) (map[string]vfs.Attr, error) {
+	fs, err := n.open(ctx, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	return fs.ImportTree(ctx, "/", hostDir)
+}
+
+func (n nodeFiles) WriteFile(ctx context.Context, nodeID, p string, data []byte, mtime time.Time) error {
+	fs, err := n.open(ctx, nodeID)
+	if err != nil {
+		return err
+	}
+	_, _, err = fs.WriteFile(ctx, p, data, vfs.WriteOptions{Mode: vfs.WriteUpdate, Mtime: mtime})
+	return err
+}
+
+var _ runner.TreeImporter = nodeFiles{}
 
 // The lifecycle runner is the agent tools' Runner.
 var _ agenttools.Runner = (*runner.Runner)(nil)

@@ -85,8 +85,7 @@ func TestLoginCookieSecureOverTLS(t *testing.T) {
 }
 
 func TestUnauthenticated(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	tests := []struct {
 		name    string
 		path    string
@@ -287,8 +286,7 @@ func cookieOf(r reply) *http.Cookie {
 // cookie; ?all=true ends every browser session of the user; an API key is
 // not a browser session.
 func TestLogout(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	b := e.account("bob")
 	ctx := context.Background()
 	browser := func(u account) []string {

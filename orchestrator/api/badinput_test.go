@@ -128,8 +128,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 // TestHugeChunkedBody: a body without Content-Length is cut at the limit while
 // streaming, never read whole.
 func TestHugeChunkedBody(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	body := io.MultiReader(strings.NewReader(`{"name":"`), io.LimitReader(neverEnding('a'), 64<<20), strings.NewReader(`"}`))
 	req, _ := http.NewRequest("POST", e.base+"/api/v1/sessions", body)
 	req.ContentLength = -1

@@ -103,48 +103,76 @@ func benchClient(ctx context.Context, e *testEnv, key, sid string, after, want i
 	return nil
 }
 
+// streamBench is a session and clients WebSocket clients subscribed to it,
+// each reading until it has b.N records appended after the start.
+type streamBench struct {
+	e     *testEnv
+	sid   string
+	nid   string
+	ctx   context.Context
+	after int64
+	drops atomic.Int64
+	errs  chan error
+	wg    sync.WaitGroup
+}
+
+// startStream starts the clients and waits until the hub has them all;
+// client returns each one's record callback (nil: none) and what it does
+// when it has read all (nil: nothing); after is the last seq before the
+// benchmark's records.
+func startStream(b *testing.B, clients int, client func(after int64) (onRecord func(wireRecord), done func())) *streamBench {
+	e := newEnv(b, envOpts{})
+	a := e.account("bench")
+	s, n := e.session(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	b.Cleanup(cancel)
+	sb := &streamBench{e: e, sid: s.ID, nid: n.ID, ctx: ctx, errs: make(chan error, clients)}
+	sb.after, _ = e.st.LastSeq(ctx, s.ID)
+	want := sb.after + int64(b.N)
+	ready := make(chan struct{}, clients)
+	for range clients {
+		onRecord, done := client(sb.after)
+		sb.wg.Go(func() {
+			sb.errs <- benchClient(ctx, e, a.key, s.ID, sb.after, want, ready, &sb.drops, onRecord)
+			if done != nil {
+				done()
+			}
+		})
+	}
+	for range clients {
+		<-ready
+	}
+	testkit.Eventually(b, 10*time.Second, "subscriptions", func() bool { return e.hub.Subscribers(s.ID) == clients })
+	return sb
+}
+
+// wait waits for the clients and fails on the first error of one (a
+// canceled one too unless canceledOK).
+func (sb *streamBench) wait(b *testing.B, canceledOK bool) {
+	sb.wg.Wait()
+	close(sb.errs)
+	for err := range sb.errs {
+		if err != nil && !(canceledOK && errors.Is(err, context.Canceled)) {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkStreamThroughput: records/s delivered to 1, 10 and 100 WebSocket
 // clients on loopback while one writer appends in batches.
 func BenchmarkStreamThroughput(b *testing.B) {
 	for _, clients := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			e := newEnv(b, envOpts{})
-			a := e.account("bench")
-			s, n := e.session(a)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			after, _ := e.st.LastSeq(ctx, s.ID)
-			want := after + int64(b.N)
-			var drops atomic.Int64
-			ready := make(chan struct{}, clients)
-			errs := make(chan error, clients)
-			var wg sync.WaitGroup
-			for range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs <- benchClient(ctx, e, a.key, s.ID, after, want, ready, &drops, nil)
-				}()
-			}
-			for range clients {
-				<-ready
-			}
-			testkit.Eventually(b, 10*time.Second, "subscriptions", func() bool { return e.hub.Subscribers(s.ID) == clients })
+			sb := startStream(b, clients, func(int64) (func(wireRecord), func()) { return nil, nil })
 			b.ResetTimer()
 			start := time.Now()
-			appendBatches(b, e.st, s.ID, n.ID, b.N)
+			appendBatches(b, sb.e.st, sb.sid, sb.nid, b.N)
 			appended := time.Since(start)
-			wg.Wait()
+			sb.wait(b, true)
 			elapsed := time.Since(start)
-			close(errs)
-			for err := range errs {
-				if err != nil && !errors.Is(err, context.Canceled) {
-					b.Fatal(err)
-				}
-			}
 			b.ReportMetric(float64(b.N)*float64(clients)/elapsed.Seconds(), "delivered/s")
 			b.ReportMetric(float64(b.N)/appended.Seconds(), "appended/s")
-			b.ReportMetric(float64(drops.Load()), "drops")
+			b.ReportMetric(float64(sb.drops.Load()), "drops")
 		})
 	}
 }
@@ -156,39 +184,21 @@ func BenchmarkStreamLatency(b *testing.B) {
 	const rate = 1000
 	for _, clients := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			e := newEnv(b, envOpts{})
-			a := e.account("bench")
-			s, n := e.session(a)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			after, _ := e.st.LastSeq(ctx, s.ID)
-			want := after + int64(b.N)
 			sent := make([]atomic.Int64, b.N) // unix ns before Append, by index
 			var mu sync.Mutex
 			lat := make([]time.Duration, 0, b.N*clients)
-			var drops atomic.Int64
-			ready := make(chan struct{}, clients)
-			errs := make(chan error, clients)
-			var wg sync.WaitGroup
-			for range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					local := make([]time.Duration, 0, b.N)
-					errs <- benchClient(ctx, e, a.key, s.ID, after, want, ready, &drops, func(r wireRecord) {
+			sb := startStream(b, clients, func(after int64) (func(wireRecord), func()) {
+				local := make([]time.Duration, 0, b.N)
+				return func(r wireRecord) {
 						now := time.Now().UnixNano()
 						i := int(r.Seq - after - 1)
 						local = append(local, time.Duration(now-sent[i].Load()))
-					})
-					mu.Lock()
-					lat = append(lat, local...)
-					mu.Unlock()
-				}()
-			}
-			for range clients {
-				<-ready
-			}
-			testkit.Eventually(b, 10*time.Second, "subscriptions", func() bool { return e.hub.Subscribers(s.ID) == clients })
+					}, func() {
+						mu.Lock()
+						lat = append(lat, local...)
+						mu.Unlock()
+					}
+			})
 			b.ResetTimer()
 			tick := time.NewTicker(time.Second / rate)
 			defer tick.Stop()
@@ -197,7 +207,7 @@ func BenchmarkStreamLatency(b *testing.B) {
 				<-tick.C
 				t0 := time.Now()
 				sent[i].Store(t0.UnixNano())
-				if _, err := e.st.Append(ctx, s.ID, protocol.Record{NodeID: n.ID, Kind: protocol.KindEvent, Data: benchData(i)}); err != nil {
+				if _, err := sb.e.st.Append(sb.ctx, sb.sid, protocol.Record{NodeID: sb.nid, Kind: protocol.KindEvent, Data: benchData(i)}); err != nil {
 					b.Fatal(err)
 				}
 				appendLat = append(appendLat, time.Since(t0))
@@ -205,17 +215,11 @@ func BenchmarkStreamLatency(b *testing.B) {
 			slices.Sort(appendLat)
 			b.ReportMetric(float64(appendLat[len(appendLat)/2].Microseconds()), "append-p50-µs")
 			b.ReportMetric(float64(appendLat[len(appendLat)*99/100].Microseconds()), "append-p99-µs")
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
+			sb.wait(b, false)
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-			b.ReportMetric(float64(drops.Load()), "drops")
+			b.ReportMetric(float64(sb.drops.Load()), "drops")
 		})
 	}
 }

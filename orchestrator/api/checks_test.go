@@ -50,8 +50,7 @@ func TestSessionChecksAPI(t *testing.T) {
 // TestCommitRefInAPI: a commit record's link to its tool or command record
 // is in the node's messages.
 func TestCommitRefInAPI(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, root := e.session(a)
 	cmd := `{"type":"command","cmd":"git commit -am x","status":"done"}`
 	recs, err := e.st.Append(t.Context(), s.ID,

@@ -54,7 +54,7 @@ func fileRoutes() []route {
 	}
 	const path = base + "/*"
 	rs = append(rs,
-		route{http.MethodGet, path, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream or ?download=true; If-None-Match → 304) or list a directory", status: 200, resp: oneOf{File{}, listBody[vfs.FileInfo]{}}, respRaw: true, notModified: true, query: fsGetQuery{}}},
+		route{http.MethodGet, path, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream or ?download=true; If-None-Match → 304) or list a directory. A path is at most 4096 bytes and each name 255 (422 past them), though the mount makes files deeper; a FIFO, socket or device is listed with its type, and reading one is a 409", status: 200, resp: oneOf{File{}, listBody[vfs.FileInfo]{}}, respRaw: true, notModified: true, query: fsGetQuery{}}},
 		route{http.MethodHead, path, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200, notModified: true, query: fsGetQuery{}}},
 		op(http.MethodPost, path, (*Server).fsPost, opDoc{summary: "Create a file (JSON, or the raw bytes as application/octet-stream) or a directory ({\"is_directory\": true}); missing parents are created", status: 201, req: WriteFileRequest{}, reqRaw: true}),
 		op(http.MethodPut, path, (*Server).fsPut, opDoc{summary: "Update a file's content or readonly flag (If-Match: <hash> for a conditional write)", status: 200, req: WriteFileRequest{}, reqRaw: true}),

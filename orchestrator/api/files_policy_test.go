@@ -145,8 +145,7 @@ func TestNodeKeyCannotWidenItsPolicy(t *testing.T) {
 // absolute clean paths; anything else is a 422 naming the field, and the
 // node's config is unchanged.
 func TestAllowedPathsValidated(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, root := e.session(a)
 	p := "/api/v1/sessions/" + s.ID + "/nodes/" + root.ID
 	if r := e.do("PATCH", p, a.key, `{"config":{"allowed_paths":["/src","/docs/api"]}}`); r.status != 200 {

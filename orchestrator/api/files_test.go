@@ -283,3 +283,58 @@ func TestFilesAuthorized(t *testing.T) {
 		})
 	}
 }
+
+// TestFilesSpecial: FIFOs, sockets and devices (made through a mount)
+// are listed and stat'ed as what they are; reading or writing one as a
+// file is a conflict that says why. A path longer than the API's bound
+// is refused naming it, though the session may hold deeper files.
+func TestFilesSpecial(t *testing.T) {
+	f := newFilesEnv(t, vfs.Config{})
+	ctx := context.Background()
+	fs := f.e.files.Session(f.sid)
+	d, err := fs.Mkdir(ctx, vfs.RootIno, "run", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct {
+		name       string
+		mode, rdev uint32
+	}{{"fifo", vfs.ModeFIFO | 0o644, 0}, {"sock", vfs.ModeSocket | 0o755, 0}, {"null", vfs.ModeCharDev | 0o666, 1<<8 | 3}} {
+		if _, err := fs.Mknod(ctx, d.Ino, m.name, m.mode, m.rdev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status, _, b := f.do(t, call{method: "GET", path: "/run"})
+	var l struct{ Data []vfs.FileInfo }
+	json.Unmarshal(b, &l)
+	var got []string
+	for _, e := range l.Data {
+		got = append(got, e.Name+":"+e.Type+":"+e.Device)
+	}
+	if status != 200 || strings.Join(got, " ") != "fifo:fifo: null:char-device:1:3 sock:socket:" {
+		t.Fatalf("list /run: %d %s", status, b)
+	}
+	for _, c := range []call{
+		{method: "GET", path: "/run/fifo"},
+		{method: "GET", path: "/run/null", header: map[string]string{"Accept": "application/octet-stream"}},
+		{method: "PUT", path: "/run/sock", body: `{"content":"x"}`},
+		{method: "POST", path: "/run/fifo", body: `{"content":"x"}`},
+	} {
+		status, _, b := f.do(t, c)
+		if code, _ := errCode(b); c.method != "POST" && (status != 409 || code != "conflict" || !strings.Contains(string(b), "not a regular file")) {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, status, b)
+		} else if c.method == "POST" && status != 409 {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, status, b)
+		}
+	}
+	status, _, b = f.do(t, call{method: "POST", path: "/_/stat", body: `{"path":"/run/sock"}`})
+	if !strings.Contains(string(b), `"type":"socket"`) || status != 200 {
+		t.Fatalf("stat /run/sock: %d %s", status, b)
+	}
+	long := "/" + strings.Repeat("d/", 2048) + "f" // 4098 bytes
+	status, _, b = f.do(t, call{method: "GET", path: long})
+	if code, _ := errCode(b); status != 422 || code != "invalid" || !strings.Contains(string(b), "longer than 4096 bytes") {
+		t.Fatalf("GET of a %d-byte path: %d %s", len(long), status, b)
+	}
+	f.check(t)
+}

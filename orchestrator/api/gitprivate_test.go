@@ -12,8 +12,7 @@ import (
 // refused at creation with a 422 naming the host and the flag that allows
 // it; with the flag it is accepted.
 func TestCreateSessionRefusesPrivateGitHosts(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	for u, host := range map[string]string{"http://127.0.0.1:9999/private.git": "127.0.0.1", "git@10.0.0.7:o/r.git": "10.0.0.7",
 		"ssh://[::1]/r.git": "::1", "http://169.254.169.254/latest": "169.254.169.254"} {
 		r := e.do("POST", "/api/v1/sessions", a.key, `{"name":"x","git_repo_url":"`+u+`"}`)

@@ -132,6 +132,13 @@ type account struct {
 	key  string
 }
 
+// newAlice is a server with default options and alice's account.
+func newAlice(t testing.TB) (*testEnv, account) {
+	t.Helper()
+	e := newEnv(t, envOpts{})
+	return e, e.account("alice")
+}
+
 func (e *testEnv) account(name string) account {
 	e.t.Helper()
 	ctx := context.Background()

@@ -33,8 +33,7 @@ type modelList struct {
 // bundled list, grouped by provider, with context lengths, prices and tool
 // support, and marked offline with a note.
 func TestModelsBundledByDefault(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	r := e.do("GET", "/api/v1/models", a.key, "")
 	var l modelList
 	if r.status != 200 || json.Unmarshal(r.body, &l) != nil {
@@ -88,8 +87,7 @@ func TestModelsFromSource(t *testing.T) {
 // TestSessionBudgetAPI: PATCH /sessions/:id sets and clears the budget; the
 // session shows budget and spend.
 func TestSessionBudgetAPI(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, n := e.session(a)
 	path := "/api/v1/sessions/" + s.ID
 	type sess struct {

@@ -26,8 +26,7 @@ type nodeTree struct {
 
 func newNodeTree(t *testing.T) *nodeTree {
 	t.Helper()
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, root := e.session(a)
 	child := func(parent string, config string) sessions.Node {
 		return e.child(a, s.ID, parent, sessions.NewNode{AgentType: "pi", Config: json.RawMessage(config)})

@@ -12,8 +12,7 @@ import (
 // trees and records validates against the component schemas of its own
 // openapi.json (which come from protocol's record schema).
 func TestOpenAPISchemasDescribeAnswers(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	r := e.do("GET", "/api/v1/openapi.json", a.key, "")
 	if r.status != 200 {
 		t.Fatalf("openapi.json: %d", r.status)

@@ -88,8 +88,7 @@ func TestCommittedOpenAPIIsCurrent(t *testing.T) {
 // TestServedOpenAPIIsCommitted: a server with the session filesystem serves
 // every route, and GET /openapi.json is the committed document.
 func TestServedOpenAPIIsCommitted(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	r := e.do("GET", "/api/v1/openapi.json", a.key, "")
 	committed, err := os.ReadFile("openapi.json")
 	if err != nil {
@@ -111,8 +110,7 @@ func TestServedOpenAPIIsCommitted(t *testing.T) {
 // TestOpenAPIStatuses: the success status each route documents is the one
 // it answers (ownerCalls, checked by TestAuthorizationEveryRoute).
 func TestOpenAPIStatuses(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	r := e.do("GET", "/api/v1/openapi.json", a.key, "")
 	var doc struct {
 		Paths map[string]map[string]struct {

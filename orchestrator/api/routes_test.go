@@ -197,8 +197,7 @@ func TestAuthorizationEveryRoute(t *testing.T) {
 }
 
 func TestUnknownRoutesAndMethods(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, _ := e.session(a)
 	tests := []struct {
 		name   string
@@ -238,8 +237,7 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestMessagesAppendInputRecords(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, n := e.session(a)
 	base := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID
 	r := e.do("POST", base+"/messages", a.key, `{"content":"hello"}`)

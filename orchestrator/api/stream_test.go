@@ -355,8 +355,7 @@ func TestStreamCookieAuth(t *testing.T) {
 }
 
 func TestStreamShutdownGoingAway(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, _ := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -378,8 +377,7 @@ func TestStreamShutdownGoingAway(t *testing.T) {
 // open on it (4404), so that a second tab or device stops showing a session
 // that no longer exists; a new stream is refused with 404.
 func TestStreamClosedWhenSessionDeleted(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, _ := e.session(a)
 	other, _ := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -412,8 +410,7 @@ func TestStreamClosedWhenSessionDeleted(t *testing.T) {
 // once with 4422, since a browser cannot read a handshake's HTTP status;
 // the client then reloads (web/src/lib/live).
 func TestStreamAfterBeyondLast(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	other, _ := e.session(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -447,8 +444,7 @@ func TestStreamPingTimeoutCloses(t *testing.T) {
 }
 
 func TestStreamBadRequests(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	a := e.account("alice")
+	e, a := newAlice(t)
 	s, _ := e.session(a)
 	tests := []struct {
 		name   string

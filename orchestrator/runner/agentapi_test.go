@@ -16,7 +16,6 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/store"
-	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -178,43 +177,32 @@ func TestMissingProviderKey(t *testing.T) {
 	// Through StartNode: noRuntime fails the test if anything reaches it.
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
-	defer st.Close()
-	u, _ := ident.CreateUser(ctx, "dan", false)
-	s, _ := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "keys"})
-	n, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: "shelley"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(withNouns(Config{Store: st, Runtime: noRuntime{}, DataDir: dir, ProviderKeys: keys}))
+	e, u, n := rootNode(t, sessions.NewNode{Name: "root", AgentType: "shelley"})
+	r, err := New(withNouns(Config{Store: e.St, Runtime: noRuntime{}, DataDir: dir, ProviderKeys: keys}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if err := r.StartNode(ctx, u.ID, s.ID, n.ID); err == nil || !strings.Contains(err.Error(), "set FILEPATH_OPENROUTER_API_KEY") {
+	if err := r.StartNode(ctx, u.ID, n.SessionID, n.ID); err == nil || !strings.Contains(err.Error(), "set FILEPATH_OPENROUTER_API_KEY") {
 		t.Fatalf("start shelley without an OpenRouter key: %v", err)
 	}
-	got, _ := ss.NodeByID(ctx, n.ID)
+	got, _ := e.Sessions.NodeByID(ctx, n.ID)
 	if got.Status != protocol.StateError || got.ContainerID != "" {
 		t.Fatalf("node after the refused start: status %s, container %q", got.Status, got.ContainerID)
 	}
-	recs, _ := st.Records(ctx, s.ID, 0, 100, n.ID)
+	recs, _ := e.St.Records(ctx, n.SessionID, 0, 100, n.ID)
 	var msgs []string
 	for _, rec := range recs {
 		if rec.Kind == protocol.KindError {
-			var e struct{ Message string }
-			json.Unmarshal(rec.Data, &e)
-			msgs = append(msgs, e.Message)
+			var ev struct{ Message string }
+			json.Unmarshal(rec.Data, &ev)
+			msgs = append(msgs, ev.Message)
 		}
 	}
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "FILEPATH_OPENROUTER_API_KEY") {
 		t.Fatalf("error records %q, want one naming FILEPATH_OPENROUTER_API_KEY", msgs)
 	}
-	keysLeft, _ := ident.ListAPIKeys(ctx, u.ID)
+	keysLeft, _ := e.Users.ListAPIKeys(ctx, u.ID)
 	if len(keysLeft) != 0 {
 		t.Fatalf("a refused start created %d node keys", len(keysLeft))
 	}

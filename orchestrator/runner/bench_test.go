@@ -6,13 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/orchestrator/store"
-	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
@@ -56,26 +54,8 @@ func frame(dst []byte, t time.Time, line string) []byte {
 }
 
 func benchStore(b *testing.B) (*store.Store, string, string) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(b.TempDir(), "filepath.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
-	b.Cleanup(func() { st.Close() })
-	u, err := ident.CreateUser(ctx, "bench", false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	n, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return st, s.ID, n.ID
+	e, _, n := rootNode(b, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
+	return e.St, n.SessionID, n.ID
 }
 
 // BenchmarkRelayToStore measures events/s from a container log through a

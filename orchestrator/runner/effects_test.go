@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/identity"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 	"github.com/filepath-dev/filepath/protocol"
 	"github.com/filepath-dev/filepath/relay"
 )
@@ -18,34 +18,30 @@ import (
 // noRuntime is a containers.Runtime for tests that must not reach one.
 type noRuntime struct{ containers.Runtime }
 
+// rootNode opens a store (the real clock, no publisher) in a temporary
+// directory with one user's session and its root node nn.
+func rootNode(tb testing.TB, nn sessions.NewNode) (*storetest.Env, identity.User, sessions.Node) {
+	tb.Helper()
+	e := storetest.NewWith(tb, storetest.Options{Store: func(c *store.Config) { c.Now, c.Publisher = nil, nil }})
+	u := e.User(tb, "bob")
+	s := e.Session(tb, u.ID, "unit")
+	n, err := e.Sessions.CreateNode(context.Background(), u.ID, s.ID, nn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e, u, n
+}
+
 func newUnitRunner(t *testing.T) (*Runner, *store.Store, relay.Node) {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
-	t.Cleanup(func() { st.Close() })
-	u, err := ident.CreateUser(ctx, "bob", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "unit"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := ss.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(withNouns(Config{Store: st, Runtime: noRuntime{}, DataDir: dir}))
+	e, _, n := rootNode(t, sessions.NewNode{Name: "root", AgentType: AgentCustom, Image: "x"})
+	r, err := New(withNouns(Config{Store: e.St, Runtime: noRuntime{}, DataDir: dir}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return r, st, relay.Node{SessionID: s.ID, ID: n.ID, Name: n.Name, ContainerID: "c"}
+	return r, e.St, relay.Node{SessionID: n.SessionID, ID: n.ID, Name: n.Name, ContainerID: "c"}
 }
 
 func TestExitedStatus(t *testing.T) {

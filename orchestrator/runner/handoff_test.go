@@ -260,13 +260,7 @@ func TestReconcileInterruptedStart(t *testing.T) {
 	if n := len(systemBlocks(t, e.records(root.ID), protocol.SystemCheck)); n != 1 {
 		t.Fatalf("%d check blocks, want the one of the finished start", n)
 	}
-	count := 0
-	for _, x := range texts(e.records(root.ID)) {
-		if x == "the task ran" {
-			count++
-		}
-	}
-	if count != 1 {
-		t.Fatalf("the task ran %d times", count)
+	if n := e.textCount(root.ID, "the task ran"); n != 1 {
+		t.Fatalf("the task ran %d times", n)
 	}
 }

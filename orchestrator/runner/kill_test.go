@@ -80,15 +80,7 @@ func TestKill9Recovery(t *testing.T) {
 	// The first half is printed while no orchestrator runs at all; the
 	// second kill lands wherever the catch-up is.
 	script := fmt.Sprintf("sleep 300; flood %d; sleep 1500; flood %d; sleep 300; done", n/2, n/2)
-	floods := func() int {
-		c := 0
-		for _, s := range texts(e.records(root.ID)) {
-			if strings.HasPrefix(s, "flood ") {
-				c++
-			}
-		}
-		return c
-	}
+	floods := func() int { return e.countTexts(root.ID, isFlood) }
 	spawn := func(send string) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRunner$", "-test.v")
 		cmd.Env = append(os.Environ(), envHelperData+"="+e.dir, envHelperSend+"="+send)

@@ -146,15 +146,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 		}
 		return err == nil && p.NodeID == root.ID
 	}
-	count := func(text string) int {
-		n := 0
-		for _, x := range texts(e.records(root.ID)) {
-			if x == text {
-				n++
-			}
-		}
-		return n
-	}
+	count := func(text string) int { return e.textCount(root.ID, text) }
 
 	// First start: the task, a working token.
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
@@ -217,12 +209,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 		t.Fatalf("inputs %q: want the resume message before the message that restarted the node", inputs)
 	}
 	// What the agent read: the resume message (echoed back), then the message.
-	var order []string
-	for _, x := range texts(e.records(root.ID)) {
-		if x == ResumeMessage || x == "second job" {
-			order = append(order, x)
-		}
-	}
+	order := e.textsAmong(root.ID, ResumeMessage, "second job")
 	if len(order) != 2 || order[0] != ResumeMessage {
 		t.Fatalf("the agent read %q, want the resume message first", order)
 	}

@@ -141,6 +141,10 @@ type Config struct {
 	// Forks makes a child's forked workspace (spawn with workspace
 	// "fork"); nil: such a spawn is refused.
 	Forks Forks
+	// Import brings a repository cloned on the host into a node's
+	// workspace in bulk (clone.go); nil: git clones into the workspace
+	// directory itself (plain directories).
+	Import TreeImporter
 }
 
 // Forks makes copy-on-write forks of workspaces for nodes; vfs.VFS
@@ -230,6 +234,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	instance, err := instanceID(cfg.DataDir)
 	if err != nil {
+		return nil, err
+	}
+	if err := clearClones(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	ws := cfg.Workspaces

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,36 @@ func texts(recs []protocol.Record) []string {
 		}
 	}
 	return out
+}
+
+// textCount is how many of the node's text events say s.
+func (e *env) textCount(nodeID, s string) int {
+	return e.countTexts(nodeID, func(x string) bool { return x == s })
+}
+
+// textsAmong is the node's text events that say one of want, in order.
+func (e *env) textsAmong(nodeID string, want ...string) []string {
+	var out []string
+	for _, x := range texts(e.records(nodeID)) {
+		if slices.Contains(want, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// isFlood matches the lines of the test agent's flood command.
+func isFlood(s string) bool { return strings.HasPrefix(s, "flood ") }
+
+// countTexts is how many of the node's text events match.
+func (e *env) countTexts(nodeID string, match func(string) bool) int {
+	n := 0
+	for _, x := range texts(e.records(nodeID)) {
+		if match(x) {
+			n++
+		}
+	}
+	return n
 }
 
 func hasText(recs []protocol.Record, s string) bool {
@@ -493,15 +524,7 @@ func TestRestartRecovery(t *testing.T) {
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg(fmt.Sprintf("flood %d; sleep 300; flood %d", n/2, n/2))); err != nil {
 		t.Fatal(err)
 	}
-	floods := func() int {
-		c := 0
-		for _, s := range texts(e.records(root.ID)) {
-			if strings.HasPrefix(s, "flood ") {
-				c++
-			}
-		}
-		return c
-	}
+	floods := func() int { return e.countTexts(root.ID, isFlood) }
 	for round, atLeast := range []int{200, n/2 + 200} {
 		e.waitFor(fmt.Sprintf("round %d: %d flood events", round, atLeast), func() bool { return floods() >= atLeast })
 		e.r.Close() // the relays stop wherever they are; only the store and the containers remain
@@ -621,15 +644,7 @@ func TestStartAgainFreshStdin(t *testing.T) {
 	rec := &envRecorder{}
 	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
 	root := e.startRoot("echo started")
-	count := func(s string) int {
-		c := 0
-		for _, x := range texts(e.records(root.ID)) {
-			if x == s {
-				c++
-			}
-		}
-		return c
-	}
+	count := func(s string) int { return e.textCount(root.ID, s) }
 	e.waitFor("started", func() bool { return count("started") == 1 })
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo one; done")); err != nil {
 		t.Fatal(err)
@@ -832,12 +847,7 @@ func TestMessageWhileStopping(t *testing.T) {
 		t.Fatalf("a message while the agent stops: %v", err)
 	}
 	e.waitFor("the message answered", func() bool { return hasText(e.records(root.ID), "after the stop") })
-	var order []string
-	for _, t := range texts(e.records(root.ID)) {
-		if t == ResumeMessage || t == "after the stop" {
-			order = append(order, t)
-		}
-	}
+	order := e.textsAmong(root.ID, ResumeMessage, "after the stop")
 	if len(order) != 2 || order[0] != ResumeMessage {
 		t.Fatalf("texts %q: the message must reach the restarted agent, after its resume message", order)
 	}

@@ -223,8 +223,9 @@ func TestMigrationNlinkBackfill(t *testing.T) {
 		}
 		return out
 	}
-	if got := nlinks(); got[1] != 0 || got[2] != 2 || got[3] != 1 || got[4] != 0 {
-		t.Fatalf("backfilled nlink %v, want root 0, file 2, dir 1, orphan 0", got)
+	// (0030 adds the root's subdirectory d to its count)
+	if got := nlinks(); got[1] != 1 || got[2] != 2 || got[3] != 1 || got[4] != 0 {
+		t.Fatalf("backfilled nlink %v, want root 1, file 2, dir 1, orphan 0", got)
 	}
 	for _, q := range []string{
 		`INSERT INTO fs_dentry (session_id, name, parent_ino, ino) VALUES ('s-1', 'c', 3, 4)`, // 4 linked again
@@ -237,6 +238,71 @@ func TestMigrationNlinkBackfill(t *testing.T) {
 	}
 	if got := nlinks(); got[2] != 0 || got[4] != 2 || got[3] != 1 {
 		t.Fatalf("nlink after changes %v, want 2:0 3:1 4:2", got)
+	}
+}
+
+// 0030 counts a directory's subdirectories in its fs_inode.nlink, in
+// every workspace as it reads its names: a session's own, a lazy fork
+// point's view (names saved at the fork, the origin's up to max_dentry) and
+// a lazy fork's directories not copied yet (the view's); its triggers keep
+// the counts as directories are made, moved and removed, and it adds rdev.
+func TestMigrationDirLinks(t *testing.T) {
+	ctx := context.Background()
+	st := upgradeFrom(t, 30, []string{
+		`INSERT INTO users (id, name, is_admin, created_at) VALUES ('u-1', 'alice', 1, 1)`,
+		`INSERT INTO agent_session (id, user_id, name, status, created_at, updated_at) VALUES ('s-1', 'u-1', 'kept', 'stopped', 1, 2), ('ws-b', 'u-1', 'base', 'draft', 1, 2), ('ws-f', 'u-1', 'fork', 'draft', 1, 2)`,
+		`INSERT INTO fs_meta (session_id, next_ino, used_bytes, chunk_size) VALUES ('s-1', 6, 0, 65536), ('ws-b', 5, 0, 65536), ('ws-f', 5, 0, 65536)`,
+		// the session at the fork: /a, /a/b, /a/f
+		`INSERT INTO fs_inode (session_id, ino, mode, atime, mtime, ctime) VALUES ('s-1', 1, 16877, 1, 1, 1), ('s-1', 2, 16877, 1, 1, 1), ('s-1', 3, 16877, 1, 1, 1), ('s-1', 4, 33188, 1, 1, 1)`,
+		`INSERT INTO fs_dentry (id, session_id, name, parent_ino, ino) VALUES (1, 's-1', 'a', 1, 2), (2, 's-1', 'b', 2, 3), (3, 's-1', 'f', 2, 4)`,
+		// a lazy fork of it (0013): its base a view, the fork has its root and /a
+		`INSERT INTO fs_fork (ws, session_id, kind, parent_ws, base_next_ino, created_at, lazy, max_dentry) VALUES ('ws-b', 's-1', 'base', 's-1', 5, 1, 1, 3)`,
+		`INSERT INTO fs_fork (ws, session_id, kind, parent_ws, base_next_ino, origin_ws, base_ws, created_at, lazy, max_dentry) VALUES ('ws-f', 's-1', 'fork', 'ws-b', 5, 's-1', 'ws-b', 1, 1, 3)`,
+		`INSERT INTO fs_inode (session_id, ino, mode, atime, mtime, ctime) VALUES ('ws-f', 1, 16877, 1, 1, 1), ('ws-f', 2, 16877, 1, 1, 1)`,
+		`INSERT INTO fs_dentry (id, session_id, name, parent_ino, ino) VALUES (4, 'ws-f', 'a', 1, 2)`,
+		`INSERT INTO fs_fork_dir (ws, ino) VALUES ('ws-f', 1)`,
+		// after the fork the session made /a/c (its base saved /a first)
+		`INSERT INTO fs_inode (session_id, ino, mode, atime, mtime, ctime) VALUES ('s-1', 5, 16877, 2, 2, 2)`,
+		`INSERT INTO fs_dentry (id, session_id, name, parent_ino, ino) VALUES (5, 's-1', 'c', 2, 5)`,
+		`UPDATE fs_inode SET mtime=2 WHERE session_id='s-1' AND ino=2`,
+	})
+	defer st.Close()
+	nlink := func(ws string, ino int64) int {
+		var n int
+		if err := st.SQL().QueryRowContext(ctx, `SELECT nlink FROM fs_inode WHERE session_id=? AND ino=?`, ws, ino).Scan(&n); err != nil {
+			t.Fatalf("nlink of %s:%d: %v", ws, ino, err)
+		}
+		return n
+	}
+	for _, tt := range []struct {
+		ws   string
+		ino  int64
+		want int
+	}{
+		{"s-1", 1, 1}, {"s-1", 2, 3}, {"s-1", 3, 1}, {"s-1", 4, 1}, {"s-1", 5, 1}, // /a has b and c
+		{"ws-b", 2, 2},                 // the view's /a (saved): b only
+		{"ws-f", 1, 1}, {"ws-f", 2, 2}, // the fork's /a, not copied: the view's
+	} {
+		if got := nlink(tt.ws, tt.ino); got != tt.want {
+			t.Errorf("nlink of %s:%d = %d, want %d", tt.ws, tt.ino, got, tt.want)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO fs_inode (session_id, ino, mode, atime, mtime, ctime, rdev) VALUES ('s-1', 6, 16877, 3, 3, 3, 0), ('s-1', 7, 8576, 3, 3, 3, 259)`,
+		`INSERT INTO fs_dentry (session_id, name, parent_ino, ino) VALUES ('s-1', 'e', 1, 6), ('s-1', 'null', 6, 7)`, // mkdir /e, mknod /e/null
+		`UPDATE fs_dentry SET parent_ino=6 WHERE session_id='s-1' AND name='b'`,                                      // mv /a/b /e/b
+		`DELETE FROM fs_dentry WHERE session_id='s-1' AND name='c'`,                                                  // rmdir /a/c
+	} {
+		if _, err := st.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if r, a, e := nlink("s-1", 1), nlink("s-1", 2), nlink("s-1", 6); r != 2 || a != 1 || e != 2 {
+		t.Fatalf("after mkdir, mv and rmdir: root %d, /a %d, /e %d; want 2, 1, 2", r, a, e)
+	}
+	// the base saved /a as it was before these changes
+	if got := nlink("ws-b", 2); got != 2 {
+		t.Fatalf("the view's /a = %d after the session's changes, want 2", got)
 	}
 }
 

@@ -86,7 +86,7 @@ func (fs *FS) ReserveIno(ctx context.Context) (int64, error) {
 
 // newInode inserts an inode with the given mode and returns its number
 // (ino, when not 0, is a number from ReserveIno).
-func (fs *FS) newInode(ctx context.Context, tx *txn, ino int64, mode uint32, uid, gid uint32, size int64, now time.Time) (int64, error) {
+func (fs *FS) newInode(ctx context.Context, tx *txn, ino int64, mode uint32, uid, gid uint32, size int64, rdev uint32, now time.Time) (int64, error) {
 	if ino == 0 {
 		var err error
 		if ino, err = fs.allocIno(ctx, tx); err != nil {
@@ -94,8 +94,8 @@ func (fs *FS) newInode(ctx context.Context, tx *txn, ino int64, mode uint32, uid
 		}
 	}
 	s, ns := splitTime(now)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns)
-		VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)`, fs.sid, ino, mode, uid, gid, size, s, s, s, ns, ns, ns, now.UnixNano()); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns, rdev)
+		VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, fs.sid, ino, mode, uid, gid, size, s, s, s, ns, ns, ns, now.UnixNano(), rdev); err != nil {
 		return 0, fmt.Errorf("insert inode: %w", err)
 	}
 	return ino, nil

@@ -35,6 +35,26 @@ func benchVFS(b *testing.B, cs int) (*FS, context.Context) {
 
 func content(n int) []byte { return bytes.Repeat([]byte("0123456789abcdef"), n/16) }
 
+// createRun makes run i's tree in fs: benchFiles files, benchDirSize to a
+// directory, each file made by create.
+func createRun(b *testing.B, fs *FS, ctx context.Context, i int, create func(dir int64, name string) error) {
+	top, err := fs.Mkdir(ctx, RootIno, fmt.Sprint("run", i), 0o755)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var dir Attr
+	for n := 0; n < benchFiles; n++ {
+		if n%benchDirSize == 0 {
+			if dir, err = fs.Mkdir(ctx, top.Ino, fmt.Sprint("d", n/benchDirSize), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := create(dir.Ino, fmt.Sprintf("f%05d.txt", n)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkSmallCreateWrite(b *testing.B) {
 	data := content(benchFileSize)
 	for _, cs := range benchChunkSizes {
@@ -42,25 +62,14 @@ func BenchmarkSmallCreateWrite(b *testing.B) {
 			fs, ctx := benchVFS(b, cs)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				top, err := fs.Mkdir(ctx, RootIno, fmt.Sprint("run", i), 0o755)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var dir Attr
-				for n := 0; n < benchFiles; n++ {
-					if n%benchDirSize == 0 {
-						if dir, err = fs.Mkdir(ctx, top.Ino, fmt.Sprint("d", n/benchDirSize), 0o755); err != nil {
-							b.Fatal(err)
-						}
-					}
-					a, err := fs.Create(ctx, dir.Ino, fmt.Sprintf("f%05d.txt", n), 0o644, true)
+				createRun(b, fs, ctx, i, func(dir int64, name string) error {
+					a, err := fs.Create(ctx, dir, name, 0o644, true)
 					if err != nil {
-						b.Fatal(err)
+						return err
 					}
-					if _, err := fs.WriteAt(ctx, a.Ino, data, 0); err != nil {
-						b.Fatal(err)
-					}
-				}
+					_, err = fs.WriteAt(ctx, a.Ino, data, 0)
+					return err
+				})
 			}
 			b.ReportMetric(float64(benchFiles*b.N)/b.Elapsed().Seconds(), "files/s")
 		})
@@ -71,25 +80,14 @@ func BenchmarkSmallCreateWrite(b *testing.B) {
 		fs, ctx := benchVFS(b, 64<<10)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			top, err := fs.Mkdir(ctx, RootIno, fmt.Sprint("run", i), 0o755)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var dir Attr
-			for n := 0; n < benchFiles; n++ {
-				if n%benchDirSize == 0 {
-					if dir, err = fs.Mkdir(ctx, top.Ino, fmt.Sprint("d", n/benchDirSize), 0o755); err != nil {
-						b.Fatal(err)
-					}
-				}
+			createRun(b, fs, ctx, i, func(dir int64, name string) error {
 				ino, err := fs.ReserveIno(ctx)
 				if err != nil {
-					b.Fatal(err)
+					return err
 				}
-				if _, _, err := fs.CreateFile(ctx, dir.Ino, fmt.Sprintf("f%05d.txt", n), 0o644, 0, 0, ino, data, 0, time.Time{}); err != nil {
-					b.Fatal(err)
-				}
-			}
+				_, _, err = fs.CreateFile(ctx, dir, name, 0o644, 0, 0, ino, data, 0, time.Time{})
+				return err
+			})
 		}
 		b.ReportMetric(float64(benchFiles*b.N)/b.Elapsed().Seconds(), "files/s")
 	})

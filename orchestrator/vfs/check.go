@@ -43,9 +43,16 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 	if n := count(`SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? GROUP BY parent_ino, name HAVING COUNT(*) > 1) AS dup`, sid); n > 0 {
 		bad("rule 4: %d duplicate names", n)
 	}
-	// 5/6. every inode is a directory, regular file or symlink
-	if n := count(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND (mode & 61440) NOT IN (16384, 32768, 40960)`, sid); n > 0 {
+	// 5/6. every inode is a directory, regular file or symlink (agentfs),
+	// or a special file (this package: a FIFO, socket or device)
+	if n := count(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND (mode & 61440) NOT IN (16384, 32768, 40960, 4096, 49152, 8192, 24576)`, sid); n > 0 {
 		bad("rules 5/6: %d inodes with an unknown type", n)
+	}
+	if n := count(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND rdev != 0 AND (mode & 61440) NOT IN (8192, 24576)`, sid); n > 0 {
+		bad("%d inodes with a device number that are not devices", n)
+	}
+	if n := count(`SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND size != 0 AND (mode & 61440) IN (4096, 49152, 8192, 24576)`, sid); n > 0 {
+		bad("%d special files with a size", n)
 	}
 	// 7. regular file size = sum of chunk sizes; chunk layout; only regular
 	// files have data. A fork shares its chunks (doc.go, "Forks"): its rule
@@ -93,8 +100,12 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 	if n := count(`SELECT COUNT(*) FROM fs_meta m WHERE m.session_id=? AND m.next_ino <= (SELECT MAX(ino) FROM fs_inode i WHERE i.session_id=m.session_id)`, sid); n > 0 {
 		bad("next_ino is not above every inode number")
 	}
-	if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND i.nlink != (SELECT COUNT(*) FROM fs_dentry d WHERE d.session_id=i.session_id AND d.ino=i.ino)`, sid); n > 0 {
-		bad("nlink: %d inodes whose link count differs from their names", n)
+	// the link count column: names, and for a directory its
+	// subdirectories (migration 0030)
+	if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND i.nlink != (SELECT COUNT(*) FROM fs_dentry d WHERE d.session_id=i.session_id AND d.ino=i.ino)
+		+ CASE WHEN i.mode & 61440 = 16384 THEN (SELECT COUNT(*) FROM fs_dentry d JOIN fs_inode c ON c.session_id=d.session_id AND c.ino=d.ino
+			WHERE d.session_id=i.session_id AND d.parent_ino=i.ino AND c.mode & 61440 = 16384) ELSE 0 END`, sid); n > 0 {
+		bad("nlink: %d inodes whose link count differs from their names (and subdirectories)", n)
 	}
 	// every directory reaches the root (no cycles, no detached subtrees);
 	// CROSS JOIN keeps reach the outer loop, so that each step is an index
@@ -132,6 +143,7 @@ func (v *VFS) checkLayered(ctx context.Context, sid string, lv []mlevel) error {
 		bad("rule 2: %d names of missing inodes", t.dangling)
 	}
 	names := map[int64]int64{}
+	subdirs := map[int64]int64{} // of each directory (its link count counts them)
 	kids := map[int64][]int64{}
 	for k, ino := range t.names {
 		if p, ok := t.inodes[k.parent]; !ok || !p.IsDir() {
@@ -142,17 +154,20 @@ func (v *VFS) checkLayered(ctx context.Context, sid string, lv []mlevel) error {
 		}
 		names[ino]++
 		kids[k.parent] = append(kids[k.parent], ino)
+		if c, ok := t.inodes[ino]; ok && c.IsDir() {
+			subdirs[k.parent]++
+		}
 	}
 	var files []regularFile
 	var used int64
 	for ino, a := range t.inodes {
 		switch a.Mode & ModeType {
-		case ModeDir, ModeRegular, ModeSymlink:
+		case ModeDir, ModeRegular, ModeSymlink, ModeFIFO, ModeSocket, ModeCharDev, ModeBlkDev:
 		default:
 			bad("rules 5/6: inode %d has an unknown type", ino)
 		}
-		if ino != RootIno && int64(a.Nlink) != names[ino] {
-			bad("nlink: inode %d has %d names, link count %d", ino, names[ino], a.Nlink)
+		if want := linkCount(ino, a.Mode, names[ino]+subdirs[ino]); a.Nlink != want {
+			bad("nlink: inode %d has %d names and %d subdirectories, link count %d (want %d)", ino, names[ino], subdirs[ino], a.Nlink, want)
 		}
 		if a.IsDir() && names[ino] > 1 {
 			bad("directory %d has %d names", ino, names[ino])

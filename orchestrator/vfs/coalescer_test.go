@@ -3,44 +3,32 @@ package vfs
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
 )
 
 // The Coalescer is the session filesystem's Notifier.
 var _ Notifier = (*events.Coalescer)(nil)
 
-type fakeAppender struct {
-	mu   sync.Mutex
-	recs []string
-}
+// chanAppender sends each appended record, as "sid kind json", to its
+// channel.
+type chanAppender chan string
 
-func (a *fakeAppender) Append(ctx context.Context, sid, kind string, data any) error {
+func (a chanAppender) Append(ctx context.Context, sid, kind string, data any) error {
 	b, _ := json.Marshal(data)
-	a.mu.Lock()
-	a.recs = append(a.recs, sid+" "+kind+" "+string(b))
-	a.mu.Unlock()
+	a <- sid + " " + kind + " " + string(b)
 	return nil
 }
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
+// TestCoalescerRun: the file's create and writes, committed by the session
+// filesystem, reach the Coalescer, whose Run flushes them as one record once
+// the window has passed.
 func TestCoalescerRun(t *testing.T) {
-	app := &fakeAppender{}
-	clk := &fakeClock{t: time.Unix(1000, 0)}
+	app := make(chanAppender, 16)
+	clk := testkit.NewClock(time.Unix(1000, 0))
 	c := events.NewCoalescer(app, 20*time.Millisecond, clk.Now, nil)
 	f := newFixture(t, Config{Notifier: c})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -55,20 +43,16 @@ func TestCoalescerRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clk.Add(time.Second) // the window has passed; the real ticker flushes
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		app.mu.Lock()
-		n := len(app.recs)
-		app.mu.Unlock()
-		if n > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	clk.Advance(time.Second) // the window has passed; the real ticker flushes
+	got := testkit.Recv(t, app, 5*time.Second, "the coalesced record")
 	cancel()
 	<-done
-	if len(app.recs) != 1 || app.recs[0] != f.sid+` file {"op":"created","path":"/x.txt","size":100}` {
-		t.Fatalf("records %q", app.recs)
+	if want := f.sid + ` file {"op":"created","path":"/x.txt","size":100}`; got != want {
+		t.Fatalf("record %q, want %q", got, want)
+	}
+	select {
+	case more := <-app:
+		t.Fatalf("a second record %q", more)
+	default:
 	}
 }

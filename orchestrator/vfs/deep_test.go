@@ -1,7 +1,7 @@
 package vfs
 
 import (
-	"fmt"
+	"context"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -153,12 +153,15 @@ func TestDeepTreeLinear(t *testing.T) {
 	ratios("chain beyond the limit", beyond(2500), beyond(5000))
 }
 
-// TestPathLimit: no call makes a path longer than paths.MaxPathLen, the limit
-// the path API puts on the paths it is given: not the inode API the mount
-// uses (create, mkdir, symlink, link, rename, also of a directory whose
-// subtree would go over), nor the path API through a symlink (write,
-// mkdir, copy, move). Nothing is changed by a refused call.
-func TestPathLimit(t *testing.T) {
+// TestPathLimitPerCall: as in the kernel, a path limit bounds the path a
+// call is given, not how deep a file lies. The inode API (the mount's)
+// makes, renames and links entries whose path from the root is longer
+// than paths.MaxPathLen, and refuses only a name longer than
+// paths.MaxNameLen; the path API refuses a path longer than
+// paths.MaxPathLen that it is given, with an error that says so, but
+// reaches deeper through a symlink, and reports a change it cannot name as
+// a change of the deepest directory it can.
+func TestPathLimitPerCall(t *testing.T) {
 	f := newFixture(t, Config{})
 	ctx := ctxT(t)
 	fs := f.fs
@@ -177,57 +180,100 @@ func TestPathLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// a relative link to the bottom (an absolute one would be over the limit itself)
 	if _, err := fs.Symlink(ctx, RootIno, "l", deep[1:]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fs.Mkdir(ctx, bottom.Ino, "e", 0o755); err != nil {
-		t.Fatalf("mkdir at exactly %d bytes: %v", paths.MaxPathLen, err)
-	}
-	if err := fs.Rmdir(ctx, bottom.Ino, "e"); err != nil {
-		t.Fatal(err)
-	}
-	state := func() string {
-		var inodes, names, used int64
-		f.db.QueryRow(`SELECT (SELECT COUNT(*) FROM fs_inode WHERE session_id=?1), (SELECT COUNT(*) FROM fs_dentry WHERE session_id=?1), (SELECT used_bytes FROM fs_meta WHERE session_id=?1)`, f.sid).Scan(&inodes, &names, &used)
-		return fmt.Sprintf("%d inodes, %d names, %d bytes", inodes, names, used)
-	}
-	before := state()
-	tests := []struct {
+	f.rec.take()
+	long := strings.Repeat("n", paths.MaxNameLen+1)
+	for _, tt := range []struct {
 		name string
-		call func() error
+		call func(name string) error
 	}{
-		{"mkdir", func() error { _, err := fs.Mkdir(ctx, bottom.Ino, "xy", 0o755); return err }},
-		{"create", func() error { _, err := fs.Create(ctx, bottom.Ino, "xy", 0o644, false); return err }},
-		{"check create", func() error { return fs.CheckCreate(ctx, bottom.Ino, "xy") }},
-		{"lazy create", func() error {
-			ino, err := fs.ReserveIno(ctx)
-			if err != nil {
-				return err
-			}
-			_, _, err = fs.CreateFile(ctx, bottom.Ino, "xy", 0o644, 0, 0, ino, []byte("x"), 0, time.Time{})
-			return err
-		}},
-		{"symlink", func() error { _, err := fs.Symlink(ctx, bottom.Ino, "xy", "t"); return err }},
-		{"link", func() error { _, err := fs.Link(ctx, file.Ino, bottom.Ino, "xy"); return err }},
-		{"rename a file", func() error { return fs.Rename(ctx, RootIno, "s", bottom.Ino, "xy", 0) }},
-		{"rename a directory over the limit below it", func() error { return fs.Rename(ctx, RootIno, "s", bottom.Ino, "s", 0) }},
-		{"exchange", func() error { return fs.Rename(ctx, RootIno, "s", bottom.Ino, "f", RenameExchange) }},
-		{"path write through a symlink", func() error { _, _, err := fs.WriteFile(ctx, "/l/xy", []byte("x"), WriteOptions{}); return err }},
-		{"path mkdir through a symlink", func() error { _, _, err := fs.MkdirAll(ctx, "/l/xy/z", false); return err }},
-		{"path copy below a symlink", func() error { _, err := fs.Copy(ctx, "/s", "/l/s"); return err }},
-		{"path move below a symlink", func() error { _, err := fs.Move(ctx, "/s", "/l/s"); return err }},
-		{"path too long", func() error { _, _, err := fs.WriteFile(ctx, deep+"/xy", []byte("x"), WriteOptions{}); return err }},
-	}
-	for _, tt := range tests {
+		{"mkdir", func(n string) error { _, err := fs.Mkdir(ctx, bottom.Ino, n, 0o755); return err }},
+		{"create", func(n string) error { _, err := fs.Create(ctx, bottom.Ino, n, 0o644, true); return err }},
+		{"mknod", func(n string) error { _, err := fs.Mknod(ctx, bottom.Ino, n, ModeFIFO|0o644, 0); return err }},
+		{"symlink", func(n string) error { _, err := fs.Symlink(ctx, bottom.Ino, n, "t"); return err }},
+		{"link", func(n string) error { _, err := fs.Link(ctx, file.Ino, bottom.Ino, n); return err }},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.call(); !IsErrno(err, syscall.ENAMETOOLONG) {
-				t.Fatalf("got %v, want ENAMETOOLONG", err)
+			if err := tt.call(tt.name + "-beyond"); err != nil {
+				t.Fatalf("%s at %d bytes: %v", tt.name, len(deep)+len("/"+tt.name+"-beyond"), err)
+			}
+			if err := tt.call(long); !IsErrno(err, syscall.ENAMETOOLONG) {
+				t.Fatalf("%s of a %d-byte name: %v, want ENAMETOOLONG", tt.name, len(long), err)
 			}
 		})
 	}
-	if after := state(); after != before {
-		t.Fatalf("a refused call changed the tree: %s before, %s after", before, after)
+	// a directory moved below the bottom takes its files past the limit
+	if err := fs.Rename(ctx, RootIno, "s", bottom.Ino, "s", 0); err != nil {
+		t.Fatalf("rename /s below the bottom: %v", err)
+	}
+	if err := fs.Rename(ctx, bottom.Ino, "s", bottom.Ino, long, 0); !IsErrno(err, syscall.ENAMETOOLONG) {
+		t.Fatalf("rename to a %d-byte name: %v, want ENAMETOOLONG", len(long), err)
+	}
+	s, err := fs.Lookup(ctx, bottom.Ino, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, fs, mustLookup(t, fs, s.Ino, "t").Ino); got != "t" {
+		t.Fatalf("the moved file holds %q", got)
+	}
+	// a change there is reported as a change of the deepest directory
+	// the path API can name
+	if _, err := fs.Create(ctx, s.Ino, "u", 0o644, true); err != nil {
+		t.Fatal(err)
+	}
+	evs := f.rec.take()
+	if want := "modified " + deep + "/s"; len(evs) == 0 || evs[len(evs)-1] != want {
+		t.Fatalf("events %.200q, the last one want %q", evs, want[:40]+"...")
+	}
+	// the path API: a path it is given is at most MaxPathLen bytes
+	for _, p := range []string{deep + "/mkdir-beyond", deep + "/" + long} {
+		if _, err := fs.Stat(ctx, p); !IsErrno(err, syscall.ENAMETOOLONG) || !strings.Contains(err.Error(), "longer than") {
+			t.Fatalf("stat of a %d-byte path: %v, want ENAMETOOLONG saying so", len(p), err)
+		}
+	}
+	// ... and reaches deeper through a symlink
+	if _, _, err := fs.WriteFile(ctx, "/l/w", []byte("w"), WriteOptions{}); err != nil {
+		t.Fatalf("write /l/w (%d bytes from the root): %v", len(deep)+2, err)
+	}
+	wantContent(t, fs, "/l/s/t", []byte("t"))
+	list, err := fs.List(ctx, "/l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range list {
+		names = append(names, e.Name+":"+e.Type)
+	}
+	if got := strings.Join(names, " "); got != "create-beyond:file f:file link-beyond:file mkdir-beyond:directory mknod-beyond:fifo s:directory symlink-beyond:symlink w:file" {
+		t.Fatalf("list /l = %s", got)
+	}
+	if _, err := fs.Copy(ctx, "/l/s", "/l/s2"); err != nil {
+		t.Fatalf("copy below the symlink: %v", err)
 	}
 	f.check(t)
+	if err := fs.Delete(ctx, "/d", true); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t)
+}
+
+func mustLookup(tb testing.TB, fs *FS, dir int64, name string) Attr {
+	tb.Helper()
+	a, err := fs.Lookup(context.Background(), dir, name)
+	if err != nil {
+		tb.Fatalf("look up %s: %v", name, err)
+	}
+	return a
+}
+
+func readAll(tb testing.TB, fs *FS, ino int64) string {
+	tb.Helper()
+	b := make([]byte, 1<<16)
+	n, err := fs.ReadAt(context.Background(), ino, b, 0)
+	if err != nil {
+		tb.Fatalf("read inode %d: %v", ino, err)
+	}
+	return string(b[:n])
 }

@@ -34,13 +34,13 @@ func (v *VFS) wsSnapshot(ctx context.Context, q querier, ws string) (treediff.Tr
 		return layeredSnapshot(ctx, q, lv)
 	}
 	inodes := map[int64]treediff.Entry{}
-	rows, err := q.QueryContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, '') FROM fs_inode WHERE session_id=?`, ws)
+	rows, err := q.QueryContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, ''), rdev FROM fs_inode WHERE session_id=?`, ws)
 	if err != nil {
 		return treediff.Tree{}, fmt.Errorf("read inodes of %s: %w", ws, err)
 	}
 	for rows.Next() {
 		var e treediff.Entry
-		if err := rows.Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Sha); err != nil {
+		if err := rows.Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Sha, &e.Rdev); err != nil {
 			rows.Close()
 			return treediff.Tree{}, err
 		}
@@ -98,7 +98,7 @@ func layeredSnapshot(ctx context.Context, q querier, lv []mlevel) (treediff.Tree
 	inodes := make(map[int64]treediff.Entry, len(t.inodes))
 	for ino, a := range t.inodes {
 		g := t.gens[ino]
-		inodes[ino] = treediff.Entry{Ino: ino, Mode: a.Mode, Size: a.Size, Gen: g.gen, Sha: g.sha, Target: t.symlinks[ino]}
+		inodes[ino] = treediff.Entry{Ino: ino, Mode: a.Mode, Size: a.Size, Gen: g.gen, Sha: g.sha, Target: t.symlinks[ino], Rdev: a.Rdev}
 	}
 	names := make([]treediff.Name, 0, len(t.names))
 	for k, ino := range t.names {
@@ -145,6 +145,8 @@ func (v *VFS) same(ctx context.Context, q querier, wa string, a treediff.Entry, 
 		return true, nil
 	case ModeSymlink:
 		return a.Target == b.Target, nil
+	case ModeFIFO, ModeSocket, ModeCharDev, ModeBlkDev:
+		return a.Rdev == b.Rdev, nil // a special file has no content
 	}
 	return v.sameContent(ctx, q, wa, a, wb, b, related)
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
-
-	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // dirLink is one directory in the session's directory cache: its parent,
@@ -24,6 +22,12 @@ type dirLink struct {
 // maxDirPaths bounds the per-session directory cache (entries); names are
 // at most paths.MaxNameLen bytes, so the cache stays under about 1.2 MB.
 const maxDirPaths = 4096
+
+// maxDepth is how many levels a walk to the root goes at most before it
+// takes the tree for broken (a cycle, which no call makes). A directory
+// may be as deep as anyone makes it: the kernel limits the path a call is
+// given (PATH_MAX), not how deep a file lies, and so does this package.
+const maxDepth = 1 << 20
 
 // childLen returns the length of the path of name in a directory whose
 // path has length plen.
@@ -155,9 +159,8 @@ func (fs *FS) dirInfo(ctx context.Context, q querier, ino int64) (dirLink, error
 			base = l
 			break
 		}
-		// Every level adds at least two bytes ("/" and a name).
-		if len(missing) > paths.MaxPathLen/2 {
-			return dirLink{}, errorf(syscall.ENAMETOOLONG, "", "the path of directory %d is longer than %d bytes", ino, paths.MaxPathLen)
+		if len(missing) > maxDepth {
+			return dirLink{}, errorf(syscall.ELOOP, "", "directory %d is more than %d levels deep", ino, maxDepth)
 		}
 		s := step{ino: cur}
 		var err error
@@ -206,73 +209,4 @@ func (fs *FS) dirPath(ctx context.Context, q querier, ino int64) (string, error)
 		return fs.walkPath(ctx, q, ino)
 	}
 	return string(buf), nil
-}
-
-// checkNewPath refuses a new entry name in directory parent whose path
-// would be longer than paths.MaxPathLen, the limit the path API applies.
-func (fs *FS) checkNewPath(ctx context.Context, q querier, parent int64, name string) error {
-	l, err := fs.dirInfo(ctx, q, parent)
-	if err == nil && childLen(l.plen, name) <= paths.MaxPathLen {
-		return nil
-	}
-	if err != nil && !IsErrno(err, syscall.ENAMETOOLONG) {
-		return err
-	}
-	return errorf(syscall.ENAMETOOLONG, name, "the path of %s would be longer than %d bytes", paths.Trunc(name), paths.MaxPathLen)
-}
-
-// checkMovedTree refuses moving directory ino (whose path now has length
-// oldLen) to a path of length newLen when a path below it would then be
-// longer than paths.MaxPathLen. Only a move to a longer path needs the look at
-// the subtree, and the look stops at the first path too long.
-func (fs *FS) checkMovedTree(ctx context.Context, q querier, ino int64, oldLen, newLen int, name string) error {
-	if newLen <= oldLen {
-		return nil
-	}
-	room := paths.MaxPathLen - newLen // the longest relative path that still fits
-	lv, layered, err := fs.levels(ctx, q)
-	if err != nil {
-		return err
-	}
-	var n int
-	if layered {
-		// through the levels: a walk of the directories below ino, as far
-		// as a path still fits
-		type dir struct {
-			ino int64
-			len int
-		}
-		for queue := []dir{{ino, 0}}; len(queue) > 0 && n == 0; queue = queue[1:] {
-			kids, _, kerr := fs.childrenLayered(ctx, q, lv, queue[0].ino, false)
-			if kerr != nil {
-				err = kerr
-				break
-			}
-			for _, c := range kids {
-				l := queue[0].len + 1 + len(c.name)
-				if l > room {
-					n = 1
-					break
-				}
-				if c.attr.IsDir() {
-					queue = append(queue, dir{c.attr.Ino, l})
-				}
-			}
-		}
-	} else {
-		err = q.QueryRowContext(ctx, `WITH RECURSIVE sub(ino, len) AS (
-			SELECT CAST(?2 AS BIGINT), CAST(0 AS BIGINT)
-			UNION ALL
-			SELECT d.ino, sub.len + 1 + octet_length(d.name) FROM sub CROSS JOIN fs_dentry d
-			WHERE d.session_id = ?1 AND d.parent_ino = sub.ino AND sub.len <= ?3
-		)
-		SELECT COUNT(*) FROM (SELECT 1 FROM sub WHERE len > ?3 LIMIT 1) AS deep`, fs.sid, ino, room).Scan(&n)
-	}
-	if err != nil {
-		return fmt.Errorf("check the paths below %s: %w", name, err)
-	}
-	if n > 0 {
-		return errorf(syscall.ENAMETOOLONG, name, "moving %s there would make a path below it longer than %d bytes", paths.Trunc(name), paths.MaxPathLen)
-	}
-	return nil
 }

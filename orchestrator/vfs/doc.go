@@ -43,6 +43,11 @@
 //     removes leftovers at start.
 //     This is the one exception to consistency rule 8.
 //   - fs_audit: insert-only security audit (tool_calls columns).
+//   - rdev (migration 0030): a device's number. FIFOs, sockets and devices
+//     (Mknod) are inodes with their type in mode, as the kernel's st_mode
+//     has it; agentfs names only directories, files and symlinks. They have
+//     no content: the path API lists and stats them and refuses to read or
+//     write one as a file.
 //
 // File data is stored in fixed-size chunks (Config.ChunkSize, 64 KiB by default,
 // see docs/benchmarks/vfs.md): chunk k starts at k*ChunkSize and every chunk but
@@ -55,12 +60,15 @@
 // CreateFile, which creates a file with its first data in one transaction.
 // A per-session cache of the directory tree
 // as parent links (dircache.go), cleared by every rename and import, gives
-// event paths and path lengths without walking to the root.
+// event paths without walking to the root.
 //
-// Paths are at most paths.MaxPathLen (4096) bytes through both APIs: the
-// path API checks the paths it is given, and no call (mkdir, create,
-// symlink, link, rename, also of a directory with deep contents, copy)
-// makes a longer one.
+// Path limits are per call, as the kernel's: the path API refuses a path
+// it is given longer than paths.MaxPathLen (4096) bytes, and both APIs a
+// name longer than paths.MaxNameLen (255); how deep a file lies is not
+// bounded (the mount makes deeper files with relative paths, and renames
+// move trees below that depth). A change deeper than the path API can
+// name is reported (file events) as a change of the deepest directory it
+// can. A walk to the root stops at maxDepth levels (a broken tree).
 // Grep, copy, delete, move and export do work in proportion to the tree: no
 // path is built per entry, and a copied, deleted or newly made directory
 // gives one file event, which stands for everything in it.
@@ -77,8 +85,17 @@
 // (the REST API) commits before its call returns, and Fsync commits the
 // batch with a full sync. Reads see the open batch (they commit it first
 // when it changed what they read). The link count is fs_inode.nlink, kept by triggers on
-// fs_dentry (migration 0010). Directory nlink is the dentry count (1), as agentfs defines
-// it; tools read nlink < 2 as "unknown" and do not use the leaf optimisation.
+// fs_dentry (migrations 0010, 0030): an inode's names and, for a directory,
+// its subdirectories; a directory shows one more (".", and the root its
+// own ".."), 2 plus its subdirectories as POSIX has it, and 0 once removed
+// (linkCount). A layered fork's own rows count its own names: a directory
+// is copied up before a name in it changes, and a whiteout over a base's
+// name of a subdirectory takes it off by hand (layers.go).
+//
+// ImportTree copies a directory tree of the host (the runner's clone of a
+// session's repository) into an empty directory in a few large
+// transactions, keeping types, modes, times, symlinks and hard links, and
+// returns what each path became.
 //
 // # Forks (fork.go, layers.go, compact.go, partial.go, forkdata.go, diff.go, merge.go, treediff; migrations 0012, 0013, 0035)
 //

@@ -64,13 +64,19 @@ CREATE TABLE kv_store (
 CREATE INDEX idx_kv_store_created_at ON kv_store(created_at);
 `
 
-// readonlySchema is this package's extension of an exported file, in a
-// table of its own as agentfs-spec.md asks of extensions: the inodes whose
-// content may not change (session-vfs.md is_readonly). Readers that know
-// only agentfs ignore it.
+// readonlySchema is this package's extensions of an exported file, in
+// tables of their own as agentfs-spec.md asks of extensions: the inodes
+// whose content may not change (session-vfs.md is_readonly), and the
+// device numbers of devices (st_rdev; agentfs has the types of special
+// files in fs_inode.mode, which it takes from st_mode, but no device
+// numbers). Readers that know only agentfs ignore them.
 const readonlySchema = `
 CREATE TABLE fs_readonly (
   ino INTEGER PRIMARY KEY
+);
+CREATE TABLE fs_rdev (
+  ino INTEGER PRIMARY KEY,
+  rdev INTEGER NOT NULL
 );
 `
 
@@ -150,6 +156,8 @@ func (v *VFS) Export(ctx context.Context, sessionID, dst string) error {
 			`INSERT INTO fs_symlink(ino, target) VALUES(?,?)`, 2},
 		{"readonly flags", `SELECT ino FROM fs_inode WHERE session_id=? AND is_readonly != 0 AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=fs_inode.session_id) ORDER BY ino`,
 			`INSERT INTO fs_readonly(ino) VALUES(?)`, 1},
+		{"device numbers", `SELECT ino, rdev FROM fs_inode WHERE session_id=? AND rdev != 0 AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=fs_inode.session_id) ORDER BY ino`,
+			`INSERT INTO fs_rdev(ino, rdev) VALUES(?,?)`, 2},
 		{"kv", `SELECT key, value, created_at, updated_at FROM kv_store WHERE session_id=? ORDER BY key`,
 			`INSERT INTO kv_store(key, value, created_at, updated_at) VALUES(?,?,?,?)`, 4},
 		{"tool calls", `SELECT name, parameters, result, error, started_at, completed_at, duration_ms FROM tool_calls WHERE session_id=? ORDER BY id`,
@@ -252,6 +260,8 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 				files = append(files, file{ino, size})
 				used += size
 			case ModeDir, ModeSymlink:
+			case ModeFIFO, ModeSocket, ModeCharDev, ModeBlkDev:
+				size = 0 // a special file has no content
 			default:
 				rows.Close()
 				return fmt.Errorf("import: inode %d has unsupported mode %o", ino, mode)
@@ -279,6 +289,9 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 			return fmt.Errorf("import symlinks: %w", err)
 		}
 		if err := importReadonly(ctx, in, tx, sessionID); err != nil {
+			return err
+		}
+		if err := importRdev(ctx, in, tx, sessionID); err != nil {
 			return err
 		}
 		if err := copyRows(ctx, in, tx.tx, `SELECT key, value, COALESCE(created_at, unixepoch()), COALESCE(updated_at, unixepoch()) FROM kv_store`, nil,
@@ -336,6 +349,37 @@ func importReadonly(ctx context.Context, in *sql.DB, tx *txn, sessionID string) 
 		}
 		if k, _ := res.RowsAffected(); k != 1 {
 			return fmt.Errorf("import readonly flags: inode %d is not in the file", ino)
+		}
+	}
+	return rows.Err()
+}
+
+// importRdev sets the device numbers an exported file lists in fs_rdev
+// (a plain agentfs file has no such table) of the devices in it.
+func importRdev(ctx context.Context, in *sql.DB, tx *txn, sessionID string) error {
+	var n int
+	if err := in.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='fs_rdev'`).Scan(&n); err != nil {
+		return fmt.Errorf("import device numbers: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	rows, err := in.QueryContext(ctx, `SELECT ino, rdev FROM fs_rdev ORDER BY ino`)
+	if err != nil {
+		return fmt.Errorf("import device numbers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ino, rdev int64
+		if err := rows.Scan(&ino, &rdev); err != nil {
+			return fmt.Errorf("import device numbers: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE fs_inode SET rdev=? WHERE session_id=? AND ino=? AND mode & 61440 IN (8192, 24576)`, uint32(rdev), sessionID, ino)
+		if err != nil {
+			return fmt.Errorf("import device numbers: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k != 1 {
+			return fmt.Errorf("import device numbers: inode %d is not a device in the file", ino)
 		}
 	}
 	return rows.Err()

@@ -572,14 +572,7 @@ func checkAgainstModels(t *testing.T, f *fixture, ids []string, models map[strin
 	}
 	for _, fk := range forks {
 		checkAll(t, f.v, fk.Base)
-		d, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]string{}
-		for _, c := range d.Changes {
-			got[c.Path] = c.Op
-		}
+		got := diffOps(t, f, fk.ID)
 		want := map[string]string{}
 		base, cur := models[fk.Base], models[fk.ID]
 		for p, n := range cur {

@@ -7,51 +7,67 @@ import (
 	"path"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs/events"
-	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 )
 
-// A lazy fork refuses, as any workspace does, to rename a directory to a
-// longer name when a path below it, in directories the fork has not copied
-// yet, would then be longer than paths.MaxPathLen: the check reads those names
-// through the fork point's view. The fork is left as it was.
-func TestLazyForkRenameKeepsPathLimit(t *testing.T) {
+// A lazy fork renames, as any workspace does, a directory to a longer
+// name although a path below it, in directories the fork has not copied
+// yet, is then longer than paths.MaxPathLen (the kernel limits the path a
+// call is given, not how deep a file lies); the fork's diff lists the
+// moved files at their new paths and a merge makes them in the parent.
+func TestLazyForkRenameDeep(t *testing.T) {
 	f := newFixture(t, Config{})
 	ctx := ctxT(t)
-	deep := "/s" + strings.Repeat("/d", paths.MaxPathLen/2-2) // 4094 bytes
-	mustWrite(t, f.fs, deep+"/f", []byte("x"))                // exactly paths.MaxPathLen
+	name := strings.Repeat("n", 250)
+	deep := "/s" + strings.Repeat("/"+name, 16) // 4018 bytes
+	mustWrite(t, f.fs, deep+"/f", []byte("x"))
 	mustWrite(t, f.fs, "/t/g", []byte("y"))
 	fk := mustFork(t, f.v, f.sid)
 	cfs := f.v.Session(fk.ID)
 	// a mount looks /s up (it copies the root, not /s nor below)
-	s, err := cfs.Lookup(ctx, RootIno, "s")
+	if _, err := cfs.Lookup(ctx, RootIno, "s"); err != nil {
+		t.Fatal(err)
+	}
+	longer := "s" + strings.Repeat("x", 100)
+	if err := cfs.Rename(ctx, RootIno, "s", RootIno, longer, 0); err != nil {
+		t.Fatalf("rename /s to a longer name in the fork: %v", err)
+	}
+	d, err := cfs.Lookup(ctx, mustLookup(t, cfs, RootIno, longer).Ino, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfs.Rename(ctx, RootIno, "s", RootIno, "sx", 0); !IsErrno(err, syscall.ENAMETOOLONG) {
-		t.Fatalf("rename /s to /sx in the fork: %v, want ENAMETOOLONG", err)
-	}
-	// one level copied, the rest still in the view
-	d, err := cfs.Lookup(ctx, s.Ino, "d")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfs.Rename(ctx, s.Ino, "d", s.Ino, "dx", 0); !IsErrno(err, syscall.ENAMETOOLONG) {
-		t.Fatalf("rename /s/d to /s/dx in the fork: %v, want ENAMETOOLONG", err)
-	}
-	// a directory with short paths below it moves
 	if err := cfs.Rename(ctx, RootIno, "t", d.Ino, "t", 0); err != nil {
-		t.Fatalf("rename /t to /s/d/t: %v", err)
+		t.Fatalf("rename /t below it: %v", err)
 	}
-	if _, err := cfs.Stat(ctx, deep+"/f"); err != nil {
-		t.Fatalf("the fork lost %s: %v", deep[:20], err)
+	diff, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	wantContent(t, cfs, "/s/d/t/g", []byte("y"))
+	moved := "/" + longer + deep[2:] + "/f" // 4120 bytes
+	var found bool
+	for _, c := range diff.Changes {
+		found = found || c.Path == moved && c.Op == treediff.Added
+	}
+	if !found {
+		t.Fatalf("the diff has no %d-byte path %s...", len(moved), moved[:20])
+	}
+	res, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
+	if err != nil || len(res.Conflicts) > 0 {
+		t.Fatalf("merge: %+v, %v", res.Conflicts, err)
+	}
+	// the parent has the deep file, reached by lookups of one name each
+	dir := mustLookup(t, f.fs, RootIno, longer).Ino
+	for range 16 {
+		dir = mustLookup(t, f.fs, dir, name).Ino
+	}
+	if got := readAll(t, f.fs, mustLookup(t, f.fs, dir, "f").Ino); got != "x" {
+		t.Fatalf("the merged deep file holds %q", got)
+	}
+	wantContent(t, f.fs, "/"+longer+"/"+name+"/t/g", []byte("y"))
 	checkAll(t, f.v, fk.ID, fk.Base, f.sid)
 }
 
@@ -310,14 +326,7 @@ func TestLazyForkMergeThenChange(t *testing.T) {
 	}
 	wantContent(t, p, "/a/y", []byte("parent y"))
 	// the fork point is still the origin at the fork
-	d, err := f.v.Diff(ctx, fk.ID, DiffOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, ch := range d.Changes {
-		got[ch.Path] = ch.Op
-	}
+	got := diffOps(t, f, fk.ID)
 	want := map[string]string{"/a/x": treediff.Changed, "/b/hx": treediff.Changed, "/a/y": treediff.Changed, "/c/d/new": treediff.Added, "/b/sub": treediff.Added}
 	if fmt.Sprint(sortedMap(got)) != fmt.Sprint(sortedMap(want)) {
 		t.Fatalf("diff after merges: %v, want %v", sortedMap(got), sortedMap(want))

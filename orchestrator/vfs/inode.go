@@ -42,8 +42,13 @@ func (fs *FS) GetAttr(ctx context.Context, ino int64) (Attr, error) {
 	return fs.getAttr(ctx, fs.v.rq, ino)
 }
 
-// Lookup returns the attributes of the entry name in directory parent.
+// Lookup returns the attributes of the entry name in directory parent. A
+// name longer than paths.MaxNameLen is ENAMETOOLONG, not ENOENT: no entry
+// can have it.
 func (fs *FS) Lookup(ctx context.Context, parent int64, name string) (Attr, error) {
+	if len(name) > paths.MaxNameLen {
+		return Attr{}, paths.ValidName(name)
+	}
 	if _, err := fs.init(ctx); err != nil {
 		return Attr{}, err
 	}
@@ -265,8 +270,8 @@ func (fs *FS) walkPath(ctx context.Context, q querier, ino int64) (string, error
 	var parts []string
 	n := 0
 	for cur := ino; cur != RootIno; {
-		if len(parts) > paths.MaxPathLen/2 {
-			return "", errorf(syscall.ENAMETOOLONG, "", "the path of inode %d is longer than %d bytes", ino, paths.MaxPathLen)
+		if len(parts) > maxDepth {
+			return "", errorf(syscall.ELOOP, "", "inode %d is more than %d levels deep", ino, maxDepth)
 		}
 		var name string
 		var err error

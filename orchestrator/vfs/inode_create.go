@@ -40,9 +40,6 @@ func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32
 			out = a
 			return nil
 		}
-		if err := fs.checkNewPath(ctx, tx, parent, name); err != nil {
-			return err
-		}
 		a, err := fs.mknod(ctx, tx, parent, name, ModeRegular|mode&ModePerm, "")
 		if err != nil {
 			return err
@@ -60,7 +57,7 @@ func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32
 
 // Mkdir creates directory name in parent.
 func (fs *FS) Mkdir(ctx context.Context, parent int64, name string, mode uint32) (Attr, error) {
-	return fs.makeNode(ctx, "mkdir", parent, name, ModeDir|mode&ModePerm, "")
+	return fs.makeNode(ctx, "mkdir", parent, name, ModeDir|mode&ModePerm, "", 0)
 }
 
 // Symlink creates a symbolic link name in parent pointing to target.
@@ -68,10 +65,30 @@ func (fs *FS) Symlink(ctx context.Context, parent int64, name, target string) (A
 	if target == "" || len(target) > paths.MaxPathLen {
 		return Attr{}, errorf(syscall.EINVAL, name, "symlink target must be 1 to %d bytes", paths.MaxPathLen)
 	}
-	return fs.makeNode(ctx, "symlink", parent, name, ModeSymlink|0o777, target)
+	return fs.makeNode(ctx, "symlink", parent, name, ModeSymlink|0o777, target, 0)
 }
 
-func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string, mode uint32, target string) (Attr, error) {
+// Mknod creates the special file name in parent: a FIFO, a socket (the
+// inode a bind() of a Unix socket makes; the connection is the kernel's)
+// or a character or block device with device number rdev, as mode's type
+// bits say, with mode's permission bits. A regular file type (or none)
+// makes an empty regular file (mknod(2) allows it). Whether the caller
+// may make a device (CAP_MKNOD) is the kernel's check, made before it
+// asks; the path API makes no special files.
+func (fs *FS) Mknod(ctx context.Context, parent int64, name string, mode, rdev uint32) (Attr, error) {
+	switch mode & ModeType {
+	case 0, ModeRegular:
+		return fs.makeNode(ctx, "mknod", parent, name, ModeRegular|mode&ModePerm, "", 0)
+	case ModeFIFO, ModeSocket:
+		rdev = 0
+	case ModeCharDev, ModeBlkDev:
+	default:
+		return Attr{}, errorf(syscall.EINVAL, name, "mknod of type %o is not supported", mode&ModeType)
+	}
+	return fs.makeNode(ctx, "mknod", parent, name, mode&(ModeType|ModePerm), "", rdev)
+}
+
+func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string, mode uint32, target string, rdev uint32) (Attr, error) {
 	if err := paths.ValidName(name); err != nil {
 		return Attr{}, err
 	}
@@ -84,10 +101,7 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 	var out Attr
 	var ev event
 	err := fs.v.tx(ctx, func(tx *txn) error {
-		if err := fs.checkNewPath(ctx, tx, parent, name); err != nil {
-			return err
-		}
-		a, err := fs.mknod(ctx, tx, parent, name, mode, target)
+		a, err := fs.mknodIno(ctx, tx, parent, name, 0, mode, target, rdev)
 		if err != nil {
 			return err
 		}
@@ -104,11 +118,12 @@ func (fs *FS) makeNode(ctx context.Context, op string, parent int64, name string
 
 // mknod creates an inode of mode (with target for a symlink) under parent.
 func (fs *FS) mknod(ctx context.Context, tx *txn, parent int64, name string, mode uint32, target string) (Attr, error) {
-	return fs.mknodIno(ctx, tx, parent, name, 0, mode, target)
+	return fs.mknodIno(ctx, tx, parent, name, 0, mode, target, 0)
 }
 
-// mknodIno is mknod with a reserved inode number (0: allocate one).
-func (fs *FS) mknodIno(ctx context.Context, tx *txn, parent int64, name string, ino int64, mode uint32, target string) (Attr, error) {
+// mknodIno is mknod with a reserved inode number (0: allocate one) and a
+// device number (for a device; 0 otherwise).
+func (fs *FS) mknodIno(ctx context.Context, tx *txn, parent int64, name string, ino int64, mode uint32, target string, rdev uint32) (Attr, error) {
 	pa, err := fs.getAttr(ctx, tx, parent)
 	if IsErrno(err, syscall.ENOENT) {
 		return Attr{}, errorf(syscall.ENOENT, name, "parent of %s not found", name)
@@ -119,12 +134,15 @@ func (fs *FS) mknodIno(ctx context.Context, tx *txn, parent int64, name string, 
 	if pa.Mode&ModeType != ModeDir {
 		return Attr{}, errorf(syscall.ENOTDIR, name, "parent of %s is not a directory", name)
 	}
+	if removedDir(pa) {
+		return Attr{}, errorf(syscall.ENOENT, name, "the directory of %s was removed", name)
+	}
 	now := fs.v.cfg.Now()
 	var size int64
 	if mode&ModeType == ModeSymlink {
 		size = int64(len(target))
 	}
-	ino, err = fs.newInode(ctx, tx, ino, mode, fs.uid, fs.gid, size, now)
+	ino, err = fs.newInode(ctx, tx, ino, mode, fs.uid, fs.gid, size, rdev, now)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -141,7 +159,7 @@ func (fs *FS) mknodIno(ctx context.Context, tx *txn, parent int64, name string, 
 	}
 	// the row just written, without reading it back
 	t := time.Unix(0, now.UnixNano())
-	return Attr{Ino: ino, Mode: mode, Nlink: 1, UID: fs.uid, GID: fs.gid, Size: size, Atime: t, Mtime: t, Ctime: t, Created: t}, nil
+	return Attr{Ino: ino, Mode: mode, Nlink: linkCount(ino, mode, 1), UID: fs.uid, GID: fs.gid, Size: size, Atime: t, Mtime: t, Ctime: t, Created: t, Rdev: rdev}, nil
 }
 
 // Link adds the name newName in newParent for ino (a hard link). Directories
@@ -173,8 +191,8 @@ func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (A
 		if !pa.IsDir() {
 			return errorf(syscall.ENOTDIR, newName, "parent of %s is not a directory", newName)
 		}
-		if err := fs.checkNewPath(ctx, tx, newParent, newName); err != nil {
-			return err
+		if removedDir(pa) {
+			return errorf(syscall.ENOENT, newName, "the directory of %s was removed", newName)
 		}
 		if err := fs.addDentry(ctx, tx, newParent, newName, ino); err != nil {
 			return err
@@ -202,6 +220,10 @@ func (fs *FS) Link(ctx context.Context, ino, newParent int64, newName string) (A
 	fs.notify(ev)
 	return out, nil
 }
+
+// removedDir reports whether a is a directory that was removed while in
+// use (an open orphan): nothing can be made in it.
+func removedDir(a Attr) bool { return a.IsDir() && a.Ino != RootIno && a.Nlink == 0 }
 
 // CreateFile creates the regular file name in parent as inode ino (a
 // number from ReserveIno), owned by uid:gid, with data written at off, in
@@ -259,20 +281,18 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 			mtime_ns = CASE WHEN (mtime, mtime_ns) < (?1, ?2) THEN ?2 ELSE ?4 END,
 			ctime    = CASE WHEN (ctime, ctime_ns) < (?1, ?2) THEN ?1 ELSE ?3 END,
 			ctime_ns = CASE WHEN (ctime, ctime_ns) < (?1, ?2) THEN ?2 ELSE ?4 END
-			WHERE session_id=?5 AND ino=?6 AND mode & 61440 = 16384
+			WHERE session_id=?5 AND ino=?6 AND mode & 61440 = 16384 AND (ino = 1 OR nlink > 0)
 			RETURNING mtime, mtime_ns`, ds, dns, s, ns, fs.sid, parent).Scan(&ms, &mns)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("touch parent of %s: %w", name, err)
 		}
 		dirMtime = joinTime(ms, mns)
 		if errors.Is(err, sql.ErrNoRows) {
-			if _, err := fs.getAttr(ctx, tx, parent); err != nil {
+			pa, err := fs.getAttr(ctx, tx, parent)
+			if err != nil || removedDir(pa) {
 				return errorf(syscall.ENOENT, name, "parent of %s not found", name)
 			}
 			return errorf(syscall.ENOTDIR, name, "parent of %s is not a directory", name)
-		}
-		if err := fs.checkNewPath(ctx, tx, parent, name); err != nil {
-			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns, data_gen)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, fs.sid, ino, mode, uid, gid, size, s, s, s, ns, ns, ns, now.UnixNano(), gen); err != nil {
@@ -304,18 +324,15 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 }
 
 // CheckCreate reports whether the file name may be created in parent: a
-// valid name the node's policy allows (EACCES, logged and audited, when
-// not), with a path within paths.MaxPathLen (ENAMETOOLONG). It creates nothing:
-// the FUSE mount's lazy create checks at open what CreateFile would refuse
-// only at the first flush.
+// valid name (ENAMETOOLONG past paths.MaxNameLen) the node's policy allows
+// (EACCES, logged and audited, when not). It creates nothing: the FUSE
+// mount's lazy create checks at open what CreateFile would refuse only at
+// the first flush.
 func (fs *FS) CheckCreate(ctx context.Context, parent int64, name string) error {
 	if err := paths.ValidName(name); err != nil {
 		return err
 	}
 	if _, err := fs.init(ctx); err != nil {
-		return err
-	}
-	if err := fs.checkNewPath(ctx, fs.v.r, parent, name); err != nil {
 		return err
 	}
 	return fs.checkInodeAccess(ctx, "create", parent, name, true)

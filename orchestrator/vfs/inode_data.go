@@ -116,8 +116,12 @@ func (fs *FS) WriteAtAttr(ctx context.Context, ino int64, p []byte, off int64) (
 			}
 			return fmt.Errorf("read inode %d: %w", ino, err)
 		}
-		if mode&ModeType != ModeRegular {
-			return errorf(syscall.EISDIR, "", "inode %d is not a regular file", ino)
+		switch mode & ModeType {
+		case ModeRegular:
+		case ModeDir:
+			return errorf(syscall.EISDIR, "", "inode %d is a directory", ino)
+		default:
+			return errorf(syscall.EINVAL, "", "inode %d is not a regular file", ino)
 		}
 		if ro != 0 {
 			return errorf(syscall.EACCES, "", "file is readonly")
@@ -168,3 +172,88 @@ func (fs *FS) writeData(ctx context.Context, tx *txn, ino int64, cs int, size in
 // Fsync commits the open batch, which holds every change made before it
 // (also of ino), with a full sync.
 func (fs *FS) Fsync(ctx context.Context, ino int64) error { return fs.v.Sync(ctx, true) }
+
+// Flags of fallocate(2) that Allocate takes (linux/falloc.h).
+const (
+	AllocKeepSize  = 0x01
+	AllocPunchHole = 0x02
+	AllocZeroRange = 0x10
+)
+
+// Allocate is fallocate(2) of regular file ino over [off, off+length).
+// Holes are stored as zeros (doc.go), so there is nothing to reserve: mode
+// 0 extends the file to off+length when it is shorter (the quota counts
+// the new bytes, EFBIG past the largest file), AllocKeepSize alone changes
+// nothing, AllocPunchHole (with AllocKeepSize) and AllocZeroRange write
+// zeros over the part of the range inside the file, the latter extending
+// it too unless AllocKeepSize. Other modes are EOPNOTSUPP.
+func (fs *FS) Allocate(ctx context.Context, ino int64, off, length int64, mode uint32) (Attr, error) {
+	if off < 0 || length <= 0 {
+		return Attr{}, errorf(syscall.EINVAL, "", "invalid range")
+	}
+	if mode&^(AllocKeepSize|AllocPunchHole|AllocZeroRange) != 0 || mode&AllocPunchHole != 0 && mode&(AllocKeepSize|AllocZeroRange) != AllocKeepSize {
+		return Attr{}, errorf(syscall.EOPNOTSUPP, "", "fallocate mode %#x is not supported", mode)
+	}
+	cs, err := fs.init(ctx)
+	if err != nil {
+		return Attr{}, err
+	}
+	if err := fs.checkInodeAccess(ctx, "write", ino, "", true); err != nil {
+		return Attr{}, err
+	}
+	var out Attr
+	var ev event
+	err = fs.v.tx(ctx, func(tx *txn) error {
+		a, err := fs.getAttr(ctx, tx, ino)
+		if err != nil {
+			return err
+		}
+		switch {
+		case a.IsDir():
+			return errorf(syscall.EISDIR, "", "inode %d is a directory", ino)
+		case !a.IsRegular():
+			return errorf(syscall.ENODEV, "", "inode %d is not a regular file", ino)
+		case a.Readonly:
+			return errorf(syscall.EACCES, "", "file is readonly")
+		}
+		end := off + length
+		if end < off {
+			return errorf(syscall.EFBIG, "", "file exceeds the %s per-file limit", humanBytes(fs.v.cfg.MaxFileSize))
+		}
+		size, changed := a.Size, false
+		if mode&(AllocPunchHole|AllocZeroRange) != 0 && off < size {
+			zeros := make([]byte, min(end, size)-off)
+			if _, err := fs.writeChunks(ctx, tx, ino, cs, size, zeros, off); err != nil {
+				return err
+			}
+			changed = true
+		}
+		if mode&AllocKeepSize == 0 && end > size {
+			if err := fs.resize(ctx, tx, ino, cs, size, end); err != nil {
+				return err
+			}
+			size, changed = end, true
+		}
+		if !changed {
+			out = a
+			return nil
+		}
+		s, ns := splitTime(fs.v.cfg.Now())
+		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET sha256=NULL, data_gen=data_gen+1, mtime=?, mtime_ns=?, ctime=?, ctime_ns=? WHERE session_id=? AND ino=?`,
+			s, ns, s, ns, fs.sid, ino); err != nil {
+			return fmt.Errorf("allocate inode %d: %w", ino, err)
+		}
+		fs.changedData(tx, ino)
+		ev = event{op: protocol.FileModified, ino: ino, size: size}
+		if err := fs.resolveEvent(ctx, tx, &ev); err != nil {
+			return err
+		}
+		out, err = fs.getAttr(ctx, tx, ino)
+		return err
+	})
+	if err != nil {
+		return Attr{}, err
+	}
+	fs.notify(ev)
+	return out, nil
+}

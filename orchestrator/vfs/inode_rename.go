@@ -21,7 +21,7 @@ const (
 
 // isAncestor reports whether dir is anc or lies below anc.
 func (fs *FS) isAncestor(ctx context.Context, q querier, anc, dir int64) (bool, error) {
-	for i := 0; i < paths.MaxPathLen; i++ {
+	for i := 0; i < maxDepth; i++ {
 		if dir == anc {
 			return true, nil
 		}
@@ -88,6 +88,9 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 	if !np.IsDir() {
 		return nil, errorf(syscall.ENOTDIR, newName, "target parent is not a directory")
 	}
+	if removedDir(np) {
+		return nil, errorf(syscall.ENOENT, newName, "the directory of %s was removed", newName)
+	}
 	if oldParent == newParent && oldName == newName {
 		return nil, nil
 	}
@@ -113,9 +116,6 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 	if err := fs.resolveEvent(ctx, tx, &newEv); err != nil {
 		return nil, err
 	}
-	if err := fs.checkRenamedPath(ctx, tx, src, oldParent, oldName, newParent, newName); err != nil {
-		return nil, err
-	}
 	now := fs.v.cfg.Now()
 	if flags&RenameExchange != 0 {
 		if !exists {
@@ -129,9 +129,6 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 			if inside {
 				return nil, errorf(syscall.EINVAL, newName, "cannot move directory %s into itself", newName)
 			}
-		}
-		if err := fs.checkRenamedPath(ctx, tx, dst, newParent, newName, oldParent, oldName); err != nil {
-			return nil, err
 		}
 		fs.forgetDirPaths(tx)
 		tx.onCommit(func() { fs.forgetDirPaths(nil) })
@@ -215,22 +212,4 @@ func (fs *FS) rename(ctx context.Context, tx *txn, oldParent int64, oldName stri
 		return nil, err
 	}
 	return []event{oldEv, newEv}, nil
-}
-
-// checkRenamedPath refuses moving a (oldParent/oldName) to newParent/newName
-// when its new path, or for a directory a path below it, would be longer
-// than paths.MaxPathLen.
-func (fs *FS) checkRenamedPath(ctx context.Context, tx *txn, a Attr, oldParent int64, oldName string, newParent int64, newName string) error {
-	if err := fs.checkNewPath(ctx, tx, newParent, newName); err != nil || !a.IsDir() {
-		return err
-	}
-	op, err := fs.dirInfo(ctx, tx, oldParent)
-	if err != nil {
-		return err
-	}
-	np, err := fs.dirInfo(ctx, tx, newParent)
-	if err != nil {
-		return err
-	}
-	return fs.checkMovedTree(ctx, tx, a.Ino, childLen(op.plen, oldName), childLen(np.plen, newName), newName)
 }

@@ -161,7 +161,7 @@ func rowUnion(b *sqlb, lv []mlevel, table, cols, cond string) string {
 }
 
 // inodeColsBare are the columns scanAttr reads, unqualified.
-const inodeColsBare = `ino, mode, uid, gid, size, atime, atime_ns, mtime, mtime_ns, ctime, ctime_ns, created_ns, is_readonly, nlink`
+const inodeColsBare = `ino, mode, uid, gid, size, atime, atime_ns, mtime, mtime_ns, ctime, ctime_ns, created_ns, is_readonly, nlink, rdev`
 
 // getAttrLayered is getAttr through the levels.
 func (fs *FS) getAttrLayered(ctx context.Context, q querier, lv []mlevel, ino int64) (Attr, error) {
@@ -223,7 +223,7 @@ func (fs *FS) childrenLayered(ctx context.Context, q querier, lv []mlevel, dir i
 	c := childrenSQL(b, lv)
 	n := firstBy(b.pg, "ino", inodeColsBare, rowUnion(b, lv, "fs_inode", inodeColsBare, "$.ino IN (SELECT ino FROM c)"))
 	s := `WITH c(name, ino) AS (` + c + `), n AS (` + n + `)`
-	cols := `c.name, n.ino, n.mode, n.uid, n.gid, n.size, n.atime, n.atime_ns, n.mtime, n.mtime_ns, n.ctime, n.ctime_ns, n.created_ns, n.is_readonly, n.nlink`
+	cols := `c.name, n.ino, n.mode, n.uid, n.gid, n.size, n.atime, n.atime_ns, n.mtime, n.mtime_ns, n.ctime, n.ctime_ns, n.created_ns, n.is_readonly, n.nlink, n.rdev`
 	if withTarget {
 		s += `, l AS (` + firstBy(b.pg, "ino", "ino, target", rowUnion(b, lv, "fs_symlink", "i.ino, i.target", "$.ino IN (SELECT ino FROM c)")) + `)`
 		s += ` SELECT ` + cols + `, COALESCE(l.target, '') FROM c JOIN n ON n.ino=c.ino LEFT JOIN l ON l.ino=c.ino WHERE n.mode != 0 ORDER BY c.name`
@@ -300,7 +300,9 @@ func readlinkLayered(ctx context.Context, q querier, lv []mlevel, ino int64) (st
 // they change; names are never copied: a name of the base that goes gets a
 // whiteout, one that comes is an own row. The link-count triggers count
 // own names only, so a whiteout over a base's name takes the link off by
-// hand.
+// hand, and the directory's count of subdirectories (migration 0030) too;
+// the directory's row is copied up before a name in it changes, so that
+// the triggers find it.
 
 // ownIno copies inode ino up into fs's own rows if fs is a layered fork
 // without a row of its own for it: every change of an inode row starts
@@ -329,8 +331,10 @@ func (fs *FS) ownRowAt(ctx context.Context, tx *txn, parent int64, name string) 
 
 // putDentry makes (parent, name) name ino, where nothing is named now.
 func (fs *FS) putDentry(ctx context.Context, tx *txn, lv []mlevel, parent int64, name string, ino int64) error {
-	if err := fs.ownIno(ctx, tx, ino); err != nil {
-		return err
+	for _, i := range []int64{parent, ino} {
+		if err := fs.ownIno(ctx, tx, i); err != nil {
+			return err
+		}
 	}
 	own, err := fs.ownRowAt(ctx, tx, parent, name)
 	if err != nil {
@@ -351,8 +355,10 @@ func (fs *FS) putDentry(ctx context.Context, tx *txn, lv []mlevel, parent int64,
 // becomes a whiteout when a level below names something there; a name of
 // the base gets a whiteout.
 func (fs *FS) dropDentry(ctx context.Context, tx *txn, lv []mlevel, parent int64, name string, ino int64) error {
-	if err := fs.ownIno(ctx, tx, ino); err != nil {
-		return err
+	for _, i := range []int64{parent, ino} {
+		if err := fs.ownIno(ctx, tx, i); err != nil {
+			return err
+		}
 	}
 	own, err := fs.ownRowAt(ctx, tx, parent, name)
 	if err != nil {
@@ -371,6 +377,9 @@ func (fs *FS) dropDentry(ctx context.Context, tx *txn, lv []mlevel, parent int64
 		if _, err = tx.ExecContext(ctx, `INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,0)`, fs.sid, name, parent); err == nil {
 			_, err = tx.ExecContext(ctx, `UPDATE fs_inode SET nlink=nlink-1 WHERE session_id=? AND ino=?`, fs.sid, ino)
 		}
+		if err == nil {
+			err = fs.unlinkSubdir(ctx, tx, parent, ino)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("delete dentry %q: %w", name, err)
@@ -380,7 +389,7 @@ func (fs *FS) dropDentry(ctx context.Context, tx *txn, lv []mlevel, parent int64
 
 // setDentryIno makes (parent, name), which names old, name ino instead.
 func (fs *FS) setDentryIno(ctx context.Context, tx *txn, parent int64, name string, old, ino int64) error {
-	for _, i := range []int64{old, ino} {
+	for _, i := range []int64{parent, old, ino} {
 		if err := fs.ownIno(ctx, tx, i); err != nil {
 			return err
 		}
@@ -392,12 +401,23 @@ func (fs *FS) setDentryIno(ctx context.Context, tx *txn, parent int64, name stri
 	if own {
 		_, err = tx.ExecContext(ctx, `UPDATE fs_dentry SET ino=? WHERE session_id=? AND parent_ino=? AND name=?`, ino, fs.sid, parent, name)
 	} else if _, err = tx.ExecContext(ctx, `INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,?)`, fs.sid, name, parent, ino); err == nil {
-		_, err = tx.ExecContext(ctx, `UPDATE fs_inode SET nlink=nlink-1 WHERE session_id=? AND ino=?`, fs.sid, old)
+		if _, err = tx.ExecContext(ctx, `UPDATE fs_inode SET nlink=nlink-1 WHERE session_id=? AND ino=?`, fs.sid, old); err == nil {
+			err = fs.unlinkSubdir(ctx, tx, parent, old)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("exchange: %w", err)
 	}
 	return nil
+}
+
+// unlinkSubdir takes the ".." of ino off directory parent's link count
+// when ino is a directory whose name there the fork covered with one of
+// its own (which the triggers do not see go).
+func (fs *FS) unlinkSubdir(ctx context.Context, tx *txn, parent, ino int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE fs_inode SET nlink=nlink-1 WHERE session_id=?1 AND ino=?2
+		AND EXISTS (SELECT 1 FROM fs_inode c WHERE c.session_id=?1 AND c.ino=?3 AND c.mode & 61440 = 16384)`, fs.sid, parent, ino)
+	return err
 }
 
 // inheritedIno reports whether a level below fs's own names a row of inode
@@ -533,5 +553,6 @@ func loadLayered(ctx context.Context, q querier, lv []mlevel) (layeredTree, erro
 }
 
 // inodeCols are the columns of fs_inode a copy carries (all but
-// session_id); migration 0013's triggers list the same.
-const inodeCols = `ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns, is_readonly, sha256, data_gen, nlink`
+// session_id); the save-before-change triggers (migrations 0013, 0030)
+// list the same.
+const inodeCols = `ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns, is_readonly, sha256, data_gen, nlink, rdev`

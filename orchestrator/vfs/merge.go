@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/treediff"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -146,9 +145,6 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c treediff
 		}
 		return 0, fs.touch(ctx, tx, r.parent, now)
 	}
-	if err := paths.CheckLen(r.path); err != nil {
-		return 0, err
-	}
 	if r.exists && r.attr.Readonly {
 		return 0, errorf(syscall.EACCES, c.Path, "%s is readonly", c.Path)
 	}
@@ -195,7 +191,7 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c treediff
 		}
 		r.attr = a
 	} else if created {
-		a, err := fs.mknod(ctx, tx, r.parent, r.name, e.Mode, e.Target)
+		a, err := fs.mknodIno(ctx, tx, r.parent, r.name, 0, e.Mode, e.Target, e.Rdev)
 		if err != nil {
 			return 0, err
 		}
@@ -209,6 +205,12 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c treediff
 	}
 	if r.attr.Mode != e.Mode {
 		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET mode=? WHERE session_id=? AND ino=?`, e.Mode, fs.sid, r.attr.Ino); err != nil {
+			return 0, fmt.Errorf("merge %s: %w", c.Path, err)
+		}
+		fs.changedAttrs(tx, r.attr.Ino)
+	}
+	if r.attr.Rdev != e.Rdev {
+		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET rdev=? WHERE session_id=? AND ino=?`, e.Rdev, fs.sid, r.attr.Ino); err != nil {
 			return 0, fmt.Errorf("merge %s: %w", c.Path, err)
 		}
 		fs.changedAttrs(tx, r.attr.Ino)

@@ -75,6 +75,42 @@ func mergeAgain(tb testing.TB, f *fixture, ws string) {
 	}
 }
 
+// mergeWant merges the fork ws into its parent and checks that it applied
+// exactly want (appliedOps) without a conflict.
+func mergeWant(tb testing.TB, f *fixture, ws, want string) MergeResult {
+	tb.Helper()
+	m, err := f.v.Merge(context.Background(), ws, MergeOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if got := appliedOps(m); got != want || len(m.Conflicts) != 0 {
+		tb.Fatalf("merge of %s: applied %s, conflicts %+v; want %s and none", ws, got, m.Conflicts, want)
+	}
+	return m
+}
+
+// diffOps is the fork ws's diff as the op of each changed path.
+func diffOps(tb testing.TB, f *fixture, ws string) map[string]string {
+	tb.Helper()
+	d, err := f.v.Diff(context.Background(), ws, DiffOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ops := map[string]string{}
+	for _, c := range d.Changes {
+		ops[c.Path] = c.Op
+	}
+	return ops
+}
+
+// forkOf forks the fixture's session and returns the fork and its
+// filesystem.
+func forkOf(tb testing.TB, f *fixture) (ForkInfo, *FS) {
+	tb.Helper()
+	fk := mustFork(tb, f.v, f.sid)
+	return fk, f.v.Session(fk.ID)
+}
+
 func appliedOps(m MergeResult) string {
 	var out []string
 	for _, c := range m.Applied {
@@ -89,8 +125,7 @@ func TestMergeNewHardLinks(t *testing.T) {
 	f := newFixture(t, Config{ChunkSize: 4096})
 	ctx := ctxT(t)
 	mustWrite(t, f.fs, "/keep", []byte("kept"))
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	data := pattern(5, 10000)
 	mustWrite(t, c, "/a", data)
 	linkName(t, c, "/a", "b")
@@ -101,16 +136,7 @@ func TestMergeNewHardLinks(t *testing.T) {
 	}
 	before := usedBytes(t, f, f.sid)
 
-	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := appliedOps(m); got != "added /a,added /b,added /d,added /d/c,added /d/x" {
-		t.Fatalf("applied: %s", got)
-	}
-	if len(m.Conflicts) != 0 {
-		t.Fatalf("conflicts: %+v", m.Conflicts)
-	}
+	mergeWant(t, f, fk.ID, "added /a,added /b,added /d,added /d/c,added /d/x")
 	wantContent(t, f.fs, "/b", data)
 	if got := usedBytes(t, f, f.sid) - before; got != int64(len(data))+1 {
 		t.Fatalf("merge added %d bytes of usage, want %d (the linked file once)", got, len(data)+1)
@@ -134,8 +160,7 @@ func TestMergeLinkToInheritedFile(t *testing.T) {
 	mustWrite(t, p, "/old", []byte("before the fork\n"))
 	mustWrite(t, p, "/twin", []byte("before the fork\n")) // same bytes, its own inode
 	mustWrite(t, p, "/edited", []byte("v1\n"))
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	linkName(t, c, "/old", "new")
 	if err := c.Delete(ctx, "/twin", false); err != nil {
 		t.Fatal(err)
@@ -164,13 +189,7 @@ func TestMergeLinkToInheritedFile(t *testing.T) {
 		t.Fatalf("diff:\n%s\nwant:\n%s", s, strings.Join(want, "\n"))
 	}
 
-	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := appliedOps(m); got != "added /edited2,added /new,changed /twin" || len(m.Conflicts) != 0 {
-		t.Fatalf("applied: %s, conflicts %+v", got, m.Conflicts)
-	}
+	mergeWant(t, f, fk.ID, "added /edited2,added /new,changed /twin")
 	if ino := mustStat(t, p, "/new").Ino; ino != oldIno {
 		t.Fatalf("/new is inode %d, /old %d", ino, oldIno)
 	}
@@ -194,8 +213,7 @@ func TestMergeLinkToFileBothEdited(t *testing.T) {
 	ctx := ctxT(t)
 	p := f.fs
 	mustWrite(t, p, "/f", []byte("v1\n"))
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	mustWrite(t, c, "/f", []byte("fork v2 text\n"))
 	linkName(t, c, "/f", "g")
 	mustWrite(t, p, "/f", []byte("parent v2\n"))
@@ -216,21 +234,13 @@ func TestMergeLinkToFileBothEdited(t *testing.T) {
 // and adds a third name: the parent's inode takes the fork's bytes once.
 func TestMergeEditOfInheritedLink(t *testing.T) {
 	f := newFixture(t, Config{ChunkSize: 4096})
-	ctx := ctxT(t)
 	p := f.fs
 	mustWrite(t, p, "/x", []byte("v1\n"))
 	linkName(t, p, "/x", "y")
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	mustWrite(t, c, "/y", []byte("fork v2\n"))
 	linkName(t, c, "/x", "z")
-	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := appliedOps(m); got != "changed /x,changed /y,added /z" || len(m.Conflicts) != 0 {
-		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
-	}
+	mergeWant(t, f, fk.ID, "changed /x,changed /y,added /z")
 	wantContent(t, p, "/z", []byte("fork v2\n"))
 	if got := usedBytes(t, f, f.sid); got != int64(len("fork v2\n")) {
 		t.Fatalf("usage %d", got)
@@ -249,18 +259,11 @@ func TestMergeRemovesOneNameOfLink(t *testing.T) {
 	mustWrite(t, p, "/x", []byte("linked\n"))
 	linkName(t, p, "/x", "y")
 	linkName(t, p, "/x", "z")
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	if err := c.Delete(ctx, "/y", false); err != nil {
 		t.Fatal(err)
 	}
-	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := appliedOps(m); got != "deleted /y" || len(m.Conflicts) != 0 {
-		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
-	}
+	mergeWant(t, f, fk.ID, "deleted /y")
 	wantMissing(t, p, "/y")
 	checkAll(t, f.v, f.sid, fk.ID, fk.Base)
 	mergeAgain(t, f, fk.ID)
@@ -278,19 +281,12 @@ func TestMergeBreaksLink(t *testing.T) {
 	p := f.fs
 	mustWrite(t, p, "/x", []byte("shared\n"))
 	linkName(t, p, "/x", "y")
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	if err := c.Delete(ctx, "/y", false); err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(t, c, "/y", []byte("own\n"))
-	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := appliedOps(m); got != "changed /y" || len(m.Conflicts) != 0 {
-		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
-	}
+	mergeWant(t, f, fk.ID, "changed /y")
 	wantContent(t, p, "/x", []byte("shared\n"))
 	wantContent(t, p, "/y", []byte("own\n"))
 	if n := nlinkOf(t, p, "/x"); n != 1 {
@@ -306,8 +302,7 @@ func TestMergeSameSizeEditsConflict(t *testing.T) {
 	f := newFixture(t, Config{ChunkSize: 4096})
 	ctx := ctxT(t)
 	mustWrite(t, f.fs, "/f", []byte("base\n"))
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	mustWrite(t, c, "/f", []byte("fork\n"))
 	mustWrite(t, f.fs, "/f", []byte("prnt\n"))
 	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
@@ -423,20 +418,13 @@ func TestMergeMoveAndReplace(t *testing.T) {
 	p := f.fs
 	mustWrite(t, p, "/a", []byte("old a\n"))
 	oldIno := mustStat(t, p, "/a").Ino
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	if _, err := c.Move(ctx, "/a", "/c"); err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(t, c, "/a", []byte("new a\n"))
 	linkName(t, c, "/a", "b")
-	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := appliedOps(m); got != "changed /a,added /b,added /c" || len(m.Conflicts) != 0 {
-		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
-	}
+	mergeWant(t, f, fk.ID, "changed /a,added /b,added /c")
 	wantContent(t, p, "/c", []byte("old a\n"))
 	wantContent(t, p, "/a", []byte("new a\n"))
 	if ino := mustStat(t, p, "/c").Ino; ino != oldIno {
@@ -460,8 +448,7 @@ func TestMergeMoveAndCopyBack(t *testing.T) {
 	p := f.fs
 	mustWrite(t, p, "/a", []byte("a\n"))
 	oldIno := mustStat(t, p, "/a").Ino
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	if _, err := c.Copy(ctx, "/a", "/a2"); err != nil {
 		t.Fatal(err)
 	}
@@ -478,13 +465,7 @@ func TestMergeMoveAndCopyBack(t *testing.T) {
 	if len(d.Changes) != 2 || d.Changes[0].Op+" "+d.Changes[0].Path != "changed /a" || d.Changes[1].Op+" "+d.Changes[1].Path != "added /c" {
 		t.Fatalf("diff: %+v", d.Changes)
 	}
-	m, err := f.v.Merge(ctx, fk.ID, MergeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := appliedOps(m); got != "changed /a,added /c" || len(m.Conflicts) != 0 {
-		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
-	}
+	mergeWant(t, f, fk.ID, "changed /a,added /c")
 	if ino := mustStat(t, p, "/c").Ino; ino != oldIno {
 		t.Fatalf("/c is inode %d, the moved file was %d", ino, oldIno)
 	}
@@ -518,13 +499,7 @@ func TestMergeLinksThroughForkOfFork(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAll(t, f.v, f1.ID, f2.ID, f2.Base)
-	m, err := f.v.Merge(ctx, f1.ID, MergeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := appliedOps(m); got != "added /mid,added /mid2,added /new,added /new2,added /orig2" || len(m.Conflicts) != 0 {
-		t.Fatalf("applied %s, conflicts %+v", got, m.Conflicts)
-	}
+	mergeWant(t, f, f1.ID, "added /mid,added /mid2,added /new,added /new2,added /orig2")
 	checkAll(t, f.v, f.sid, f1.ID, f1.Base, f2.ID, f2.Base)
 	mergeAgain(t, f, f1.ID)
 	if ino := mustStat(t, p, "/orig2").Ino; ino != origIno {
@@ -545,8 +520,7 @@ func TestMergeLinksQuota(t *testing.T) {
 	ctx := ctxT(t)
 	p := f.fs
 	mustWrite(t, p, "/keep", pattern(1, 30<<10))
-	fk := mustFork(t, f.v, f.sid)
-	c := f.v.Session(fk.ID)
+	fk, c := forkOf(t, f)
 	mustWrite(t, c, "/a", pattern(2, 60<<10))
 	linkName(t, c, "/a", "b")
 	linkName(t, c, "/a", "c")

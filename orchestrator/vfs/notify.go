@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Notifier receives every change made through either API, after its
@@ -58,6 +60,13 @@ func (fs *FS) notify(ev event) {
 	}
 	if fork, err := fs.isFork(context.Background(), fs.v.rq); fork || err != nil {
 		return // a fork's changes are its diff, not the session's file records
+	}
+	if len(ev.path) > paths.MaxPathLen {
+		// The path API names paths of at most MaxPathLen bytes: a change
+		// deeper is reported as a change of the deepest directory above
+		// it that it can name.
+		cut := strings.LastIndexByte(ev.path[:paths.MaxPathLen+1], '/')
+		ev.op, ev.path, ev.size = protocol.FileModified, ev.path[:max(cut, 1)], 0
 	}
 	fs.v.cfg.Notifier.FileChanged(fs.sid, ev.op, ev.path, ev.size)
 }

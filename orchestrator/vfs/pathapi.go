@@ -13,15 +13,22 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 	"github.com/filepath-dev/filepath/protocol"
+	"golang.org/x/sys/unix"
 )
 
 // FileInfo describes a file or directory for the path-level API (and REST).
 type FileInfo struct {
-	Path      string    `json:"path"`
-	Name      string    `json:"name"`
-	Ino       int64     `json:"-"`
-	IsDir     bool      `json:"is_directory"`
-	IsSymlink bool      `json:"is_symlink,omitempty"`
+	Path      string `json:"path"`
+	Name      string `json:"name"`
+	Ino       int64  `json:"-"`
+	IsDir     bool   `json:"is_directory"`
+	IsSymlink bool   `json:"is_symlink,omitempty"`
+	// Type is what the entry is (TypeName): "file", "directory",
+	// "symlink", or a special file made through a mount: "fifo",
+	// "socket", "char-device", "block-device". Only a file has content.
+	Type string `json:"type" jsonschema:"enum=file,enum=directory,enum=symlink,enum=fifo,enum=socket,enum=char-device,enum=block-device"`
+	// Device is a device's number as "major:minor".
+	Device    string    `json:"device,omitempty"`
 	Target    string    `json:"target,omitempty"`
 	Readonly  bool      `json:"is_readonly"`
 	Size      int64     `json:"size_bytes"`
@@ -32,10 +39,21 @@ type FileInfo struct {
 }
 
 func infoOf(p, name string, a Attr) FileInfo {
-	return FileInfo{
-		Path: p, Name: name, Ino: a.Ino, IsDir: a.IsDir(), IsSymlink: a.IsSymlink(), Readonly: a.Readonly,
+	info := FileInfo{
+		Path: p, Name: name, Ino: a.Ino, IsDir: a.IsDir(), IsSymlink: a.IsSymlink(), Type: TypeName(a.Mode), Readonly: a.Readonly,
 		Size: a.Size, Mode: a.Mode, CreatedAt: a.Created.UTC(), UpdatedAt: a.Mtime.UTC(),
 	}
+	if t := a.Mode & ModeType; t == ModeCharDev || t == ModeBlkDev {
+		info.Device = fmt.Sprintf("%d:%d", unix.Major(uint64(a.Rdev)), unix.Minor(uint64(a.Rdev)))
+	}
+	return info
+}
+
+// notContent refuses reading or writing the special file p as a file: it
+// has no content the path API could give (a FIFO or a socket connects
+// programs on one machine; a device is the kernel's).
+func notContent(p string, a Attr) error {
+	return errorf(syscall.EINVAL, p, "%s is a %s, not a regular file: it has no content to read or write", p, TypeName(a.Mode)).WithCode(orchestrator.EConflict)
 }
 
 func baseName(p string) string {
@@ -147,6 +165,9 @@ func (fs *FS) ReadFile(ctx context.Context, p string) (FileInfo, io.Reader, erro
 	}
 	if info.IsDir {
 		return FileInfo{}, nil, errorf(syscall.EISDIR, p, "%s is a directory", info.Path)
+	}
+	if info.Type != "file" {
+		return FileInfo{}, nil, notContent(info.Path, Attr{Mode: info.Mode})
 	}
 	cs, err := fs.init(ctx)
 	if err != nil {
@@ -290,6 +311,8 @@ type WriteOptions struct {
 	Readonly  *bool  // set the readonly flag
 	NoContent bool   // change only the flags, keep the content
 	Perm      uint32 // permission bits of a new file (0: 0644)
+	// Mtime is the written file's modification time (zero: now).
+	Mtime time.Time
 }
 
 // WriteFile creates or replaces file p with data in one transaction, creating
@@ -331,9 +354,6 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			if opt.IfMatch != "" {
 				return preconditionFailed(p)
 			}
-			if err := paths.CheckLen(r.path); err != nil {
-				return err
-			}
 			perm := opt.Perm
 			if perm == 0 {
 				perm = 0o644
@@ -349,6 +369,9 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			}
 			if opt.Mode == WriteCreate {
 				return errorf(syscall.EEXIST, p, "%s already exists", p)
+			}
+			if r.attr.IsSpecial() && !opt.NoContent {
+				return notContent(p, r.attr)
 			}
 			if opt.IfMatch != "" {
 				cur, err := fs.computeHash(ctx, tx, r.attr.Ino)
@@ -377,9 +400,15 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 			if _, err := fs.writeChunks(ctx, tx, ino, cs, 0, data, 0); err != nil {
 				return err
 			}
-			s, ns := splitTime(fs.v.cfg.Now())
+			now := fs.v.cfg.Now()
+			mt := now
+			if !opt.Mtime.IsZero() {
+				mt = opt.Mtime
+			}
+			s, ns := splitTime(now)
+			ms, mns := splitTime(mt)
 			if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET size=?, sha256=?, data_gen=data_gen+1, mtime=?, mtime_ns=?, ctime=?, ctime_ns=? WHERE session_id=? AND ino=?`,
-				len(data), hexSum, s, ns, s, ns, fs.sid, ino); err != nil {
+				len(data), hexSum, ms, mns, s, ns, fs.sid, ino); err != nil {
 				return fmt.Errorf("write %s: %w", p, err)
 			}
 			fs.changedData(tx, ino)
@@ -439,9 +468,6 @@ func (fs *FS) MkdirAll(ctx context.Context, p string, exclusive bool) (FileInfo,
 			return nil
 		}
 		if err := fs.checkPathTx("mkdir", r.path, true); err != nil {
-			return err
-		}
-		if err := paths.CheckLen(r.path); err != nil {
 			return err
 		}
 		if _, err := fs.mknod(ctx, tx, r.parent, r.name, ModeDir|0o755, ""); err != nil {
@@ -605,9 +631,6 @@ func (fs *FS) resolveTransfer(ctx context.Context, tx *txn, op, src, dst string,
 	if rd.exists {
 		return rs, rd, errorf(syscall.EEXIST, dst, "%s already exists", dst)
 	}
-	if err := paths.CheckLen(rd.path); err != nil {
-		return rs, rd, err
-	}
 	return rs, rd, fs.checkPathTx(op, rd.path, true)
 }
 
@@ -663,7 +686,7 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 		}
 		// One event: a created directory's stands for everything in it.
 		evs = append(evs, event{op: protocol.FileCreated, path: rd.path, size: rs.attr.Size})
-		return fs.copyTree(ctx, tx, rs.attr, rd.parent, rd.name, len(rd.path))
+		return fs.copyTree(ctx, tx, rs.attr, rd.parent, rd.name)
 	})
 	if err != nil {
 		return FileInfo{}, err
@@ -672,13 +695,10 @@ func (fs *FS) Copy(ctx context.Context, src, dst string) (FileInfo, error) {
 	return fs.lstat(ctx, dst)
 }
 
-// copyTree copies inode a as the entry name of parent, whose path has
-// length plen, and for a directory everything below it, each new path
-// within paths.MaxPathLen.
-func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name string, plen int) error {
-	if plen > paths.MaxPathLen {
-		return errorf(syscall.ENAMETOOLONG, name, "the copy would have a path longer than %d bytes (at %s)", paths.MaxPathLen, paths.Trunc(name))
-	}
+// copyTree copies inode a as the entry name of parent, and for a
+// directory everything below it (a special file is copied as a special
+// file of the same type and device number).
+func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name string) error {
 	var target string
 	if a.IsSymlink() {
 		t, err := fs.readlink(ctx, tx, a.Ino)
@@ -687,7 +707,7 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name 
 		}
 		target = t
 	}
-	na, err := fs.mknod(ctx, tx, parent, name, a.Mode, target)
+	na, err := fs.mknodIno(ctx, tx, parent, name, 0, a.Mode, target, a.Rdev)
 	if err != nil {
 		return err
 	}
@@ -716,7 +736,7 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name 
 			return err
 		}
 		for _, k := range kids {
-			if err := fs.copyTree(ctx, tx, k.attr, na.Ino, k.name, childLen(plen, k.name)); err != nil {
+			if err := fs.copyTree(ctx, tx, k.attr, na.Ino, k.name); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"syscall"
+
+	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
 // The limits on file content: a file's size and the session's quota
@@ -36,9 +38,14 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// checkFileSize refuses a file of size bytes past the largest file
+// (Config.MaxFileSize) with EFBIG; p, when known, is named.
 func (fs *FS) checkFileSize(size int64, p string) error {
-	if size > fs.v.cfg.MaxFileSize {
-		return errorf(syscall.EFBIG, p, "file exceeds the %s per-file limit", humanBytes(fs.v.cfg.MaxFileSize))
+	if size <= fs.v.cfg.MaxFileSize {
+		return nil
 	}
-	return nil
+	if p != "" {
+		return errorf(syscall.EFBIG, p, "%s (%s) exceeds the %s per-file limit", paths.Trunc(p), humanBytes(size), humanBytes(fs.v.cfg.MaxFileSize))
+	}
+	return errorf(syscall.EFBIG, p, "file exceeds the %s per-file limit", humanBytes(fs.v.cfg.MaxFileSize))
 }

@@ -27,7 +27,7 @@ type resolved struct {
 // ("symlink escapes the workspace", EACCES, audited); more than paths.MaxSymlinks
 // hops is ELOOP.
 // With mk set (q must then be a transaction), missing directories are
-// created (each within paths.MaxPathLen) and the event of the first one appended
+// created and the event of the first one appended
 // to *mk: a created directory's event stands for everything below it. The
 // walk keeps the canonical path in one buffer, so resolving a deep path
 // costs its length, not its length times its depth.
@@ -82,9 +82,6 @@ func (fs *FS) resolve(ctx context.Context, q querier, p string, followLast bool,
 			tx, ok := q.(*txn)
 			if !ok {
 				return resolved{}, fmt.Errorf("resolve %s: creating directories needs a transaction", p)
-			}
-			if childLen(max(len(buf), 1), name) > paths.MaxPathLen {
-				return resolved{}, errorf(syscall.ENAMETOOLONG, p, "the path of %s would be longer than %d bytes", paths.Trunc(p), paths.MaxPathLen)
 			}
 			if fs.allowed != nil {
 				if err := fs.checkPathTx("mkdir", child(name), true); err != nil {

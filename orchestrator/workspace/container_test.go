@@ -346,7 +346,7 @@ func startHelper(t *testing.T, e *env, dir string, nodes ...string) (kill func()
 		ready <- nil
 		io.Copy(io.Discard, stdout)
 	}()
-	if err := testkit.Recv(t, ready, 30*time.Second, "the helper to be ready"); err != nil {
+	if err := testkit.Recv(t, ready, 2*time.Minute, "the helper to be ready"); err != nil {
 		t.Fatal(err)
 	}
 	return kill

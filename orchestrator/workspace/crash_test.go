@@ -32,35 +32,48 @@ func TestCrashDuringCreates(t *testing.T) {
 
 	var mu sync.Mutex
 	synced := map[int]bool{}
+	var stopped error // why a writer stopped before the kill
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Go(func() {
 			for i := w; ; i += 4 {
 				f, err := os.Create(filepath.Join(ws, fmt.Sprintf("f%05d", i)))
-				if err != nil {
-					return
-				}
-				_, err = f.WriteString(content(i))
-				if err == nil && i%10 == 0 {
-					if err = f.Sync(); err == nil {
-						mu.Lock()
-						synced[i] = true
-						mu.Unlock()
+				if err == nil {
+					_, err = f.WriteString(content(i))
+					if err == nil && i%10 == 0 {
+						if err = f.Sync(); err == nil {
+							mu.Lock()
+							synced[i] = true
+							mu.Unlock()
+						}
 					}
+					f.Close()
 				}
-				f.Close()
 				if err != nil {
+					mu.Lock()
+					if stopped == nil {
+						stopped = err
+					}
+					mu.Unlock()
 					return
 				}
 			}
 		})
 	}
-	// Kill it mid-burst, once the burst has fsynced files (a fixed 700 ms
-	// could pass before any under load).
-	testkit.Eventually(t, time.Minute, "the burst to fsync files", func() bool {
+	// Kill it mid-burst, once the burst has fsynced files: how long that
+	// takes depends on the machine's load (a fixed 700 ms once passed
+	// before any), what the burst does before the kill does not. A writer
+	// that stops on its own fails the test at once, with its error.
+	testkit.EventuallyNil(t, 5*time.Minute, "the burst to fsync files", func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(synced) >= 20
+		if stopped != nil {
+			t.Fatalf("a writer stopped before the kill, after %d fsynced files: %v", len(synced), stopped)
+		}
+		if len(synced) < 20 {
+			return fmt.Errorf("%d files fsynced", len(synced))
+		}
+		return nil
 	})
 	kill()
 	ClearMounts(ws)

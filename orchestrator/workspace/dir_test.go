@@ -17,13 +17,7 @@ import (
 // needs no VFS lookup, and shows the right size.
 func TestReadDirPlus(t *testing.T) {
 	e := newEnv(t, vfs.Config{})
-	testkit.RequireFUSE(t)
-	cfs := &countingFS{FS: e.fs}
-	m, err := Mount(ctxT(t), t.TempDir(), cfs, Options{Fanout: e.fanout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m, cfs := e.mountCounting(t)
 	ctx := ctxT(t)
 	const n = 300
 	for i := 0; i < n; i++ { // through the API: the kernel knows none of them

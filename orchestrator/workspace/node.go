@@ -36,6 +36,7 @@ var (
 	_ fs.NodeSetattrer   = (*node)(nil)
 	_ fs.NodeCreater     = (*node)(nil)
 	_ fs.NodeMkdirer     = (*node)(nil)
+	_ fs.NodeMknoder     = (*node)(nil)
 	_ fs.NodeUnlinker    = (*node)(nil)
 	_ fs.NodeRmdirer     = (*node)(nil)
 	_ fs.NodeRenamer     = (*node)(nil)
@@ -45,6 +46,7 @@ var (
 	_ fs.NodeOpener      = (*node)(nil)
 	_ fs.NodeReader      = (*node)(nil)
 	_ fs.NodeWriter      = (*node)(nil)
+	_ fs.NodeAllocater   = (*node)(nil)
 	_ fs.NodeFlusher     = (*node)(nil)
 	_ fs.NodeReleaser    = (*node)(nil)
 	_ fs.NodeFsyncer     = (*node)(nil)
@@ -80,6 +82,7 @@ func fillAttr(a *Attr, out *fuse.Attr) {
 		out.Mode &^= 0o222
 	}
 	out.Nlink = a.Nlink
+	out.Rdev = a.Rdev
 	out.Size = uint64(a.Size)
 	out.Blocks = (uint64(a.Size) + 511) / 512
 	out.Blksize = blockSize
@@ -278,7 +281,8 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 
 // madeChild applies to directory n's cached attributes the creation of
 // the entry a through this mount: the VFS moved the directory's mtime and
-// ctime to the new inode's creation time and changed nothing else, so the
+// ctime to the new inode's creation time and changed nothing else but, for
+// a new subdirectory, its link count, so the
 // GETATTR the kernel sends next (it drops the directory's attributes at a
 // create) is answered without the VFS. For an inode that is not new (O_CREAT
 // of an existing file; changed since it was made, as by own) the
@@ -296,12 +300,33 @@ func (n *node) madeChild(a *Attr) {
 	if a.Created.After(n.attr.Ctime) {
 		n.attr.Ctime = a.Created
 	}
+	if a.IsDir() {
+		n.attr.Nlink++ // the new directory's ".."
+	}
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx = n.ctx(ctx)
 	gen := n.m.gen.Load()
 	a, err := n.creator(ctx).Mkdir(ctx, n.ino, name, syscall.S_IFDIR|mode&07777)
+	if err == nil {
+		err = n.own(ctx, &a)
+	}
+	if err != nil {
+		n.stale()
+		return nil, errno(err)
+	}
+	n.madeChild(&a)
+	return n.child(ctx, &a, out, gen), 0
+}
+
+// Mknod makes a FIFO, the inode of a Unix socket (bind), a device (the
+// kernel lets only a caller with CAP_MKNOD ask) or an empty regular file.
+// mode is after the caller's umask, which the kernel applied.
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx = n.ctx(ctx)
+	gen := n.m.gen.Load()
+	a, err := n.creator(ctx).Mknod(ctx, n.ino, name, mode, dev)
 	if err == nil {
 		err = n.own(ctx, &a)
 	}
@@ -431,6 +456,25 @@ func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int6
 		return 0, errno(err)
 	}
 	return uint32(c), 0
+}
+
+// Allocate is fallocate(2): the VFS stores holes as zeros, so it extends
+// the file (or zeroes a range) and reserves nothing (vfs.FS.Allocate).
+func (n *node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
+	ctx = n.ctx(ctx)
+	if off > 1<<62 || size > 1<<62 {
+		return syscall.EFBIG
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	gen := n.m.gen.Load()
+	a, err := n.m.fs.Allocate(ctx, n.ino, int64(off), int64(size), mode)
+	if err != nil {
+		n.seenAt = time.Time{}
+		return errno(err)
+	}
+	n.remember(&a, gen)
+	return 0
 }
 
 // attrWriter is implemented by an FS (as *vfs.FS does) whose write returns

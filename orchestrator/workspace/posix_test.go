@@ -17,8 +17,6 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
-	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
-	"golang.org/x/sys/unix"
 )
 
 func TestPOSIX(t *testing.T) {
@@ -719,6 +717,20 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
+// mountCounting mounts the session through a countingFS, told of other
+// changes as the Manager's mounts are, until the test ends.
+func (e *env) mountCounting(t *testing.T) (*MountPoint, *countingFS) {
+	t.Helper()
+	testkit.RequireFUSE(t)
+	cfs := &countingFS{FS: e.fs}
+	m, err := Mount(ctxT(t), t.TempDir(), cfs, Options{Fanout: e.fanout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, cfs
+}
+
 // countingFS counts the VFS reads of file content and the lookups.
 type countingFS struct {
 	*vfs.FS
@@ -742,13 +754,7 @@ func (c *countingFS) ReadAt(ctx context.Context, ino int64, p []byte, off int64)
 // not reach the VFS, and reads the right bytes.
 func TestNewFileFromPageCache(t *testing.T) {
 	e := newEnv(t, vfs.Config{})
-	testkit.RequireFUSE(t)
-	cfs := &countingFS{FS: e.fs}
-	m, err := Mount(ctxT(t), t.TempDir(), cfs, Options{Fanout: e.fanout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m, cfs := e.mountCounting(t)
 	for i := 0; i < 3; i++ {
 		p := filepath.Join(m.Dir(), fmt.Sprintf("f%d", i))
 		want := fmt.Sprintf("content of file %d\n", i)
@@ -923,78 +929,4 @@ func TestAbsoluteSymlink(t *testing.T) {
 	if log, err := e.v.AuditLog(ctx, e.sid, 10); err != nil || len(log) != 1 || !strings.Contains(log[0].Error, "/etc/hostname is outside /workspace") {
 		t.Fatalf("audit = %+v, %v", log, err)
 	}
-}
-
-// TestMountPathLimit: through the mount (where the kernel bounds only the
-// path given to each call, not the depth reached with *at calls), nothing
-// can make a session path longer than the path API's limit: mkdir, create
-// (lazy and exclusive), symlink, link and rename fail with ENAMETOOLONG,
-// also a rename of a directory that fits when something below it does not.
-func TestMountPathLimit(t *testing.T) {
-	e := newEnv(t, vfs.Config{})
-	ctx := ctxT(t)
-	const depth = paths.MaxPathLen/2 - 1
-	deep := strings.Repeat("/d", depth) // 4094 bytes
-	if _, _, err := e.fs.WriteFile(ctx, deep+"/f", []byte("x"), vfs.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := e.fs.WriteFile(ctx, "/s/t", []byte("t"), vfs.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	m := e.mount(t, Options{})
-	root, err := unix.Open(m.Dir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(root)
-	fd, err := unix.Dup(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < depth; i++ {
-		next, err := unix.Openat(fd, "d", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			t.Fatalf("descend to depth %d: %v", i+1, err)
-		}
-		fd = next
-	}
-	defer unix.Close(fd)
-	if err := unix.Mkdirat(fd, "e", 0o755); err != nil {
-		t.Fatalf("mkdir at exactly %d bytes: %v", paths.MaxPathLen, err)
-	}
-	if err := unix.Unlinkat(fd, "e", unix.AT_REMOVEDIR); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name string
-		call func() error
-	}{
-		{"mkdir", func() error { return unix.Mkdirat(fd, "xy", 0o755) }},
-		{"create", func() error {
-			f, err := unix.Openat(fd, "xy", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-			if err == nil {
-				unix.Close(f)
-			}
-			return err
-		}},
-		{"exclusive create", func() error {
-			f, err := unix.Openat(fd, "xy", unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-			if err == nil {
-				unix.Close(f)
-			}
-			return err
-		}},
-		{"symlink", func() error { return unix.Symlinkat("t", fd, "xy") }},
-		{"link", func() error { return unix.Linkat(root, "s/t", fd, "xy", 0) }},
-		{"rename a file", func() error { return unix.Renameat(root, "s/t", fd, "xy") }},
-		{"rename a directory", func() error { return unix.Renameat(root, "s", fd, "s") }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			wantErrno(t, tt.call(), syscall.ENAMETOOLONG)
-		})
-	}
-	wantContent(t, filepath.Join(m.Dir(), "s", "t"), "t")
-	e.check(t)
 }

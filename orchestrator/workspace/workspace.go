@@ -31,6 +31,7 @@ type FS interface {
 	Create(ctx context.Context, parent int64, name string, mode uint32, exclusive bool) (Attr, error)
 	Mkdir(ctx context.Context, parent int64, name string, mode uint32) (Attr, error)
 	Symlink(ctx context.Context, parent int64, name, target string) (Attr, error)
+	Mknod(ctx context.Context, parent int64, name string, mode, rdev uint32) (Attr, error)
 	Readlink(ctx context.Context, ino int64) (string, error)
 	Link(ctx context.Context, ino, newParent int64, newName string) (Attr, error)
 	Unlink(ctx context.Context, parent int64, name string) error
@@ -38,6 +39,7 @@ type FS interface {
 	Rename(ctx context.Context, oldParent int64, oldName string, newParent int64, newName string, flags uint32) error
 	ReadAt(ctx context.Context, ino int64, p []byte, off int64) (int, error)
 	WriteAt(ctx context.Context, ino int64, p []byte, off int64) (int, error)
+	Allocate(ctx context.Context, ino int64, off, length int64, mode uint32) (Attr, error)
 	Fsync(ctx context.Context, ino int64) error
 	Statfs(ctx context.Context) (Statfs, error)
 	// Open and Release bracket the time the kernel knows an inode (from
@@ -196,6 +198,9 @@ func Mount(ctx context.Context, dir string, fsys FS, opts Options) (*MountPoint,
 		AttrTimeout:     &attr,
 		NegativeTimeout: &neg,
 		RootStableAttr:  &fs.StableAttr{Ino: uint64(opts.Root)},
+		// A mode without permission bits (open(O_CREAT) or mkdir with
+		// mode 0, chmod 0) is shown as it is, not as go-fuse's 0644/0755.
+		NullPermissions: true,
 		// Node ids are inode numbers (never reused by the VFS), so that
 		// invalidation notices need no inode → node table.
 		ExternalNodeID: true,

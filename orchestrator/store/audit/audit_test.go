@@ -16,10 +16,8 @@ import (
 // with its start time, found in the same batch or an earlier one, also when
 // calls of the same tool nest or an end has no start.
 func TestAuditFromEvents(t *testing.T) {
-	e := storetest.New(t)
 	ctx := context.Background()
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	n := e.Node(t, u.ID, s.ID, nil, "root")
 	other := e.Node(t, u.ID, s.ID, &n, "child")
 	t0 := e.Clock.Now()

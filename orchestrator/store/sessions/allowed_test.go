@@ -29,9 +29,7 @@ func allowedOf(t *testing.T, n sessions.Node) []string {
 // path; moving a node under a restricted parent needs the same.
 func TestChildInheritsAllowedPaths(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	root, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "root", AgentType: "pi"})
 	if err != nil {
 		t.Fatal(err)
@@ -113,15 +111,13 @@ func TestChildInheritsAllowedPaths(t *testing.T) {
 // name under another parent is fine.
 func TestSiblingNamesUnique(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	root := e.Node(t, u.ID, s.ID, nil, "root")
 	a := e.Node(t, u.ID, s.ID, &root, "a")
 	b := e.Node(t, u.ID, s.ID, &root, "b")
 	aw := e.Node(t, u.ID, s.ID, &a, "worker") // the same name under two parents
 	e.Node(t, u.ID, s.ID, &b, "worker")
-	before := storetest.Dump(t, e.St)
+	unchanged := storetest.Snapshot(t, e.St)
 
 	_, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: " a ", AgentType: "pi", ParentID: &root.ID})
 	storetest.WantCode(t, err, orchestrator.EConflict, "name")
@@ -135,9 +131,7 @@ func TestSiblingNamesUnique(t *testing.T) {
 	if !strings.Contains(orchestrator.ErrorMessage(err), `"worker"`) {
 		t.Fatalf("move clash message: %v", err)
 	}
-	if after := storetest.Dump(t, e.St); after != before {
-		t.Fatalf("a refused change changed the store:\n%s\nwant\n%s", after, before)
-	}
+	unchanged("a refused change")
 	// Renaming a node to its own name, moving within its parent, and
 	// automatic names all work.
 	if _, err := e.Sessions.UpdateNode(ctx, u.ID, s.ID, a.ID, sessions.NodePatch{Name: storetest.Ptr("a")}); err != nil {

@@ -16,9 +16,7 @@ import (
 // changes nothing; the next handoff starts the generation after.
 func TestContinueNode(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	root := e.Node(t, u.ID, s.ID, nil, "root")
 	other := e.Node(t, u.ID, s.ID, &root, "other")
 

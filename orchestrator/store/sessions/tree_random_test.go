@@ -26,9 +26,7 @@ func TestTreeRandomOps(t *testing.T) {
 
 func treeRandomOps(t *testing.T, seed uint64) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	statuses := []string{protocol.StateIdle, protocol.StateThinking, protocol.StateRunning, protocol.StateDone, protocol.StateError}
 

@@ -37,9 +37,7 @@ func nodeRecords(t *testing.T, e *storetest.Env, nodeID string) []protocol.NodeC
 // "updated" node record per node whose totals changed, with the new totals.
 func TestRecordUsage(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	root := e.Node(t, u.ID, s.ID, nil, "root")
 	kid := e.Node(t, u.ID, s.ID, &root, "kid")
 	ttfb := 12 * time.Millisecond
@@ -106,9 +104,7 @@ func TestRecordUsage(t *testing.T) {
 // session's total and its rows; the rows of a deleted session stay too.
 func TestRecordUsageOutlivesDeletion(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	root := e.Node(t, u.ID, s.ID, nil, "root")
 	kid := e.Node(t, u.ID, s.ID, &root, "kid")
 	if err := e.Sessions.RecordUsage(ctx, sessions.Usage{UserID: u.ID, SessionID: s.ID, NodeID: kid.ID, Provider: "openai", Endpoint: "responses", InputTokens: 10, Status: 200}); err != nil {
@@ -139,9 +135,7 @@ func TestRecordUsageOutlivesDeletion(t *testing.T) {
 
 func TestRecordUsageRefusesBadInput(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	n := e.Node(t, u.ID, s.ID, nil, "root")
 	ok := sessions.Usage{UserID: u.ID, SessionID: s.ID, NodeID: n.ID, Provider: "openai", Endpoint: "responses", Status: 200}
 	for name, mut := range map[string]func(*sessions.Usage){

@@ -105,6 +105,15 @@ func (e *Env) User(t testing.TB, name string) identity.User {
 	return u
 }
 
+// NewSession returns a new Env with one user, alice, and her session "s":
+// the start of most store tests.
+func NewSession(t testing.TB) (*Env, identity.User, protocol.Session) {
+	t.Helper()
+	e := New(t)
+	u := e.User(t, "alice")
+	return e, u, e.Session(t, u.ID, "s")
+}
+
 // Session creates a session of userID.
 func (e *Env) Session(t testing.TB, userID, name string) protocol.Session {
 	t.Helper()
@@ -179,6 +188,19 @@ func MustJSON(t testing.TB, v any) json.RawMessage {
 
 // Ptr returns a pointer to v.
 func Ptr[T any](v T) *T { return &v }
+
+// Snapshot dumps st now; the function it returns fails the test, naming
+// what did it and showing both dumps, when st's dump then differs.
+func Snapshot(t testing.TB, st *store.Store) func(what string) {
+	t.Helper()
+	before := Dump(t, st)
+	return func(what string) {
+		t.Helper()
+		if after := Dump(t, st); after != before {
+			t.Fatalf("%s changed the database:\n%s\n---\n%s", what, before, after)
+		}
+	}
+}
 
 // Dump returns every row of every table of s as text: a snapshot to
 // compare.

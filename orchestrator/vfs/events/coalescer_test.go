@@ -3,34 +3,20 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"sync"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
-type fakeAppender struct {
-	mu   sync.Mutex
-	recs []string
-}
+// recorder records each appended record as "sid kind json".
+type recorder struct{ testkit.Recorder[string] }
 
-func (a *fakeAppender) Append(ctx context.Context, sid, kind string, data any) error {
+func (r *recorder) Append(ctx context.Context, sid, kind string, data any) error {
 	b, _ := json.Marshal(data)
-	a.mu.Lock()
-	a.recs = append(a.recs, sid+" "+kind+" "+string(b))
-	a.mu.Unlock()
+	r.Publish(sid + " " + kind + " " + string(b))
 	return nil
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 func TestCoalescer(t *testing.T) {
@@ -50,25 +36,20 @@ func TestCoalescer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			app := &fakeAppender{}
-			clk := &fakeClock{t: time.Unix(1000, 0)}
+			app := &recorder{}
+			clk := testkit.NewClock(time.Unix(1000, 0))
 			c := NewCoalescer(app, 200*time.Millisecond, clk.Now, nil)
 			for i, x := range tc.changes {
 				c.FileChanged("s", x.op, x.path, int64(i+1))
 			}
 			c.Flush(context.Background(), false)
-			if len(app.recs) != 0 {
-				t.Fatalf("flushed inside the window: %v", app.recs)
+			if recs := app.All(); len(recs) != 0 {
+				t.Fatalf("flushed inside the window: %v", recs)
 			}
-			clk.Add(200 * time.Millisecond)
+			clk.Advance(200 * time.Millisecond)
 			c.Flush(context.Background(), false)
-			if len(app.recs) != len(tc.want) {
-				t.Fatalf("got %q, want %q", app.recs, tc.want)
-			}
-			for i := range tc.want {
-				if app.recs[i] != tc.want[i] {
-					t.Fatalf("got %q, want %q", app.recs, tc.want)
-				}
+			if recs := app.All(); !slices.Equal(recs, tc.want) {
+				t.Fatalf("got %q, want %q", recs, tc.want)
 			}
 		})
 	}

@@ -21,8 +21,8 @@ const (
 // FileChange is one path that differs between a fork and its fork point.
 type FileChange struct {
 	Path    string `json:"path"`
-	Op      string `json:"op" jsonschema:"enum=added,enum=changed,enum=deleted"` // added | changed | deleted
-	Kind    string `json:"kind" jsonschema:"enum=file,enum=dir,enum=symlink"`    // file | dir | symlink (the new one; the old one for deleted)
+	Op      string `json:"op" jsonschema:"enum=added,enum=changed,enum=deleted"`                                                       // added | changed | deleted
+	Kind    string `json:"kind" jsonschema:"enum=file,enum=dir,enum=symlink,enum=fifo,enum=socket,enum=char-device,enum=block-device"` // the new one; the old one for deleted
 	OldSize int64  `json:"old_size"`
 	NewSize int64  `json:"new_size"`
 	Binary  bool   `json:"binary,omitempty"` // a file not shown as text (or too large)
@@ -44,18 +44,28 @@ type Entry struct {
 	Gen    int64  // data generation
 	Sha    string // cached content hash, "" when not cached
 	Target string // symlink target
+	Rdev   uint32 // device number of a device
 }
 
 // IsDir reports whether e is a directory.
 func (e Entry) IsDir() bool { return e.Mode&syscall.S_IFMT == syscall.S_IFDIR }
 
-// Kind is "dir", "symlink" or "file".
+// Kind is "dir", "symlink", "file", or for a special file "fifo",
+// "socket", "char-device" or "block-device".
 func (e Entry) Kind() string {
 	switch e.Mode & syscall.S_IFMT {
 	case syscall.S_IFDIR:
 		return "dir"
 	case syscall.S_IFLNK:
 		return "symlink"
+	case syscall.S_IFIFO:
+		return "fifo"
+	case syscall.S_IFSOCK:
+		return "socket"
+	case syscall.S_IFCHR:
+		return "char-device"
+	case syscall.S_IFBLK:
+		return "block-device"
 	}
 	return "file"
 }

@@ -6,6 +6,10 @@ import type { FileInfo, FileInfoList, FsFile as FileAnswer } from './openapi/gen
 
 export type { FileRecord };
 
+/** FsType is what an entry is; only a file has content. FIFOs, sockets and devices are made by
+ * programs through an agent's /workspace (a mount), and are listed as what they are. */
+export type FsType = FileInfo['type'];
+
 /** FsEntry is a file or directory as the VFS API describes it (FileInfo). */
 export type FsEntry = FileInfo;
 
@@ -109,6 +113,26 @@ export function fileType(name: string): string {
 	const dot = name.lastIndexOf('.');
 	const ext = dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
 	return TYPES[ext] ?? (ext ? `.${ext} file` : 'binary file');
+}
+
+/** isSpecial reports whether e is a FIFO, a socket or a device: it has no content to show. */
+export function isSpecial(e: FsEntry): boolean {
+	return e.type === 'fifo' || e.type === 'socket' || e.type === 'char-device' || e.type === 'block-device';
+}
+
+/** specialLabel names a special file's type as a reader would ("named pipe (FIFO)", "device 1:3"). */
+export function specialLabel(e: FsEntry): string {
+	switch (e.type) {
+		case 'fifo':
+			return 'named pipe (FIFO)';
+		case 'socket':
+			return 'Unix socket';
+		case 'char-device':
+			return `character device ${e.device ?? ''}`.trim();
+		case 'block-device':
+			return `block device ${e.device ?? ''}`.trim();
+	}
+	return '';
 }
 
 /** FsClient is the session VFS API of one session. */

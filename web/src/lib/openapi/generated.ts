@@ -129,6 +129,8 @@ export interface FsFile {
 	name: string;
 	is_directory: boolean;
 	is_symlink?: boolean;
+	type: 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
+	device?: string;
 	target?: string;
 	is_readonly: boolean;
 	size_bytes: number;
@@ -166,6 +168,8 @@ export interface FileInfo {
 	name: string;
 	is_directory: boolean;
 	is_symlink?: boolean;
+	type: 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
+	device?: string;
 	target?: string;
 	is_readonly: boolean;
 	size_bytes: number;
@@ -182,7 +186,7 @@ export interface FileInfoList {
 export interface ForkChange {
 	path: string;
 	op: 'added' | 'changed' | 'deleted';
-	kind: 'file' | 'dir' | 'symlink';
+	kind: 'file' | 'dir' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
 	old_size: number;
 	new_size: number;
 	binary?: boolean;

@@ -2,7 +2,7 @@
 // global fetch by the Files tab tests. Imported only by *.test.ts files.
 import { vi } from 'vitest';
 
-type Node = { dir: boolean; content: string; encoding: 'text' | 'base64'; readonly: boolean; rev: number; at: string };
+type Node = { dir: boolean; content: string; encoding: 'text' | 'base64'; readonly: boolean; rev: number; at: string; special?: string; device?: string };
 export type Call = { method: string; path: string; query: string; headers: Record<string, string>; body: unknown };
 
 const PREFIX = '/api/v1/sessions/s1/fs';
@@ -13,10 +13,16 @@ export class FakeFS {
 	/** fail makes the next matching request answer an error instead. */
 	failures: { method: string; path: string; status: number; code: string; message: string }[] = [];
 
-	constructor(files: Record<string, string | { content?: string; dir?: boolean; readonly?: boolean; base64?: boolean }> = {}) {
+	constructor(
+		files: Record<string, string | { content?: string; dir?: boolean; readonly?: boolean; base64?: boolean; special?: string; device?: string }> = {}
+	) {
 		for (const [p, v] of Object.entries(files)) {
 			if (typeof v === 'string') this.put(p, v);
 			else if (v.dir) this.mkdirAll(p);
+			else if (v.special) {
+				this.mkdirAll(parent(p));
+				this.nodes.set(p, { ...node(false), special: v.special, device: v.device });
+			}
 			else this.put(p, v.content ?? '', { readonly: v.readonly, base64: v.base64 });
 		}
 	}
@@ -53,6 +59,8 @@ export class FakeFS {
 			path: p,
 			name: p === '/' ? '' : p.slice(p.lastIndexOf('/') + 1),
 			is_directory: n.dir,
+			type: n.special ?? (n.dir ? 'directory' : 'file'),
+			device: n.device,
 			is_readonly: n.readonly,
 			size_bytes: n.dir ? 0 : n.encoding === 'base64' ? Math.floor((n.content.length * 3) / 4) : n.content.length,
 			hash: n.dir ? undefined : this.hash(p),
@@ -114,6 +122,7 @@ export class FakeFS {
 					);
 					return json(200, { data: kids.map((k) => this.info(k)) });
 				}
+				if (n.special) return err(409, 'conflict', `${p} is a ${n.special}, not a regular file: it has no content to read or write`);
 				return json(200, { ...this.info(p), content: n.content, encoding: n.encoding });
 			}
 			case 'POST': {

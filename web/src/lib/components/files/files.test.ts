@@ -357,6 +357,29 @@ describe('FilesPanel', () => {
 		expect(fs.nodes.get('/src/a.go')?.content).toBe('a');
 	});
 
+	it('lists FIFOs, sockets and devices as what they are and opens none as a file', async () => {
+		const fs = new FakeFS({
+			'/run/fifo': { special: 'fifo' },
+			'/run/app.sock': { special: 'socket' },
+			'/run/null': { special: 'char-device', device: '1:3' },
+			'/run/notes.txt': 'n'
+		});
+		setup(fs);
+		await fireEvent.click(await screen.findByRole('button', { name: /^run/ }));
+		await waitFor(() => expect(names()).toEqual(['app.sock', 'fifo', 'notes.txt', 'null']));
+		const row = (name: string) => rows().find((li) => li.querySelector('.nm')!.textContent === name)!;
+		expect(row('fifo').querySelector('.size')!.textContent).toBe('FIFO');
+		expect(row('app.sock').querySelector('.size')!.textContent).toBe('socket');
+		expect(row('null').querySelector('.size')!.getAttribute('title')).toBe('character device 1:3');
+		expect(within(row('fifo')).queryByRole('link', { name: /Download/ })).toBeNull();
+		expect(within(row('notes.txt')).getByRole('link', { name: /Download/ })).toBeTruthy();
+		await fireEvent.click(screen.getByRole('button', { name: /^null/ }));
+		const info = await screen.findByTestId('special-info');
+		expect(info.textContent).toContain('null is a character device 1:3.');
+		expect(screen.queryByLabelText('Contents of null')).toBeNull();
+		expect(fs.callsOf('GET', '/run/null')).toHaveLength(0);
+	});
+
 	it('does not load files too large to show; offers a download', async () => {
 		const fs = new FakeFS({ '/big.log': 'x' });
 		const info = fs.info.bind(fs);
