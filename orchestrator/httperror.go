@@ -49,6 +49,8 @@ func HTTPStatus(err error) int {
 		return http.StatusPreconditionFailed
 	case EInsufficientStorage:
 		return http.StatusInsufficientStorage
+	case ERangeNotSatisfiable:
+		return http.StatusRequestedRangeNotSatisfiable
 	case EUnauthorized:
 		return http.StatusUnauthorized
 	case EUnavailable:

@@ -64,6 +64,7 @@ func TestErrorStatusOnBothAPIs(t *testing.T) {
 		orchestrator.EForbidden:           http.StatusForbidden,
 		orchestrator.EPreconditionFailed:  http.StatusPreconditionFailed,
 		orchestrator.EInsufficientStorage: http.StatusInsufficientStorage,
+		orchestrator.ERangeNotSatisfiable: http.StatusRequestedRangeNotSatisfiable,
 		orchestrator.EUnauthorized:        http.StatusUnauthorized,
 		orchestrator.EUnavailable:         http.StatusServiceUnavailable,
 		orchestrator.EInternal:            http.StatusInternalServerError,

@@ -126,7 +126,7 @@ func DecodeInput(line []byte) (Input, error) {
 	var in Input
 	switch typ {
 	case TypeMessage:
-		in = MessageInput{Type: typ, From: d.enum(f.from, "from", messageSource), Content: d.str(f.content, "content"), FromNode: d.nodeRef(f.fromNode, "from_node")}
+		in = MessageInput{Type: typ, From: d.enum(f.from, "from", messageSource), Content: d.str(f.content, "content"), FromNode: d.nodeRef(f.fromNode, "from_node"), Comment: d.comment(f.comment)}
 	case TypeSignal:
 		in = SignalInput{Type: typ, Action: d.enum(f.action, "action", signalActions)}
 	default:
@@ -159,7 +159,7 @@ func unknownType(typ string, known []string, list string, other []string, otherH
 type fields struct {
 	typ, content, name, path, status, output, cmd, exit, stdout, stderr,
 	hash, message, agent, model, task, workers, state, contextPct, summary,
-	from, action, fromNode, workspace []byte
+	from, action, fromNode, workspace, comment []byte
 	// miscased holds keys that match a known name only when case is
 	// ignored ("Content"), to explain a missing field.
 	miscased []string
@@ -213,6 +213,8 @@ func (f *fields) set(key []byte, v []byte) {
 		f.fromNode = v
 	case "workspace":
 		f.workspace = v
+	case "comment":
+		f.comment = v
 	default:
 		if knownFold(key) {
 			f.miscased = append(f.miscased, string(key))
@@ -221,7 +223,7 @@ func (f *fields) set(key []byte, v []byte) {
 }
 
 var knownNames = []string{"type", "content", "name", "path", "status", "output", "cmd", "exit", "stdout", "stderr",
-	"hash", "message", "agent", "model", "task", "workers", "state", "context_pct", "summary", "from", "action", "from_node", "workspace"}
+	"hash", "message", "agent", "model", "task", "workers", "state", "context_pct", "summary", "from", "action", "from_node", "workspace", "comment"}
 
 func knownFold(key []byte) bool {
 	if len(key) > len("context_pct") {
@@ -442,6 +444,19 @@ func (d *fieldDecoder) nodeRef(v []byte, name string) *NodeRef {
 		return nil
 	}
 	return &NodeRef{ID: *raw.ID, Name: *raw.Name}
+}
+
+// comment reads an optional DiffComment object (a message's comment).
+func (d *fieldDecoder) comment(v []byte) *DiffComment {
+	if v == nil || d.err != nil {
+		return nil
+	}
+	var c DiffComment
+	if v[0] != '{' || json.Unmarshal(v, &c) != nil || c.Path == "" || c.StartLine < 1 || c.EndLine < c.StartLine || (c.Side != "old" && c.Side != "new") {
+		d.fail("comment", "field %q must be an object with \"path\", \"start_line\" and \"end_line\" (1 <= start <= end) and \"side\" (old or new), got %s", cut(string(v)))
+		return nil
+	}
+	return &c
 }
 
 func (d *fieldDecoder) workers(v []byte) []Worker {

@@ -119,6 +119,9 @@ func TestDecodeInput(t *testing.T) {
 			want: MessageInput{Type: "message", From: "system", Content: "done", FromNode: &NodeRef{ID: "n1", Name: "worker"}}},
 		{name: "from node not an object", line: `{"type":"message","from":"parent","content":"go","from_node":"n1"}`, err: `field "from_node" must be an object with the string fields "id" and "name", got "n1"`},
 		{name: "from node without name", line: `{"type":"message","from":"parent","content":"go","from_node":{"id":"n1"}}`, err: `field "from_node" must be an object`},
+		{name: "comment", line: `{"type":"message","from":"user","content":"quote","comment":{"path":"a.go","start_line":3,"end_line":4,"side":"new","section":"uncommitted"}}`,
+			want: MessageInput{Type: "message", From: "user", Content: "quote", Comment: &DiffComment{Path: "a.go", StartLine: 3, EndLine: 4, Side: "new", Section: "uncommitted"}}},
+		{name: "comment with lines backwards", line: `{"type":"message","from":"user","content":"q","comment":{"path":"a.go","start_line":4,"end_line":3,"side":"new"}}`, err: `field "comment" must be an object with "path"`},
 		{name: "unknown field ignored", line: `{"type":"message","from":"user","content":"go","from_agent":1}`, want: MessageInput{Type: "message", From: "user", Content: "go"}},
 		{name: "event", line: `{"type":"done"}`, err: `unknown type "done" (known types: message, signal; "done" is an event (stdout), not an input)`},
 	}

@@ -38,6 +38,25 @@ type MessageInput struct {
 	// an ancestor (from parent) or a child reporting to its parent (from
 	// system). Absent for the user's messages and filepath's own.
 	FromNode *NodeRef `json:"from_node,omitempty"`
+	// Comment says what the message comments on: lines of a file in the
+	// node's changes, selected in the UI's diff. Content quotes them (file,
+	// line range and lines) for agents that read only content.
+	Comment *DiffComment `json:"comment,omitempty"`
+}
+
+// DiffComment names the lines of a file's diff a message comments on.
+type DiffComment struct {
+	Path string `json:"path"`
+	// StartLine and EndLine are 1-based line numbers of the file on Side:
+	// "new" (the file as changed) or "old" (before the change).
+	StartLine int    `json:"start_line" jsonschema:"minimum=1"`
+	EndLine   int    `json:"end_line" jsonschema:"minimum=1"`
+	Side      string `json:"side" jsonschema:"enum=old,enum=new"`
+	// Section is the part of the changes the diff was in ("uncommitted" or
+	// "committed") and Base what it was measured against, so the UI can
+	// show the same diff again.
+	Section string `json:"section,omitempty" jsonschema:"enum=uncommitted,enum=committed"`
+	Base    string `json:"base,omitempty"`
 }
 
 // NodeRef names one node of the session's tree.

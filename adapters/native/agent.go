@@ -190,7 +190,8 @@ func (a *Agent) start(ctx context.Context) {
 	}
 	a.model = info
 	a.log.Info("model", "id", info.ID, "context_length", info.ContextLength, "from", info.Source)
-	a.msgs = []message{textMessage("system", a.persona.systemPrompt(a.cfg, info.ContextLength))}
+	a.tools.addServerTools(ctx, a.persona.readOnly)
+	a.msgs = []message{textMessage("system", a.persona.systemPrompt(a.cfg, info.ContextLength, a.tools.names))}
 }
 
 // turn answers a batch of messages: model calls and tool runs until the

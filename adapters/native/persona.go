@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -11,6 +12,9 @@ type persona struct {
 	name   string
 	tools  []string
 	prompt string
+	// readOnly: of the orchestrator's tools (servertools.go), only those
+	// that change nothing.
+	readOnly bool
 }
 
 var personas = map[string]persona{
@@ -40,7 +44,8 @@ that answer ends your turn and tells whoever gave you the task that you are done
 If you need a decision from the user, ask in a final answer without a tool call.`,
 	},
 	"pi": {
-		name: "pi",
+		name:     "pi",
+		readOnly: true,
 		tools: []string{"read_file", "glob", "grep", "bash", "git", "spawn",
 			"list_children", "read_child_messages", "send_message", "wait_for_children", "memory_search", "memory_list", "memory_store"},
 		prompt: `You are Pi, a research and analysis specialist working as an agent inside filepath.
@@ -73,12 +78,17 @@ func personaFor(agentType string) (persona, bool) {
 }
 
 // systemPrompt is the persona's prompt and the facts of this run.
-func (p persona) systemPrompt(cfg Config, ctxLen int) string {
+func (p persona) systemPrompt(cfg Config, ctxLen int, tools []string) string {
 	var b strings.Builder
 	b.WriteString(p.prompt)
 	b.WriteString("\n\nEnvironment:\n")
 	fmt.Fprintf(&b, "- Workspace: /workspace, shared live with the user's browser and other agents of the session.\n")
-	fmt.Fprintf(&b, "- Tools: %s. Paths are relative to /workspace or absolute under it.\n", strings.Join(p.tools, ", "))
+	fmt.Fprintf(&b, "- Tools: %s. Paths are relative to /workspace or absolute under it.\n", strings.Join(tools, ", "))
+	if slices.ContainsFunc(tools, func(n string) bool { return strings.HasPrefix(n, "file_") }) {
+		b.WriteString("- The file_* tools work on /workspace by path (id) without a shell: file_read_text gives a file's lines and its hash; " +
+			"pass that hash as if_match to file_replace_lines, file_insert_lines or file_delete_lines, so an edit never overwrites a change you did not see. " +
+			"kv_* keep small JSON values shared with the session's other agents.\n")
+	}
 	fmt.Fprintf(&b, "- Model: %s, context window about %d tokens. At most %d model calls per turn.\n", cfg.Model, ctxLen, cfg.MaxSteps)
 	if cfg.ParentID != "" {
 		b.WriteString("- You were spawned by a parent agent; its messages reach you as user messages that say so. Your final answer reaches it; send_message to \"parent\" reports earlier.\n")

@@ -19,6 +19,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/agentapi"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/api"
+	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
@@ -50,6 +51,7 @@ type app struct {
 	stopCoal context.CancelFunc
 	coalDone chan struct{}
 	fsys     *vfs.VFS
+	files    *files.Service     // the file tiers and tools over fsys
 	rt       io.Closer          // the container runtime (Docker client, or the process runtime)
 	ws       *workspace.Manager // nil with --workspace dir
 	agents   *agentapi.Server   // the agent-facing API (FILEPATH_API_URL)
@@ -119,6 +121,15 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	if _, err := a.fsys.PurgeOrphans(ctx); err != nil {
 		return a, fmt.Errorf("purge orphaned files: %w", err)
 	}
+	// The file tiers and tools, one cache of hot reads for both APIs.
+	cacheBytes := cfg.FileCache
+	if cacheBytes == 0 {
+		cacheBytes = -1
+	}
+	if a.files, err = files.New(files.Config{VFS: a.fsys, Recorder: api.FileAudit(a.audit), CacheBytes: cacheBytes,
+		DownloadAllowPrivate: cfg.GitAllowPrivate, Logger: log}); err != nil {
+		return a, err
+	}
 
 	if err := a.newRunner(ctx, cfg); err != nil {
 		return a, err
@@ -147,6 +158,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 		SessionTTL:      cfg.SessionTTL,
 		MaxBody:         cfg.MaxBody,
 		Files:           a.fsys,
+		FileTools:       a.files,
 		Models:          models,
 		GitAllowPrivate: cfg.GitAllowPrivate,
 	})
@@ -227,7 +239,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	}
 	a.run = run
 	// The agent tools (issue 13): REST under /api/v1/, MCP at /mcp.
-	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout})
+	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout, Files: a.files})
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ type serveConfig struct {
 	MaxLine        int64  // longest agent output line
 	FileMax        int64  // largest file in a session's filesystem
 	SessionQuota   int64  // bytes of files per session
+	FileCache      int64  // bytes of the cache of hot reads (0: none)
 	Workspace      string // fuse | dir
 	AgentCmd       []string
 	Network        string
@@ -81,7 +82,7 @@ var serveEnv = map[string]string{
 	"log-format": "FILEPATH_LOG_FORMAT", "runtime": "FILEPATH_RUNTIME", "allowed-origins": "FILEPATH_ALLOWED_ORIGINS",
 	"max-body": "FILEPATH_MAX_BODY", "stream-buffer": "FILEPATH_STREAM_BUFFER", "max-agents": "FILEPATH_MAX_AGENTS",
 	"mailbox": "FILEPATH_MAILBOX", "max-line": "FILEPATH_MAX_LINE", "file-max": "FILEPATH_FILE_MAX",
-	"session-quota": "FILEPATH_SESSION_QUOTA", "workspace": "FILEPATH_WORKSPACE", "agent-cmd": "FILEPATH_AGENT_CMD",
+	"session-quota": "FILEPATH_SESSION_QUOTA", "file-cache": "FILEPATH_FILE_CACHE", "workspace": "FILEPATH_WORKSPACE", "agent-cmd": "FILEPATH_AGENT_CMD",
 	"network": "FILEPATH_NETWORK", "trusted-proxies": "FILEPATH_TRUSTED_PROXIES", "session-ttl": "FILEPATH_SESSION_TTL",
 	"approval-timeout": "FILEPATH_APPROVAL_TIMEOUT",
 	"check-timeout":    "FILEPATH_CHECK_TIMEOUT", "check-timeout-max": "FILEPATH_CHECK_TIMEOUT_MAX",
@@ -114,6 +115,7 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	maxLine := str("max-line", "1MiB", "longest agent output line; longer lines are cut and recorded as errors")
 	fileMax := str("file-max", "50MiB", "largest file in a session's filesystem")
 	quota := str("session-quota", "1GiB", "bytes of files per session")
+	fileCache := str("file-cache", "64MiB", "memory for files read often by the file tools (0: none)")
 	workspace := str("workspace", "fuse", "how /workspace is served: fuse (the session filesystem, live) or dir (a plain directory per node)")
 	agentCmd := str("agent-cmd", "", "with --runtime process: the command every agent runs, e.g. 'bin/testagent'")
 	network := str("network", "bridge", "Docker network mode of agent containers: bridge, none, or a network name")
@@ -190,6 +192,11 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 			return cfg, fmt.Errorf("serve: %s %q: want a size like 1MiB or 65536", where(sz.flag), sz.val)
 		}
 		*sz.dst = v
+	}
+	if v, err := parseSize(*fileCache); err != nil || v < 0 {
+		return cfg, fmt.Errorf("serve: %s %q: want a size like 64MiB, or 0", where("file-cache"), *fileCache)
+	} else {
+		cfg.FileCache = v
 	}
 	switch cfg.Workspace {
 	case "fuse", "dir":

@@ -16,7 +16,7 @@ import (
 
 // serveVars are the variables serve reads.
 var serveVars = []string{"FILEPATH_ADDR", "FILEPATH_DATA", "FILEPATH_LOG_LEVEL", "FILEPATH_LOG_FORMAT", "FILEPATH_RUNTIME", "FILEPATH_ALLOWED_ORIGINS", "FILEPATH_MAX_BODY", "FILEPATH_SESSION_TTL", "FILEPATH_TRUSTED_PROXIES",
-	"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_CHECK_TIMEOUT", "FILEPATH_CHECK_TIMEOUT_MAX",
+	"FILEPATH_MAILBOX", "FILEPATH_MAX_AGENTS", "FILEPATH_STREAM_BUFFER", "FILEPATH_MAX_LINE", "FILEPATH_SESSION_QUOTA", "FILEPATH_FILE_MAX", "FILEPATH_FILE_CACHE", "FILEPATH_CHECK_TIMEOUT", "FILEPATH_CHECK_TIMEOUT_MAX",
 	"FILEPATH_APPROVAL_TIMEOUT", "FILEPATH_GIT_ALLOW_PRIVATE",
 	"FILEPATH_OPENROUTER_API_KEY", "FILEPATH_OPENROUTER_BASE_URL", "FILEPATH_ANTHROPIC_API_KEY", "FILEPATH_ANTHROPIC_BASE_URL", "FILEPATH_OPENAI_API_KEY", "FILEPATH_OPENAI_BASE_URL",
 	"FILEPATH_SESSION_BUDGET_TOKENS", "FILEPATH_SESSION_BUDGET_USD", "FILEPATH_GATEWAY_MAX_BODY", "FILEPATH_GATEWAY_TIMEOUT", "FILEPATH_MODELS_TTL"}
@@ -109,6 +109,17 @@ func TestParseServe(t *testing.T) {
 		{name: "process runtime without a command", args: []string{"--runtime", "process"}, wantErr: "--agent-cmd"},
 		{name: "bad workspace", args: []string{"--workspace", "nfs"}, wantErr: "--workspace"},
 		{name: "bad quota", args: []string{"--session-quota", "lots"}, wantErr: "--session-quota"},
+		{name: "file limits default", check: func(t *testing.T, c serveConfig) {
+			if c.FileMax != 50<<20 || c.SessionQuota != 1<<30 || c.FileCache != 64<<20 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "no file cache", env: map[string]string{"FILEPATH_FILE_CACHE": "0"}, check: func(t *testing.T, c serveConfig) {
+			if c.FileCache != 0 {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "bad file cache", args: []string{"--file-cache", "-1"}, wantErr: "--file-cache"},
 		{name: "bad format", args: []string{"--log-format", "xml"}, wantErr: "--log-format"},
 		{name: "bad size", args: []string{"--max-body", "lots"}, wantErr: "--max-body"},
 		{name: "extra arg", args: []string{"now"}, wantErr: "unexpected argument"},

@@ -1,8 +1,9 @@
 // Package agenttools serves the agent tools on the agent-facing API
 // (FILEPATH_API_URL) for the node whose token authenticated the request
 // (orchestrator.CallerFrom): list, read and message its descendants, report
-// to its parent, spawn children, wait for them, keep memories, and ask a
-// person for approval. The same operations are plain REST (REST, mounted at
+// to its parent, spawn children, wait for them, keep memories, ask a
+// person for approval, and the file tools (orchestrator/files) on its
+// workspace. The same operations are plain REST (REST, mounted at
 // /api/v1/) and an MCP server (MCP, mounted at /mcp, Streamable HTTP). Every
 // call is written to the node's audit.
 package agenttools
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
@@ -76,6 +78,8 @@ type Config struct {
 	MaxWait time.Duration
 	MaxPoll time.Duration
 	MaxBody int64 // bytes of a request body (DefaultMaxBody)
+	// Files serves the file tools (nil: none are offered).
+	Files *files.Service
 }
 
 // Server is the agent tools. Mount REST and MCP on the agent-facing API and

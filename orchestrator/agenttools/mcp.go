@@ -37,8 +37,9 @@ func (s *Server) MCP() http.Handler {
 
 func (s *Server) newMCP() http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "filepath", Title: "filepath agent tools", Version: "1"},
-		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.log})
+		&mcp.ServerOptions{Instructions: mcpInstructions + s.fileInstructions(), Logger: s.log})
 	s.addTools(srv)
+	s.addFileTools(srv)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: s.cfg.MaxBody, Logger: s.log})
 	// The agent-facing API has authenticated the token and removed it; the

@@ -35,6 +35,9 @@ func (s *Server) REST() http.Handler {
 				writeError(w, err)
 				return
 			}
+			if status == 0 {
+				return // the handler answered itself
+			}
 			writeJSON(w, status, v)
 		})
 	}
@@ -129,12 +132,13 @@ func (s *Server) REST() http.Handler {
 		v, err := s.approvalWithdraw(r.Context(), c, r.PathValue("id"))
 		return http.StatusOK, v, err
 	})
+	s.fileRoutes(handle)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r) // sets the path values
 			return
 		}
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 			probe := r.Clone(r.Context())
 			probe.Method = m
 			if _, p := mux.Handler(probe); p != "" && m != r.Method {

@@ -118,12 +118,25 @@ var nodeKeyDenied = map[string]bool{
 	"GET " + apiPrefix + "/sessions/:id/secrets":          true,
 	"PUT " + apiPrefix + "/sessions/:id/secrets/:name":    true,
 	"DELETE " + apiPrefix + "/sessions/:id/secrets/:name": true,
-	// The audit log names paths outside a node's allowed_paths.
+	// The audit logs name paths outside a node's allowed_paths, and the
+	// session's names every node's calls.
 	"GET " + apiPrefix + "/sessions/:id/fs/_/audit": true,
+	"GET " + apiPrefix + "/sessions/:id/audit":      true,
 	// The approvals inbox is the user's: an agent never answers, nor reads
 	// the other agents' requests.
 	"GET " + apiPrefix + "/sessions/:id/approvals":            true,
 	"POST " + apiPrefix + "/sessions/:id/approvals/:approval": true,
+	// Review and downloads are the user's: they read the whole workspace,
+	// past a node's allowed_paths, and a comment is the user's message.
+	"GET " + apiPrefix + "/sessions/:id/changes":                      true,
+	"GET " + apiPrefix + "/sessions/:id/changes/file":                 true,
+	"GET " + apiPrefix + "/sessions/:id/changes/download":             true,
+	"GET " + apiPrefix + "/sessions/:id/download":                     true,
+	"GET " + apiPrefix + "/sessions/:id/nodes/:node/changes":          true,
+	"GET " + apiPrefix + "/sessions/:id/nodes/:node/changes/file":     true,
+	"GET " + apiPrefix + "/sessions/:id/nodes/:node/changes/download": true,
+	"GET " + apiPrefix + "/sessions/:id/nodes/:node/download":         true,
+	"POST " + apiPrefix + "/sessions/:id/nodes/:node/comments":        true,
 }
 
 // nodeKeyParent are routes on another node that a node key may call when

@@ -3,13 +3,10 @@ package api
 import (
 	"bytes"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -17,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
@@ -54,8 +52,8 @@ func fileRoutes() []route {
 	}
 	const path = base + "/*"
 	rs = append(rs,
-		route{http.MethodGet, path, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream or ?download=true; If-None-Match → 304) or list a directory. A path is at most 4096 bytes and each name 255 (422 past them), though the mount makes files deeper; a FIFO, socket or device is listed with its type, and reading one is a 409", status: 200, resp: oneOf{File{}, listBody[vfs.FileInfo]{}}, respRaw: true, notModified: true, query: fsGetQuery{}}},
-		route{http.MethodHead, path, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200, notModified: true, query: fsGetQuery{}}},
+		route{http.MethodGet, path, (*Server).fsGet, opDoc{summary: "Read a file (JSON; raw bytes with Accept: application/octet-stream, ?download=true or ?download=inline, typed by the file's MIME type, Range: bytes=a-b → 206, past the end → 416; If-None-Match → 304) or list a directory. A path is at most 4096 bytes and each name 255 (422 past them), though the mount makes files deeper; a FIFO, socket or device is listed with its type, and reading one is a 409", status: 200, resp: oneOf{File{}, listBody[vfs.FileInfo]{}}, respRaw: true, partial: true, notModified: true, query: fsGetQuery{}}},
+		route{http.MethodHead, path, (*Server).fsGet, opDoc{summary: "The headers of a read (ETag is the sha256 of the content)", status: 200, partial: true, notModified: true, query: fsGetQuery{}}},
 		op(http.MethodPost, path, (*Server).fsPost, opDoc{summary: "Create a file (JSON, or the raw bytes as application/octet-stream) or a directory ({\"is_directory\": true}); missing parents are created", status: 201, req: WriteFileRequest{}, reqRaw: true}),
 		op(http.MethodPut, path, (*Server).fsPut, opDoc{summary: "Update a file's content or readonly flag (If-Match: <hash> for a conditional write)", status: 200, req: WriteFileRequest{}, reqRaw: true}),
 		route{http.MethodDelete, path, (*Server).fsDelete, opDoc{summary: "Delete a file, or a directory with ?recursive=true", status: 204, query: fsDeleteQuery{}}},
@@ -140,21 +138,30 @@ func unquoteETag(v string) string {
 	return strings.Trim(strings.TrimPrefix(strings.TrimSpace(v), "W/"), `"`)
 }
 
-func wantsRaw(c echo.Context) bool {
+// rawDisposition says whether a GET answers the raw bytes, and how: as an
+// attachment (Accept: application/octet-stream, ?download=true), inline
+// (?download=inline: a preview), or not at all ("": JSON).
+func rawDisposition(c echo.Context) string {
+	var q fsGetQuery
+	_ = bindQuery(c, &q) // strings only: no error
+	switch q.Download {
+	case "true":
+		return "attachment"
+	case "inline":
+		return "inline"
+	}
 	for _, part := range strings.Split(c.Request().Header.Get(echo.HeaderAccept), ",") {
 		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
 		if mt == echo.MIMEOctetStream {
-			return true
+			return "attachment"
 		}
 	}
-	var q fsGetQuery
-	_ = bindQuery(c, &q) // strings only: no error
-	return q.Download == "true"
+	return ""
 }
 
 // fsGetQuery is the query of GET and HEAD of a path.
 type fsGetQuery struct {
-	Download string `query:"download" jsonschema:"enum=true,enum=false" jsonschema_description:"true: answer the raw bytes as an attachment"`
+	Download string `query:"download" jsonschema:"enum=true,enum=inline,enum=false" jsonschema_description:"true: answer the raw bytes as an attachment; inline: the raw bytes to show (a preview); both take Range (206, 416)"`
 }
 
 func (s *Server) fsGet(c echo.Context) error {
@@ -163,10 +170,11 @@ func (s *Server) fsGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return err
 	}
+	fs := fc.FS
 	info, err := fs.Stat(ctx, p)
 	if err != nil {
 		return err
@@ -183,41 +191,42 @@ func (s *Server) fsGet(c echo.Context) error {
 		hdr.Set("ETag", etag(info.Hash))
 		return c.NoContent(http.StatusNotModified)
 	}
-	info, r, err := fs.ReadFile(ctx, p)
+	if disp := rawDisposition(c); disp != "" {
+		return s.download(c, fc, p, disp)
+	}
+	out, err := files.Do(s.files, ctx, fc, "read", map[string]string{"path": p}, func() (File, error) {
+		info, r, err := fs.ReadFile(ctx, p)
+		if err != nil {
+			return File{}, err
+		}
+		var buf bytes.Buffer
+		buf.Grow(int(info.Size))
+		if _, err := buf.ReadFrom(r); err != nil {
+			return File{}, err
+		}
+		content, enc := encodeContent(buf.Bytes())
+		return File{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc}, nil
+	})
 	if err != nil {
 		return err
 	}
-	hdr.Set("ETag", etag(info.Hash))
-	if wantsRaw(c) {
-		head := make([]byte, min(info.Size, 512))
-		n, err := io.ReadFull(r, head)
-		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-			return err
-		}
-		head = head[:n]
-		hdr.Set(echo.HeaderContentType, http.DetectContentType(head))
-		hdr.Set(echo.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": info.Name}))
-		// An agent's file never runs as this origin's page, even if a
-		// browser ignores the attachment.
-		hdr.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-		hdr.Set(echo.HeaderContentLength, strconv.FormatInt(info.Size, 10))
-		c.Response().WriteHeader(http.StatusOK)
-		if c.Request().Method == http.MethodHead {
-			return nil
-		}
-		if _, err := c.Response().Write(head); err != nil {
-			return nil // the client went away
-		}
-		_, _ = io.Copy(c.Response(), r)
-		return nil
+	hdr.Set("ETag", etag(out.Hash))
+	return c.JSON(http.StatusOK, out)
+}
+
+// readSummary is what the audit keeps of a read.
+func (f File) AuditSummary() any {
+	return map[string]any{"size": f.Size, "hash": f.Hash}
+}
+
+// download serves file p's bytes (files.Service.Serve: its MIME type,
+// one range, If-Range) as disposition, audited.
+func (s *Server) download(c echo.Context, fc files.Caller, p, disp string) error {
+	err := s.files.Serve(c.Response(), c.Request(), fc, p, disp)
+	if err != nil && c.Response().Committed {
+		return nil // the client went away mid-answer (audited as such)
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(info.Size))
-	if _, err := buf.ReadFrom(r); err != nil {
-		return err
-	}
-	content, enc := encodeContent(buf.Bytes())
-	return c.JSON(http.StatusOK, File{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc})
+	return err
 }
 
 // WriteFileRequest is the JSON body of POST and PUT of a path.
@@ -231,27 +240,6 @@ type WriteFileRequest struct {
 func isRawUpload(c echo.Context) bool {
 	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	return mt == echo.MIMEOctetStream
-}
-
-// readRawUpload reads a raw upload body, bounded by the per-file limit.
-func (s *Server) readRawUpload(c echo.Context) ([]byte, error) {
-	max := s.cfg.Files.Config().MaxFileSize
-	tooLarge := orchestrator.Errorf(orchestrator.ETooLarge, "file exceeds the %s per-file limit", humanBytes(max))
-	if c.Request().ContentLength > max {
-		return nil, tooLarge
-	}
-	b, err := io.ReadAll(io.LimitReader(c.Request().Body, max+1))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, orchestrator.Errorf(orchestrator.ETooLarge, "request body too large: the limit is %d bytes", mbe.Limit)
-		}
-		return nil, fmt.Errorf("read upload: %w", err)
-	}
-	if int64(len(b)) > max {
-		return nil, tooLarge
-	}
-	return b, nil
 }
 
 // humanBytes prints a limit the way the flags take it: 50 MiB, 1 GiB, 512 bytes.
@@ -280,8 +268,7 @@ func (s *Server) fileWrite(c echo.Context) (p string, body WriteFileRequest, dat
 		return "", body, nil, err
 	}
 	if isRawUpload(c) {
-		data, err = s.readRawUpload(c)
-		return p, body, data, err
+		return p, body, nil, nil // streamed by the caller (rawWrite)
 	}
 	if err := decodeJSON(c, &body); err != nil {
 		return "", body, nil, err
@@ -325,24 +312,47 @@ func (s *Server) fsPost(c echo.Context) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return File{}, err
+	}
+	if isRawUpload(c) {
+		return s.rawWrite(c, fc, p, vfs.WriteOptions{Mode: vfs.WriteCreate})
 	}
 	if body.IsDirectory {
-		info, _, err := fs.MkdirAll(ctx, p, true)
-		if err != nil {
-			return File{}, err
-		}
-		return File{SessionID: c.Param("id"), FileInfo: info}, nil
+		return files.Do(s.files, ctx, fc, "mkdir", map[string]string{"path": p}, func() (File, error) {
+			info, _, err := fc.FS.MkdirAll(ctx, p, true)
+			return File{SessionID: c.Param("id"), FileInfo: info}, err
+		})
 	}
-	info, _, err := fs.WriteFile(ctx, p, data, vfs.WriteOptions{Mode: vfs.WriteCreate, Readonly: body.IsReadonly})
+	out, err := files.Do(s.files, ctx, fc, "create", map[string]any{"path": p, "size": len(data)}, func() (File, error) {
+		info, _, err := fc.FS.WriteFile(ctx, p, data, vfs.WriteOptions{Mode: vfs.WriteCreate, Readonly: body.IsReadonly})
+		return File{SessionID: c.Param("id"), FileInfo: info}, err
+	})
 	if err != nil {
 		return File{}, err
 	}
-	c.Response().Header().Set("ETag", etag(info.Hash))
+	c.Response().Header().Set("ETag", etag(out.Hash))
 	content, enc := encodeContent(data)
-	return File{SessionID: c.Param("id"), FileInfo: info, Content: &content, Encoding: enc}, nil
+	out.Content, out.Encoding = &content, enc
+	return out, nil
+}
+
+// rawWrite streams the raw body of a POST or PUT into file p.
+func (s *Server) rawWrite(c echo.Context, fc files.Caller, p string, opt vfs.WriteOptions) (File, error) {
+	ctx := c.Request().Context()
+	if max := s.cfg.Files.Config().MaxFileSize; c.Request().ContentLength > max {
+		return File{}, orchestrator.Errorf(orchestrator.ETooLarge, "file exceeds the %s per-file limit (--file-max)", humanBytes(max))
+	}
+	out, err := files.Do(s.files, ctx, fc, "upload", map[string]any{"path": p, "if_match": opt.IfMatch}, func() (File, error) {
+		d, err := s.uploadPart(c, fc.FS, p, c.Request().Body, opt)
+		return File{SessionID: c.Param("id"), FileInfo: d.FileInfo}, err
+	})
+	if err != nil {
+		return File{}, err
+	}
+	c.Response().Header().Set("ETag", etag(out.Hash))
+	return out, nil
 }
 
 func (s *Server) fsPut(c echo.Context) (File, error) {
@@ -359,16 +369,26 @@ func (s *Server) fsPut(c echo.Context) (File, error) {
 		return File{}, badRequest("content", "content is required")
 	}
 	opt := vfs.WriteOptions{Mode: vfs.WriteUpdate, IfMatch: unquoteETag(c.Request().Header.Get("If-Match")), Readonly: body.IsReadonly, NoContent: !raw && body.Content == nil}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return File{}, err
 	}
-	info, _, err := fs.WriteFile(ctx, p, data, opt)
+	if raw {
+		return s.rawWrite(c, fc, p, opt)
+	}
+	name, params := "write", map[string]any{"path": p, "size": len(data), "if_match": opt.IfMatch}
+	if opt.NoContent {
+		name, params = "set_readonly", map[string]any{"path": p, "is_readonly": *body.IsReadonly}
+	}
+	out, err := files.Do(s.files, ctx, fc, name, params, func() (File, error) {
+		info, _, err := fc.FS.WriteFile(ctx, p, data, opt)
+		return File{SessionID: c.Param("id"), FileInfo: info}, err
+	})
 	if err != nil {
 		return File{}, err
 	}
-	c.Response().Header().Set("ETag", etag(info.Hash))
-	return File{SessionID: c.Param("id"), FileInfo: info}, nil
+	c.Response().Header().Set("ETag", etag(out.Hash))
+	return out, nil
 }
 
 // fsDeleteQuery is the query of DELETE of a path.
@@ -385,11 +405,13 @@ func (s *Server) fsDelete(c echo.Context) error {
 	if err := bindQuery(c, &q); err != nil {
 		return badRequest("recursive", "recursive must be true or false, not %q", c.QueryParam("recursive"))
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return err
 	}
-	if err := fs.Delete(c.Request().Context(), p, q.Recursive); err != nil {
+	if _, err := files.Do(s.files, c.Request().Context(), fc, "delete", map[string]any{"path": p, "recursive": q.Recursive}, func() (any, error) {
+		return nil, fc.FS.Delete(c.Request().Context(), p, q.Recursive)
+	}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -449,15 +471,14 @@ func (s *Server) fsMove(c echo.Context) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return File{}, err
 	}
-	info, err := fs.Move(c.Request().Context(), body.SrcPath, body.DstPath)
-	if err != nil {
-		return File{}, err
-	}
-	return File{SessionID: c.Param("id"), FileInfo: info}, nil
+	return files.Do(s.files, c.Request().Context(), fc, "move", body, func() (File, error) {
+		info, err := fc.FS.Move(c.Request().Context(), body.SrcPath, body.DstPath)
+		return File{SessionID: c.Param("id"), FileInfo: info}, err
+	})
 }
 
 func (s *Server) fsCopy(c echo.Context) (File, error) {
@@ -465,15 +486,14 @@ func (s *Server) fsCopy(c echo.Context) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return File{}, err
 	}
-	info, err := fs.Copy(c.Request().Context(), body.SrcPath, body.DstPath)
-	if err != nil {
-		return File{}, err
-	}
-	return File{SessionID: c.Param("id"), FileInfo: info}, nil
+	return files.Do(s.files, c.Request().Context(), fc, "copy", body, func() (File, error) {
+		info, err := fc.FS.Copy(c.Request().Context(), body.SrcPath, body.DstPath)
+		return File{SessionID: c.Param("id"), FileInfo: info}, err
+	})
 }
 
 // GrepRequest is the body of POST .../fs/_/grep.
@@ -487,11 +507,13 @@ func (s *Server) fsGrep(c echo.Context) (vfs.GrepResult, error) {
 	if err := decodeJSON(c, &body); err != nil {
 		return vfs.GrepResult{}, err
 	}
-	fs, err := s.filesOf(c)
+	fc, err := s.fileCaller(c)
 	if err != nil {
 		return vfs.GrepResult{}, err
 	}
-	return fs.Grep(c.Request().Context(), vfs.GrepOptions{Pattern: body.Pattern, PathPattern: body.PathPattern})
+	return files.Do(s.files, c.Request().Context(), fc, "grep", body, func() (vfs.GrepResult, error) {
+		return fc.FS.Grep(c.Request().Context(), vfs.GrepOptions{Pattern: body.Pattern, PathPattern: body.PathPattern})
+	})
 }
 
 // fsAuditQuery is the query of GET .../fs/_/audit.

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/models"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
@@ -184,10 +185,20 @@ func buildDocument(routes []route) (*openAPIDoc, error) {
 		}
 		if r.doc.respRaw {
 			// the raw bytes, typed as their content sniffs
+			if ok.Content == nil {
+				ok.Content = map[string]mediaType{}
+			}
 			ok.Content["*/*"] = mediaType{bytesSchema()}
 		}
 		if r.doc.status != 0 {
 			op.Responses[strconv.Itoa(r.doc.status)] = ok
+		}
+		if r.doc.partial {
+			part := response{Description: "a range of the file's bytes (Content-Range)"}
+			if r.method != http.MethodHead {
+				part.Content = map[string]mediaType{"*/*": {bytesSchema()}}
+			}
+			op.Responses[strconv.Itoa(http.StatusPartialContent)] = part
 		}
 		if r.doc.notModified {
 			op.Responses[strconv.Itoa(http.StatusNotModified)] = response{Description: "the file's hash is If-None-Match's"}
@@ -242,6 +253,14 @@ var schemaNames = map[reflect.Type]string{
 	reflect.TypeFor[vfs.AuditEntry]():      "FileAuditEntry",
 	reflect.TypeFor[models.List]():         "ModelList",
 	reflect.TypeFor[models.Provider]():     "ModelProvider",
+	reflect.TypeFor[files.Entry]():         "FileEntry",
+	reflect.TypeFor[files.Info]():          "FileDetail",
+	reflect.TypeFor[files.Bytes]():         "FileBytes",
+	reflect.TypeFor[files.Named]():         "FileRef",
+	reflect.TypeFor[files.Written]():       "FileWritten",
+	reflect.TypeFor[files.Deleted]():       "FileDeleted",
+	reflect.TypeFor[files.CacheStats]():    "FileCacheStats",
+	reflect.TypeFor[vfs.KV]():              "KVEntry",
 }
 
 // schemaReflector reflects Go types into the document's component schemas.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/filepath-dev/filepath/orchestrator/files"
 )
 
 // apiPrefix is where every JSON route lives.
@@ -38,6 +40,11 @@ type opDoc struct {
 	respRaw     bool
 	text        bool
 	notModified bool
+	// partial: it may answer 206 with a range of raw bytes.
+	partial bool
+	// bodyLimit, when set, bounds the request body instead of the
+	// default (Config.MaxBody, or a file route's fileBodyLimit).
+	bodyLimit func(*Server) int64
 }
 
 // oneOf is an answer that is one of several types.
@@ -95,7 +102,7 @@ func apiRoutes() []route {
 
 // allRoutes is every /api/v1 route a server may serve.
 func allRoutes() []route {
-	return slices.Concat(apiRoutes(), collabRoutes(), fileRoutes(), forkRoutes())
+	return slices.Concat(apiRoutes(), collabRoutes(), fileRoutes(), forkRoutes(), changesRoutes(), filesRoutes(), fileToolRoutes(files.Builtins()))
 }
 
 // routeList is every /api/v1 route this server serves: apiRoutes, and the
@@ -105,6 +112,9 @@ func (s *Server) routeList() []route {
 	if s.cfg.Files != nil {
 		rs = append(rs, fileRoutes()...)
 		rs = append(rs, forkRoutes()...)
+		rs = append(rs, changesRoutes()...)
+		rs = append(rs, filesRoutes()...)
+		rs = append(rs, fileToolRoutes(s.files.Tools())...)
 	}
 	return rs
 }
@@ -127,13 +137,16 @@ func (s *Server) routes() *echo.Echo {
 	// would hide 405 answers. The body limit is per route.
 	g := e.Group(apiPrefix)
 	limit := limitBody(s.cfg.MaxBody)
-	files := map[string]bool{}
+	fileRoute := map[string]bool{}
 	for _, r := range fileRoutes() {
-		files[r.method+" "+r.path] = true
+		fileRoute[r.method+" "+r.path] = true
 	}
 	for _, r := range s.routeList() {
 		h, l := r.handler, limit
-		if files[r.method+" "+r.path] {
+		switch {
+		case r.doc.bodyLimit != nil:
+			l = limitBody(r.doc.bodyLimit(s))
+		case fileRoute[r.method+" "+r.path]:
 			l = limitBody(s.fileBodyLimit(r))
 		}
 		g.Add(r.method, r.path, func(c echo.Context) error { return h(s, c) }, l)

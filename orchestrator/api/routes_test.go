@@ -66,6 +66,27 @@ var ownerCalls = map[string]ownerCall{
 	"POST /api/v1/sessions/:id/fs/_/grep": {body: `{"pattern":"hello"}`, status: 200},
 	"GET /api/v1/sessions/:id/fs/_/audit": {status: 200},
 
+	// orchestrator/files: the tiers, uploads, the key-value store, the audit, the cache
+	"POST /api/v1/sessions/:id/fs/_/upload":        {body: `{}`, status: 400}, // not multipart (TestUpload* upload real files)
+	"POST /api/v1/sessions/:id/fs/_/list":          {body: `{"pattern":"**/*.txt"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/info":          {body: `{"id":"/src/a.txt"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/read_text":     {body: `{"id":"/src/a.txt","start_line":1}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/write_text":    {body: `{"id":"/src/a.txt","content":"x\n"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/replace_lines": {body: `{"id":"/src/a.txt","start_line":1,"end_line":1,"content":"hi"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/insert_lines":  {body: `{"id":"/src/a.txt","after_line":1,"content":"more"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/delete_lines":  {body: `{"id":"/src/a.txt","start_line":1,"end_line":1}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/search_text":   {body: `{"id":"/src/a.txt","pattern":"hel+"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/line_count":    {body: `{"id":"/src/a.txt"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/read_bytes":    {body: `{"id":"/src/a.txt","offset":0,"length":3}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/write_bytes":   {body: `{"id":"/src/a.txt","offset":0,"data":"SA=="}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/append_bytes":  {body: `{"id":"/src/a.txt","data":"IQ=="}`, status: 200},
+	"GET /api/v1/sessions/:id/kv":                  {status: 200},
+	"GET /api/v1/sessions/:id/kv/*":                {star: "k", status: 404}, // no such key (TestKVUserAPI sets real ones)
+	"PUT /api/v1/sessions/:id/kv/*":                {star: "k", body: `{"value":{"n":1}}`, status: 200},
+	"DELETE /api/v1/sessions/:id/kv/*":             {star: "k", status: 200},
+	"GET /api/v1/sessions/:id/audit":               {status: 200},
+	"GET /api/v1/admin/files/cache":                {status: 403}, // admins only (TestFileCacheStats is one)
+
 	"GET /api/v1/sessions/:id/approvals":            {status: 200},
 	"POST /api/v1/sessions/:id/approvals/:approval": {body: `{"decision":"approve"}`, status: 404}, // no such approval (TestApprovalsInbox answers real ones)
 	"GET /api/v1/sessions/:id/nodes/:node/audit":    {status: 200},
@@ -76,6 +97,17 @@ var ownerCalls = map[string]ownerCall{
 	"PUT /api/v1/sessions/:id/secrets/:name":        {body: `{"value":"k"}`, status: 422}, // ":name" is no vendor key (TestSessionSecrets sets real ones)
 	"DELETE /api/v1/sessions/:id/secrets/:name":     {status: 404},
 	"DELETE /api/v1/memories/:memory":               {status: 404}, // no such memory (TestMemoriesAPI deletes real ones)
+
+	// no repository in these sessions: empty changes (TestChangesAPI has one)
+	"GET /api/v1/sessions/:id/changes":                      {status: 200},
+	"GET /api/v1/sessions/:id/changes/file":                 {status: 400}, // no path
+	"GET /api/v1/sessions/:id/changes/download":             {status: 200},
+	"GET /api/v1/sessions/:id/download":                     {status: 200},
+	"GET /api/v1/sessions/:id/nodes/:node/changes":          {status: 200},
+	"GET /api/v1/sessions/:id/nodes/:node/changes/file":     {status: 400},
+	"GET /api/v1/sessions/:id/nodes/:node/changes/download": {status: 200},
+	"GET /api/v1/sessions/:id/nodes/:node/download":         {status: 200},
+	"POST /api/v1/sessions/:id/nodes/:node/comments":        {body: `{"path":"src/a.txt","start_line":1,"end_line":1,"side":"new","lines":["+x"],"body":"why?"}`, status: 202},
 }
 
 var nodeKeyOpenRoutes = map[string]bool{
@@ -90,8 +122,14 @@ var nodeKeyDeniedRoutes = map[string]bool{
 	// Messages here are from the user; an agent's go through the agent API.
 	"POST /api/v1/sessions/:id/nodes/:node/messages": true,
 	"GET /api/v1/sessions/:id/fs/_/audit":            true,
+	"GET /api/v1/sessions/:id/audit":                 true,
 	"GET /api/v1/sessions/:id/approvals":             true, "POST /api/v1/sessions/:id/approvals/:approval": true,
 	"GET /api/v1/sessions/:id/secrets": true, "PUT /api/v1/sessions/:id/secrets/:name": true, "DELETE /api/v1/sessions/:id/secrets/:name": true,
+	// Review reads past allowed_paths; a comment is the user's message.
+	"GET /api/v1/sessions/:id/changes": true, "GET /api/v1/sessions/:id/changes/file": true, "GET /api/v1/sessions/:id/changes/download": true,
+	"GET /api/v1/sessions/:id/download": true, "GET /api/v1/sessions/:id/nodes/:node/changes": true,
+	"GET /api/v1/sessions/:id/nodes/:node/changes/file": true, "GET /api/v1/sessions/:id/nodes/:node/changes/download": true,
+	"GET /api/v1/sessions/:id/nodes/:node/download": true, "POST /api/v1/sessions/:id/nodes/:node/comments": true,
 }
 
 // apiRouteKeys returns "METHOD path" of every registered /api route.

@@ -17,6 +17,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/filepath-dev/filepath/orchestrator/changes"
+	"github.com/filepath-dev/filepath/orchestrator/files"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/models"
@@ -131,6 +133,9 @@ type Config struct {
 	// Files is the session filesystem served under /sessions/:id/fs (nil:
 	// no file routes).
 	Files *vfs.VFS
+	// FileTools are the file tiers and tools over Files (nil: made here,
+	// auditing to Store).
+	FileTools *files.Service
 	// GitAllowPrivate accepts a session's git URL whose host is or
 	// resolves to a loopback, private or link-local address
 	// (--git-allow-private); Resolver looks hosts up (nil: the system's).
@@ -192,6 +197,9 @@ type Server struct {
 	collab   *collab.Store
 	audit    *audit.Store
 	hub      *hub.Hub[protocol.Record]
+	// changes computes workspaces' changes (nil without Config.Files).
+	changes  *changes.Service
+	files    *files.Service // nil without Config.Files
 	e        *echo.Echo
 	ln       net.Listener
 	http     *http.Server
@@ -222,7 +230,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, users: cfg.Users, sessions: cfg.Sessions, collab: cfg.Collab,
-		audit: cfg.Audit, hub: cfg.Hub, runDone: make(chan struct{})}
+		audit: cfg.Audit, hub: cfg.Hub, files: cfg.FileTools, runDone: make(chan struct{})}
+	if cfg.Files != nil {
+		s.changes = changes.New(cfg.Files, cfg.Sessions, cfg.Store)
+	}
+	if s.files == nil && cfg.Files != nil {
+		var err error
+		if s.files, err = files.New(files.Config{VFS: cfg.Files, Recorder: FileAudit(cfg.Audit), Logger: cfg.Logger,
+			DownloadAllowPrivate: cfg.GitAllowPrivate, Resolver: cfg.Resolver}); err != nil {
+			return nil, err
+		}
+	}
 	s.streamCtx, s.stopStreams = context.WithCancel(context.Background())
 	s.e = s.routes()
 	ln, err := net.Listen("tcp", cfg.Addr)

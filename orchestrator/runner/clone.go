@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	gogit "github.com/go-git/go-git/v5"
+
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/gitindex"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
@@ -120,6 +122,7 @@ func (r *Runner) cloneRepo(ctx context.Context, sess protocol.Session, node sess
 	r.appendCommand(ctx, node, ev)
 	switch {
 	case err == nil:
+		r.recordBaseCommit(ctx, sess.ID, cmd.Dir) // the host clone when imported: still there (removeClone is deferred)
 		return true, nil
 	case ierr != nil && cctx.Err() == nil:
 		return false, fmt.Errorf("git clone %s: import into the workspace: %w", url, ierr)
@@ -127,6 +130,24 @@ func (r *Runner) cloneRepo(ctx context.Context, sess protocol.Session, node sess
 		return false, orchestrator.Errorf(orchestrator.EUnavailable, "git clone %s: gave up after %s", url, timeout)
 	default:
 		return false, orchestrator.Errorf(orchestrator.EInvalid, "git clone %s failed (exit %d): %s", url, code, lastLine(text))
+	}
+}
+
+// recordBaseCommit keeps the commit the clone in dir checked out as the
+// session's base commit: the default base of its Changes view. A clone of
+// an empty repository has none; a failure is logged, never the clone's.
+func (r *Runner) recordBaseCommit(ctx context.Context, sessionID, dir string) {
+	repo, err := gogit.PlainOpen(dir)
+	if err != nil {
+		r.log.Warn("read cloned repository", "session", sessionID, "err", err)
+		return
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return // an empty repository: no commit yet
+	}
+	if err := r.sessions.SetBaseCommit(context.WithoutCancel(ctx), sessionID, head.Hash().String()); err != nil {
+		r.log.Warn("record base commit", "session", sessionID, "err", err)
 	}
 }
 

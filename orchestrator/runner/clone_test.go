@@ -63,6 +63,15 @@ func TestCloneBeforeAgentStarts(t *testing.T) {
 	if err != nil || string(b) != "# fixture\n" {
 		t.Fatalf("README.md in the workspace: %q, %v", b, err)
 	}
+	// The commit the clone checked out is the session's base commit (the
+	// Changes view's default base).
+	head, err := exec.Command("git", "-C", filepath.Join(e.dir, "nodes", n.ID), "-c", "safe.directory=*", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("rev-parse: %v", err)
+	}
+	if base, err := e.sessions.BaseCommit(e.ctx, s.ID); err != nil || base != strings.TrimSpace(string(head)) {
+		t.Fatalf("base commit %q (%v), want HEAD %s", base, err, head)
+	}
 	cmds := commandEvents(t, e.records(n.ID))
 	if len(cmds) != 2 || cmds[0].Status != protocol.StepStart || cmds[1].Status != protocol.StepDone ||
 		!strings.Contains(cmds[0].Cmd, "git clone "+url) || cmds[1].Exit == nil || *cmds[1].Exit != 0 {

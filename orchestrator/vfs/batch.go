@@ -231,8 +231,9 @@ func (v *VFS) endLocked() {
 func (v *VFS) forgetAll() {
 	v.mu.Lock()
 	sids := make([]string, 0, len(v.sessions))
-	for sid := range v.sessions {
+	for sid, st := range v.sessions {
 		sids = append(sids, sid)
+		st.writers = nil // what they noted may be lost
 	}
 	v.mu.Unlock()
 	for _, sid := range sids {

@@ -5,6 +5,8 @@
 // layer serves (pathapi.go, grep.go), fork diff and merge (fork*.go,
 // diff.go, merge.go), the enforcement of a node's allowed paths and its
 // audit (policy.go, audit.go), key-value state and tool calls (state.go),
+// file metadata and streamed uploads (filemeta.go, upload.go, ranges.go,
+// content.go),
 // agentfs export and import (export.go) and Check. It knows nothing of HTTP
 // or FUSE.
 //
@@ -48,6 +50,19 @@
 //     has it; agentfs names only directories, files and symlinks. They have
 //     no content: the path API lists and stats them and refuses to read or
 //     write one as a file.
+//   - fs_file_meta (migration 0050, filemeta.go): a file's MIME type,
+//     detected from its bytes and stored with the data_gen it was detected
+//     at (a write through the mount makes it stale: detected again on the
+//     next read), and its provenance (source upload/created/derived, the
+//     node that last wrote it). Keyed by inode: a rename keeps it.
+//
+// An upload (upload.go) streams into an inode without a name, listed in
+// fs_orphan, in transactions of UploadFlush bytes, and takes its name (or
+// gives its bytes to the file at its path) in one last transaction: the
+// write connection is never held for the whole stream, and a failed or
+// interrupted upload leaves nothing (a crash: an orphan PurgeOrphans
+// removes). Byte ranges (ranges.go) read through a seekable File and write
+// at an offset, an append or a write that ends the file, with If-Match.
 //
 // File data is stored in fixed-size chunks (Config.ChunkSize, 64 KiB by default,
 // see docs/benchmarks/vfs.md): chunk k starts at k*ChunkSize and every chunk but

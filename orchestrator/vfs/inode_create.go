@@ -44,6 +44,9 @@ func (fs *FS) Create(ctx context.Context, parent int64, name string, mode uint32
 		if err != nil {
 			return err
 		}
+		if err := fs.stamp(ctx, tx, a.Ino, ""); err != nil {
+			return err
+		}
 		out = a
 		ev = event{op: protocol.FileCreated, parent: parent, name: name}
 		return fs.resolveEvent(ctx, tx, &ev)
@@ -299,6 +302,9 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 			return fmt.Errorf("insert inode: %w", err)
 		}
 		if err := fs.addDentry(ctx, tx, parent, name, ino); err != nil {
+			return err
+		}
+		if err := fs.stamp(ctx, tx, ino, ""); err != nil {
 			return err
 		}
 		var used int64

@@ -130,6 +130,9 @@ func (fs *FS) WriteAtAttr(ctx context.Context, ino int64, p []byte, off int64) (
 		if err != nil {
 			return err
 		}
+		if err := fs.stampIfNew(ctx, tx, ino); err != nil {
+			return err
+		}
 		ev = event{op: protocol.FileModified, ino: ino, size: newSize}
 		if err := fs.resolveEvent(ctx, tx, &ev); err != nil {
 			return err

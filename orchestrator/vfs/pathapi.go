@@ -28,12 +28,15 @@ type FileInfo struct {
 	// "socket", "char-device", "block-device". Only a file has content.
 	Type string `json:"type" jsonschema:"enum=file,enum=directory,enum=symlink,enum=fifo,enum=socket,enum=char-device,enum=block-device"`
 	// Device is a device's number as "major:minor".
-	Device    string    `json:"device,omitempty"`
-	Target    string    `json:"target,omitempty"`
-	Readonly  bool      `json:"is_readonly"`
-	Size      int64     `json:"size_bytes"`
-	Mode      uint32    `json:"mode"`
-	Hash      string    `json:"hash,omitempty"`
+	Device   string `json:"device,omitempty"`
+	Target   string `json:"target,omitempty"`
+	Readonly bool   `json:"is_readonly"`
+	Size     int64  `json:"size_bytes"`
+	Mode     uint32 `json:"mode"`
+	Hash     string `json:"hash,omitempty"`
+	// Gen is the content's generation (fs_inode.data_gen): every write of
+	// the content moves it, so a cache keyed by inode checks it.
+	Gen       int64     `json:"-"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -91,43 +94,53 @@ func (fs *FS) Stat(ctx context.Context, p string) (FileInfo, error) {
 	}
 	info := infoOf(p, baseName(p), r.attr)
 	if r.attr.IsRegular() {
-		if info.Hash, err = fs.hashOf(ctx, r.attr.Ino); err != nil {
+		if info.Hash, info.Gen, err = fs.hashOf(ctx, r.attr.Ino); err != nil {
 			return FileInfo{}, err
 		}
 	}
 	return info, nil
 }
 
-// hashOf returns the sha256 of a file's content, computing and caching it
-// when an inode-level write has cleared it.
-func (fs *FS) hashOf(ctx context.Context, ino int64) (string, error) {
+// hashOf returns the sha256 of a file's content and its generation,
+// computing and caching the hash when an inode-level write has cleared it.
+func (fs *FS) hashOf(ctx context.Context, ino int64) (string, int64, error) {
+	h, gen, err := fs.storedHash(ctx, ino)
+	if err != nil {
+		return "", 0, err
+	}
+	if h.Valid {
+		return h.String, gen, nil
+	}
+	sum, err := fs.computeHash(ctx, fs.v.r, ino)
+	if err != nil {
+		return "", 0, err
+	}
+	// cache only if no write happened meanwhile
+	if _, err := fs.v.db.ExecContext(ctx, `UPDATE fs_inode SET sha256=? WHERE session_id=? AND ino=? AND data_gen=? AND sha256 IS NULL`, sum, fs.sid, ino, gen); err != nil {
+		return "", 0, fmt.Errorf("cache hash: %w", err)
+	}
+	return sum, gen, nil
+}
+
+// storedHash reads the hash stored for ino (not valid when a write cleared
+// it) and its generation.
+func (fs *FS) storedHash(ctx context.Context, ino int64) (sql.NullString, int64, error) {
 	var h sql.NullString
 	var gen int64
 	q, args := `SELECT sha256, data_gen FROM fs_inode WHERE session_id=? AND ino=?`, []any{fs.sid, ino}
 	if lv, layered, err := fs.levels(ctx, fs.v.r); err != nil {
-		return "", err
+		return h, 0, err
 	} else if layered {
 		b := &sqlb{args: []any{ino}}
 		q, args = `SELECT sha256, data_gen FROM (`+rowUnion(b, lv, "fs_inode", "i.sha256, i.data_gen, i.mode", "$.ino=?1")+`) AS u WHERE mode != 0 ORDER BY lvl LIMIT 1`, b.args
 	}
 	if err := fs.v.r.QueryRowContext(ctx, q, args...).Scan(&h, &gen); err != nil {
 		if err == sql.ErrNoRows {
-			return "", errorf(syscall.ENOENT, "", "inode %d not found", ino)
+			return h, 0, errorf(syscall.ENOENT, "", "inode %d not found", ino)
 		}
-		return "", fmt.Errorf("read hash: %w", err)
+		return h, 0, fmt.Errorf("read hash: %w", err)
 	}
-	if h.Valid {
-		return h.String, nil
-	}
-	sum, err := fs.computeHash(ctx, fs.v.r, ino)
-	if err != nil {
-		return "", err
-	}
-	// cache only if no write happened meanwhile
-	if _, err := fs.v.db.ExecContext(ctx, `UPDATE fs_inode SET sha256=? WHERE session_id=? AND ino=? AND data_gen=? AND sha256 IS NULL`, sum, fs.sid, ino, gen); err != nil {
-		return "", fmt.Errorf("cache hash: %w", err)
-	}
-	return sum, nil
+	return h, gen, nil
 }
 
 func (fs *FS) computeHash(ctx context.Context, q querier, ino int64) (string, error) {
@@ -412,6 +425,9 @@ func (fs *FS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpt
 				return fmt.Errorf("write %s: %w", p, err)
 			}
 			fs.changedData(tx, ino)
+			if err := fs.stamp(ctx, tx, ino, ""); err != nil {
+				return err
+			}
 			op := protocol.FileModified
 			if created {
 				op = protocol.FileCreated
@@ -729,6 +745,9 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name 
 		if _, err := tx.ExecContext(ctx, `UPDATE fs_inode SET size=?, sha256=(SELECT sha256 FROM fs_inode WHERE session_id=? AND ino=?) WHERE session_id=? AND ino=?`,
 			a.Size, fs.sid, a.Ino, fs.sid, na.Ino); err != nil {
 			return fmt.Errorf("copy %s: %w", name, err)
+		}
+		if err := fs.copyMeta(ctx, tx, a.Ino, na.Ino); err != nil {
+			return err
 		}
 	case a.IsDir():
 		kids, err := fs.children(ctx, tx, a.Ino)

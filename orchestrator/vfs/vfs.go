@@ -84,6 +84,7 @@ type sessionState struct {
 	resNext, resEnd int64
 	dirs            map[int64]dirLink // directory cache (dircache.go)
 	dirGen          uint64            // bumped whenever dirs is cleared by a rename
+	writers         map[int64]string  // each inode's last writer, source and node (filemeta.go)
 }
 
 // New returns a VFS over db, which must already have migration 0002 applied.
@@ -138,6 +139,7 @@ type FS struct {
 	allowed []string // cleaned prefixes; nil means the whole workspace
 	uid     uint32   // owner of new inodes
 	gid     uint32
+	source  string // what its writes record as their source ("": the default, filemeta.go)
 	// pinned: inodes kept when they lose their last name, for the one
 	// transaction of a merge that names them again (Merge).
 	pinned map[int64]bool

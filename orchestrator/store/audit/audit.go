@@ -27,6 +27,7 @@ const (
 	SourceTool    = "tool"    // a tool event's start and its done or error
 	SourceCommand = "command" // a command event's start and its done or error
 	SourceAPI     = "api"     // a call of the agent API
+	SourceUser    = "user"    // a person's file operation through the user API
 )
 
 // Audit bounds.
@@ -42,9 +43,12 @@ const (
 type ToolCall struct {
 	ID     int64  `json:"id"`
 	NodeID string `json:"node_id"`
-	// Source is tool, command or api.
-	Source string `json:"source" jsonschema:"enum=tool,enum=command,enum=api"`
-	Name   string `json:"name"`
+	// Source is tool, command, api or user.
+	Source string `json:"source" jsonschema:"enum=tool,enum=command,enum=api,enum=user"`
+	// Actor is the person who made a user-API call (source user); empty
+	// for the node's agent.
+	Actor string `json:"actor,omitempty" jsonschema_description:"the person who made the call (source user); absent: the node's agent"`
+	Name  string `json:"name"`
 	// Parameters: {"path"} of a tool, {"cmd"} of a command, the request of
 	// an API call.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
@@ -63,6 +67,7 @@ type ToolCall struct {
 // NewToolCall is an audit row to insert.
 type NewToolCall struct {
 	SessionID, NodeID, Source, Name string
+	Actor                           string          // the person (source user)
 	Parameters, Result              json.RawMessage // JSON, or nil
 	Error                           string          // set: Result is not stored
 	StartedAt, CompletedAt          time.Time
@@ -70,7 +75,7 @@ type NewToolCall struct {
 }
 
 const insertToolCallSQL = `INSERT INTO tool_calls (session_id, node_id, source, name, parameters, result, error,
-	started_at, completed_at, duration_ms, started_ms, completed_ms, seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	started_at, completed_at, duration_ms, started_ms, completed_ms, seq, actor) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 func toolCallArgs(c NewToolCall) []any {
 	if c.CompletedAt.Before(c.StartedAt) {
@@ -93,7 +98,7 @@ func toolCallArgs(c NewToolCall) []any {
 	}
 	st, ct := c.StartedAt.Unix(), c.CompletedAt.Unix()
 	return []any{c.SessionID, c.NodeID, c.Source, c.Name, params, result, errS, st, ct, (ct - st) * 1000,
-		store.Millis(c.StartedAt), store.Millis(c.CompletedAt), seq}
+		store.Millis(c.StartedAt), store.Millis(c.CompletedAt), seq, c.Actor}
 }
 
 // RecordToolCall inserts one audit row (an agent-API call).
@@ -110,13 +115,27 @@ func (s *Store) RecordToolCall(ctx context.Context, c NewToolCall) error {
 // ToolCalls returns a page of nodeID's audit, newest first: the rows with
 // an id below before (0: from the newest).
 func (s *Store) ToolCalls(ctx context.Context, sessionID, nodeID string, before int64, limit int) ([]ToolCall, error) {
+	return s.toolCalls(ctx, sessionID, &nodeID, before, limit)
+}
+
+// SessionToolCalls is ToolCalls of every node of the session and of the
+// people's calls in its shared workspace (node ""), newest first.
+func (s *Store) SessionToolCalls(ctx context.Context, sessionID string, before int64, limit int) ([]ToolCall, error) {
+	return s.toolCalls(ctx, sessionID, nil, before, limit)
+}
+
+func (s *Store) toolCalls(ctx context.Context, sessionID string, nodeID *string, before int64, limit int) ([]ToolCall, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
-	q := `SELECT id, node_id, source, name, parameters, result, error, started_at, completed_at, started_ms, completed_ms, seq
-		FROM tool_calls WHERE session_id = ? AND node_id = ?`
-	args := []any{sessionID, nodeID}
+	q := `SELECT id, node_id, source, actor, name, parameters, result, error, started_at, completed_at, started_ms, completed_ms, seq
+		FROM tool_calls WHERE session_id = ?`
+	args := []any{sessionID}
+	if nodeID != nil {
+		q += ` AND node_id = ?`
+		args = append(args, *nodeID)
+	}
 	if before > 0 {
 		q += ` AND id < ?`
 		args = append(args, before)
@@ -133,7 +152,7 @@ func (s *Store) ToolCalls(ctx context.Context, sessionID, nodeID string, before 
 		var params, result, errS sql.NullString
 		var st, ct int64
 		var stMS, ctMS, seq sql.NullInt64
-		if err := rows.Scan(&c.ID, &c.NodeID, &c.Source, &c.Name, &params, &result, &errS, &st, &ct, &stMS, &ctMS, &seq); err != nil {
+		if err := rows.Scan(&c.ID, &c.NodeID, &c.Source, &c.Actor, &c.Name, &params, &result, &errS, &st, &ct, &stMS, &ctMS, &seq); err != nil {
 			return nil, fmt.Errorf("read audit: %w", err)
 		}
 		if params.Valid {

@@ -16,6 +16,9 @@ import type {
 import type {
 	ApprovalRequestList,
 	AuditPage,
+	Changes,
+	CommentRequest,
+	FileDiff,
 	Me,
 	MoveNodeRequest,
 	NodeList,
@@ -157,6 +160,12 @@ export const api = {
 	moveNode: (id: string, node: string, body: MoveNodeRequest) =>
 		request<AgentNode>(`${n(id, node)}/move`, { method: 'POST', body }),
 	diff: (id: string, node: string) => request<ForkDiff>(`${n(id, node)}/diff`),
+	changes: (id: string, node: string, base = '', text = true) =>
+		request<Changes>(`${n(id, node)}/changes${query({ base, text: text ? '' : 'false' })}`),
+	changeFile: (id: string, node: string, base: string, section: 'uncommitted' | 'committed', path: string) =>
+		request<FileDiff>(`${n(id, node)}/changes/file${query({ base, section, path })}`),
+	comment: (id: string, node: string, body: CommentRequest) =>
+		request<LogRecord>(`${n(id, node)}/comments`, { method: 'POST', body }),
 	merge: (id: string, node: string) => request<MergeResult>(`${n(id, node)}/merge`, { method: 'POST' }),
 	logs: (id: string, node: string, tail = 500) =>
 		request<string>(`${n(id, node)}/logs?tail=${tail}`, { text: true }),
@@ -170,6 +179,21 @@ export const api = {
 	memories: async (limit = 500) => (await request<StoredMemoryList>(`/memories?limit=${limit}`)).data ?? [],
 	deleteMemory: (memory: string) => request<void>(`/memories/${enc(memory)}`, { method: 'DELETE' })
 };
+
+/** query is "?a=1&b=2" of the parameters that are not empty ("" for none). */
+function query(params: Record<string, string>): string {
+	const q = new URLSearchParams();
+	for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
+	const s = q.toString();
+	return s ? `?${s}` : '';
+}
+
+/** changesDownloadURL is a same-origin address (cookie auth) of a node's download: its changes
+ * (tar.gz, zip, bundle or patch) or its workspace (tar.gz or zip). */
+export function changesDownloadURL(sessionId: string, nodeId: string, what: 'changes' | 'workspace', format: string, base = ''): string {
+	const path = what === 'changes' ? '/changes/download' : '/download';
+	return `/api/v1${n(sessionId, nodeId)}${path}${query({ format, base: what === 'changes' ? base : '' })}`;
+}
 
 /** streamURL is the WebSocket address of a session's record stream. */
 export function streamURL(sessionId: string, after: number, loc: Location = window.location): string {

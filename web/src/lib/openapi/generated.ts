@@ -21,6 +21,21 @@ export interface AnswerApprovalRequest {
 	decision: 'approve' | 'deny' | 'always';
 }
 
+export interface AppendBytesArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the bytes, base64
+	 */
+	data: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
 export interface ApprovalRequest {
 	id: string;
 	session_id: string;
@@ -53,7 +68,11 @@ export interface AuditPage {
 export interface ToolCall {
 	id: number;
 	node_id: string;
-	source: 'tool' | 'command' | 'api';
+	source: 'tool' | 'command' | 'api' | 'user';
+	/**
+	 * the person who made the call (source user); absent: the node's agent
+	 */
+	actor?: string;
 	name: string;
 	parameters?: unknown;
 	result?: unknown;
@@ -62,6 +81,85 @@ export interface ToolCall {
 	completed_at: string;
 	duration_ms: number;
 	seq?: number;
+}
+
+export interface Base {
+	kind: 'clone' | 'fork' | 'ref' | 'none';
+	ref?: string;
+	commit?: string;
+}
+
+export interface Changes {
+	repository: boolean;
+	base: Base;
+	/**
+	 * HEAD's commit
+	 */
+	head?: string;
+	/**
+	 * HEAD's branch (empty: detached)
+	 */
+	branch?: string;
+	commits: Commit[];
+	truncated?: boolean;
+	committed: FileDiff[];
+	uncommitted: FileDiff[];
+}
+
+export interface Commit {
+	id: string;
+	subject: string;
+	message: string;
+	author: string;
+	author_email: string;
+	when: string;
+	parents: string[];
+	record?: number;
+	ref?: number;
+	node_id?: string;
+}
+
+export interface FileDiff {
+	path: string;
+	/**
+	 * the path before a rename
+	 */
+	old_path?: string;
+	status: 'added' | 'modified' | 'deleted' | 'renamed';
+	similarity?: number;
+	/**
+	 * git file mode, e.g. 100644
+	 */
+	old_mode?: string;
+	new_mode?: string;
+	/**
+	 * git blob id
+	 */
+	old_id?: string;
+	new_id?: string;
+	old_size: number;
+	new_size: number;
+	binary?: boolean;
+	type?: string;
+	additions: number;
+	deletions: number;
+	patch?: string;
+	too_large?: boolean;
+	omitted?: boolean;
+}
+
+export interface CommentRequest {
+	path: string;
+	start_line: number;
+	end_line: number;
+	side: 'old' | 'new';
+	section?: 'uncommitted' | 'committed';
+	base?: string;
+	lines: string[];
+	/**
+	 * the comment
+	 */
+	body: string;
 }
 
 export interface CreateNodeRequest {
@@ -111,6 +209,25 @@ export interface CreateSessionRequest {
 	 * health checks run in the workspace before every agent session (absent: detected from the repository)
 	 */
 	checks?: Check[];
+}
+
+export interface DeleteLinesArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * first line to delete (1-based)
+	 */
+	start_line: number;
+	/**
+	 * last line to delete (inclusive)
+	 */
+	end_line: number;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
 }
 
 export interface ErrorBody {
@@ -163,6 +280,89 @@ export interface FileAuditEntryList {
 	data: FileAuditEntry[];
 }
 
+export interface FileBytes {
+	/**
+	 * the bytes, base64
+	 */
+	data: string;
+	offset: number;
+	/**
+	 * bytes returned: fewer than asked at the end of the file
+	 */
+	length: number;
+	/**
+	 * the file's size
+	 */
+	size: number;
+	hash: string;
+}
+
+export interface FileCacheStats {
+	hits: number;
+	misses: number;
+	/**
+	 * entries dropped to make room
+	 */
+	evictions: number;
+	/**
+	 * entries dropped because their file changed
+	 */
+	invalidations: number;
+	entries: number;
+	bytes: number;
+	capacity_bytes: number;
+}
+
+export interface FileDetail {
+	/**
+	 * the file's path in the workspace
+	 */
+	id: string;
+	path: string;
+	name: string;
+	is_directory: boolean;
+	is_symlink?: boolean;
+	type: 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device';
+	device?: string;
+	target?: string;
+	is_readonly: boolean;
+	size_bytes: number;
+	mode: number;
+	hash?: string;
+	created_at: string;
+	updated_at: string;
+	/**
+	 * detected from the content (magic bytes, not the name); empty for a directory
+	 */
+	mime_type?: string;
+	/**
+	 * upload: a person's; created: an agent's; derived: made from another file (a copy)
+	 */
+	source?: 'upload' | 'created' | 'derived';
+	/**
+	 * the node whose agent last wrote it (absent: a person, or not known)
+	 */
+	node_id?: string;
+}
+
+export interface FileEntry {
+	/**
+	 * the file's path in the workspace
+	 */
+	id: string;
+	name: string;
+	size: number;
+	mime_type: string;
+	modified_on: string;
+}
+
+export interface FileID {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+}
+
 export interface FileInfo {
 	path: string;
 	name: string;
@@ -181,6 +381,23 @@ export interface FileInfo {
 
 export interface FileInfoList {
 	data: FileInfo[];
+}
+
+export interface FileList {
+	files: FileEntry[];
+	/**
+	 * more files match than one answer holds
+	 */
+	truncated?: boolean;
+}
+
+export interface FileWritten {
+	ok: boolean;
+	/**
+	 * the file's size after the write
+	 */
+	size: number;
+	hash: string;
 }
 
 export interface ForkChange {
@@ -234,6 +451,76 @@ export interface GrepRequest {
 export interface GrepResult {
 	data: GrepFile[];
 	truncated: boolean;
+}
+
+export interface InsertLinesArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * insert after this line (0: at the start; the line count: at the end)
+	 */
+	after_line: number;
+	/**
+	 * the lines to insert
+	 */
+	content: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface KVDeleted {
+	/**
+	 * false: there was no such key
+	 */
+	deleted: boolean;
+}
+
+export interface KVEntry {
+	key: string;
+	value?: unknown;
+	created_at: string;
+	updated_at: string;
+}
+
+export interface KVKeys {
+	keys: KVEntry[];
+	truncated?: boolean;
+}
+
+export interface KVPutRequest {
+	/**
+	 * any JSON value (at most 256 KiB)
+	 */
+	value: {
+		[k: string]: unknown | undefined;
+	};
+}
+
+export interface KVValue {
+	key: string;
+	/**
+	 * any JSON value
+	 */
+	value: {
+		[k: string]: unknown | undefined;
+	};
+}
+
+export interface LineCount {
+	total_lines: number;
+	size: number;
+	hash: string;
+}
+
+export interface ListArgs {
+	/**
+	 * a glob matched against the path (below /) and the name: * and ? within a name, [abc], ** for any directories (e.g. ** /*.csv); empty: every file
+	 */
+	pattern?: string;
 }
 
 export interface Me {
@@ -324,9 +611,92 @@ export interface PatchSessionRequest {
 	budget_usd?: number | null;
 }
 
+export interface ReadBytesArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * first byte (0-based)
+	 */
+	offset: number;
+	/**
+	 * how many bytes (at most 1048576)
+	 */
+	length: number;
+}
+
+export interface ReadTextArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * first line to read (1-based); omit to start from the beginning
+	 */
+	start_line?: number;
+	/**
+	 * last line to read (inclusive); omit to read to the end
+	 */
+	end_line?: number;
+}
+
 export interface RecordPage {
 	data: LogRecord[];
 	next_after: number;
+}
+
+export interface ReplaceLinesArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * first line to replace (1-based)
+	 */
+	start_line: number;
+	/**
+	 * last line to replace (inclusive)
+	 */
+	end_line: number;
+	/**
+	 * replacement text (its lines; empty deletes the range)
+	 */
+	content: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface SearchMatch {
+	line: number;
+	content: string;
+}
+
+export interface SearchResult {
+	matches: SearchMatch[];
+	total_lines: number;
+	hash: string;
+	/**
+	 * max_results was reached, or the time limit
+	 */
+	truncated?: boolean;
+}
+
+export interface SearchTextArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * a regular expression (RE2 syntax, e.g. (?i)total\s+\d+)
+	 */
+	pattern: string;
+	/**
+	 * at most this many matching lines (default 100, at most 1000)
+	 */
+	max_results?: number;
 }
 
 export interface SecretInfo {
@@ -374,9 +744,63 @@ export interface StoredMemoryList {
 	data: StoredMemory[];
 }
 
+export interface TextEdit {
+	ok: boolean;
+	size: number;
+	total_lines: number;
+	/**
+	 * the new sha256: if_match of the next edit
+	 */
+	hash: string;
+}
+
+export interface TextRead {
+	content: string;
+	total_lines: number;
+	/**
+	 * the first line returned, 1-based (0: none)
+	 */
+	start_line: number;
+	/**
+	 * the last line returned
+	 */
+	end_line: number;
+	/**
+	 * the file's sha256: pass it as if_match to an edit
+	 */
+	hash: string;
+	/**
+	 * the range was cut at the size limit: read on from end_line + 1
+	 */
+	truncated?: boolean;
+}
+
 export interface TransferRequest {
 	src_path: string;
 	dst_path: string;
+}
+
+export interface Uploaded {
+	data: FileDetail[];
+}
+
+export interface WriteBytesArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * where the bytes go (past the end: the gap is zero-filled)
+	 */
+	offset: number;
+	/**
+	 * the bytes, base64
+	 */
+	data: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
 }
 
 export interface WriteFileRequest {
@@ -393,4 +817,19 @@ export interface WriteFileRequest {
 	 * POST only: create a directory
 	 */
 	is_directory?: boolean;
+}
+
+export interface WriteTextArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * full text content to write
+	 */
+	content: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
 }

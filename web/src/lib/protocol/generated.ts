@@ -124,6 +124,14 @@ export interface MessageInput {
 		id: string;
 		name: string;
 	};
+	comment?: {
+		path: string;
+		start_line: number;
+		end_line: number;
+		side: 'old' | 'new';
+		section?: 'uncommitted' | 'committed';
+		base?: string;
+	};
 }
 /**
  * Asks the agent to stop, pause or resume.

@@ -1,105 +1,126 @@
-import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import { describe, expect, it, vi } from 'vitest';
 import DiffView from './DiffView.svelte';
+import ChangesView from './ChangesView.svelte';
 import AgentPanel from './AgentPanel.svelte';
-import { ApiError } from '$lib/api';
-import type { AgentNode, ForkDiff, MergeResult } from '$lib/types';
+import { commentRange, parsePatch } from '../changes/patch';
+import { createFileFeed } from '$lib/files';
+import type { AgentNode, LogRecord } from '$lib/types';
+import type { Changes, FileDiff } from '$lib/openapi/generated';
 
-const fork = { id: 'ws-1', base: 'ws-0', origin: 's1', session_id: 's1', created_at: '2026-01-01T00:00:00Z' };
-const diff: ForkDiff = {
-	fork,
-	changes: [
-		{ path: '/a.txt', op: 'changed', kind: 'file', old_size: 14, new_size: 14, diff: '--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n' },
-		{ path: '/img.png', op: 'added', kind: 'file', old_size: 0, new_size: 9000, binary: true },
-		{ path: '/new', op: 'added', kind: 'dir', old_size: 0, new_size: 0 },
-		{ path: '/old.txt', op: 'deleted', kind: 'file', old_size: 3, new_size: 0, diff: '--- a/old.txt\n+++ b/old.txt\n@@ -1,1 +0,0 @@\n-old\n' }
-	]
+const goFile: FileDiff = {
+	path: 'src/main.go',
+	status: 'modified',
+	old_size: 40,
+	new_size: 60,
+	additions: 2,
+	deletions: 1,
+	patch: '@@ -1,4 +1,5 @@ package main\n func main() {\n-\tprintln("hi")\n+\tprintln("hello")\n+\tprintln("world")\n }\n // end\n\\ No newline at end of file\n'
 };
 
+describe('parsePatch', () => {
+	it('numbers the lines of both sides and marks a missing final newline', () => {
+		const rows = parsePatch(goFile.patch!);
+		expect(rows.map((r) => r.kind)).toEqual(['hunk', 'ctx', 'del', 'add', 'add', 'ctx', 'ctx']);
+		expect(rows[1]).toMatchObject({ old: 1, new: 1, text: 'func main() {' });
+		expect(rows[2]).toMatchObject({ old: 2, text: '\tprintln("hi")' });
+		expect(rows[3]).toMatchObject({ new: 2 });
+		expect(rows[4]).toMatchObject({ new: 3 });
+		expect(rows[6]).toMatchObject({ old: 4, new: 5, noNewline: true });
+	});
+	it('comments on new lines by their new numbers, on deleted lines only by their old ones', () => {
+		const rows = parsePatch(goFile.patch!);
+		expect(commentRange(rows, { from: 2, to: 4 })).toEqual({ side: 'new', start: 2, end: 3, lines: ['-\tprintln("hi")', '+\tprintln("hello")', '+\tprintln("world")'] });
+		expect(commentRange(rows, { from: 2, to: 2 })).toEqual({ side: 'old', start: 2, end: 2, lines: ['-\tprintln("hi")'] });
+	});
+});
+
 describe('DiffView', () => {
-	it('lists the changed files and opens a text diff', async () => {
-		render(DiffView, { nodeId: 'n1', load: vi.fn().mockResolvedValue(diff) });
-		const list = await screen.findByRole('list', { name: 'Changed files' });
-		expect(list.textContent).toContain('/a.txt');
-		expect(list.textContent).toContain('/old.txt');
-		expect(screen.getByText(/3 files, 1 dir/)).toBeTruthy();
+	it('shows a file collapsible, its lines numbered on both sides and highlighted', async () => {
+		const { container } = render(DiffView, { file: goFile });
+		const table = screen.getByTestId('patch');
+		expect(within(table).getAllByTestId('row')).toHaveLength(6);
+		expect(table.textContent).toContain('println("hello")');
+		// go is highlighted: the string is a token of its own
+		expect([...container.querySelectorAll('.hljs-string')].map((e) => e.textContent)).toEqual(['"hi"', '"hello"', '"world"']);
+		expect(screen.getByText('+2')).toBeTruthy();
+		await fireEvent.click(container.querySelector('button.head')!);
 		expect(screen.queryByTestId('patch')).toBeNull();
-		await fireEvent.click(screen.getByRole('button', { name: /\/a\.txt/ }));
-		const patch = screen.getByTestId('patch');
-		expect(patch.textContent).toContain('-two\n+TWO');
-		expect(patch.querySelector('.add')?.textContent).toBe('+TWO\n');
-		expect(patch.querySelector('.del')?.textContent).toBe('-two\n');
-		await fireEvent.click(screen.getByRole('button', { name: /\/img\.png/ }));
-		expect(screen.getByText('Binary or large file: no text diff.')).toBeTruthy();
 	});
 
-	it('says which other names a hard-linked file has', async () => {
-		const linked: ForkDiff = {
-			fork,
-			changes: [
-				{ path: '/b', op: 'added', kind: 'file', old_size: 0, new_size: 2, links: ['/a', '/d/c'], diff: '--- a/b\n+++ b/b\n@@ -0,0 +1,1 @@\n+x\n' },
-				{ path: '/twin', op: 'changed', kind: 'file', old_size: 2, new_size: 2, links: ['/a'] }
-			]
-		};
-		render(DiffView, { nodeId: 'n1', load: vi.fn().mockResolvedValue(linked) });
-		await screen.findByRole('list', { name: 'Changed files' });
-		await fireEvent.click(screen.getByRole('button', { name: /\/b/ }));
-		expect(screen.getByTestId('links').textContent).toBe('Hard link: the same file as /a, /d/c.');
-		expect(screen.getByTestId('patch').textContent).toContain('+x');
-		await fireEvent.click(screen.getByRole('button', { name: /\/twin/ }));
-		expect(screen.getByTestId('links').textContent).toBe('Hard link: the same file as /a.');
-		expect(screen.getByText('No text difference: the path now names another file with the same bytes.')).toBeTruthy();
+	it('summarises a binary file and shows a large one on request', async () => {
+		render(DiffView, { file: { path: 'logo.png', status: 'added', old_size: 0, new_size: 20480, binary: true, type: 'image/png', additions: 0, deletions: 0 } });
+		expect(screen.getByTestId('binary').textContent).toContain('image/png');
+		expect(screen.getByTestId('binary').textContent).toContain('20.0 KiB');
 	});
 
-	it("lists the work first and folds git's own files behind one row", async () => {
-		const withGit: ForkDiff = {
-			fork,
-			changes: [
-				{ path: '/.git/index', op: 'changed', kind: 'file', old_size: 100, new_size: 120, binary: true },
-				{ path: '/.git/objects/32/e1', op: 'added', kind: 'file', old_size: 0, new_size: 50, binary: true },
-				{ path: '/.git/objects/32', op: 'added', kind: 'dir', old_size: 0, new_size: 0 },
-				{ path: '/notes/fork.md', op: 'added', kind: 'file', old_size: 0, new_size: 7, diff: '--- a/notes/fork.md\n+++ b/notes/fork.md\n@@ -0,0 +1,1 @@\n+forked\n' }
-			]
-		};
-		render(DiffView, { nodeId: 'n1', load: vi.fn().mockResolvedValue(withGit) });
-		const list = await screen.findByRole('list', { name: 'Changed files' });
-		expect(screen.getByText(/3 files, 1 dir/)).toBeTruthy();
-		const rows = [...list.querySelectorAll(':scope > li > button .path')].map((e) => e.textContent);
-		expect(rows).toEqual(['/notes/fork.md', '/.git/']);
-		expect(list.textContent).toContain("git's own files: 2 changes");
-		expect(screen.queryByRole('button', { name: /\/\.git\/index/ })).toBeNull();
-		await fireEvent.click(screen.getByRole('button', { name: /git's own files/ }));
-		expect(screen.getByRole('button', { name: /\/\.git\/index/ })).toBeTruthy();
-		expect(screen.getByRole('button', { name: /\/\.git\/objects\/32\/e1/ })).toBeTruthy();
+	it('loads a large file in full with Show anyway', async () => {
+		const loadFull = vi.fn().mockResolvedValue(goFile);
+		render(DiffView, { file: { ...goFile, patch: undefined, too_large: true }, loadFull });
+		expect(screen.getByTestId('large').textContent).toContain('Large diff');
+		await fireEvent.click(screen.getByText('Show anyway'));
+		expect(await screen.findByTestId('patch')).toBeTruthy();
+		expect(loadFull).toHaveBeenCalledOnce();
 	});
 
-	it('merges, then shows what was applied and the conflicts, and reloads the diff', async () => {
-		const load = vi.fn().mockResolvedValueOnce(diff).mockResolvedValue({ fork, changes: [diff.changes[1]] });
-		const result: MergeResult = {
-			fork,
-			applied: [diff.changes[0], diff.changes[3]],
-			conflicts: [{ path: '/both.txt', fork: 'changed', parent: 'deleted' }]
-		};
-		const onmerge = vi.fn().mockResolvedValue(result);
-		render(DiffView, { nodeId: 'n1', load, onmerge });
-		await screen.findByRole('list', { name: 'Changed files' });
-		await fireEvent.click(screen.getByRole('button', { name: /Merge/ }));
-		expect(onmerge).toHaveBeenCalledWith('n1');
-		const status = await screen.findByTestId('merge-result');
-		expect(status.textContent).toContain('Merged 2 changes');
-		const conflicts = screen.getByRole('list', { name: 'Conflicts' });
-		expect(conflicts.textContent).toContain('/both.txt');
-		expect(conflicts.textContent).toContain('changed here, deleted in the parent');
+	it('sends a comment on the lines selected with a click and a shift-click', async () => {
+		const oncomment = vi.fn().mockResolvedValue({});
+		render(DiffView, { file: goFile, oncomment });
+		await fireEvent.click(screen.getAllByLabelText('Select line 2')[0]);
+		await fireEvent.click(screen.getAllByLabelText('Select line 3')[1], { shiftKey: true });
+		expect(screen.getByText('Comment on lines 2-3')).toBeTruthy();
+		await fireEvent.input(screen.getByTestId('comment-body'), { target: { value: 'Print once.' } });
+		await fireEvent.click(screen.getByText('Send to agent'));
+		expect(oncomment).toHaveBeenCalledWith({ path: 'src/main.go', start_line: 2, end_line: 3, side: 'new', lines: ['-\tprintln("hi")', '+\tprintln("hello")', '+\tprintln("world")'], body: 'Print once.' });
+		expect(await screen.findByText('Sent your comment on lines 2-3 to the agent.')).toBeTruthy();
+	});
+});
+
+const changes = (over: Partial<Changes> = {}): Changes => ({
+	repository: true,
+	base: { kind: 'clone', commit: 'aaaaaaaa11' },
+	head: 'bbbbbbbb22',
+	branch: 'main',
+	commits: [{ id: 'bbbbbbbb22', subject: 'say hello', message: 'say hello', author: 'Ada', author_email: 'a@x', when: '2026-01-01T00:00:00Z', parents: ['aaaaaaaa11'], record: 9, ref: 7 }],
+	committed: [{ ...goFile, path: 'src/old.go' }],
+	uncommitted: [goFile],
+	...over
+});
+
+describe('ChangesView', () => {
+	it('shows uncommitted changes apart from the commits, each commit linking to its record', async () => {
+		const onjump = vi.fn();
+		render(ChangesView, { nodeId: 'n1', load: vi.fn().mockResolvedValue(changes()), loadFile: vi.fn(), onjump });
+		const unc = await screen.findByRole('region', { name: 'Uncommitted changes' });
+		expect(within(unc).getAllByTestId('diff-file').map((f) => f.dataset.path)).toEqual(['src/main.go']);
+		const com = screen.getByRole('region', { name: 'Commits' });
+		expect(within(com).getAllByTestId('diff-file').map((f) => f.dataset.path)).toEqual(['src/old.go']);
+		expect(screen.getByTestId('head').textContent).toContain('On main at bbbbbbbb · against the clone commit aaaaaaaa');
+		await fireEvent.click(within(com).getByRole('button', { name: 'made by…' }));
+		expect(onjump).toHaveBeenCalledWith(7);
+	});
+
+	it('follows the agent: a file record reloads the changes', async () => {
+		const feed = createFileFeed();
+		const load = vi.fn().mockResolvedValueOnce(changes({ uncommitted: [] })).mockResolvedValue(changes());
+		render(ChangesView, { nodeId: 'n1', load, loadFile: vi.fn(), feed });
+		expect(await screen.findByText('The working tree is as HEAD has it.')).toBeTruthy();
+		feed.push({ seq: 5, kind: 'file', node_id: '', at: '', data: { op: 'modified', path: '/src/main.go', size: 60 } } as LogRecord);
 		await waitFor(() => expect(load).toHaveBeenCalledTimes(2));
-		await waitFor(() => expect(screen.queryByRole('button', { name: /\/a\.txt/ })).toBeNull());
+		const unc = await screen.findByRole('region', { name: 'Uncommitted changes' });
+		await waitFor(() => expect(within(unc).getAllByTestId('diff-file')).toHaveLength(1));
 	});
 
-	it('says a failed merge applied nothing', async () => {
-		const onmerge = vi.fn().mockRejectedValue(new ApiError(413, 'quota_exceeded', 'session quota exceeded'));
-		render(DiffView, { nodeId: 'n1', load: vi.fn().mockResolvedValue(diff), onmerge });
-		await screen.findByRole('list', { name: 'Changed files' });
-		await fireEvent.click(screen.getByRole('button', { name: /Merge/ }));
-		expect((await screen.findByRole('alert')).textContent).toContain('Merge failed, nothing was applied: session quota exceeded');
+	it('reloads against the base the user picks, and merges a fork', async () => {
+		const load = vi.fn().mockResolvedValue(changes({ base: { kind: 'fork', commit: 'cccccccc' } }));
+		const onmerge = vi.fn().mockResolvedValue({ applied: ['/a'], conflicts: [] });
+		render(ChangesView, { nodeId: 'n1', load, loadFile: vi.fn(), onmerge });
+		await screen.findByTestId('head');
+		await fireEvent.input(screen.getByRole('textbox', { name: 'Base ref' }), { target: { value: 'v1.0' } });
+		await fireEvent.submit(screen.getByRole('textbox', { name: 'Base ref' }).closest('form')!);
+		await waitFor(() => expect(load).toHaveBeenLastCalledWith('n1', 'v1.0'));
+		await fireEvent.click(await screen.findByRole('button', { name: 'Merge' }));
+		expect((await screen.findByTestId('merge-result')).textContent).toContain('Merged 1 change');
 	});
 });
 
@@ -107,17 +128,22 @@ const node = (id: string, parent: string | null): AgentNode =>
 	({ id, session_id: 's1', parent_id: parent, name: id, agent_type: 'shelley', model: '', status: 'idle', tokens: 0 }) as unknown as AgentNode;
 
 describe('AgentPanel Changes tab', () => {
-	it('shows for a forked child only', async () => {
-		const loadDiff = vi.fn((id: string) => (id === 'kid' ? Promise.resolve(diff) : Promise.reject(new ApiError(404, 'not_found', 'shared'))));
-		const props = { node: node('kid', 'root'), records: [], onsend: vi.fn(), sessionId: 's1', loadDiff, onmerge: vi.fn() };
-		const { rerender } = render(AgentPanel, props);
-		const tab = await screen.findByRole('tab', { name: 'Changes' });
-		await fireEvent.click(tab);
-		expect(await screen.findByTestId('diff')).toBeTruthy();
-		await rerender({ ...props, node: node('other', 'root') });
-		await waitFor(() => expect(screen.queryByRole('tab', { name: 'Changes' })).toBeNull());
-		expect(screen.queryByTestId('diff')).toBeNull();
-		await rerender({ ...props, node: node('root', null) });
-		expect(loadDiff).not.toHaveBeenCalledWith('root');
+	it('shows for every agent, and a comment in the chat opens its diff at its lines', async () => {
+		const loadChanges = vi.fn().mockResolvedValue(changes());
+		const comment: LogRecord = {
+			seq: 3,
+			kind: 'input',
+			node_id: 'root',
+			at: '2026-01-01T00:00:00Z',
+			data: { type: 'message', from: 'user', content: 'Comment on src/main.go, lines 3-4:\n\n> +a\n\nPrint once.', comment: { path: 'src/main.go', start_line: 3, end_line: 4, side: 'new', section: 'uncommitted' } }
+		} as LogRecord;
+		render(AgentPanel, { node: node('root', null), records: [comment], onsend: vi.fn(), sessionId: 's1', loadChanges, loadChangeFile: vi.fn() });
+		expect(screen.getByRole('tab', { name: 'Changes' })).toBeTruthy();
+		await fireEvent.click(screen.getByTestId('comment-link'));
+		expect(await screen.findByTestId('changes')).toBeTruthy();
+		await screen.findAllByTestId('diff-file');
+		const marked = document.querySelectorAll('tr.mark');
+		expect(marked).toHaveLength(2);
+		expect(loadChanges).toHaveBeenCalledWith('root', '');
 	});
 });

@@ -14,9 +14,13 @@ import type {
 	ToolEvent,
 	Worker
 } from '$lib/protocol';
+import type { MessageInput } from '$lib/protocol/generated';
+
+/** DiffComment is what a user's message comments on: lines of a file in the node's changes. */
+export type DiffComment = NonNullable<MessageInput['comment']>;
 
 export type ChatItem =
-	| { kind: 'user'; key: number; content: string }
+	| { kind: 'user'; key: number; content: string; comment?: DiffComment }
 	| { kind: 'note'; key: number; from: string; content: string }
 	| { kind: 'text'; key: number; content: string }
 	| { kind: 'tool'; key: number; ev: ToolEvent }
@@ -64,7 +68,7 @@ export function toItems(records: readonly LogRecord[]): ChatItem[] {
 		if (r.kind === 'input') {
 			const d = r.data;
 			if (d.type === 'message') {
-				if (d.from === 'user') items.push({ kind: 'user', key, content: d.content });
+				if (d.from === 'user') items.push(d.comment ? { kind: 'user', key, content: d.content, comment: d.comment } : { kind: 'user', key, content: d.content });
 				else items.push({ kind: 'note', key, from: d.from, content: d.content });
 			} else if (d.type === 'signal') {
 				items.push({ kind: 'note', key, from: 'signal', content: d.action });
