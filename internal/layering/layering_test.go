@@ -34,13 +34,13 @@ func TestImportArrows(t *testing.T) {
 		// The review of a workspace's changes reads the session filesystem
 		// and the store; the API serves it, the runner records its base
 		// (its tests mount a workspace to run git in it).
-		"orchestrator/changes": {"orchestrator/changes", "=orchestrator", "orchestrator/vfs", "orchestrator/store", "protocol", "orchestrator/workspace"},
+		"orchestrator/changes": {"orchestrator/changes", "=orchestrator", "orchestrator/vfs", "orchestrator/store", "protocol", "orchestrator/workspace", "internal/pgsql"},
 		// The model catalogue is a leaf the gateway and the API share (its
 		// test checks the agent catalog's defaults against it).
 		"orchestrator/models": {"orchestrator/models", "=orchestrator"},
 		// The file tiers and tools work on the session filesystem and know
 		// nothing of the store or of the APIs that serve them.
-		"orchestrator/files": {"orchestrator/files", "orchestrator/vfs", "orchestrator/gitnet", "=orchestrator", "protocol"},
+		"orchestrator/files": {"orchestrator/files", "orchestrator/vfs", "orchestrator/gitnet", "=orchestrator", "protocol", "internal/pgsql"},
 		// The shared test kit: no package of this module, so that the
 		// tests of every layer above may use it.
 		"internal/testkit/...": {"internal/testkit"},
