@@ -31,10 +31,18 @@ web/node_modules/.package-lock.json: web/package-lock.json web/package.json
 images: ## build the agent images locally (no registry needed)
 	images/build.sh
 
-test: deps lint gen-check web-test images build go-test e2e ## everything CI runs
+test: deps lint gen-check web-test images build go-test go-test-pg e2e ## everything CI runs
 
 go-test: ## Go unit + integration tests (real SQLite, Docker, FUSE), with the race detector
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# The store and vfs suites again on PostgreSQL: the test process starts its
+# own cluster (internal/testkit PostgresURL; postgresql-15 from deps). The
+# long randomized and scaling tests of the vfs run on SQLite only, to keep
+# this under ~3 minutes on 2 cores.
+PG_SKIP = ^(TestForkRandom|TestLazyForkRandom|TestLazyForkReviewRandom|TestMergeRandomKeepsLinks|TestForkDiffMerge10k|TestDeepTreeLinear|TestPathLimit|TestRandom.*)$$
+go-test-pg: ## the store and vfs suites on PostgreSQL (FILEPATH_TEST_DATABASE=postgres)
+	FILEPATH_TEST_DATABASE=postgres $(GO) test -count=1 -timeout 20m -skip '$(PG_SKIP)' ./orchestrator/store/... ./orchestrator/vfs/...
 
 web-test: web/node_modules/.package-lock.json ## component tests (vitest)
 	cd web && npm test

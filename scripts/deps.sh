@@ -24,6 +24,9 @@ command -v git >/dev/null || need_pkgs+=(git)
 command -v gcc >/dev/null || need_pkgs+=(gcc)
 if [ "$mode" = all ]; then
   [ -x /usr/lib/chromium/chromium ] || need_pkgs+=(chromium)
+  # the store and vfs suites on PostgreSQL (make go-test-pg) start a cluster
+  # of their own with initdb and postgres
+  command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql-15)
   # internal/compose brings compose.yaml up with it (Debian's 1.29)
   command -v docker-compose >/dev/null || need_pkgs+=(docker-compose)
 fi

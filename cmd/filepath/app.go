@@ -99,7 +99,7 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	if err != nil {
 		return a, err
 	}
-	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), Publisher: a.hub}); err != nil {
+	if a.st, err = store.Open(ctx, store.Config{Path: filepath.Join(data, "filepath.db"), URL: cfg.DatabaseURL, Publisher: a.hub}); err != nil {
 		return a, err
 	}
 	a.users = identity.New(a.st)

@@ -37,6 +37,7 @@ commands:
   apikey list [--user NAME]                     list API keys (id, prefix, user, name, created, last used, expires)
   apikey revoke ID                              revoke an API key at once
   healthcheck [--addr A]                        exit 0 when the server on A answers /healthz ok
+  migrate --from sqlite:DB --to postgres://...  copy a data directory's database into an empty PostgreSQL one, verified
   version                                       print the version
   help                                          print this help
 
@@ -66,6 +67,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return runAPIKey(ctx, rest, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, rest, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		return runVersion(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

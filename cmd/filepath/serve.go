@@ -31,6 +31,9 @@ import (
 
 // serveConfig is the validated configuration of `filepath serve`.
 type serveConfig struct {
+	// DatabaseURL, when set, is the PostgreSQL database of the store
+	// (FILEPATH_DATABASE_URL); empty: SQLite in Data.
+	DatabaseURL    string
 	Addr           string
 	Data           string
 	LogLevel       slog.Level
@@ -96,7 +99,8 @@ var serveEnv = map[string]string{
 	"check-timeout":    "FILEPATH_CHECK_TIMEOUT", "check-timeout-max": "FILEPATH_CHECK_TIMEOUT_MAX",
 	"git-allow-private": "FILEPATH_GIT_ALLOW_PRIVATE",
 	"egress":            "FILEPATH_EGRESS", "egress-allow": "FILEPATH_EGRESS_ALLOW", "egress-allow-private": "FILEPATH_EGRESS_ALLOW_PRIVATE",
-	"public-url": "FILEPATH_PUBLIC_URL",
+	"public-url":   "FILEPATH_PUBLIC_URL",
+	"database-url": "FILEPATH_DATABASE_URL",
 }
 
 // parseServe reads flags, then FILEPATH_* env vars for what the flags left
@@ -110,6 +114,7 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	}
 	addr := str("addr", "127.0.0.1:8080", "listen address")
 	data := str("data", "./data", "data directory: filepath.db, node workspaces, logs")
+	dbURL := str("database-url", "", "a PostgreSQL database (postgres://user@host/db) to keep the store in instead of <data>/filepath.db; its collation must be C")
 	level := str("log-level", "info", "debug, info, warn or error")
 	format := str("log-format", "text", "text or json")
 	runtime := str("runtime", "docker", "agent runtime: docker or process")
@@ -161,7 +166,10 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 		}
 		return "--" + name
 	}
-	cfg := serveConfig{Addr: *addr, Data: *data, LogFormat: *format, Runtime: *runtime,
+	if *dbURL != "" && !store.IsPostgresURL(*dbURL) {
+		return serveConfig{}, fmt.Errorf("%s %q: want postgres://…", where("database-url"), *dbURL)
+	}
+	cfg := serveConfig{Addr: *addr, Data: *data, DatabaseURL: *dbURL, LogFormat: *format, Runtime: *runtime,
 		Workspace: *workspace, AgentCmd: strings.Fields(*agentCmd), Network: *network, GitAllowPrivate: *gitPrivate}
 	if gitPrivateErr != nil && !set["git-allow-private"] {
 		return cfg, fmt.Errorf("serve: %s %q: want 1, true, 0 or false", serveEnv["git-allow-private"], gitPrivateEnv)

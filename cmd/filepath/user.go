@@ -53,10 +53,14 @@ func baseURL(flagURL, data string) string {
 	return "http://" + env("FILEPATH_ADDR", "127.0.0.1:8080")
 }
 
-// openStore opens the database of a data directory for an admin command.
-// It never creates one: a typo in --data must not start an empty database
-// beside the real one.
+// openStore opens the database of a data directory for an admin command
+// (the PostgreSQL database of FILEPATH_DATABASE_URL when it is set). It
+// never creates a SQLite file: a typo in --data must not start an empty
+// database beside the real one.
 func openStore(ctx context.Context, data string) (*store.Store, error) {
+	if u := os.Getenv("FILEPATH_DATABASE_URL"); u != "" {
+		return store.Open(ctx, store.Config{URL: u})
+	}
 	path := filepath.Join(data, "filepath.db")
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no filepath database at %s: start `filepath serve --data %s` once first, or pass the --data of your server", path, data)

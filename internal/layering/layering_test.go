@@ -25,7 +25,7 @@ func TestImportArrows(t *testing.T) {
 		// its leaves, which know nothing of the store; none of it knows
 		// the packages that use it (api, runner, workspace, store, hub).
 		// "=p" is p alone, without the packages below it.
-		"orchestrator/vfs/...":      {"orchestrator/vfs", "=orchestrator", "protocol"},
+		"orchestrator/vfs/...":      {"orchestrator/vfs", "=orchestrator", "protocol", "internal/pgsql"},
 		"orchestrator/vfs/errno":    {"orchestrator/vfs/errno", "=orchestrator"},
 		"orchestrator/vfs/paths":    {"orchestrator/vfs/paths", "orchestrator/vfs/errno", "=orchestrator"},
 		"orchestrator/vfs/events":   {"orchestrator/vfs/events", "protocol"},
@@ -34,16 +34,18 @@ func TestImportArrows(t *testing.T) {
 		// The review of a workspace's changes reads the session filesystem
 		// and the store; the API serves it, the runner records its base
 		// (its tests mount a workspace to run git in it).
-		"orchestrator/changes": {"orchestrator/changes", "=orchestrator", "orchestrator/vfs", "orchestrator/store", "protocol", "orchestrator/workspace"},
+		"orchestrator/changes": {"orchestrator/changes", "=orchestrator", "orchestrator/vfs", "orchestrator/store", "protocol", "orchestrator/workspace", "internal/pgsql"},
 		// The model catalogue is a leaf the gateway and the API share (its
 		// test checks the agent catalog's defaults against it).
 		"orchestrator/models": {"orchestrator/models", "=orchestrator"},
 		// The file tiers and tools work on the session filesystem and know
 		// nothing of the store or of the APIs that serve them.
-		"orchestrator/files": {"orchestrator/files", "orchestrator/vfs", "orchestrator/gitnet", "=orchestrator", "protocol"},
-		// The shared test kit: the standard library only, so that the
+		"orchestrator/files": {"orchestrator/files", "orchestrator/vfs", "orchestrator/gitnet", "=orchestrator", "protocol", "internal/pgsql"},
+		// The shared test kit: no package of this module, so that the
 		// tests of every layer above may use it.
 		"internal/testkit/...": {"internal/testkit"},
+		// The PostgreSQL connection of the store and the vfs: a leaf.
+		"internal/pgsql": {"internal/pgsql"},
 	}
 	for pkgs, ok := range allowed {
 		check(t, pkgs, ok, "-deps")
@@ -61,7 +63,7 @@ func TestImportArrows(t *testing.T) {
 // that use them. Their tests may use storetest (every noun package over one
 // database), the hub (the publisher the server wires in) and the schemas.
 func TestStoreArrows(t *testing.T) {
-	base := []string{"=orchestrator/store", "=orchestrator", "protocol"}
+	base := []string{"=orchestrator/store", "=orchestrator", "protocol", "internal/pgsql"}
 	allowed := map[string][]string{
 		"orchestrator/store":           base,
 		"orchestrator/store/identity":  append([]string{"orchestrator/store/identity"}, base...),

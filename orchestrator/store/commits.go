@@ -18,8 +18,8 @@ type CommitRecord struct {
 // CommitRecords returns the commit events of sessionID's log (of nodeID
 // only, when it is not ""), oldest first.
 func (s *Store) CommitRecords(ctx context.Context, sessionID, nodeID string) ([]CommitRecord, error) {
-	q := `SELECT seq, node_id, COALESCE(json_extract(payload, '$.hash'), ''), COALESCE(ref, 0) FROM session_log
-		WHERE session_id = ? AND kind = 'event' AND json_extract(payload, '$.type') = 'commit'`
+	q := `SELECT seq, node_id, COALESCE(` + s.JSONText("payload", "hash") + `, ''), COALESCE(ref, 0) FROM session_log
+		WHERE session_id = ? AND kind = 'event' AND ` + s.JSONText("payload", "type") + ` = 'commit'`
 	args := []any{sessionID}
 	if nodeID != "" {
 		q += ` AND node_id = ?`

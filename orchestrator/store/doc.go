@@ -1,4 +1,5 @@
-// Package store is the orchestrator's durable state in one SQLite file: the
+// Package store is the orchestrator's durable state in one SQLite file (or a
+// PostgreSQL database, below): the
 // connections, the migrations and each session's ordered log. The noun
 // packages below it keep their tables in the same file and take a *Store:
 //
@@ -29,6 +30,20 @@
 // has synced it yet; the file never corrupts. SyncFull fsyncs every commit.
 // Batch with Append(ctx, sid, recs...) — one transaction, one fsync.
 //
+// # PostgreSQL
+//
+// With Config.URL (FILEPATH_DATABASE_URL, postgres://…) the same tables live
+// in a PostgreSQL database instead, through gorm's postgres driver over
+// internal/pgsql's connection: the SQL of the store and the vfs is written
+// once with SQLite's ? placeholders, which pgsql sends as $n. The little
+// SQL that differs is chosen by Dialect (JSONText, Contains; the vfs asks
+// pgsql.Is). The connections keep SQLite's shape: one write connection
+// (LOCKS.md holds as written) and a read pool whose transactions are
+// REPEATABLE READ, one snapshot each like a WAL reader. The database must
+// compare text in byte order (collation C; Open refuses another) so that
+// names sort as in SQLite. Flags stay integers 0/1 and times Unix
+// milliseconds in both.
+//
 // # Migrations
 //
 // migrations/NNNN_name.sql are embedded and applied in version order by one
@@ -36,7 +51,10 @@
 // one sequence for every package's tables (0002_vfs.sql and the later vfs
 // ones belong to orchestrator/vfs; 0008_collab.sql adds memories, approvals
 // and the per-node audit). A database holding a version this binary does
-// not know is refused.
+// not know is refused. migrations/postgres/ holds PostgreSQL's version of
+// each, with the same version and name (TestDialectMigrationsMatch); the
+// two schemas match table by table, column by column, index by index
+// (TestDialectSchemasMatch). A new migration is written twice.
 //
 // # The session log (DESIGN invariants 1 and 2)
 //

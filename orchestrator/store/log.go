@@ -392,9 +392,11 @@ func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
 
 // lastOfTypeSQL finds a node's last record of one kind whose data has one
 // "type" (newest first, through the node index).
-const lastOfTypeSQL = `SELECT seq, payload, created_at FROM session_log
-	WHERE session_id = ? AND node_id = ? AND kind = ? AND json_extract(payload, '$.type') = ?
+func (s *Store) lastOfTypeSQL() string {
+	return `SELECT seq, payload, created_at FROM session_log
+	WHERE session_id = ? AND node_id = ? AND kind = ? AND ` + s.JSONText("payload", "type") + ` = ?
 	ORDER BY seq DESC LIMIT 1`
+}
 
 // LastRecordOf returns the node's last record of kind whose data has the
 // given "type" (e.g. the last handoff event); not_found when it has none.
@@ -402,7 +404,7 @@ func (s *Store) LastRecordOf(ctx context.Context, sessionID, nodeID, kind, typ s
 	r := protocol.Record{NodeID: nodeID, Kind: kind}
 	var payload string
 	var at int64
-	err := s.rsql.QueryRowContext(ctx, lastOfTypeSQL, sessionID, nodeID, kind, typ).Scan(&r.Seq, &payload, &at)
+	err := s.rsql.QueryRowContext(ctx, s.lastOfTypeSQL(), sessionID, nodeID, kind, typ).Scan(&r.Seq, &payload, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return protocol.Record{}, NotFound(kind+" "+typ+" of node", nodeID)
 	}

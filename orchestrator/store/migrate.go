@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrationFS embed.FS
 
 // Migration is one schema change: a file migrations/NNNN_name.sql.
@@ -27,6 +27,16 @@ type Migration struct {
 // version order.
 func EmbeddedMigrations() ([]Migration, error) {
 	return loadMigrations(migrationFS, "migrations")
+}
+
+// EmbeddedMigrationsFor returns the migrations of dialect d: SQLite's in
+// migrations/, PostgreSQL's in migrations/postgres/, with the same versions
+// and names (TestDialectMigrationsMatch).
+func EmbeddedMigrationsFor(d Dialect) ([]Migration, error) {
+	if d == Postgres {
+		return loadMigrations(migrationFS, "migrations/postgres")
+	}
+	return EmbeddedMigrations()
 }
 
 func loadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
@@ -64,7 +74,7 @@ func loadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 // version order, each in its own transaction together with its record. A
 // database that has a version this binary does not know (made by a newer
 // binary) is refused untouched.
-func migrate(ctx context.Context, db *sql.DB, ms []Migration, now func() time.Time) error {
+func migrate(ctx context.Context, db *sql.DB, d Dialect, ms []Migration, now func() time.Time) error {
 	known := map[int]bool{}
 	latest := 0
 	for _, m := range ms {
@@ -74,10 +84,20 @@ func migrate(ctx context.Context, db *sql.DB, ms []Migration, now func() time.Ti
 		known[m.Version] = true
 		latest = max(latest, m.Version)
 	}
+	integer := "INTEGER"
+	if d == Postgres {
+		integer = "BIGINT"
+		// Two processes opening one database migrate one after the other
+		// (the lock is the write connection's, released below).
+		if _, err := db.ExecContext(ctx, `SELECT pg_advisory_lock(7171)`); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		defer db.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(7171)`) //nolint:errcheck // ends with the connection anyway
+	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
+		version    `+integer+` PRIMARY KEY,
 		name       TEXT NOT NULL,
-		applied_at INTEGER NOT NULL
+		applied_at `+integer+` NOT NULL
 	)`); err != nil {
 		return fmt.Errorf("migrate: create schema_migrations: %w", err)
 	}

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/filepath-dev/filepath/internal/pgsql"
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/protocol"
 )
@@ -46,8 +48,13 @@ const (
 
 // Config configures Open.
 type Config struct {
-	// Path is the SQLite database file (e.g. <data>/filepath.db). Required.
+	// Path is the SQLite database file (e.g. <data>/filepath.db). Required
+	// unless URL is set.
 	Path string
+	// URL, when set, is a PostgreSQL database (postgres://…,
+	// FILEPATH_DATABASE_URL) used instead of the SQLite file at Path. Its
+	// collation must be C (pgsql.CheckCollation).
+	URL string
 	// Publisher gets each record after commit (nil: records are only stored).
 	Publisher Publisher
 	// Now is the clock (default time.Now). Tests inject it.
@@ -74,16 +81,17 @@ type Config struct {
 // noun packages below it (identity, sessions, audit, collab) keep their
 // tables in it through its handles. It is safe for concurrent use.
 type Store struct {
-	cfg    Config
-	now    func() time.Time
-	wsql   *sql.DB  // the one write connection (SQLite has a single writer)
-	rsql   *sql.DB  // read-only pool (WAL readers never block the writer)
-	db     *gorm.DB // over wsql
-	rdb    *gorm.DB // over rsql
-	pub    Publisher
-	logsMu sync.Mutex // guards logs; never held while waiting for the database
-	logs   map[string]*logState
-	group  grouper // appends waiting to commit together (group.go)
+	cfg     Config
+	dialect Dialect
+	now     func() time.Time
+	wsql    *sql.DB  // the one write connection (SQLite has a single writer)
+	rsql    *sql.DB  // read-only pool (WAL readers never block the writer)
+	db      *gorm.DB // over wsql
+	rdb     *gorm.DB // over rsql
+	pub     Publisher
+	logsMu  sync.Mutex // guards logs; never held while waiting for the database
+	logs    map[string]*logState
+	group   grouper // appends waiting to commit together (group.go)
 
 	insertOne *sql.Stmt         // insertLogSQL, prepared on the write connection
 	insertN   map[int]*sql.Stmt // multi-row INSERTs by row count (insertChunks)
@@ -98,10 +106,16 @@ type Store struct {
 // Open opens (creating if needed) the database at cfg.Path, applies pending
 // migrations and returns the Store.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.URL != "" && !IsPostgresURL(cfg.URL) {
+		return nil, fmt.Errorf("open store: database url %q: want postgres://…", cfg.URL)
+	}
+	if cfg.URL != "" && cfg.Path == "" {
+		cfg.Path = cfg.URL
+	}
 	if cfg.Path == "" {
 		return nil, errors.New("open store: database path is empty")
 	}
-	if strings.ContainsAny(cfg.Path, "?#") {
+	if cfg.URL == "" && strings.ContainsAny(cfg.Path, "?#") {
 		return nil, fmt.Errorf("open store: database path %q must not contain '?' or '#'", cfg.Path)
 	}
 	if cfg.Now == nil {
@@ -127,45 +141,21 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.GroupAppends == 0 {
 		cfg.GroupAppends = DefaultGroupAppends
 	}
+	d := SQLite
+	if cfg.URL != "" {
+		d = Postgres
+	}
 	if cfg.Migrations == nil {
-		ms, err := EmbeddedMigrations()
+		ms, err := EmbeddedMigrationsFor(d)
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		cfg.Migrations = ms
 	}
-
-	wsql, err := sql.Open("sqlite3", dsn(cfg, false))
+	wsql, rsql, err := openSQL(ctx, cfg, d)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+		return nil, err
 	}
-	// One writer connection: SQLite serializes writers anyway, and queueing
-	// in database/sql is cheaper and fairer than SQLITE_BUSY retries.
-	wsql.SetMaxOpenConns(1)
-	wsql.SetMaxIdleConns(1)
-	wsql.SetConnMaxLifetime(0)
-	wsql.SetConnMaxIdleTime(0)
-	if err := wsql.PingContext(ctx); err != nil {
-		wsql.Close()
-		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
-	}
-	// Truncate the WAL back to 64 MiB after checkpoints so a burst does not
-	// keep its disk space. Per connection: the writer's lives as long as wsql.
-	if _, err := wsql.ExecContext(ctx, `PRAGMA journal_size_limit = 67108864`); err != nil {
-		wsql.Close()
-		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
-	}
-	if err := migrate(ctx, wsql, cfg.Migrations, cfg.Now); err != nil {
-		wsql.Close()
-		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
-	}
-	rsql, err := sql.Open("sqlite3", dsn(cfg, true))
-	if err != nil {
-		wsql.Close()
-		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
-	}
-	rsql.SetMaxOpenConns(cfg.ReadConns)
-	rsql.SetMaxIdleConns(cfg.ReadConns)
 
 	gcfg := func() *gorm.Config {
 		return &gorm.Config{
@@ -175,13 +165,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			TranslateError:         false,
 		}
 	}
-	db, err := gorm.Open(sqlite.New(sqlite.Config{Conn: wsql}), gcfg())
+	dialector := func(db *sql.DB) gorm.Dialector {
+		if d == Postgres {
+			return postgres.New(postgres.Config{Conn: db})
+		}
+		return sqlite.New(sqlite.Config{Conn: db})
+	}
+	db, err := gorm.Open(dialector(wsql), gcfg())
 	if err != nil {
 		wsql.Close()
 		rsql.Close()
 		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
 	}
-	rdb, err := gorm.Open(sqlite.New(sqlite.Config{Conn: rsql}), gcfg())
+	rdb, err := gorm.Open(dialector(rsql), gcfg())
 	if err != nil {
 		wsql.Close()
 		rsql.Close()
@@ -212,9 +208,65 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pub = nopPublisher{}
 	}
 	return &Store{
-		cfg: cfg, now: cfg.Now, wsql: wsql, rsql: rsql, db: db, rdb: rdb, pub: pub,
+		cfg: cfg, dialect: d, now: cfg.Now, wsql: wsql, rsql: rsql, db: db, rdb: rdb, pub: pub,
 		logs: make(map[string]*logState), insertOne: insertOne, insertN: insertN, stmts: map[stmtKey]*sql.Stmt{},
 	}, nil
+}
+
+// openSQL opens the write connection and the read pool, and migrates.
+func openSQL(ctx context.Context, cfg Config, d Dialect) (wsql, rsql *sql.DB, err error) {
+	if d == Postgres {
+		// One write connection here too: the store's transactions and the
+		// vfs group commit are written for a single writer (LOCKS.md).
+		if wsql, err = pgsql.Open(ctx, cfg.URL, 1, false); err != nil {
+			return nil, nil, fmt.Errorf("open store: %w", err)
+		}
+		if err := pgsql.CheckCollation(ctx, wsql); err != nil {
+			wsql.Close()
+			return nil, nil, fmt.Errorf("open store: %w", err)
+		}
+		if err := migrate(ctx, wsql, d, cfg.Migrations, cfg.Now); err != nil {
+			wsql.Close()
+			return nil, nil, fmt.Errorf("open store: %w", err)
+		}
+		if rsql, err = pgsql.Open(ctx, cfg.URL, cfg.ReadConns, true); err != nil {
+			wsql.Close()
+			return nil, nil, fmt.Errorf("open store: %w", err)
+		}
+		return wsql, rsql, nil
+	}
+	wsql, err = sql.Open("sqlite3", dsn(cfg, false))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	// One writer connection: SQLite serializes writers anyway, and queueing
+	// in database/sql is cheaper and fairer than SQLITE_BUSY retries.
+	wsql.SetMaxOpenConns(1)
+	wsql.SetMaxIdleConns(1)
+	wsql.SetConnMaxLifetime(0)
+	wsql.SetConnMaxIdleTime(0)
+	if err := wsql.PingContext(ctx); err != nil {
+		wsql.Close()
+		return nil, nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	// Truncate the WAL back to 64 MiB after checkpoints so a burst does not
+	// keep its disk space. Per connection: the writer's lives as long as wsql.
+	if _, err := wsql.ExecContext(ctx, `PRAGMA journal_size_limit = 67108864`); err != nil {
+		wsql.Close()
+		return nil, nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	if err := migrate(ctx, wsql, d, cfg.Migrations, cfg.Now); err != nil {
+		wsql.Close()
+		return nil, nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	rsql, err = sql.Open("sqlite3", dsn(cfg, true))
+	if err != nil {
+		wsql.Close()
+		return nil, nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+	rsql.SetMaxOpenConns(cfg.ReadConns)
+	rsql.SetMaxIdleConns(cfg.ReadConns)
+	return wsql, rsql, nil
 }
 
 // dsn builds the mattn/go-sqlite3 data source name. Every connection gets
@@ -245,7 +297,9 @@ func (nopPublisher) Publish(string, protocol.Record) {}
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		// Let SQLite refresh its query planner statistics; best effort.
-		_, _ = s.wsql.Exec(`PRAGMA optimize`)
+		if s.dialect == SQLite {
+			_, _ = s.wsql.Exec(`PRAGMA optimize`)
+		}
 		errs := []error{s.insertOne.Close()}
 		s.stmtsMu.Lock()
 		for _, st := range s.stmts {
@@ -275,6 +329,9 @@ func (s *Store) ReadDB() *gorm.DB { return s.rdb }
 
 // ReadSQL returns the database/sql handle of the read-only pool (see ReadDB).
 func (s *Store) ReadSQL() *sql.DB { return s.rsql }
+
+// Dialect is the database the store runs on.
+func (s *Store) Dialect() Dialect { return s.dialect }
 
 // Now returns the store's clock reading.
 func (s *Store) Now() time.Time { return s.now() }
@@ -341,11 +398,25 @@ func FromMillisPtr(v *int64) *time.Time {
 	return &t
 }
 
-// IsConstraint reports whether err is a SQLite constraint violation of the
-// given extended code (e.g. sqlite3.ErrConstraintUnique).
+// IsConstraint reports whether err is a constraint violation of the given
+// SQLite extended code (e.g. sqlite3.ErrConstraintUnique), or the same
+// violation reported by PostgreSQL (its SQLSTATE).
 func IsConstraint(err error, code sqlite3.ErrNoExtended) bool {
 	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == code
+	if errors.As(err, &se) {
+		return se.ExtendedCode == code
+	}
+	switch c := pgsql.Code(err); code {
+	case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
+		return c == "23505"
+	case sqlite3.ErrConstraintForeignKey:
+		return c == "23503"
+	case sqlite3.ErrConstraintNotNull:
+		return c == "23502"
+	case sqlite3.ErrConstraintCheck:
+		return c == "23514"
+	}
+	return false
 }
 
 // NotFound is the not_found error of a missing (or another user's) row.
@@ -357,7 +428,7 @@ func NotFound(what, id string) error {
 // to one user, to one that matches nothing (DESIGN invariant 9).
 func RequireUser(userID string) string {
 	if userID == "" {
-		return "\x00no-user"
+		return "(no user)" // never an id; PostgreSQL text holds no NUL
 	}
 	return userID
 }

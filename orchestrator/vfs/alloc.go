@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/filepath-dev/filepath/internal/pgsql"
 )
 
 // New inodes and names: inode numbers (allocated in blocks, reserved ahead
@@ -110,7 +112,7 @@ func (fs *FS) addDentry(ctx context.Context, tx *txn, parent int64, name string,
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,?)`, fs.sid, name, parent, ino)
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if strings.Contains(err.Error(), "UNIQUE") || pgsql.Code(err) == "23505" {
 			return errorf(syscall.EEXIST, name, "%s already exists", name)
 		}
 		return fmt.Errorf("insert dentry %q: %w", name, err)

@@ -173,7 +173,7 @@ func (v *VFS) commitLocked(ctx context.Context) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	var prev string
-	if b.full {
+	if b.full && !v.pg { // PostgreSQL commits durably (synchronous_commit) always
 		// The level is per connection; back to the configured one after.
 		if err := b.tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&prev); err == nil {
 			if _, err := b.tx.ExecContext(ctx, `PRAGMA synchronous=FULL`); err != nil {

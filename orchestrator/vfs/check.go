@@ -40,7 +40,7 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 		bad("rule 3: %d dentries reference a missing or non-directory parent", n)
 	}
 	// 4. no duplicate names
-	if n := count(`SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? GROUP BY parent_ino, name HAVING COUNT(*) > 1)`, sid); n > 0 {
+	if n := count(`SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? GROUP BY parent_ino, name HAVING COUNT(*) > 1) AS dup`, sid); n > 0 {
 		bad("rule 4: %d duplicate names", n)
 	}
 	// 5/6. every inode is a directory, regular file or symlink (agentfs),
@@ -75,7 +75,7 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 		bad("rule 7: %d data chunks of missing inodes", n)
 	}
 	if n := count(`SELECT COUNT(*) FROM fs_data d JOIN fs_meta m ON m.session_id=d.session_id JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino
-		WHERE d.session_id=? AND (d.size != length(d.data) OR d.offset % m.chunk_size != 0 OR d.size != MIN(m.chunk_size, i.size - d.offset) OR d.size <= 0)`, sid); len(ch) == 0 && n > 0 {
+		WHERE d.session_id=? AND (d.size != length(d.data) OR d.offset % m.chunk_size != 0 OR d.size != CASE WHEN m.chunk_size < i.size - d.offset THEN m.chunk_size ELSE i.size - d.offset END OR d.size <= 0)`, sid); len(ch) == 0 && n > 0 {
 		bad("chunks: %d chunks break the fixed-size layout", n)
 	}
 	// 8. every inode but the root has a dentry (or is an open orphan)
@@ -88,7 +88,7 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 	if n := count(`SELECT COUNT(*) FROM fs_dentry WHERE session_id=? AND ino=1`, sid); n > 0 {
 		bad("root has a dentry")
 	}
-	if n := count(`SELECT COUNT(*) FROM (SELECT d.ino FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino WHERE d.session_id=? AND i.mode & 61440 = 16384 GROUP BY d.ino HAVING COUNT(*) > 1)`, sid); n > 0 {
+	if n := count(`SELECT COUNT(*) FROM (SELECT d.ino FROM fs_dentry d JOIN fs_inode i ON i.session_id=d.session_id AND i.ino=d.ino WHERE d.session_id=? AND i.mode & 61440 = 16384 GROUP BY d.ino HAVING COUNT(*) > 1) AS dup`, sid); n > 0 {
 		bad("%d directories with more than one name", n)
 	}
 	if n := count(`SELECT COUNT(*) FROM fs_inode i WHERE i.session_id=? AND (i.mode & 61440 = 40960) != EXISTS (SELECT 1 FROM fs_symlink s WHERE s.session_id=i.session_id AND s.ino=i.ino)`, sid); n > 0 {
@@ -110,7 +110,7 @@ func (v *VFS) Check(ctx context.Context, sessionID string) error {
 	// every directory reaches the root (no cycles, no detached subtrees);
 	// CROSS JOIN keeps reach the outer loop, so that each step is an index
 	// search (a scan of the session's names per step is quadratic)
-	if n := count(`WITH RECURSIVE reach(ino) AS (SELECT 1 UNION SELECT d.ino FROM reach r CROSS JOIN fs_dentry d WHERE d.session_id=? AND d.parent_ino=r.ino)
+	if n := count(`WITH RECURSIVE reach(ino) AS (SELECT CAST(1 AS BIGINT) UNION SELECT d.ino FROM reach r CROSS JOIN fs_dentry d WHERE d.session_id=? AND d.parent_ino=r.ino)
 		SELECT COUNT(*) FROM fs_dentry d WHERE d.session_id=? AND d.ino NOT IN (SELECT ino FROM reach)`, sid, sid); n > 0 {
 		bad("%d dentries not reachable from the root", n)
 	}

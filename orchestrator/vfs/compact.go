@@ -93,22 +93,22 @@ func (v *VFS) compactBase(ctx context.Context, b string) error {
 				cond += " AND NOT EXISTS (" + dentrySel(q, lv[j], a, "1", a+".parent_ino=t.parent_ino AND "+a+".name=t.name") + ")"
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO fs_fork_dentry(ws, orig_id, name, parent_ino, ino) SELECT ?1, id, name, parent_ino, ino FROM (`+
-				dentrySel(q, lv[k], "t", "$id AS id, t.name, t.parent_ino, t.ino", cond)+`)`, q.args...); err != nil {
+				dentrySel(q, lv[k], "t", "$id AS id, t.name, t.parent_ino, t.ino", cond)+`) AS v`, q.args...); err != nil {
 				return fmt.Errorf("compact %s: names: %w", b, err)
 			}
 			for _, table := range []struct{ name, cols string }{{"fs_inode", inodeCols}, {"fs_symlink", "ino, target"}} {
 				q := &sqlb{args: []any{b}}
-				cond := "1"
+				cond := "1=1"
 				for j := 0; j < k; j++ {
 					cond += " AND NOT EXISTS (" + rowSel(q, lv[j], table.name, "u"+strconv.Itoa(j), "1", "u"+strconv.Itoa(j)+".ino=i.ino") + ")"
 				}
 				if _, err := tx.ExecContext(ctx, `INSERT INTO `+table.name+`(session_id, `+table.cols+`) SELECT ?1, `+table.cols+` FROM (`+
-					rowSel(q, lv[k], table.name, "i", "i.*", cond)+`)`, q.args...); err != nil {
+					rowSel(q, lv[k], table.name, "i", "i.*", cond)+`) AS v`, q.args...); err != nil {
 					return fmt.Errorf("compact %s: %s: %w", b, table.name, err)
 				}
 			}
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE fs_fork SET full=1, lazy=0 WHERE ws=?`, b)
+		_, err = tx.ExecContext(ctx, `UPDATE fs_fork SET "full"=1, lazy=0 WHERE ws=?`, b)
 		return err
 	})
 	if err != nil {

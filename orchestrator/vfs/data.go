@@ -8,8 +8,8 @@ import (
 // Chunk layout: chunk k holds bytes [k*cs, min((k+1)*cs, size)). Every chunk
 // exists (holes are stored as zeros), so size = sum of chunk sizes.
 
-const upsertChunk = `INSERT INTO fs_data(session_id, ino, offset, size, data) VALUES(?,?,?,?,?)
-	ON CONFLICT(session_id, ino, offset) DO UPDATE SET size=excluded.size, data=excluded.data`
+const upsertChunk = `INSERT INTO fs_data(session_id, ino, "offset", size, data) VALUES(?,?,?,?,?)
+	ON CONFLICT(session_id, ino, "offset") DO UPDATE SET size=excluded.size, data=excluded.data`
 
 // readChunks copies file bytes [off, off+len(p)) into p; the caller has
 // clamped the range to the file size.
@@ -24,7 +24,7 @@ func (fs *FS) readChunks(ctx context.Context, q querier, ino int64, cs int, p []
 	}
 	first := off / int64(cs) * int64(cs)
 	end := off + int64(len(p))
-	rows, err := q.QueryContext(ctx, `SELECT offset, data FROM fs_data WHERE session_id=? AND ino=? AND offset>=? AND offset<? ORDER BY offset`, fs.sid, ino, first, end)
+	rows, err := q.QueryContext(ctx, `SELECT "offset", data FROM fs_data WHERE session_id=? AND ino=? AND "offset">=? AND "offset"<? ORDER BY "offset"`, fs.sid, ino, first, end)
 	if err != nil {
 		return fmt.Errorf("read data of inode %d: %w", ino, err)
 	}
@@ -100,12 +100,12 @@ func (fs *FS) writeChunks(ctx context.Context, tx *txn, ino int64, cs int, oldSi
 func (fs *FS) truncateChunks(ctx context.Context, tx *txn, ino int64, cs int, newSize int64) error {
 	c64 := int64(cs)
 	keep := (newSize + c64 - 1) / c64 * c64 // first chunk offset to delete
-	if _, err := tx.ExecContext(ctx, `DELETE FROM fs_data WHERE session_id=? AND ino=? AND offset>=?`, fs.sid, ino, keep); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM fs_data WHERE session_id=? AND ino=? AND "offset">=?`, fs.sid, ino, keep); err != nil {
 		return fmt.Errorf("truncate inode %d: %w", ino, err)
 	}
 	if rem := newSize % c64; rem != 0 {
 		last := newSize - rem
-		if _, err := tx.ExecContext(ctx, `UPDATE fs_data SET data=substr(data,1,?), size=? WHERE session_id=? AND ino=? AND offset=?`, rem, rem, fs.sid, ino, last); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE fs_data SET data=substr(data,1,?), size=? WHERE session_id=? AND ino=? AND "offset"=?`, rem, rem, fs.sid, ino, last); err != nil {
 			return fmt.Errorf("truncate inode %d: %w", ino, err)
 		}
 	}

@@ -54,7 +54,7 @@ func insertChain(t *testing.T, f *fixture, top string, depth int) {
 				return err
 			}
 			if i == depth {
-				_, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, offset, size, data) VALUES(?,?,0,7,?)`, f.sid, ino, []byte("needle\n"))
+				_, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, "offset", size, data) VALUES(?,?,0,7,?)`, f.sid, ino, []byte("needle\n"))
 				return err
 			}
 			parent = ino

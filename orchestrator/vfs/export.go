@@ -46,11 +46,11 @@ CREATE INDEX idx_fs_dentry_parent ON fs_dentry(parent_ino, name);
 CREATE TABLE fs_data (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   ino INTEGER NOT NULL,
-  offset INTEGER NOT NULL,
+  "offset" INTEGER NOT NULL,
   size INTEGER NOT NULL,
   data BLOB NOT NULL
 );
-CREATE INDEX idx_fs_data_ino_offset ON fs_data(ino, offset);
+CREATE INDEX idx_fs_data_ino_offset ON fs_data(ino, "offset");
 CREATE TABLE fs_symlink (
   ino INTEGER PRIMARY KEY,
   target TEXT NOT NULL
@@ -150,8 +150,8 @@ func (v *VFS) Export(ctx context.Context, sessionID, dst string) error {
 			`INSERT INTO fs_inode(ino, mode, uid, gid, size, atime, mtime, ctime) VALUES(?,?,?,?,?,?,?,?)`, 8},
 		{"dentries", `SELECT name, parent_ino, ino FROM fs_dentry WHERE session_id=? ORDER BY id`,
 			`INSERT INTO fs_dentry(name, parent_ino, ino) VALUES(?,?,?)`, 3},
-		{"data", `SELECT ino, offset, size, data FROM fs_data WHERE session_id=? AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=fs_data.session_id) ORDER BY ino, offset`,
-			`INSERT INTO fs_data(ino, offset, size, data) VALUES(?,?,?,?)`, 4},
+		{"data", `SELECT ino, "offset", size, data FROM fs_data WHERE session_id=? AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=fs_data.session_id) ORDER BY ino, "offset"`,
+			`INSERT INTO fs_data(ino, "offset", size, data) VALUES(?,?,?,?)`, 4},
 		{"symlinks", `SELECT ino, target FROM fs_symlink WHERE session_id=? AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=fs_symlink.session_id)`,
 			`INSERT INTO fs_symlink(ino, target) VALUES(?,?)`, 2},
 		{"readonly flags", `SELECT ino FROM fs_inode WHERE session_id=? AND is_readonly != 0 AND ino NOT IN (SELECT ino FROM fs_orphan WHERE session_id=fs_inode.session_id) ORDER BY ino`,
@@ -308,7 +308,7 @@ func (v *VFS) Import(ctx context.Context, sessionID, src string) error {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE fs_meta SET next_ino=MAX(next_ino, ?), used_bytes=? WHERE session_id=?`, maxIno+1, used, sessionID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE fs_meta SET next_ino=CASE WHEN next_ino > ?1 THEN next_ino ELSE ?1 END, used_bytes=?2 WHERE session_id=?3`, maxIno+1, used, sessionID); err != nil {
 			return err
 		}
 		return nil
@@ -386,7 +386,7 @@ func importRdev(ctx context.Context, in *sql.DB, tx *txn, sessionID string) erro
 }
 
 func (fs *FS) importData(ctx context.Context, in *sql.DB, tx *txn, ino, size int64, cs int) error {
-	rows, err := in.QueryContext(ctx, `SELECT offset, data FROM fs_data WHERE ino=? ORDER BY offset`, ino)
+	rows, err := in.QueryContext(ctx, `SELECT "offset", data FROM fs_data WHERE ino=? ORDER BY "offset"`, ino)
 	if err != nil {
 		return fmt.Errorf("read data of inode %d: %w", ino, err)
 	}
@@ -397,7 +397,7 @@ func (fs *FS) importData(ctx context.Context, in *sql.DB, tx *txn, ino, size int
 		if len(buf) == 0 {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, offset, size, data) VALUES(?,?,?,?,?)`, fs.sid, ino, written, len(buf), buf); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, "offset", size, data) VALUES(?,?,?,?,?)`, fs.sid, ino, written, len(buf), buf); err != nil {
 			return fmt.Errorf("write data of inode %d: %w", ino, err)
 		}
 		written += int64(len(buf))

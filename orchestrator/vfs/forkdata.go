@@ -23,7 +23,7 @@ func (fs *FS) readChunksChain(ctx context.Context, q querier, ch []chainLevel, i
 	clear(p)
 	filled := make(map[int64]bool, want)
 	level := func(ws string) error {
-		rows, err := q.QueryContext(ctx, `SELECT offset, data FROM fs_data WHERE session_id=? AND ino=? AND offset>=? AND offset<? ORDER BY offset`, ws, ino, first, end)
+		rows, err := q.QueryContext(ctx, `SELECT "offset", data FROM fs_data WHERE session_id=? AND ino=? AND "offset">=? AND "offset"<? ORDER BY "offset"`, ws, ino, first, end)
 		if err != nil {
 			return fmt.Errorf("read data of inode %d: %w", ino, err)
 		}
@@ -161,7 +161,7 @@ func (fs *FS) exportForkData(ctx context.Context, src *sql.Tx, dst *sql.Tx, file
 // writeForkData writes the chunks of files, read through fs's chain, into
 // an exported agentfs file.
 func (fs *FS) writeForkData(ctx context.Context, src *sql.Tx, dst *sql.Tx, cs int, files []regularFile) error {
-	stmt, err := dst.PrepareContext(ctx, `INSERT INTO fs_data(ino, offset, size, data) VALUES(?,?,?,?)`)
+	stmt, err := dst.PrepareContext(ctx, `INSERT INTO fs_data(ino, "offset", size, data) VALUES(?,?,?,?)`)
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (v *VFS) checkForkData(ctx context.Context, sid string, ch []chainLevel, fi
 				if f.ino >= l.below {
 					break
 				}
-				err := tx.QueryRowContext(ctx, `SELECT size FROM fs_data WHERE session_id=? AND ino=? AND offset=?`, l.ws, f.ino, off).Scan(&got)
+				err := tx.QueryRowContext(ctx, `SELECT size FROM fs_data WHERE session_id=? AND ino=? AND "offset"=?`, l.ws, f.ino, off).Scan(&got)
 				if err == nil {
 					break
 				}
@@ -265,7 +265,7 @@ func (fs *FS) copyUpBeforeInsert(ctx context.Context, tx *txn, ino, coff int64) 
 		return nil
 	}
 	var own int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_data WHERE session_id=? AND ino=? AND offset=?`, fs.sid, ino, coff).Scan(&own); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_data WHERE session_id=? AND ino=? AND "offset"=?`, fs.sid, ino, coff).Scan(&own); err != nil {
 		return fmt.Errorf("copy up inode %d at %d: %w", ino, coff, err)
 	}
 	if own > 0 {
@@ -275,7 +275,7 @@ func (fs *FS) copyUpBeforeInsert(ctx context.Context, tx *txn, ino, coff int64) 
 		if ino >= l.below {
 			return nil // no level has it: the chunk was not there at any fork point
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, offset, size, data)
+		res, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, "offset", size, data)
 			SELECT f.ws, d.ino, d.offset, d.size, d.data FROM fs_data d JOIN fs_fork f ON f.parent_ws=?
 			WHERE d.session_id=? AND d.ino=? AND d.offset=? AND d.ino < f.base_next_ino
 			  AND NOT EXISTS (SELECT 1 FROM fs_data o WHERE o.session_id=f.ws AND o.ino=d.ino AND o.offset=d.offset)
@@ -288,7 +288,7 @@ func (fs *FS) copyUpBeforeInsert(ctx context.Context, tx *txn, ino, coff int64) 
 		if n, _ := res.RowsAffected(); n > 0 {
 			return nil
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_data WHERE session_id=? AND ino=? AND offset=?`, l.ws, ino, coff).Scan(&found); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_data WHERE session_id=? AND ino=? AND "offset"=?`, l.ws, ino, coff).Scan(&found); err != nil {
 			return fmt.Errorf("copy up inode %d at %d: %w", ino, coff, err)
 		}
 		if found > 0 {

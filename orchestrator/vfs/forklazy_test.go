@@ -346,7 +346,7 @@ func TestLazyForkRandom(t *testing.T) {
 			checkAgainstModels(t, f, ids, models)
 			var deep, full int
 			if err := f.db.QueryRow(`SELECT (SELECT COUNT(*) FROM fs_fork b JOIN fs_fork o ON o.ws=b.parent_ws WHERE b.kind='base' AND o.kind='fork'),
-				(SELECT COUNT(*) FROM fs_fork WHERE full=1)`).Scan(&deep, &full); err != nil {
+				(SELECT COUNT(*) FROM fs_fork WHERE "full"=1)`).Scan(&deep, &full); err != nil {
 				t.Fatal(err)
 			}
 			if deep > 0 && full == 0 {
@@ -601,7 +601,11 @@ func checkAgainstModels(t *testing.T, f *fixture, ids []string, models map[strin
 // column of fs_inode, or a migration that adds one would fork without it.
 func TestLazyForkCopiesEveryInodeColumn(t *testing.T) {
 	f := newFixture(t, Config{})
-	rows, err := f.db.Query(`SELECT name FROM pragma_table_info('fs_inode') WHERE name != 'session_id' ORDER BY cid`)
+	q := `SELECT name FROM pragma_table_info('fs_inode') WHERE name != 'session_id' ORDER BY cid`
+	if f.v.pg {
+		q = `SELECT column_name FROM information_schema.columns WHERE table_name = 'fs_inode' AND column_name != 'session_id' ORDER BY ordinal_position`
+	}
+	rows, err := f.db.Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,7 +623,11 @@ func TestLazyForkCopiesEveryInodeColumn(t *testing.T) {
 	}
 	for _, trig := range []string{"fs_inode_fork_update", "fs_inode_fork_delete"} {
 		var sqlText string
-		if err := f.db.QueryRow(`SELECT sql FROM sqlite_master WHERE type='trigger' AND name=?`, trig).Scan(&sqlText); err != nil {
+		q := `SELECT sql FROM sqlite_master WHERE type='trigger' AND name=?`
+		if f.v.pg { // the trigger's function
+			q = `SELECT p.prosrc FROM pg_trigger tg JOIN pg_proc p ON p.oid = tg.tgfoid WHERE tg.tgname = ?`
+		}
+		if err := f.db.QueryRow(q, trig).Scan(&sqlText); err != nil {
 			t.Fatalf("trigger %s: %v", trig, err)
 		}
 		for _, c := range cols {

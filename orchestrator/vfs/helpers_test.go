@@ -15,13 +15,21 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/filepath-dev/filepath/internal/pgsql"
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // openTestDB opens a fresh SQLite file the way the store does (one writer
 // connection with BEGIN IMMEDIATE, a read pool) and applies every migration
-// file in ../store/migrations.
+// file in ../store/migrations; with FILEPATH_TEST_DATABASE=postgres, a
+// PostgreSQL database (the same for the same dir) with the migrations of
+// ../store/migrations/postgres.
 func openTestDB(tb testing.TB, dir string) (w, r *sql.DB) {
 	tb.Helper()
+	if testkit.OnPostgres() {
+		return openTestPostgres(tb, dir)
+	}
 	path := filepath.Join(dir, "filepath.db")
 	dsn := func(ro bool) string {
 		v := url.Values{}
@@ -64,6 +72,44 @@ func openTestDB(tb testing.TB, dir string) (w, r *sql.DB) {
 	return w, r
 }
 
+// openTestPostgres is openTestDB on PostgreSQL: one write connection and a
+// read pool, as the store opens them (pgsql.Open).
+func openTestPostgres(tb testing.TB, dir string) (w, r *sql.DB) {
+	tb.Helper()
+	ctx := context.Background()
+	url := testkit.PostgresURLFor(tb, dir)
+	w, err := pgsql.Open(ctx, url, 1, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n int
+	if err := w.QueryRow(`SELECT COUNT(*) FROM pg_tables WHERE tablename = 'fs_inode'`).Scan(&n); err != nil {
+		tb.Fatal(err)
+	}
+	if n == 0 {
+		files, err := filepath.Glob("../store/migrations/postgres/*.sql")
+		if err != nil || len(files) == 0 {
+			tb.Fatalf("no migrations found: %v", err)
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if _, err := w.Exec(string(b)); err != nil {
+				tb.Fatalf("apply %s: %v", f, err)
+			}
+		}
+	}
+	r, err = pgsql.Open(ctx, url, 4, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close(); w.Close() })
+	return w, r
+}
+
 var sessionSeq struct {
 	sync.Mutex
 	n int
@@ -77,7 +123,7 @@ func newSession(tb testing.TB, db *sql.DB) string {
 	n := sessionSeq.n
 	sessionSeq.Unlock()
 	now := time.Now().UnixMilli()
-	if _, err := db.Exec(`INSERT OR IGNORE INTO users(id, name, is_admin, created_at) VALUES('u1','alice',0,?)`, now); err != nil {
+	if _, err := db.Exec(`INSERT INTO users(id, name, is_admin, created_at) VALUES('u1','alice',0,?) ON CONFLICT DO NOTHING`, now); err != nil {
 		tb.Fatal(err)
 	}
 	id := fmt.Sprintf("s%04d", n)

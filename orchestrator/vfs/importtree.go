@@ -199,7 +199,7 @@ func (im *treeImport) batch(ctx context.Context, es []importEntry) error {
 			// a layered fork's whiteout may hold the name: it goes
 			"name": `INSERT INTO fs_dentry(session_id, name, parent_ino, ino) VALUES(?,?,?,?)
 				ON CONFLICT(session_id, parent_ino, name) DO UPDATE SET ino=excluded.ino`,
-			"data":    `INSERT INTO fs_data(session_id, ino, offset, size, data) VALUES(?,?,?,?,?)`,
+			"data":    `INSERT INTO fs_data(session_id, ino, "offset", size, data) VALUES(?,?,?,?,?)`,
 			"symlink": `INSERT INTO fs_symlink(session_id, ino, target) VALUES(?,?,?)`,
 		} {
 			st, err := tx.tx.PrepareContext(ctx, q)

@@ -308,7 +308,7 @@ func (fs *FS) CreateFile(ctx context.Context, parent int64, name string, mode, u
 			return err
 		}
 		var used int64
-		if err := tx.QueryRowContext(ctx, `UPDATE fs_meta SET used_bytes=used_bytes+?, next_ino=MAX(next_ino, ?) WHERE session_id=? RETURNING used_bytes`, size, ino+1, fs.sid).Scan(&used); err != nil {
+		if err := tx.QueryRowContext(ctx, `UPDATE fs_meta SET used_bytes=used_bytes+?1, next_ino=CASE WHEN next_ino > ?2 THEN next_ino ELSE ?2 END WHERE session_id=?3 RETURNING used_bytes`, size, ino+1, fs.sid).Scan(&used); err != nil {
 			return fmt.Errorf("update usage: %w", err)
 		}
 		if size > 0 && used > fs.v.cfg.SessionQuota {

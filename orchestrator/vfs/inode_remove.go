@@ -69,13 +69,13 @@ func (fs *FS) checkEmpty(ctx context.Context, q querier, ino int64, name string)
 	var n int
 	if layered {
 		var some bool
-		if some, err = hasEntriesLayered(ctx, q, lv, ino); err != nil {
+		if some, err = fs.hasEntriesLayered(ctx, q, lv, ino); err != nil {
 			return fmt.Errorf("check empty: %w", err)
 		}
 		if some {
 			n = 1
 		}
-	} else if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? AND parent_ino=? LIMIT 1)`, fs.sid, ino).Scan(&n); err != nil {
+	} else if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM fs_dentry WHERE session_id=? AND parent_ino=? LIMIT 1) AS one`, fs.sid, ino).Scan(&n); err != nil {
 		return fmt.Errorf("check empty: %w", err)
 	}
 	if n > 0 {

@@ -70,7 +70,7 @@ func (v *VFS) baseLevels(ctx context.Context, q querier, b string, bound int64) 
 	var origin string
 	var next, maxD int64
 	var lazy, full int
-	if err := q.QueryRowContext(ctx, `SELECT parent_ws, base_next_ino, max_dentry, lazy, full FROM fs_fork WHERE ws=? AND kind='base'`, b).
+	if err := q.QueryRowContext(ctx, `SELECT parent_ws, base_next_ino, max_dentry, lazy, "full" FROM fs_fork WHERE ws=? AND kind='base'`, b).
 		Scan(&origin, &next, &maxD, &lazy, &full); err != nil {
 		return nil, fmt.Errorf("read fork point %s: %w", b, err)
 	}
@@ -107,7 +107,10 @@ func (fs *FS) levels(ctx context.Context, q querier) ([]mlevel, bool, error) {
 
 // sqlb builds a statement whose text depends only on the shape of the
 // levels (so the statement cache keeps one per shape) and its arguments.
-type sqlb struct{ args []any }
+type sqlb struct {
+	args []any
+	pg   bool // the database is PostgreSQL (VFS.pg)
+}
 
 func (b *sqlb) p(v any) string {
 	b.args = append(b.args, v)
@@ -163,7 +166,7 @@ const inodeColsBare = `ino, mode, uid, gid, size, atime, atime_ns, mtime, mtime_
 // getAttrLayered is getAttr through the levels.
 func (fs *FS) getAttrLayered(ctx context.Context, q querier, lv []mlevel, ino int64) (Attr, error) {
 	b := &sqlb{args: []any{ino}}
-	s := `SELECT ` + inodeColsBare + ` FROM (` + rowUnion(b, lv, "fs_inode", inodeColsBare, "$.ino=?1") + `) ORDER BY lvl LIMIT 1`
+	s := `SELECT ` + inodeColsBare + ` FROM (` + rowUnion(b, lv, "fs_inode", inodeColsBare, "$.ino=?1") + `) AS u ORDER BY lvl LIMIT 1`
 	a, err := scanAttr(q.QueryRowContext(ctx, s, b.args...))
 	if err == nil && a.Mode == 0 {
 		err = sql.ErrNoRows // a tombstone
@@ -174,8 +177,8 @@ func (fs *FS) getAttrLayered(ctx context.Context, q querier, lv []mlevel, ino in
 // lookupLayered is lookup through the levels.
 func (fs *FS) lookupLayered(ctx context.Context, q querier, lv []mlevel, parent int64, name string) (Attr, error) {
 	b := &sqlb{args: []any{parent, name}}
-	d := `SELECT ino FROM (` + dentryUnion(b, lv, "t.ino", "$.parent_ino=?1 AND $.name=?2") + `) ORDER BY lvl LIMIT 1`
-	s := `WITH d(ino) AS MATERIALIZED (` + d + `) SELECT ` + inodeColsBare + ` FROM (` + rowUnion(b, lv, "fs_inode", inodeColsBare, "$.ino=(SELECT ino FROM d)") + `) ORDER BY lvl LIMIT 1`
+	d := `SELECT ino FROM (` + dentryUnion(b, lv, "t.ino", "$.parent_ino=?1 AND $.name=?2") + `) AS u ORDER BY lvl LIMIT 1`
+	s := `WITH d(ino) AS MATERIALIZED (` + d + `) SELECT ` + inodeColsBare + ` FROM (` + rowUnion(b, lv, "fs_inode", inodeColsBare, "$.ino=(SELECT ino FROM d)") + `) AS u ORDER BY lvl LIMIT 1`
 	a, err := scanAttr(q.QueryRowContext(ctx, s, b.args...))
 	if err == nil && a.Mode == 0 {
 		err = sql.ErrNoRows
@@ -191,7 +194,7 @@ func entryIno(ctx context.Context, q querier, lv []mlevel, parent int64, name st
 	}
 	b := &sqlb{args: []any{parent, name}}
 	var ino int64
-	err := q.QueryRowContext(ctx, `SELECT ino FROM (`+dentryUnion(b, lv, "t.ino", "$.parent_ino=?1 AND $.name=?2")+`) ORDER BY lvl LIMIT 1`, b.args...).Scan(&ino)
+	err := q.QueryRowContext(ctx, `SELECT ino FROM (`+dentryUnion(b, lv, "t.ino", "$.parent_ino=?1 AND $.name=?2")+`) AS u ORDER BY lvl LIMIT 1`, b.args...).Scan(&ino)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -200,19 +203,29 @@ func entryIno(ctx context.Context, q querier, lv []mlevel, parent int64, name st
 
 // childrenSQL selects (name, ino) of the entries of directory ?1 through lv.
 func childrenSQL(b *sqlb, lv []mlevel) string {
-	return `SELECT name, ino FROM (SELECT name, ino, MIN(lvl) FROM (` + dentryUnion(b, lv, "t.name, t.ino", "$.parent_ino=?1") + `) GROUP BY name) WHERE ino != 0`
+	return `SELECT name, ino FROM (` + firstBy(b.pg, "name", "name, ino", dentryUnion(b, lv, "t.name, t.ino", "$.parent_ino=?1")) + `) AS c WHERE ino != 0`
+}
+
+// firstBy selects cols of the row of each key of rows (a query with a lvl
+// column) with the least lvl. SQLite takes the other columns of a
+// MIN(lvl) aggregate from that row; PostgreSQL says DISTINCT ON.
+func firstBy(pg bool, key, cols, rows string) string {
+	if pg {
+		return `SELECT DISTINCT ON (` + key + `) ` + cols + ` FROM (` + rows + `) AS r ORDER BY ` + key + `, lvl`
+	}
+	return `SELECT ` + cols + `, MIN(lvl) FROM (` + rows + `) AS r GROUP BY ` + key
 }
 
 // childrenLayered is children through the levels, with each entry's
 // symlink target when withTarget.
 func (fs *FS) childrenLayered(ctx context.Context, q querier, lv []mlevel, dir int64, withTarget bool) ([]child, []string, error) {
-	b := &sqlb{args: []any{dir}}
+	b := &sqlb{args: []any{dir}, pg: fs.v.pg}
 	c := childrenSQL(b, lv)
-	n := `SELECT ` + inodeColsBare + `, MIN(lvl) FROM (` + rowUnion(b, lv, "fs_inode", inodeColsBare, "$.ino IN (SELECT ino FROM c)") + `) GROUP BY ino`
+	n := firstBy(b.pg, "ino", inodeColsBare, rowUnion(b, lv, "fs_inode", inodeColsBare, "$.ino IN (SELECT ino FROM c)"))
 	s := `WITH c(name, ino) AS (` + c + `), n AS (` + n + `)`
 	cols := `c.name, n.ino, n.mode, n.uid, n.gid, n.size, n.atime, n.atime_ns, n.mtime, n.mtime_ns, n.ctime, n.ctime_ns, n.created_ns, n.is_readonly, n.nlink, n.rdev`
 	if withTarget {
-		s += `, l AS (SELECT ino, target, MIN(lvl) FROM (` + rowUnion(b, lv, "fs_symlink", "i.ino, i.target", "$.ino IN (SELECT ino FROM c)") + `) GROUP BY ino)`
+		s += `, l AS (` + firstBy(b.pg, "ino", "ino, target", rowUnion(b, lv, "fs_symlink", "i.ino, i.target", "$.ino IN (SELECT ino FROM c)")) + `)`
 		s += ` SELECT ` + cols + `, COALESCE(l.target, '') FROM c JOIN n ON n.ino=c.ino LEFT JOIN l ON l.ino=c.ino WHERE n.mode != 0 ORDER BY c.name`
 	} else {
 		s += ` SELECT ` + cols + ` FROM c JOIN n ON n.ino=c.ino WHERE n.mode != 0 ORDER BY c.name`
@@ -245,10 +258,10 @@ func (fs *FS) childrenLayered(ctx context.Context, q querier, lv []mlevel, dir i
 }
 
 // hasEntriesLayered reports whether directory dir has an entry through lv.
-func hasEntriesLayered(ctx context.Context, q querier, lv []mlevel, dir int64) (bool, error) {
-	b := &sqlb{args: []any{dir}}
+func (fs *FS) hasEntriesLayered(ctx context.Context, q querier, lv []mlevel, dir int64) (bool, error) {
+	b := &sqlb{args: []any{dir}, pg: fs.v.pg}
 	var n int
-	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+childrenSQL(b, lv)+` LIMIT 1)`, b.args...).Scan(&n)
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+childrenSQL(b, lv)+` LIMIT 1) AS one`, b.args...).Scan(&n)
 	return n > 0, err
 }
 
@@ -263,7 +276,7 @@ func namesSQL(b *sqlb, lv []mlevel) string {
 		}
 		parts[k] = dentrySel(b, l, "t", "t.parent_ino, t.name, $id AS id, "+strconv.Itoa(k)+" AS lvl", cond)
 	}
-	return `SELECT parent_ino, name FROM (` + strings.Join(parts, " UNION ALL ") + `) ORDER BY lvl DESC, id`
+	return `SELECT parent_ino, name FROM (` + strings.Join(parts, " UNION ALL ") + `) AS u ORDER BY lvl DESC, id`
 }
 
 // firstNameLayered returns the parent and name of ino's first name through lv.
@@ -279,7 +292,7 @@ func firstNameLayered(ctx context.Context, q querier, lv []mlevel, ino int64) (i
 func readlinkLayered(ctx context.Context, q querier, lv []mlevel, ino int64) (string, error) {
 	b := &sqlb{args: []any{ino}}
 	var t string
-	err := q.QueryRowContext(ctx, `SELECT target FROM (`+rowUnion(b, lv, "fs_symlink", "i.target", "$.ino=?1")+`) ORDER BY lvl LIMIT 1`, b.args...).Scan(&t)
+	err := q.QueryRowContext(ctx, `SELECT target FROM (`+rowUnion(b, lv, "fs_symlink", "i.target", "$.ino=?1")+`) AS u ORDER BY lvl LIMIT 1`, b.args...).Scan(&t)
 	return t, err
 }
 
@@ -302,7 +315,7 @@ func (fs *FS) ownIno(ctx context.Context, tx *txn, ino int64) error {
 	}
 	b := &sqlb{args: []any{ino, fs.sid}}
 	_, err = tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, `+inodeCols+`) SELECT ?2, `+inodeCols+` FROM (`+
-		rowUnion(b, lv[1:], "fs_inode", "i.*", "$.ino=?1")+`) WHERE NOT EXISTS (SELECT 1 FROM fs_inode o WHERE o.session_id=?2 AND o.ino=?1) ORDER BY lvl LIMIT 1`, b.args...)
+		rowUnion(b, lv[1:], "fs_inode", "i.*", "$.ino=?1")+`) AS u WHERE NOT EXISTS (SELECT 1 FROM fs_inode o WHERE o.session_id=?2 AND o.ino=?1) ORDER BY lvl LIMIT 1`, b.args...)
 	if err != nil {
 		return fmt.Errorf("copy up inode %d: %w", ino, err)
 	}
@@ -415,7 +428,7 @@ func inheritedIno(ctx context.Context, q querier, lv []mlevel, ino int64) (bool,
 	}
 	b := &sqlb{args: []any{ino}}
 	var n int
-	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+rowUnion(b, lv[1:], "fs_inode", "i.ino", "$.ino=?1")+`)`, b.args...).Scan(&n)
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+rowUnion(b, lv[1:], "fs_inode", "i.ino", "$.ino=?1")+`) AS u`, b.args...).Scan(&n)
 	return n > 0, err
 }
 
@@ -445,7 +458,7 @@ func loadLayered(ctx context.Context, q querier, lv []mlevel) (layeredTree, erro
 	seen := map[dkey]bool{}
 	for _, l := range lv {
 		b := &sqlb{}
-		rows, err := q.QueryContext(ctx, dentrySel(b, l, "t", "t.parent_ino, t.name, t.ino", "1"), b.args...)
+		rows, err := q.QueryContext(ctx, dentrySel(b, l, "t", "t.parent_ino, t.name, t.ino", "1=1"), b.args...)
 		if err != nil {
 			return t, fmt.Errorf("read names of %s: %w", l.ws, err)
 		}
@@ -476,7 +489,7 @@ func loadLayered(ctx context.Context, q querier, lv []mlevel) (layeredTree, erro
 	got := map[int64]bool{}
 	for _, l := range lv {
 		b := &sqlb{}
-		rows, err := q.QueryContext(ctx, rowSel(b, l, "fs_inode", "i", inodeColsBare+", data_gen, COALESCE(sha256, '')", "1"), b.args...)
+		rows, err := q.QueryContext(ctx, rowSel(b, l, "fs_inode", "i", inodeColsBare+", data_gen, COALESCE(sha256, '')", "1=1"), b.args...)
 		if err != nil {
 			return t, fmt.Errorf("read inodes of %s: %w", l.ws, err)
 		}
@@ -503,7 +516,7 @@ func loadLayered(ctx context.Context, q querier, lv []mlevel) (layeredTree, erro
 	gotL := map[int64]bool{}
 	for _, l := range lv {
 		b := &sqlb{}
-		rows, err := q.QueryContext(ctx, rowSel(b, l, "fs_symlink", "i", "i.ino, i.target", "1"), b.args...)
+		rows, err := q.QueryContext(ctx, rowSel(b, l, "fs_symlink", "i", "i.ino, i.target", "1=1"), b.args...)
 		if err != nil {
 			return t, fmt.Errorf("read symlinks of %s: %w", l.ws, err)
 		}

@@ -24,7 +24,7 @@ func (fs *FS) removeInodeIfUnlinked(ctx context.Context, tx *txn, ino int64) err
 		return nil
 	}
 	if fs.v.keepIfOpen(fs.sid, ino) {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO fs_orphan(session_id, ino) VALUES(?,?)`, fs.sid, ino); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO fs_orphan(session_id, ino) VALUES(?,?) ON CONFLICT DO NOTHING`, fs.sid, ino); err != nil {
 			return fmt.Errorf("record orphan: %w", err)
 		}
 		return nil

@@ -192,7 +192,7 @@ func (s *partialSide) inode(ctx context.Context, q querier, ino int64) (treediff
 	b := &sqlb{args: []any{ino}}
 	var e treediff.Entry
 	err := q.QueryRowContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, ''), rdev FROM (`+
-		rowUnion(b, s.lv, "fs_inode", "i.ino, i.mode, i.size, i.data_gen, i.sha256, i.rdev", "$.ino=?1")+`) ORDER BY lvl LIMIT 1`, b.args...).
+		rowUnion(b, s.lv, "fs_inode", "i.ino, i.mode, i.size, i.data_gen, i.sha256, i.rdev", "$.ino=?1")+`) AS u ORDER BY lvl LIMIT 1`, b.args...).
 		Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Sha, &e.Rdev)
 	if err == nil && e.Mode == 0 {
 		err = sql.ErrNoRows

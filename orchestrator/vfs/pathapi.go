@@ -132,7 +132,7 @@ func (fs *FS) storedHash(ctx context.Context, ino int64) (sql.NullString, int64,
 		return h, 0, err
 	} else if layered {
 		b := &sqlb{args: []any{ino}}
-		q, args = `SELECT sha256, data_gen FROM (`+rowUnion(b, lv, "fs_inode", "i.sha256, i.data_gen, i.mode", "$.ino=?1")+`) WHERE mode != 0 ORDER BY lvl LIMIT 1`, b.args
+		q, args = `SELECT sha256, data_gen FROM (`+rowUnion(b, lv, "fs_inode", "i.sha256, i.data_gen, i.mode", "$.ino=?1")+`) AS u WHERE mode != 0 ORDER BY lvl LIMIT 1`, b.args
 	}
 	if err := fs.v.r.QueryRowContext(ctx, q, args...).Scan(&h, &gen); err != nil {
 		if err == sql.ErrNoRows {
@@ -150,7 +150,7 @@ func (fs *FS) computeHash(ctx context.Context, q querier, ino int64) (string, er
 		return fs.computeHashFork(ctx, q, ino)
 	}
 	h := sha256.New()
-	rows, err := q.QueryContext(ctx, `SELECT data FROM fs_data WHERE session_id=? AND ino=? ORDER BY offset`, fs.sid, ino)
+	rows, err := q.QueryContext(ctx, `SELECT data FROM fs_data WHERE session_id=? AND ino=? ORDER BY "offset"`, fs.sid, ino)
 	if err != nil {
 		return "", fmt.Errorf("hash inode %d: %w", ino, err)
 	}
@@ -738,7 +738,7 @@ func (fs *FS) copyTree(ctx context.Context, tx *txn, a Attr, parent int64, name 
 			if err := fs.copyDataFork(ctx, tx, a.Ino, na.Ino, a.Size); err != nil {
 				return fmt.Errorf("copy data to %s: %w", name, err)
 			}
-		} else if _, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, offset, size, data) SELECT session_id, ?, offset, size, data FROM fs_data WHERE session_id=? AND ino=?`,
+		} else if _, err := tx.ExecContext(ctx, `INSERT INTO fs_data(session_id, ino, "offset", size, data) SELECT session_id, ?, "offset", size, data FROM fs_data WHERE session_id=? AND ino=?`,
 			na.Ino, fs.sid, a.Ino); err != nil {
 			return fmt.Errorf("copy data to %s: %w", name, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/filepath-dev/filepath/internal/pgsql"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
 )
 
@@ -48,6 +49,7 @@ type Config struct {
 // VFS is the session filesystem over one SQLite database.
 type VFS struct {
 	db  *sql.DB        // writer; the store keeps one connection, so never use it inside a tx
+	pg  bool           // db is PostgreSQL (pgsql.Is): a few statements differ
 	r   settlingReader // read pool (the writer when Config.ReadDB is nil), after settling
 	rq  *reader        // the same without settling: for reads that settled for what they read
 	wc  *stmtCache
@@ -117,7 +119,7 @@ func New(db *sql.DB, cfg Config) *VFS {
 	if rdb != db {
 		rc = newStmtCache(rdb, true)
 	}
-	v := &VFS{db: db, rq: &reader{db: rdb, c: rc}, wc: wc, cfg: cfg, sessions: map[string]*sessionState{}}
+	v := &VFS{db: db, pg: pgsql.Is(db), rq: &reader{db: rdb, c: rc}, wc: wc, cfg: cfg, sessions: map[string]*sessionState{}}
 	v.r = settlingReader{reader: v.rq, v: v}
 	v.bgCtx, v.bgCancel = context.WithCancel(context.Background())
 	return v
@@ -219,12 +221,12 @@ func initSession(ctx context.Context, tx *txn, sid string, chunk int, now time.T
 	if exists == 0 {
 		return errorf(syscall.ENOENT, "", "session %s not found", sid)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO fs_meta(session_id, next_ino, used_bytes, chunk_size) VALUES(?,2,0,?)`, sid, chunk); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fs_meta(session_id, next_ino, used_bytes, chunk_size) VALUES(?,2,0,?) ON CONFLICT DO NOTHING`, sid, chunk); err != nil {
 		return fmt.Errorf("init session meta: %w", err)
 	}
 	s, ns := splitTime(now)
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO fs_inode(session_id, ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns)
-		VALUES(?,1,?,0,0,0,?,?,?,?,?,?,?)`, sid, ModeDir|0o755, s, s, s, ns, ns, ns, now.UnixNano()); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fs_inode(session_id, ino, mode, uid, gid, size, atime, mtime, ctime, atime_ns, mtime_ns, ctime_ns, created_ns)
+		VALUES(?,1,?,0,0,0,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`, sid, ModeDir|0o755, s, s, s, ns, ns, ns, now.UnixNano()); err != nil {
 		return fmt.Errorf("init root inode: %w", err)
 	}
 	return nil

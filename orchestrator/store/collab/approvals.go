@@ -235,7 +235,7 @@ func (s *Store) Approvals(ctx context.Context, userID, sessionID, status string,
 		return nil, orchestrator.FieldErrorf("status", "status %q: want pending, approved or denied", status)
 	}
 	// The newest `limit`, in the order they were asked.
-	q = `SELECT * FROM (` + q + ` ORDER BY a.created_at DESC, a.id DESC LIMIT ?) ORDER BY created_at, id`
+	q = `SELECT * FROM (` + q + ` ORDER BY a.created_at DESC, a.id DESC LIMIT ?) AS newest ORDER BY created_at, id`
 	var rows []approvalRow
 	if err := g.Raw(q, append(args, limit)...).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)

@@ -223,7 +223,7 @@ func (s *Store) SearchMemories(ctx context.Context, userID, repo, query string, 
 		if i > 0 {
 			q += ` OR `
 		}
-		q += `instr(lower(key), ?) > 0 OR instr(lower(value), ?) > 0`
+		q += s.st.Contains("lower(key)", "?") + ` OR ` + s.st.Contains("lower(value)", "?")
 		args = append(args, w, w)
 	}
 	q += `)`

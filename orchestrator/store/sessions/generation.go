@@ -35,7 +35,7 @@ func (s *Store) ContinueNode(ctx context.Context, sessionID, nodeID string) (Con
 			Payload string
 		}
 		if err := g.Raw(`SELECT seq, payload FROM session_log WHERE session_id = ? AND node_id = ? AND kind = ?
-			AND json_extract(payload, '$.type') = ? ORDER BY seq DESC LIMIT 1`,
+			AND `+s.st.JSONText("payload", "type")+` = ? ORDER BY seq DESC LIMIT 1`,
 			sessionID, nodeID, protocol.KindEvent, protocol.TypeHandoff).Scan(&hand).Error; err != nil {
 			return fmt.Errorf("read the handoff of node %s: %w", nodeID, err)
 		}
@@ -49,7 +49,7 @@ func (s *Store) ContinueNode(ctx context.Context, sessionID, nodeID string) (Con
 		out.Summary = ev.Summary
 		var cont int64
 		if err := g.Raw(`SELECT COALESCE(MAX(seq), 0) FROM session_log WHERE session_id = ? AND node_id = ? AND kind = ?
-			AND json_extract(payload, '$.type') = ?`, sessionID, nodeID, protocol.KindSystem, protocol.SystemContinuation).
+			AND `+s.st.JSONText("payload", "type")+` = ?`, sessionID, nodeID, protocol.KindSystem, protocol.SystemContinuation).
 			Scan(&cont).Error; err != nil {
 			return fmt.Errorf("read the continuations of node %s: %w", nodeID, err)
 		}

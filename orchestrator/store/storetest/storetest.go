@@ -36,7 +36,7 @@ type Env struct {
 	Audit    *audit.Store
 	Pub      *Recorder      // every record published
 	Clock    *testkit.Clock // the store's clock, from Start
-	Path     string         // the database file
+	Path     string         // the database file (on SQLite)
 }
 
 // Options change what New opens.
@@ -48,7 +48,9 @@ type Options struct {
 	Store func(*store.Config)
 }
 
-// New opens a store in t's temporary directory with default limits.
+// New opens a store in t's temporary directory with default limits, or in
+// a new PostgreSQL database when FILEPATH_TEST_DATABASE=postgres
+// (testkit.PostgresURL).
 func New(t testing.TB) *Env { return NewWith(t, Options{}) }
 
 // NewWith is New with options.
@@ -59,6 +61,7 @@ func NewWith(t testing.TB, o Options) *Env {
 	if o.Store != nil {
 		o.Store(&cfg)
 	}
+	UsePostgres(t, &cfg)
 	st, err := store.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open: %v", err)
@@ -70,6 +73,17 @@ func NewWith(t testing.TB, o Options) *Env {
 	})
 	e.Use(st, o)
 	return e
+}
+
+// UsePostgres points cfg at a PostgreSQL database when the suites run on
+// PostgreSQL (FILEPATH_TEST_DATABASE=postgres): the same one for the same
+// cfg.Path in this test process, so that reopening a path reopens its
+// database (testkit.PostgresURLFor).
+func UsePostgres(t testing.TB, cfg *store.Config) {
+	t.Helper()
+	if testkit.OnPostgres() && cfg.URL == "" {
+		cfg.URL = testkit.PostgresURLFor(t, cfg.Path)
+	}
 }
 
 // Use sets e's noun packages to those of st, with o's limits.
@@ -193,7 +207,11 @@ func Snapshot(t testing.TB, st *store.Store) func(what string) {
 func Dump(t testing.TB, s *store.Store) string {
 	t.Helper()
 	db := s.SQL()
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	tablesSQL := `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`
+	if s.Dialect() == store.Postgres {
+		tablesSQL = `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`
+	}
+	rows, err := db.Query(tablesSQL)
 	if err != nil {
 		t.Fatal(err)
 	}
