@@ -125,6 +125,25 @@ describe('ChangesView', () => {
 		expect((await screen.findByTestId('merge-result')).textContent).toContain('Merged 1 change');
 	});
 
+	it('issue 27.8: after a merge, Merge waits for the agent to change more (no "Merged 0 changes")', async () => {
+		const load = vi.fn().mockResolvedValue(changes({ base: { kind: 'fork', commit: 'cccccccc' } }));
+		const onmerge = vi.fn().mockResolvedValue({ applied: ['/a'], conflicts: [] });
+		const feed = createFileFeed();
+		render(ChangesView, { nodeId: 'n1', load, loadFile: vi.fn(), onmerge, feed });
+		await screen.findByTestId('head');
+		await fireEvent.click(await screen.findByRole('button', { name: 'Merge' }));
+		await fireEvent.click(within(screen.getByRole('dialog', { name: 'Merge into the parent' })).getByRole('button', { name: 'Merge' }));
+		const done = await screen.findByRole('button', { name: 'Merged' });
+		expect((done as HTMLButtonElement).disabled).toBe(true);
+		// the merge's own writes land in the parent: they change nothing here
+		feed.push({ seq: 9, kind: 'file', node_id: 'parent', at: '', data: { path: '/a', op: 'write' } } as unknown as LogRecord);
+		expect((screen.getByRole('button', { name: 'Merged' }) as HTMLButtonElement).disabled).toBe(true);
+		// the agent writes again: there is something to merge
+		feed.push({ seq: 10, kind: 'file', node_id: 'n1', at: '', data: { path: '/b', op: 'write' } } as unknown as LogRecord);
+		await waitFor(() => expect((screen.getByRole('button', { name: 'Merge' }) as HTMLButtonElement).disabled).toBe(false));
+		expect(onmerge).toHaveBeenCalledTimes(1);
+	});
+
 	it('issue 27.8: Merge asks first; Cancel merges nothing', async () => {
 		const load = vi.fn().mockResolvedValue(changes({ base: { kind: 'fork', commit: 'cccccccc' } }));
 		const onmerge = vi.fn();
