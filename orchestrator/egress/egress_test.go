@@ -204,3 +204,26 @@ func TestCheckAllow(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditCountsTheRequest: every plain request's audit counts the bytes
+// it sent as well as those it got back. The request is written by the
+// transport's own goroutine, and the answer can be back before that
+// goroutine runs again: the bytes must be counted before they are sent.
+func TestAuditCountsTheRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	c, audited := proxyEnv(t, egress.Config{Allow: []string{"a.test"}, AllowPrivate: true, Policy: policy{}})
+	const n = 300
+	for range n {
+		if _, err := get(c, "http://a.test:"+port+"/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, 30*time.Second, "every request audited", func() bool { return len(audited()) == n })
+	for i, conn := range audited() {
+		if conn.BytesOut == 0 || conn.BytesIn == 0 {
+			t.Fatalf("request %d: %d bytes out, %d in", i, conn.BytesOut, conn.BytesIn)
+		}
+	}
+}

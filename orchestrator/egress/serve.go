@@ -215,9 +215,16 @@ func (c *countConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// Write counts b before it is sent: http.Transport writes a request in a
+// goroutine of its own, and its answer can be read (and the connection
+// audited) before that goroutine would count after the write. A short
+// write takes back what was not sent.
 func (c *countConn) Write(b []byte) (int, error) {
+	c.out.Add(int64(len(b)))
 	n, err := c.Conn.Write(b)
-	c.out.Add(int64(n))
+	if n < len(b) {
+		c.out.Add(int64(n - len(b)))
+	}
 	return n, err
 }
 
