@@ -96,7 +96,10 @@ func (r *Relay) handle(ctx context.Context, req request) {
 		cur.Paused = true
 	case isSignal && sig.Action == protocol.ActionResume:
 		cur.Paused = false
-	case isMsg:
+	case isMsg && req.in.(protocol.MessageInput).From != protocol.FromSystem:
+		// A person's or the parent's message asks for more work. A system
+		// notice (a child finished) does not undo a done: an agent that
+		// exits after its done, with the notice still unread, finished.
 		cur.SawDone = false
 	}
 	var stored []protocol.Record

@@ -129,6 +129,9 @@ func TestDoneAnsweringStop(t *testing.T) {
 		{"done after stop", []string{"stop", `{"type":"done","summary":"stopped"}`}, false},
 		{"done, then stop", []string{`{"type":"done","summary":"finished"}`, "stop"}, true},
 		{"done, message, then stop", []string{`{"type":"done"}`, "msg", "stop"}, false},
+		// a child's "finished" notice reaches a parent that said done and is
+		// on its way out: it finished (TestSpawnTree's parents)
+		{"done, a system notice, then stop", []string{`{"type":"done"}`, "notice", "stop"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,10 +148,14 @@ func TestDoneAnsweringStop(t *testing.T) {
 					if _, err := r.Deliver(context.Background(), message("more")); err != nil {
 						t.Fatal(err)
 					}
+				case "notice":
+					if _, err := r.Deliver(context.Background(), protocol.MessageInput{Type: "message", From: protocol.FromSystem, Content: "worker finished."}); err != nil {
+						t.Fatal(err)
+					}
 				default:
 					ns++
+					n := len(h.log.records()) // before the emit: its record may be appended at once
 					h.c.emit(containers.Stdout, ns, s)
-					n := len(h.log.records())
 					testkit.Eventually(t, 10*time.Second, "the event's record", func() bool { return len(h.log.records()) > n })
 				}
 			}

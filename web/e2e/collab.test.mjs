@@ -80,6 +80,10 @@ test('approvals inbox, memory and audit against the real binary and a real agent
 	const item = page.getByTestId('memory-item');
 	await item.filter({ hasText: 'learned in the e2e test' }).waitFor({ timeout: T });
 	await item.getByRole('button', { name: 'Delete e2e key' }).click();
+	// it asks first (issue 27.8)
+	const confirm = page.getByRole('dialog', { name: 'Delete memory' });
+	await confirm.waitFor({ timeout: T });
+	await confirm.getByRole('button', { name: 'Delete', exact: true }).click();
 	await poll(async () => (await item.count()) === 0, { timeout: T, what: 'the memory to go from the page' });
 	assert.equal((await call('GET', '/memories')).data.length, 0);
 });

@@ -302,7 +302,15 @@ export async function spawnCustom(page, name, image, timeout = 30_000) {
 	await dlg.waitFor({ state: 'detached', timeout });
 }
 
-/** containersOf lists the ids of Docker containers labelled with a filepath session. */
+/** agentContainersOf lists the ids of a session's agent containers: not the sandboxes whose
+ * network namespace each agent runs in (containersOf lists both). */
+export async function agentContainersOf(sessionId) {
+	const { stdout } = await run('docker', ['ps', '-aq', '--filter', `label=filepath.session=${sessionId}`, '--filter', 'label=filepath.managed=true']);
+	return stdout.split('\n').filter(Boolean);
+}
+
+/** containersOf lists the ids of Docker containers labelled with a filepath session (agents and
+ * their sandboxes). */
 export async function containersOf(sessionId) {
 	const { stdout } = await run('docker', ['ps', '-aq', '--filter', `label=filepath.session=${sessionId}`]);
 	return stdout.split('\n').filter(Boolean);

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { AGENT_IMAGE, containersOf, e2eRun, poll, requirements, sendMessage } from './lib.mjs';
+import { AGENT_IMAGE, agentContainersOf, e2eRun, poll, requirements, sendMessage } from './lib.mjs';
 
 const T = 30_000; // the deadline of one wait (container start-up included)
 const BYO_ECHO = process.env.E2E_BYO_IMAGE ?? 'filepath/byo-echo:latest';
@@ -130,7 +130,7 @@ test('issue 27: what a new user trips over, on a desktop and a phone', { skip: s
 		await dlg.waitFor({ state: 'detached', timeout: T });
 		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'lead in the header' });
 		assert.equal(await page.getByTestId('model-tag').count(), 0, 'no model pill for a custom agent');
-		await poll(async () => (await containersOf(e.sessionId)).length === 1, { timeout: T, what: "the lead's container" });
+		await poll(async () => (await agentContainersOf(e.sessionId)).length === 1, { timeout: T, what: "the lead's container" });
 	});
 
 	await step('1: pausing an agent that said done shows Paused and Resume (also after a reload); a message waits and is answered on resume', async () => {

@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { AGENT_IMAGE, REPO, containersOf, e2eRun, newSession, poll, requirements, sendMessage, spawnCustom, userLogin } from './lib.mjs';
+import { AGENT_IMAGE, REPO, agentContainersOf, e2eRun, newSession, poll, requirements, sendMessage, spawnCustom, userLogin } from './lib.mjs';
 
 const SHOTS = process.env.E2E_SCREENSHOTS ?? path.join(REPO, 'docs/screenshots');
 const T = 30_000; // the deadline of one wait (container start-up included)
@@ -82,7 +82,7 @@ test('session flow against the real binary, a real agent container and headless 
 		await spawnCustom(page, 'lead', AGENT_IMAGE, T);
 		await poll(async () => (await header().textContent()) === 'lead', { timeout: T, what: 'the panel header to show lead' });
 		await treeRow('lead').waitFor({ timeout: T });
-		await poll(async () => (await containersOf(sessionId)).length === 1, { timeout: T, what: "the lead's container" });
+		await poll(async () => (await agentContainersOf(sessionId)).length === 1, { timeout: T, what: "the lead's container" });
 	});
 
 	await step('send messages; text, tool, command, commit, spawn and worker blocks render', async () => {
