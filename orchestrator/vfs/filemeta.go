@@ -71,7 +71,7 @@ func (fs *FS) stamp(ctx context.Context, tx *txn, ino int64, source string) erro
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO fs_file_meta(session_id, ino, source, node_id) VALUES(?,?,?,?)
 		ON CONFLICT(session_id, ino) DO UPDATE SET source=excluded.source, node_id=excluded.node_id
-		WHERE source != excluded.source OR node_id != excluded.node_id`, fs.sid, ino, source, fs.nodeID); err != nil {
+		WHERE fs_file_meta.source != excluded.source OR fs_file_meta.node_id != excluded.node_id`, fs.sid, ino, source, fs.nodeID); err != nil {
 		return fmt.Errorf("record the writer of inode %d: %w", ino, err)
 	}
 	fs.noteWriter(tx, ino, source)
@@ -128,7 +128,7 @@ func (fs *FS) inodeVersion(ctx context.Context, q querier, ino int64) (mode uint
 		return 0, 0, 0, lerr
 	} else if layered {
 		b := &sqlb{args: []any{ino}}
-		s, args = `SELECT mode, size, data_gen FROM (`+rowUnion(b, lv, "fs_inode", "i.mode, i.size, i.data_gen", "$.ino=?1")+`) ORDER BY lvl LIMIT 1`, b.args
+		s, args = `SELECT mode, size, data_gen FROM (`+rowUnion(b, lv, "fs_inode", "i.mode, i.size, i.data_gen", "$.ino=?1")+`) AS u ORDER BY lvl LIMIT 1`, b.args
 	}
 	err = q.QueryRowContext(ctx, s, args...).Scan(&mode, &size, &gen)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && mode == 0) {
