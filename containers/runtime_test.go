@@ -244,6 +244,7 @@ func TestRuntimes(t *testing.T) {
 			t.Run("pause", func(t *testing.T) { testPause(t, h) })
 			t.Run("list and exit codes", func(t *testing.T) { testList(t, h) })
 			t.Run("not found", func(t *testing.T) { testNotFound(t, h) })
+			t.Run("start again at once", func(t *testing.T) { testStartAgain(t, h) })
 		})
 	}
 }
@@ -639,5 +640,28 @@ func TestCharacterCutAtPieceBoundary(t *testing.T) {
 				t.Fatalf("line ends %q, want %q", got[max(len(got)-12, 0):], want[len(want)-12:])
 			}
 		})
+	}
+}
+
+// testStartAgain: a container started again right after its Wait returned
+// (a message to a node that just stopped) runs: with Docker, its network
+// sandbox is down by then and is started again, not found still dying.
+func testStartAgain(t *testing.T, h harness) {
+	if h.name != "docker" {
+		return // a process runs once
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	id := run(t, ctx, h, h.spec("echo once; done"))
+	for i := range 8 {
+		if code := wait(t, ctx, h.rt, id); code != 0 {
+			t.Fatalf("run %d: exit code %d", i+1, code)
+		}
+		if err := h.rt.Start(ctx, id); err != nil {
+			t.Fatalf("start %d right after the exit: %v", i+2, err)
+		}
+	}
+	if code := wait(t, ctx, h.rt, id); code != 0 {
+		t.Fatalf("last run: exit code %d", code)
 	}
 }

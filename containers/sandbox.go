@@ -295,6 +295,17 @@ func (d *Docker) stopSandbox(ctx context.Context, id string) {
 	}
 	d.rememberSandbox(id, sb, false)
 	d.cli.ContainerKill(ctx, sb, "SIGKILL") //nolint:errcheck // stopped or gone already: either is fine
+	// The kill returns before the sandbox is down. A Start right after this
+	// (a message to a node that just stopped) must find it stopped and start
+	// it again, not find it still running and then join a namespace that
+	// goes away.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resC, errC := d.cli.ContainerWait(wctx, sb, container.WaitConditionNotRunning)
+	select {
+	case <-resC:
+	case <-errC:
+	}
 }
 
 // sandboxOf is the sandbox a container's config names (LabelNetns), or "".
