@@ -225,13 +225,7 @@ func (s *Server) addTools(srv *mcp.Server) {
 			if err != nil {
 				return nil, err
 			}
-			// Bounded by the request's own timeout, which denies it.
-			for {
-				p, err := s.pushApproved(ctx, c, a.ID, s.cfg.MaxPoll)
-				if err != nil || p.Approval.Status != protocol.ApprovalPending {
-					return p, err
-				}
-			}
+			return s.waitShipped(ctx, c, a.ID)
 		})
 	tool(s, srv, "request_pull_request", "Ask the person supervising the agents to open a pull request (GitHub) or merge request (GitLab) of your pushed branch, with your title and body (say what changed, why, and how you tested it). Approved, filepath opens it with the user's token (or updates the one open for the branch) and answers its URL. Waits for the answer.",
 		func(ctx context.Context, c orchestrator.Caller, in PullRequestAsk) (any, error) {
@@ -239,12 +233,7 @@ func (s *Server) addTools(srv *mcp.Server) {
 			if err != nil {
 				return nil, err
 			}
-			for {
-				p, err := s.pushApproved(ctx, c, a.ID, s.cfg.MaxPoll)
-				if err != nil || p.Approval.Status != protocol.ApprovalPending {
-					return p, err
-				}
-			}
+			return s.waitShipped(ctx, c, a.ID)
 		})
 }
 
@@ -253,4 +242,16 @@ func nonNil[T any](v []T) []T {
 		return []T{}
 	}
 	return v
+}
+
+// waitShipped waits for the answer to a push or pull-request request id,
+// and what filepath did once it was approved. Bounded by the request's own
+// timeout, which denies it.
+func (s *Server) waitShipped(ctx context.Context, c orchestrator.Caller, id string) (any, error) {
+	for {
+		p, err := s.pushApproved(ctx, c, id, s.cfg.MaxPoll)
+		if err != nil || p.Approval.Status != protocol.ApprovalPending {
+			return p, err
+		}
+	}
 }
