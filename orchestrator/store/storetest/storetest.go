@@ -105,12 +105,18 @@ func (e *Env) User(t testing.TB, name string) identity.User {
 	return u
 }
 
+// NewUser returns a new Env with one user, alice.
+func NewUser(t testing.TB) (*Env, identity.User) {
+	t.Helper()
+	e := New(t)
+	return e, e.User(t, "alice")
+}
+
 // NewSession returns a new Env with one user, alice, and her session "s":
 // the start of most store tests.
 func NewSession(t testing.TB) (*Env, identity.User, protocol.Session) {
 	t.Helper()
-	e := New(t)
-	u := e.User(t, "alice")
+	e, u := NewUser(t)
 	return e, u, e.Session(t, u.ID, "s")
 }
 
