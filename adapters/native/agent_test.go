@@ -183,6 +183,15 @@ func chatRequests(t *testing.T, f *fakellm.Server) []chatRequest {
 	return out
 }
 
+// toolNames returns the names of the tools req offers the model, in order.
+func toolNames(req chatRequest) []string {
+	var names []string
+	for _, s := range req.Tools {
+		names = append(names, s.Function.Name)
+	}
+	return names
+}
+
 func content(m message) string {
 	if m.Content == nil {
 		return ""
@@ -668,10 +677,7 @@ func TestPi(t *testing.T) {
 	h := startAgent(t, cfg)
 	evs := h.waitFor("done", 1, isType(protocol.TypeDone))
 	reqs := chatRequests(t, f)
-	var names []string
-	for _, s := range reqs[0].Tools {
-		names = append(names, s.Function.Name)
-	}
+	names := toolNames(reqs[0])
 	if strings.Join(names, ",") != "read_file,glob,grep,bash,git,spawn,list_children,read_child_messages,send_message,wait_for_children,memory_search,memory_list,memory_store" || !strings.Contains(content(reqs[0].Messages[0]), "You are Pi") {
 		t.Fatalf("tools %v, prompt %q", names, cut(content(reqs[0].Messages[0]), 80))
 	}
