@@ -169,24 +169,23 @@ func count(evs []protocol.Event, match func(protocol.Event) bool) int {
 	return n
 }
 
-func texts(evs []protocol.Event) []string {
+// fieldOf returns f of each event of type E in evs, in order.
+func fieldOf[E protocol.Event](evs []protocol.Event, f func(E) string) []string {
 	var out []string
 	for _, ev := range evs {
-		if t, ok := ev.(protocol.TextEvent); ok {
-			out = append(out, t.Content)
+		if e, ok := ev.(E); ok {
+			out = append(out, f(e))
 		}
 	}
 	return out
 }
 
+func texts(evs []protocol.Event) []string {
+	return fieldOf(evs, func(t protocol.TextEvent) string { return t.Content })
+}
+
 func commits(evs []protocol.Event) []string {
-	var out []string
-	for _, ev := range evs {
-		if c, ok := ev.(protocol.CommitEvent); ok {
-			out = append(out, c.Message)
-		}
-	}
-	return out
+	return fieldOf(evs, func(c protocol.CommitEvent) string { return c.Message })
 }
 
 func doneSummary(t *testing.T, evs []protocol.Event) string {
