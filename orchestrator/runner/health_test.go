@@ -75,14 +75,8 @@ func systemBlocks(t *testing.T, recs []protocol.Record, typ string) []protocol.S
 // systemInputs returns the contents of the node's system messages.
 func systemInputs(recs []protocol.Record) []string {
 	var out []string
-	for _, r := range recs {
-		if r.Kind != protocol.KindInput {
-			continue
-		}
-		var m protocol.MessageInput
-		if json.Unmarshal(r.Data, &m) == nil && m.From == protocol.FromSystem {
-			out = append(out, m.Content)
-		}
+	for _, m := range decodedAs(recs, protocol.KindInput, func(m protocol.MessageInput) bool { return m.From == protocol.FromSystem }) {
+		out = append(out, m.Content)
 	}
 	return out
 }

@@ -86,6 +86,14 @@ func UsePostgres(t testing.TB, cfg *store.Config) {
 	}
 }
 
+// On returns an Env over st, a store the test opened itself (its Pub,
+// Clock and Path are unset): for its User, Session and Node.
+func On(st *store.Store) *Env {
+	e := &Env{}
+	e.Use(st, Options{})
+	return e
+}
+
 // Use sets e's noun packages to those of st, with o's limits.
 func (e *Env) Use(st *store.Store, o Options) {
 	e.St = st
