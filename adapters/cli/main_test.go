@@ -188,6 +188,21 @@ func commits(evs []protocol.Event) []string {
 	return fieldOf(evs, func(c protocol.CommitEvent) string { return c.Message })
 }
 
+// wantStopped checks an adapter told to stop at the time given: it exited
+// 0 within limit, its last event a done that says "stopped".
+func wantStopped(t *testing.T, at time.Time, limit time.Duration, code int, evs []protocol.Event) {
+	t.Helper()
+	if took := time.Since(at); took > limit {
+		t.Errorf("stop took %v, want under %v", took, limit)
+	}
+	if code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	if s := doneSummary(t, evs); s != "stopped" {
+		t.Errorf("done summary %q, want stopped", s)
+	}
+}
+
 func doneSummary(t *testing.T, evs []protocol.Event) string {
 	t.Helper()
 	if len(evs) == 0 || !isDone(evs[len(evs)-1]) {
@@ -272,15 +287,7 @@ func TestStopDuringACommandEndsWithinTheGrace(t *testing.T) {
 			at := time.Now()
 			a.stop()
 			code, evs := a.wait()
-			if took := time.Since(at); took > 3*time.Second {
-				t.Errorf("stop took %v, want under 3 s", took)
-			}
-			if code != 0 {
-				t.Errorf("exit %d, want 0", code)
-			}
-			if s := doneSummary(t, evs); s != "stopped" {
-				t.Errorf("done summary %q, want stopped", s)
-			}
+			wantStopped(t, at, 3*time.Second, code, evs)
 			ended := count(evs, func(ev protocol.Event) bool {
 				c, ok := ev.(protocol.CommandEvent)
 				return ok && c.Status == protocol.StepError
