@@ -524,19 +524,24 @@ func TestPauseResume(t *testing.T) {
 	if s := state(); s != containers.StateRunning {
 		t.Fatalf("state after resume = %s", s)
 	}
-	e.waitFor("alive", func() bool { return hasText(e.records(root.ID), "alive") })
+	// The agent reads the message and the resume after the thaw, and may
+	// answer the message before it says it runs again: wait for both.
+	statuses := func() []string {
+		var out []string
+		for _, r := range e.records(root.ID) {
+			var ev struct{ Type, State string }
+			json.Unmarshal(r.Data, &ev)
+			if r.Kind == protocol.KindEvent && ev.Type == protocol.TypeStatus {
+				out = append(out, ev.State)
+			}
+		}
+		return out
+	}
+	e.waitFor("alive, and a status after the pause's", func() bool { return hasText(e.records(root.ID), "alive") && len(statuses()) >= 2 })
 	if n := e.node(root.ID); n.Status == protocol.NodePaused {
 		t.Fatal("still paused after the resume")
 	}
-	var states []string
-	for _, r := range e.records(root.ID) {
-		var ev struct{ Type, State string }
-		json.Unmarshal(r.Data, &ev)
-		if r.Kind == protocol.KindEvent && ev.Type == protocol.TypeStatus {
-			states = append(states, ev.State)
-		}
-	}
-	if strings.Join(states, ",") != "idle,running" {
+	if states := statuses(); strings.Join(states, ",") != "idle,running" {
 		t.Fatalf("status events %v, want idle then running", states)
 	}
 }
