@@ -32,6 +32,17 @@ export function downloadURL(sessionId: string, path: string, nodeId?: string): s
 	return `/api/v1${fsURL(sessionId, path, nodeId)}?download=true`;
 }
 
+/** thumbnailURL is a same-origin address of an image file's thumbnail (at most size pixels a side). */
+export function thumbnailURL(sessionId: string, path: string, nodeId?: string, size = 256): string {
+	const ws = nodeId ? `/sessions/${enc(sessionId)}/nodes/${enc(nodeId)}` : `/sessions/${enc(sessionId)}`;
+	return `/api/v1${ws}/fs/_/thumbnail?${new URLSearchParams({ path, size: String(size) })}`;
+}
+
+/** isImageName: a name an image viewer would open (the thumbnail route decides from the content). */
+export function isImageName(name: string): boolean {
+	return /\.(png|jpe?g|gif|webp|bmp)$/i.test(name);
+}
+
 export function splitPath(path: string): string[] {
 	return path.split('/').filter((s) => s !== '');
 }
