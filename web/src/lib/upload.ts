@@ -23,24 +23,26 @@ export function uploadURL(sessionId: string, dir: string, nodeId?: string, overw
 	return `${base}${ws}/fs/_/upload?${q}`;
 }
 
-/** uploadFiles sends parts into dir in one request and resolves with what the server wrote. */
-export function uploadFiles(sessionId: string, nodeId: string | undefined, dir: string, parts: UploadPart[], opts: UploadOptions = {}): Promise<Uploaded> {
-	const form = new FormData();
-	for (const p of parts) form.append('file', p.file, p.name);
+/**
+ * sendWithProgress POSTs body to an API path (below /api/v1) and resolves with the decoded JSON
+ * answer, reporting the bytes sent; errors are ApiErrors as request's are.
+ */
+export function sendWithProgress<T>(path: string, body: XMLHttpRequestBodyInit, headers: Record<string, string>, opts: UploadOptions = {}): Promise<T> {
 	return new Promise((resolve, reject) => {
 		const xhr = new XMLHttpRequest();
-		xhr.open('POST', uploadURL(sessionId, dir, nodeId, opts.overwrite));
+		xhr.open('POST', base + path);
 		xhr.withCredentials = true;
 		xhr.setRequestHeader('Accept', 'application/json');
+		for (const [k, v] of Object.entries(headers)) xhr.setRequestHeader(k, v);
 		xhr.upload.onprogress = (e) => {
 			if (e.lengthComputable) opts.onprogress?.(e.loaded, e.total);
 		};
 		xhr.onload = () => {
 			if (xhr.status >= 200 && xhr.status < 300) {
 				try {
-					resolve(JSON.parse(xhr.responseText) as Uploaded);
+					resolve((xhr.responseText ? JSON.parse(xhr.responseText) : undefined) as T);
 				} catch {
-					reject(new ApiError(xhr.status, 'bad_response', 'the server sent a response that is not JSON (upload)'));
+					reject(new ApiError(xhr.status, 'bad_response', `the server sent a response that is not JSON (${path})`));
 				}
 				return;
 			}
@@ -49,8 +51,15 @@ export function uploadFiles(sessionId: string, nodeId: string | undefined, dir: 
 		xhr.onerror = () => reject(new ApiError(0, 'network', 'cannot reach the filepath server; check that it is running'));
 		xhr.onabort = () => reject(new DOMException('upload canceled', 'AbortError'));
 		opts.signal?.addEventListener('abort', () => xhr.abort());
-		xhr.send(form);
+		xhr.send(body);
 	});
+}
+
+/** uploadFiles sends parts into dir in one request and resolves with what the server wrote. */
+export function uploadFiles(sessionId: string, nodeId: string | undefined, dir: string, parts: UploadPart[], opts: UploadOptions = {}): Promise<Uploaded> {
+	const form = new FormData();
+	for (const p of parts) form.append('file', p.file, p.name);
+	return sendWithProgress<Uploaded>(uploadURL(sessionId, dir, nodeId, opts.overwrite).slice(base.length), form, {}, opts);
 }
 
 /** numbered is name with " (n)" before its extension: report.xlsx → report (2).xlsx. */
