@@ -76,6 +76,45 @@ export class FakeFS {
 	install() {
 		const fn = vi.fn(async (input: string, init: RequestInit = {}) => this.handle(input, init));
 		vi.stubGlobal('fetch', fn);
+		// Uploads go through XMLHttpRequest (for their progress): the same handler answers them,
+		// after reporting the whole body as sent in two steps.
+		const fake = this;
+		class FakeXHR {
+			method = 'GET';
+			url = '';
+			headers: Record<string, string> = {};
+			status = 0;
+			statusText = '';
+			responseText = '';
+			withCredentials = false;
+			upload: { onprogress: ((e: { lengthComputable: boolean; loaded: number; total: number }) => void) | null } = { onprogress: null };
+			onload: (() => void) | null = null;
+			onerror: (() => void) | null = null;
+			onabort: (() => void) | null = null;
+			open(method: string, url: string) {
+				this.method = method;
+				this.url = url;
+			}
+			setRequestHeader(k: string, v: string) {
+				if (k !== 'Accept') this.headers[k] = v;
+			}
+			abort() {
+				this.onabort?.();
+			}
+			send(body: unknown) {
+				const total = body instanceof Blob ? body.size : 0;
+				void (async () => {
+					this.upload.onprogress?.({ lengthComputable: true, loaded: Math.floor(total / 2), total });
+					this.upload.onprogress?.({ lengthComputable: true, loaded: total, total });
+					const res = await fake.handle(this.url, { method: this.method, headers: this.headers, body: body as BodyInit });
+					this.status = res.status;
+					this.statusText = res.statusText;
+					this.responseText = await res.text();
+					this.onload?.();
+				})();
+			}
+		}
+		vi.stubGlobal('XMLHttpRequest', FakeXHR);
 		return fn;
 	}
 
@@ -127,7 +166,9 @@ export class FakeFS {
 			}
 			case 'POST': {
 				if (n) return err(409, 'conflict', `${p} already exists`);
-				if (!this.nodes.get(parent(p))?.dir) return err(404, 'not_found', `${parent(p)} not found`);
+				// as the server: missing parents are created
+				if (this.nodes.has(parent(p)) && !this.nodes.get(parent(p))?.dir) return err(409, 'conflict', `${parent(p)} is not a directory`);
+				this.mkdirAll(parent(p));
 				if (headers['Content-Type'] === 'application/octet-stream') {
 					const b = body as Blob;
 					this.put(p, await b.text());

@@ -213,6 +213,37 @@ describe('FilesPanel', () => {
 		expect(screen.queryByRole('alert')).toBeNull();
 	});
 
+	it('uploads a folder with everything in it, with one progress row for the batch', async () => {
+		const fs = new FakeFS({});
+		let release!: () => void;
+		const gate = new Promise<void>((r) => (release = r));
+		const handle = fs.handle.bind(fs);
+		fs.handle = async (input, init) => {
+			if (init.method === 'POST') await gate; // the uploads wait; the listing does not
+			return handle(input, init);
+		};
+		setup(fs);
+		await screen.findByText('The workspace is empty.');
+		const input = screen.getByTestId('upload-folder-input') as HTMLInputElement;
+		const mk = (body: string, rel: string) => {
+			const f = new File([body], rel.split('/').pop()!);
+			Object.defineProperty(f, 'webkitRelativePath', { value: rel });
+			return f;
+		};
+		const files = [mk('a', 'site/index.html'), mk('bb', 'site/css/main.css'), mk('ccc', 'site/img/x.svg')];
+		Object.defineProperty(input, 'files', { value: files, configurable: true });
+		await fireEvent.change(input);
+		const row = await screen.findByRole('status');
+		// every byte sent, no answer yet: the bar is full, no file is done
+		await waitFor(() => expect(row.textContent).toMatch(/Uploading 0 of 3 files · 6 B of 6 B/));
+		expect(screen.getByRole('progressbar', { name: 'Upload progress' }).getAttribute('aria-valuenow')).toBe('100');
+		release();
+		await waitFor(() => expect(names()).toEqual(['site/']));
+		expect(screen.queryByRole('status')).toBeNull();
+		expect(fs.nodes.get('/site/css/main.css')!.content).toBe('bb');
+		expect(fs.nodes.get('/site/img/x.svg')!.content).toBe('ccc');
+	});
+
 	it('uploads files dropped onto the panel', async () => {
 		const { fs } = setup(new FakeFS({}));
 		await screen.findByText('The workspace is empty.');
