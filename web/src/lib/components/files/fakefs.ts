@@ -12,6 +12,10 @@ export class FakeFS {
 	calls: Call[] = [];
 	/** fail makes the next matching request answer an error instead. */
 	failures: { method: string; path: string; status: number; code: string; message: string }[] = [];
+	/** mimes are the detected types file_info answers (by path; text/plain otherwise). */
+	mimes = new Map<string, string>();
+	/** tools answer POST /_/{route} (the format tier) with the body given the arguments. */
+	tools = new Map<string, (args: Record<string, unknown>) => unknown>();
 
 	constructor(
 		files: Record<string, string | { content?: string; dir?: boolean; readonly?: boolean; base64?: boolean; special?: string; device?: string }> = {}
@@ -138,6 +142,16 @@ export class FakeFS {
 			if (!this.nodes.has(q)) return err(404, 'not_found', `${q} not found`);
 			return json(200, this.info(q));
 		}
+		if (method === 'POST' && p === '/_/info') {
+			const q = (body as { id: string }).id;
+			if (!this.nodes.has(q)) return err(404, 'not_found', `${q} not found`);
+			const n = this.nodes.get(q)!;
+			return json(200, { id: q, ...this.info(q), mime_type: n.dir ? undefined : (this.mimes.get(q) ?? 'text/plain; charset=utf-8'), source: 'upload' });
+		}
+		if (method === 'POST' && p.startsWith('/_/') && this.tools.has(p.slice(3))) {
+			return json(200, this.tools.get(p.slice(3))!(body as Record<string, unknown>));
+		}
+		if (method === 'POST' && p.startsWith('/_/') && !['/_/move', '/_/copy', '/_/stat'].includes(p)) return err(404, 'not_found', `no tool ${p.slice(3)}`);
 		if (method === 'POST' && (p === '/_/move' || p === '/_/copy')) {
 			const { src_path: src, dst_path: dst } = body as { src_path: string; dst_path: string };
 			if (!this.nodes.has(src)) return err(404, 'not_found', `${src} not found`);
