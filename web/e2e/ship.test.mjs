@@ -68,7 +68,6 @@ test('review and ship: changes, a comment, a secret, a push and a pull request, 
 				e.failed = name;
 				const shot = path.join(os.tmpdir(), 'fp-e2e-ship-failed.png');
 				await page.screenshot({ path: shot }).then(() => t.diagnostic(`screenshot of the failure: ${shot}`), () => {});
-				t.diagnostic(`removed: ${JSON.stringify(await page.evaluate(() => window.__removed).catch(() => null))} now ${Date.now()}`);
 				if (e.sessionId) {
 					const dev = (await e.api('GET', `/sessions/${e.sessionId}/tree`)).data.find((n) => n.name === 'dev');
 					const recs = dev ? await e.api('GET', `/sessions/${e.sessionId}/nodes/${dev.id}/messages?limit=500`).catch((x) => ({ error: String(x) })) : {};
@@ -123,15 +122,6 @@ test('review and ship: changes, a comment, a secret, a push and a pull request, 
 		await file.getByLabel('Select line 2').nth(1).click();
 		await file.getByLabel('Select line 3').nth(1).click({ modifiers: ['Shift'] });
 		await file.getByText('Comment on lines 2-3').waitFor({ timeout: T });
-		await page.evaluate(() => {
-			window.__removed = [];
-			new MutationObserver((ms) => {
-				for (const m of ms)
-					for (const n of m.removedNodes)
-						if (n.nodeType === 1 && (n.matches?.('[data-testid=diff-file], section, .changes, table') || n.querySelector?.('[data-testid=diff-file]')))
-							window.__removed.push(`${Date.now()} ${n.tagName}.${n.className} ${n.dataset?.testid ?? ''}`);
-			}).observe(document.body, { childList: true, subtree: true });
-		});
 		await file.getByTestId('comment-body').fill('Number them, please.');
 		await file.getByRole('button', { name: 'Send to agent' }).click();
 		await file.getByText('Sent your comment on lines 2-3 to the agent.').waitFor({ timeout: T });
@@ -160,6 +150,7 @@ test('review and ship: changes, a comment, a secret, a push and a pull request, 
 		assert.match(await row.textContent(), /GitHub token/);
 		assert.ok((await row.textContent()).includes(forgeHost));
 		assert.ok(!(await page.content()).includes(TOKEN), 'the page holds the token');
+		await page.screenshot({ path: new URL('../../docs/screenshots/settings.png', import.meta.url).pathname });
 		const listed = await e.api('GET', '/secrets');
 		assert.ok(!JSON.stringify(listed).includes(TOKEN), 'the API answered the token');
 	});
@@ -222,10 +213,10 @@ test('review and ship: changes, a comment, a secret, a push and a pull request, 
 		assert.equal(await treeRow('dev').getByTestId('pr-link').textContent(), 'PR #1');
 	});
 
-	await step('screenshot: the tree with the pull request, the commented diff', async () => {
-		await page.getByRole('tab', { name: 'Changes' }).click();
-		const file = page.getByTestId('changes').getByRole('region', { name: 'Commits' }).locator('[data-testid=diff-file][data-path="notes.txt"]');
-		await file.getByTestId('patch').waitFor({ timeout: T });
+	await step('screenshot: the tree with the pull request, the commented lines (from the chat)', async () => {
+		await page.getByRole('tab', { name: 'Chat' }).click();
+		await chat('user').getByTestId('comment-link').click();
+		await poll(async () => (await page.getByTestId('changes').locator('tr.mark').count()) === 2, { timeout: T, what: 'the commented lines to be marked' });
 		await page.screenshot({ path: new URL('../../docs/screenshots/ship.png', import.meta.url).pathname });
 		assert.deepEqual(br.errors.filter((x) => x.startsWith('pageerror')), []);
 	});
