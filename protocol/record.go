@@ -252,6 +252,20 @@ type Node struct {
 	// DescendantActive: a descendant (not the node itself) is running or
 	// thinking.
 	DescendantActive bool `json:"descendant_active"`
+	// PullRequest is the pull (merge) request last opened of the node's
+	// branch, from the push dialog or an approved request_pull_request;
+	// absent: none. Opening it again after a new push keeps the one link.
+	PullRequest *PullRequestLink `json:"pull_request,omitempty"`
+}
+
+// PullRequestLink is a pull request (GitHub) or merge request (GitLab) of
+// a node's pushed branch, as its node carries it.
+type PullRequestLink struct {
+	Forge  string `json:"forge" jsonschema:"enum=github,enum=gitlab"`
+	URL    string `json:"url"`
+	Number int    `json:"number" jsonschema:"minimum=1"`
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
 }
 
 // Session statuses.

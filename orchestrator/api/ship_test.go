@@ -16,6 +16,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/ship"
 	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // lender lends each node the test's work tree, counting the loans given
@@ -113,6 +114,13 @@ func TestPushRoute(t *testing.T) {
 	}
 	if sent["head"] != "filepath/fixer" || sent["title"] != "write fix.go" || !strings.Contains(sent["body"], "write fix.go") || sent["base"] != "main" {
 		t.Fatalf("the forge got %v", sent)
+	}
+	// The node carries it: the tree links to it.
+	r = e.do("GET", "/api/v1/sessions/"+s.ID+"/tree", alice.key, "")
+	var tree struct{ Data []protocol.Node }
+	if r.status != 200 || json.Unmarshal(r.body, &tree) != nil || len(tree.Data) != 1 || tree.Data[0].PullRequest == nil ||
+		*tree.Data[0].PullRequest != (protocol.PullRequestLink{Forge: "github", URL: pr.URL, Number: 7, Branch: "filepath/fixer", Base: "main"}) {
+		t.Fatalf("the tree after the pull request: %d %s", r.status, r.body)
 	}
 
 	// An SSH remote's host key, shown before the first push there.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/protocol"
 )
 
 // Workspaces lends the host directory of a node's workspace to the
@@ -198,6 +199,16 @@ func (n *Nodes) OpenPullRequest(ctx context.Context, userID, sessionID, nodeID s
 			req.Body = "Commits:\n\n- " + strings.Join(plan.Commits, "\n- ") + "\n\nPushed from filepath."
 		}
 	}
-	return n.pusher.OpenPullRequest(ctx, PullRequestRequest{UserID: userID, SessionID: sessionID, RemoteURL: push.RemoteURL,
+	pr, err := n.pusher.OpenPullRequest(ctx, PullRequestRequest{UserID: userID, SessionID: sessionID, RemoteURL: push.RemoteURL,
 		Branch: push.Branch, Base: req.Base, Title: req.Title, Body: req.Body, Credential: req.Credential, APIBase: req.APIBase})
+	if err != nil {
+		return pr, err
+	}
+	// The node carries its pull request (a "node" record: the tree shows
+	// the link); an update of the same one changes nothing there.
+	link := protocol.PullRequestLink{Forge: pr.Forge, URL: pr.URL, Number: pr.Number, Branch: pr.Branch, Base: pr.Base}
+	if _, err := n.sessions.UpdateNode(ctx, userID, sessionID, nodeID, sessions.NodePatch{PullRequest: &link}); err != nil {
+		return pr, fmt.Errorf("the pull request %s is open, but keeping it on the node failed: %w", pr.URL, err)
+	}
+	return pr, nil
 }

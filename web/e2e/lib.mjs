@@ -345,3 +345,63 @@ export async function removeDir(dir) {
 	for (const m of mounts) await run('umount', ['-l', m]).catch(() => {});
 	await rm(dir, { recursive: true, force: true }).catch(() => {});
 }
+
+/** GO is the go command that builds the tests' helper programs (GO, else Go's usual place, else PATH). */
+export const GO = process.env.GO ?? (await access('/usr/local/go/bin/go', constants.X_OK).then(() => '/usr/local/go/bin/go', () => 'go'));
+
+/** buildPrograms builds the module's commands pkgs (e.g. ./internal/cmd/fakellm) into dir. */
+export async function buildPrograms(dir, ...pkgs) {
+	await run(GO, ['build', '-o', dir + '/', ...pkgs], { cwd: REPO, timeout: 600_000 });
+}
+
+/**
+ * startProgram runs bin with args and resolves once it printed its URL (the first line on stdout,
+ * as internal/cmd/fakellm and fakeforge do); stop() ends it by PID.
+ */
+export async function startProgram(bin, args, { timeout = 30_000 } = {}) {
+	const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+	let stdout = '';
+	let stderr = '';
+	let exited = null;
+	proc.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+	proc.stderr.setEncoding('utf8').on('data', (d) => (stderr = (stderr + d).slice(-20_000)));
+	const done = new Promise((resolve) => proc.on('exit', (code, sig) => resolve((exited = { code, sig }))));
+	const killOnExit = () => {
+		try {
+			process.kill(proc.pid, 'SIGKILL');
+		} catch {
+			/* already gone */
+		}
+	};
+	process.on('exit', killOnExit);
+	const prog = {
+		url: '',
+		get stderr() {
+			return stderr;
+		},
+		async stop() {
+			process.off('exit', killOnExit);
+			if (!exited) proc.kill('SIGTERM');
+			return done;
+		}
+	};
+	try {
+		prog.url = (
+			await poll(
+				() => {
+					if (exited) {
+						const e = new Error(`${bin} exited (${JSON.stringify(exited)}): ${stderr.slice(-2000)}`);
+						e.fatal = true;
+						throw e;
+					}
+					return stdout.match(/^(http:\/\/127\.0\.0\.1:\d+)\s*$/m);
+				},
+				{ timeout, what: `${path.basename(bin)}'s URL on stdout` }
+			)
+		)[1];
+		return prog;
+	} catch (e) {
+		await prog.stop();
+		throw e;
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"sort"
 	"strings"
 	"unicode"
@@ -26,6 +27,8 @@ const (
 	MaxTaskBytes    = 1 << 20  // bytes of the first message
 	MaxContainerLen = 256      // bytes of container_id
 	MaxLogCursorLen = 1024     // bytes of log_cursor
+	// MaxPullRequestURLLen bounds the URL of a node's pull request.
+	MaxPullRequestURLLen = 2048
 )
 
 func validNodeName(name string) (string, error) {
@@ -327,6 +330,12 @@ func validatePatch(p *NodePatch) error {
 	if p.ContainerID != nil && len(*p.ContainerID) > MaxContainerLen {
 		return orchestrator.FieldErrorf("container_id", "container_id is longer than %d bytes", MaxContainerLen)
 	}
+	if pr := p.PullRequest; pr != nil {
+		u, err := url.Parse(pr.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(pr.URL) > MaxPullRequestURLLen {
+			return orchestrator.FieldErrorf("pull_request", "a pull request's URL must be an http(s) URL of at most %d bytes, not %q", MaxPullRequestURLLen, pr.URL)
+		}
+	}
 	if p.LogCursor != nil && len(*p.LogCursor) > MaxLogCursorLen {
 		return orchestrator.FieldErrorf("log_cursor", "log_cursor is longer than %d bytes", MaxLogCursorLen)
 	}
@@ -431,9 +440,17 @@ func patchNode(tx *store.Tx, t *tree, nodeID string, p NodePatch) (Node, error) 
 	if p.Generation != nil {
 		r.Generation = *p.Generation
 	}
+	if p.PullRequest != nil {
+		b, err := json.Marshal(p.PullRequest)
+		if err != nil {
+			return Node{}, err
+		}
+		r.PullRequest = string(b)
+	}
 	visible := r.Name != old.Name || r.status() != old.status() || r.Config != old.Config ||
 		!eqPtr(r.ContextPct, old.ContextPct) || r.Tokens != old.Tokens || r.CostUSD != old.CostUSD ||
-		r.ContainerID != old.ContainerID || !eqPtr(r.ExitCode, old.ExitCode) || r.Generation != old.Generation
+		r.ContainerID != old.ContainerID || !eqPtr(r.ExitCode, old.ExitCode) || r.Generation != old.Generation ||
+		r.PullRequest != old.PullRequest
 	// The agent's status may change unseen while the node shows paused.
 	hidden := r.Status != old.Status || r.Detail != old.Detail || r.Paused != old.Paused
 	if !visible && !hidden && r.LogCursor == old.LogCursor && eqPtr(r.StartedAt, old.StartedAt) {
@@ -444,9 +461,9 @@ func patchNode(tx *store.Tx, t *tree, nodeID string, p NodePatch) (Node, error) 
 	}
 	// Raw SQL: gorm's Updates(map) cost a third of the gateway's metering.
 	if err := g.Exec(`UPDATE agent_node SET name = ?, status = ?, status_detail = ?, paused = ?, config = ?, context_pct = ?, tokens = ?, cost_usd = ?,
-		container_id = ?, log_cursor = ?, exit_code = ?, started_at = ?, generation = ?, updated_at = ? WHERE id = ?`,
+		container_id = ?, log_cursor = ?, exit_code = ?, started_at = ?, generation = ?, pull_request = ?, updated_at = ? WHERE id = ?`,
 		r.Name, r.Status, r.Detail, r.Paused, r.Config, r.ContextPct, r.Tokens, r.CostUSD, r.ContainerID, r.LogCursor, r.ExitCode,
-		r.StartedAt, r.Generation, r.UpdatedAt, nodeID).Error; err != nil {
+		r.StartedAt, r.Generation, r.PullRequest, r.UpdatedAt, nodeID).Error; err != nil {
 		return Node{}, fmt.Errorf("update node %s: %w", nodeID, err)
 	}
 	out := t.node(nodeID)

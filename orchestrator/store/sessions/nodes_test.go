@@ -598,3 +598,23 @@ func TestNodeWorkspace(t *testing.T) {
 		t.Fatalf("read back %q", n.Workspace)
 	}
 }
+
+// TestNodePullRequestURL: a node's pull request link is an http(s) URL
+// (the tree makes it a link): anything else is refused and changes nothing.
+func TestNodePullRequestURL(t *testing.T) {
+	e, u, s := storetest.NewSession(t)
+	ctx := context.Background()
+	n := e.Node(t, u.ID, s.ID, nil, "fixer")
+	for _, bad := range []string{"javascript:alert(1)", "/o/r/pull/1", "https://", "https://x/" + strings.Repeat("a", sessions.MaxPullRequestURLLen)} {
+		_, err := e.Sessions.UpdateNode(ctx, u.ID, s.ID, n.ID, sessions.NodePatch{PullRequest: &protocol.PullRequestLink{URL: bad, Number: 1}})
+		storetest.WantCode(t, err, orchestrator.EInvalid, "pull_request")
+	}
+	if got, _ := e.Sessions.GetNode(ctx, u.ID, s.ID, n.ID); got.PullRequest != nil {
+		t.Fatalf("a refused link is kept: %+v", got.PullRequest)
+	}
+	good := protocol.PullRequestLink{Forge: "github", URL: "https://github.com/o/r/pull/3", Number: 3, Branch: "filepath/fixer", Base: "main"}
+	got, err := e.Sessions.UpdateNode(ctx, u.ID, s.ID, n.ID, sessions.NodePatch{PullRequest: &good})
+	if err != nil || got.PullRequest == nil || *got.PullRequest != good {
+		t.Fatalf("set: %+v, %v", got.PullRequest, err)
+	}
+}

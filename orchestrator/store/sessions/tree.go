@@ -32,12 +32,13 @@ type nodeRow struct {
 	ExitCode    *int
 	StartedAt   *int64
 	Generation  int
+	PullRequest string // JSON of a protocol.PullRequestLink; "": none
 	CreatedAt   int64
 	UpdatedAt   int64
 }
 
 const nodeCols = `id, session_id, parent_id, name, agent_type, model, image, status, status_detail AS detail, paused, workspace, context_pct, config,
-	container_id, sort_order, tokens, cost_usd, log_cursor, exit_code, started_at, generation, created_at, updated_at`
+	container_id, sort_order, tokens, cost_usd, log_cursor, exit_code, started_at, generation, pull_request, created_at, updated_at`
 
 func (r *nodeRow) node() Node {
 	return Node{Node: protocol.Node{
@@ -47,7 +48,21 @@ func (r *nodeRow) node() Node {
 		Tokens: r.Tokens, CostUSD: r.CostUSD, ExitCode: r.ExitCode,
 		Generation: r.Generation, SubtreeTokens: r.Tokens, SubtreeCostUSD: r.CostUSD,
 		CreatedAt: store.FromMillis(r.CreatedAt), UpdatedAt: store.FromMillis(r.UpdatedAt),
+		PullRequest: r.pullRequest(),
 	}, LogCursor: r.LogCursor, StartedAt: store.FromMillisPtr(r.StartedAt)}
+}
+
+// pullRequest is the node's pull request link (nil: none, or a column
+// this version cannot read).
+func (r *nodeRow) pullRequest() *protocol.PullRequestLink {
+	if r.PullRequest == "" {
+		return nil
+	}
+	var pr protocol.PullRequestLink
+	if json.Unmarshal([]byte(r.PullRequest), &pr) != nil || pr.URL == "" {
+		return nil
+	}
+	return &pr
 }
 
 // rollup is what a node's subtree adds up to.

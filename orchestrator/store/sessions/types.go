@@ -61,6 +61,9 @@ type NodePatch struct {
 	ClearStarted bool `json:"-"`
 	// Generation sets the node's generation (the runner, at a continuation).
 	Generation *int `json:"-"`
+	// PullRequest sets the pull request the node's branch has (ship, once
+	// the forge opened or updated it).
+	PullRequest *protocol.PullRequestLink `json:"-"`
 	// AddTokens and AddCostUSD add to the node's totals (the gateway's
 	// metering; never from a request body).
 	AddTokens  int64   `json:"-"`

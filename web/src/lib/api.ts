@@ -27,8 +27,10 @@ import type {
 	PushResult,
 	NodeList,
 	RecordPage,
+	KnownHostList,
 	SecretInfo,
 	SecretInfoList,
+	SetSecretRequest,
 	SessionList,
 	SignalRequest,
 	StoredMemoryList
@@ -151,8 +153,19 @@ export const api = {
 	/** The names of the session's secrets (vendor keys); values are never answered. */
 	secrets: async (id: string) =>
 		((await request<SecretInfoList>(`${s(id)}/secrets`)).data ?? []).map((x) => x.name),
-	setSecret: (id: string, name: string, value: string) =>
-		request<SecretInfo>(`${s(id)}/secrets/${enc(name)}`, { method: 'PUT', body: { value } }),
+	/** The user's secrets (sessionId: a session's, its own and the user's it does not override):
+	 * names, kinds, hosts and dates, never a value. */
+	secretInfos: async (sessionId = '') =>
+		(await request<SecretInfoList>(sessionId ? `${s(sessionId)}/secrets` : '/secrets')).data ?? [],
+	/** Set or rotate a secret of the user (sessionId: of that session only, over the user's). */
+	putSecret: (name: string, body: SetSecretRequest, sessionId = '') =>
+		request<SecretInfo>(`${sessionId ? s(sessionId) : ''}/secrets/${enc(name)}`, { method: 'PUT', body }),
+	deleteSecret: (name: string, sessionId = '') =>
+		request<void>(`${sessionId ? s(sessionId) : ''}/secrets/${enc(name)}`, { method: 'DELETE' }),
+	/** The SSH host keys the user trusted (pinned), one per host. */
+	knownHosts: async () => (await request<KnownHostList>('/known-hosts')).data ?? [],
+	// host:port keeps its colon (a path segment may hold one; the router does not unescape %3A)
+	forgetHost: (host: string) => request<void>(`/known-hosts/${enc(host).replace(/%3A/gi, ':')}`, { method: 'DELETE' }),
 	/** Push a node's commits from the server with one of the user's credentials. */
 	push: (id: string, node: string, body: NodePush) =>
 		request<PushResult>(`${s(id)}/nodes/${enc(node)}/push`, { method: 'POST', body }),

@@ -230,6 +230,15 @@ export interface AgentNode {
 	subtree_tokens: number;
 	subtree_cost_usd: number;
 	descendant_active: boolean;
+	pull_request?: PullRequestLink;
+}
+
+export interface PullRequestLink {
+	forge: 'github' | 'gitlab';
+	url: string;
+	number: number;
+	branch: string;
+	base: string;
 }
 /**
  * A change to the session's filesystem.

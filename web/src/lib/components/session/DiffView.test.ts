@@ -111,6 +111,28 @@ describe('ChangesView', () => {
 		await waitFor(() => expect(within(unc).getAllByTestId('diff-file')).toHaveLength(1));
 	});
 
+	it('a live reload keeps a comment being written, and the note that one was sent', async () => {
+		const feed = createFileFeed();
+		const load = vi.fn().mockImplementation(async () => changes());
+		const oncomment = vi.fn().mockResolvedValue({});
+		render(ChangesView, { nodeId: 'n1', load, loadFile: vi.fn(), feed, oncomment });
+		const unc = await screen.findByRole('region', { name: 'Uncommitted changes' });
+		await fireEvent.click((await within(unc).findAllByLabelText('Select line 2'))[0]);
+		await fireEvent.click(within(unc).getAllByLabelText('Select line 3')[1], { shiftKey: true });
+		await fireEvent.input(within(unc).getByTestId('comment-body'), { target: { value: 'Print once.' } });
+		const reload = async (seq: number) => {
+			const n = load.mock.calls.length;
+			feed.push({ seq, kind: 'file', node_id: 'n1', at: '', data: { op: 'modified', path: '/src/main.go', size: 60 } } as LogRecord);
+			await waitFor(() => expect(load.mock.calls.length).toBe(n + 1));
+		};
+		await reload(5);
+		expect((within(unc).getByTestId('comment-body') as HTMLTextAreaElement).value).toBe('Print once.');
+		await fireEvent.click(within(unc).getByText('Send to agent'));
+		expect(await within(unc).findByText('Sent your comment on lines 2-3 to the agent.')).toBeTruthy();
+		await reload(6);
+		expect(within(unc).getByText('Sent your comment on lines 2-3 to the agent.')).toBeTruthy();
+	});
+
 	it('reloads against the base the user picks, and merges a fork', async () => {
 		const load = vi.fn().mockResolvedValue(changes({ base: { kind: 'fork', commit: 'cccccccc' } }));
 		const onmerge = vi.fn().mockResolvedValue({ applied: ['/a'], conflicts: [] });
@@ -179,5 +201,29 @@ describe('AgentPanel Changes tab', () => {
 		const marked = document.querySelectorAll('tr.mark');
 		expect(marked).toHaveLength(2);
 		expect(loadChanges).toHaveBeenCalledWith('root', '');
+	});
+	it("an update of the node (its status) keeps the tab as it is: no reload, the marked lines, a comment being written", async () => {
+		const loadChanges = vi.fn().mockResolvedValue(changes());
+		const comment: LogRecord = {
+			seq: 3,
+			kind: 'input',
+			node_id: 'root',
+			at: '2026-01-01T00:00:00Z',
+			data: { type: 'message', from: 'user', content: 'Comment on src/main.go, lines 2-3', comment: { path: 'src/main.go', start_line: 2, end_line: 3, side: 'new', section: 'uncommitted' } }
+		} as LogRecord;
+		const n = node('root', null);
+		const { rerender } = render(AgentPanel, { node: n, records: [comment], onsend: vi.fn(), sessionId: 's1', loadChanges, loadChangeFile: vi.fn(), oncomment: vi.fn() });
+		await fireEvent.click(screen.getByTestId('comment-link'));
+		await screen.findAllByTestId('diff-file');
+		await waitFor(() => expect(document.querySelectorAll('tr.mark')).toHaveLength(2));
+		const unc = screen.getByRole('region', { name: 'Uncommitted changes' });
+		await fireEvent.click(within(unc).getAllByLabelText('Select line 2')[0]);
+		await fireEvent.click(within(unc).getAllByLabelText('Select line 3')[1], { shiftKey: true });
+		await fireEvent.input(within(unc).getByTestId('comment-body'), { target: { value: 'Print once.' } });
+		await rerender({ node: { ...n, status: 'thinking' } });
+		await rerender({ node: { ...n, status: 'done', tokens: 10 } });
+		expect(loadChanges).toHaveBeenCalledTimes(1);
+		expect(document.querySelectorAll('tr.mark')).toHaveLength(2);
+		expect((screen.getByTestId('comment-body') as HTMLTextAreaElement).value).toBe('Print once.');
 	});
 });

@@ -333,7 +333,7 @@ describe('SpawnModal', () => {
 				onsecret
 			});
 			await fireEvent.click(await screen.findByRole('button', { name: 'cursor' }));
-			await vi.waitFor(() => expect(screen.getByText('This session has your CURSOR_API_KEY.')).toBeTruthy());
+			await vi.waitFor(() => expect(screen.getByText(/Your CURSOR_API_KEY is set/)).toBeTruthy());
 			expect(screen.queryByLabelText('CURSOR_API_KEY')).toBeNull();
 			expect(screen.getByTestId('unmetered').textContent).toContain('Cursor runs on its own service');
 			await fireEvent.click(screen.getByRole('button', { name: 'Spawn' }));

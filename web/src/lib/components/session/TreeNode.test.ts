@@ -77,4 +77,25 @@ describe('TreeNode', () => {
 		expect(badge.textContent).toContain('2');
 		expect(document.querySelectorAll('[data-testid=needs-you]')).toHaveLength(1);
 	});
+	it('issue 21: a node with a pull request links to it from its row (one link, also after the PR is updated)', async () => {
+		const pr = { forge: 'github' as const, url: 'https://github.com/o/r/pull/7', number: 7, branch: 'filepath/api', base: 'main' };
+		const ns = nodes.map((n) => (n.id === 'api' ? { ...n, pull_request: pr } : n));
+		const { rerender } = render(TreeNode, { node: ns[0], selectedId: null, tree: buildTree(ns), collapsed: new Set<string>() });
+		const links = () => [...document.querySelectorAll('[data-testid=pr-link]')] as HTMLAnchorElement[];
+		expect(links()).toHaveLength(1);
+		const a = document.querySelector('[data-node-id="api"] [data-testid=pr-link]') as HTMLAnchorElement;
+		expect(a.textContent).toBe('PR #7');
+		expect(a.href).toBe(pr.url);
+		expect(a.target).toBe('_blank');
+		expect(a.title).toContain('filepath/api into main');
+		// a second push updated the same pull request: the node record carries the same link
+		const again = ns.map((n) => (n.id === 'api' ? { ...n, status: 'done' as const, pull_request: { ...pr } } : n));
+		await rerender({ node: again[0], tree: buildTree(again) });
+		expect(links()).toHaveLength(1);
+		expect(links()[0].href).toBe(pr.url);
+		// GitLab's are merge requests
+		const gl = nodes.map((n) => (n.id === 'db' ? { ...n, pull_request: { ...pr, forge: 'gitlab' as const, number: 3, url: 'https://gitlab.com/o/r/-/merge_requests/3' } } : n));
+		await rerender({ node: gl[0], tree: buildTree(gl) });
+		expect(links().map((l) => l.textContent)).toEqual(['MR !3']);
+	});
 });

@@ -61,6 +61,10 @@ describe('PushDialog', () => {
 			'0123456789ab',
 		);
 
+		// GitHub Enterprise (or a forge on another address): its API root, typed
+		await fireEvent.input(screen.getByLabelText(/^Forge API/), {
+			target: { value: ' https://ghe.example.com/api/v3 ' },
+		});
 		await fireEvent.click(
 			screen.getByRole('button', { name: 'Open pull request' }),
 		);
@@ -72,6 +76,7 @@ describe('PushDialog', () => {
 			remote_url: undefined,
 			title: undefined,
 			body: undefined,
+			api_base: 'https://ghe.example.com/api/v3',
 		});
 	});
 

@@ -35,7 +35,7 @@ const fake = {
 	models: vi.fn(),
 	createNode: vi.fn(),
 	secrets: vi.fn(),
-	setSecret: vi.fn(),
+	putSecret: vi.fn(),
 	sendMessage: vi.fn(),
 	logs: vi.fn(),
 	// no agent here works on a fork: the diff answers 404
