@@ -545,8 +545,8 @@ func outcome(res *PushResult, r refusal, stdout, stderr string, runErr error) er
 			res.Status = "up_to_date"
 		case "!":
 			msg := summary
-			if rl := res.Remote; rl != "" {
-				msg += "; the remote said: " + rl
+			if remote := res.Remote; remote != "" {
+				msg += "; the remote said: " + remote
 			}
 			switch {
 			case strings.Contains(summary, "non-fast-forward"), strings.Contains(summary, "fetch first"):
@@ -559,12 +559,6 @@ func outcome(res *PushResult, r refusal, stdout, stderr string, runErr error) er
 	if runErr == nil && res.Status != "" {
 		return nil
 	}
-	return failure(res, stderr, runErr)
-}
-
-// failure is the error of a git command that reached no verdict on the
-// branch, from what git wrote.
-func failure(res *PushResult, stderr string, runErr error) error {
 	text := strings.TrimSpace(stderr)
 	switch low := strings.ToLower(text); {
 	case strings.Contains(low, "authentication failed"), strings.Contains(low, "permission denied"),
