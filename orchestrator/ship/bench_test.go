@@ -26,8 +26,9 @@ import (
 // the session filesystem (FUSE-mounted, where the agent's git made the
 // commits), beside `git push` of the same branch from a copy of the
 // repository on ext4, in the same run, to the same git http-backend on
-// loopback. The repository is the Changes benchmark's: 2,000 files (100
-// directories of 20 Go files), then a commit changing 200 of them.
+// loopback. The repository is shaped as the Changes benchmark's: 2,000
+// files (100 directories of 20 Go files, each its own blob), then a commit
+// changing 200 of them.
 //
 //   - first: the branch to an empty remote (the whole history);
 //   - again: the branch to a remote that has its parent (the one commit
@@ -62,9 +63,10 @@ func BenchmarkPush(b *testing.B) {
 	b.Cleanup(func() { _ = m.Close() })
 
 	ext4 := b.TempDir()
-	source := func(changed bool) []byte {
+	// Each file its own blob (its path in it), as in a real repository.
+	source := func(path string, changed bool) []byte {
 		var s strings.Builder
-		s.WriteString("package p\n\n")
+		fmt.Fprintf(&s, "// %s\n\npackage p\n\n", path)
 		for i := range 8 {
 			line := "\tx++\n"
 			if changed && i == 4 {
@@ -81,11 +83,12 @@ func BenchmarkPush(b *testing.B) {
 		githttp.Git(b, dir, "init", "-q")
 		for d := range 100 {
 			for f := range 20 {
-				p := filepath.Join(dir, fmt.Sprintf("pkg%03d/file%02d.go", d, f))
+				name := fmt.Sprintf("pkg%03d/file%02d.go", d, f)
+				p := filepath.Join(dir, name)
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					b.Fatal(err)
 				}
-				if err := os.WriteFile(p, source(false), 0o644); err != nil {
+				if err := os.WriteFile(p, source(name, false), 0o644); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -94,7 +97,8 @@ func BenchmarkPush(b *testing.B) {
 		githttp.Git(b, dir, "commit", "-qm", "base")
 		for d := range 100 {
 			for f := range 2 {
-				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("pkg%03d/file%02d.go", d, f)), source(true), 0o644); err != nil {
+				name := fmt.Sprintf("pkg%03d/file%02d.go", d, f)
+				if err := os.WriteFile(filepath.Join(dir, name), source(name, true), 0o644); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -34,7 +34,9 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/revlist"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/filepath-dev/filepath/orchestrator"
@@ -440,6 +442,10 @@ func isCommit(src *git.Repository, h plumbing.Hash) bool {
 	return err == nil
 }
 
+// packWindow is how many objects the copy's pack compares for a delta
+// (git's pack.window).
+const packWindow = 10
+
 // copyCommit copies the commit h with every object it reaches into a new
 // bare repository at bare, as its branch filepath-push. git push sends
 // from there what the remote's branches do not reach through h's history.
@@ -452,14 +458,24 @@ func copyCommit(src *git.Repository, h plumbing.Hash, bare string) error {
 	if err != nil {
 		return fmt.Errorf("push: list objects: %w", err)
 	}
-	for _, oh := range hashes {
-		o, err := src.Storer.EncodedObject(plumbing.AnyObject, oh)
-		if err != nil {
-			return fmt.Errorf("push: read object %s: %w", oh, err)
-		}
-		if _, err := dst.Storer.SetEncodedObject(o); err != nil {
-			return fmt.Errorf("push: copy object %s: %w", oh, err)
-		}
+	// One pack, not a loose file per object: a push of a 2,000-file
+	// history writes one file instead of thousands. With deltas (git's
+	// default window), which git push reuses: without them it sends the
+	// objects whole (1.5× the bytes of 500 similar Go files).
+	pw, ok := dst.Storer.(storer.PackfileWriter)
+	if !ok {
+		return fmt.Errorf("push: the copy's storage writes no packs")
+	}
+	w, err := pw.PackfileWriter()
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	if _, err := packfile.NewEncoder(w, src.Storer, false).Encode(hashes, packWindow); err != nil {
+		w.Close()
+		return fmt.Errorf("push: copy objects: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("push: copy objects: %w", err)
 	}
 	if err := dst.Storer.SetReference(plumbing.NewHashReference("refs/heads/filepath-push", h)); err != nil {
 		return fmt.Errorf("push: %w", err)
