@@ -117,6 +117,8 @@ func (r *Runner) start(ctx context.Context, sess protocol.Session, node sessions
 	if err := r.prepareWorkspace(ctx, p); err != nil {
 		return err
 	}
+	p.memories = r.memories(ctx, p)
+	p.startMessage = p.kind != startFirst || len(p.memories) > 0 || len(checksOf(p)) > 0
 	id, err := r.createContainer(ctx, p, key)
 	if err != nil {
 		return err
@@ -227,6 +229,9 @@ func (r *Runner) createContainer(ctx context.Context, p *startPlan, key string) 
 		EnvTask: p.task, EnvAPIKey: key, EnvAgentID: node.ID, EnvSessionID: sess.ID,
 		EnvModel: node.Model, EnvAgentType: node.AgentType, EnvParentID: parent,
 		EnvAPIURL: r.apiURL(),
+	}
+	if p.startMessage {
+		env[EnvStartMessage] = "1"
 	}
 	if proxy := r.proxyURL(key); proxy != "" {
 		// The egress proxy: what git, curl, npm, pip and Go use to reach
