@@ -41,6 +41,7 @@ func (s *Server) REST() http.Handler {
 			writeJSON(w, status, v)
 		})
 	}
+	handle("GET /api/v1/vendor-key", s.vendorKey)
 	handle("GET /api/v1/self", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
 		v, err := audited(s, r.Context(), c, "self", nil, func() (Self, error) { return s.Self(r.Context(), c) }, nil)
 		return http.StatusOK, v, err
@@ -203,6 +204,10 @@ func list[T any](v []T) listBody[T] {
 // writeError answers err with its status and body as the user API does
 // (orchestrator.HTTPStatus and ErrorBodyOf).
 func writeError(w http.ResponseWriter, err error) {
+	err = store.Unavailable(err)
+	if orchestrator.ErrorCode(err) == orchestrator.EUnavailable {
+		w.Header().Set("Retry-After", orchestrator.RetryAfter)
+	}
 	writeJSON(w, orchestrator.HTTPStatus(err), orchestrator.ErrorBodyOf(err))
 }
 
