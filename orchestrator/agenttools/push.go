@@ -35,6 +35,9 @@ type PushRequest struct {
 	Branch    string `json:"branch,omitempty" jsonschema:"the remote branch (default filepath/<your node name>)"`
 	RemoteURL string `json:"remote_url,omitempty" jsonschema:"where to push (default the session's git URL)"`
 	Reason    string `json:"reason,omitempty" jsonschema:"what the commits do, for the person who approves"`
+	// Credential names the secret to push with; the person approving
+	// may choose another.
+	Credential string `json:"credential,omitempty" jsonschema:"the name of the person's secret to push with (an SSH key or HTTPS credential), if they told you which; default: the one for the remote's host. The person approving may choose another"`
 }
 
 // Pushed is request_push's answer once the person answered: the push's
@@ -89,15 +92,27 @@ func (s *Server) RequestPush(ctx context.Context, c orchestrator.Caller, in Push
 	if s.cfg.Ship == nil {
 		return collab.Approval{}, orchestrator.Errorf(orchestrator.EUnavailable, "this server does not push")
 	}
-	plan, err := s.cfg.Ship.Plan(ctx, c.UserID, c.SessionID, c.NodeID, ship.NodePush{RemoteURL: in.RemoteURL, Branch: in.Branch})
+	in.Credential = strings.TrimSpace(in.Credential)
+	plan, err := s.cfg.Ship.Plan(ctx, c.UserID, c.SessionID, c.NodeID, ship.NodePush{RemoteURL: in.RemoteURL, Branch: in.Branch, Credential: in.Credential})
 	if err != nil {
 		return collab.Approval{}, err
 	}
-	payload, err := json.Marshal(ship.NodePush{RemoteURL: in.RemoteURL, Branch: plan.Branch, Ref: plan.Commit})
+	payload, err := json.Marshal(ship.NodePush{RemoteURL: in.RemoteURL, Branch: plan.Branch, Ref: plan.Commit, Credential: in.Credential})
 	if err != nil {
 		return collab.Approval{}, err
 	}
 	detail := fmt.Sprintf("Push %s to branch %s of %s.\n", plan.Commit[:12], plan.Branch, plan.RemoteURL)
+	switch {
+	case in.Credential != "":
+		detail += fmt.Sprintf("With the credential %s (the agent's choice; you may choose another).\n", plan.Credential)
+	case plan.Credential != "":
+		detail += fmt.Sprintf("With the credential %s (the one for the remote's host).\n", plan.Credential)
+	default:
+		detail += "No credential of yours fits this remote yet: add one in Settings before approving, or choose one.\n"
+	}
+	if plan.UntrustedHost != "" {
+		detail += fmt.Sprintf("The SSH host %s is not trusted yet: check and trust its key in the node's Push dialog before approving, or the push fails.\n", plan.UntrustedHost)
+	}
 	if r := strings.TrimSpace(in.Reason); r != "" {
 		detail += "\n" + cutText(r, 2000) + "\n"
 	}
@@ -149,6 +164,11 @@ func (s *Server) PushApproved(ctx context.Context, c orchestrator.Caller, id str
 		return Pushed{Approval: a}, fmt.Errorf("approval %s: %w", id, err)
 	}
 	res, err := s.cfg.Ship.Push(ctx, c.UserID, c.SessionID, c.NodeID, req)
+	if orchestrator.ErrorField(err) == "trust_host_key" {
+		// The person approved, but nobody can confirm a host key here.
+		return Pushed{Approval: a}, &orchestrator.Error{Code: orchestrator.EPreconditionFailed, Field: "trust_host_key",
+			Message: "nothing was pushed: the remote is an SSH host nobody has trusted yet. The person must trust it in the node's Push dialog in filepath (it shows the host's key to check); then ask to push again. The server said: " + err.Error()}
+	}
 	if err != nil {
 		return Pushed{Approval: a}, err
 	}
@@ -156,7 +176,7 @@ func (s *Server) PushApproved(ctx context.Context, c orchestrator.Caller, id str
 }
 
 func (s *Server) requestPush(ctx context.Context, c orchestrator.Caller, in PushRequest) (collab.Approval, error) {
-	return audited(s, ctx, c, "request_push", map[string]string{"branch": in.Branch, "remote_url": in.RemoteURL},
+	return audited(s, ctx, c, "request_push", map[string]string{"branch": in.Branch, "remote_url": in.RemoteURL, "credential": in.Credential},
 		func() (collab.Approval, error) { return s.RequestPush(ctx, c, in) },
 		func(a collab.Approval) any { return map[string]string{"id": a.ID, "status": a.Status} })
 }

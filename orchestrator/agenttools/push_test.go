@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/internal/testkit/githttp"
+	"github.com/filepath-dev/filepath/internal/testkit/gitssh"
+	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/agenttools"
 	"github.com/filepath-dev/filepath/orchestrator/ship"
 	"github.com/filepath-dev/filepath/orchestrator/store/collab"
@@ -142,5 +144,96 @@ func TestRequestPullRequest(t *testing.T) {
 	}
 	if sent["head"] != "feature" || sent["title"] != "Fix it" || sent["body"] != "Tested with go test." || sent["base"] != "main" {
 		t.Fatalf("the forge got %v", sent)
+	}
+}
+
+// TestRequestPushCredential: the agent may name the credential to push
+// with (the inbox shows it; an unknown one is refused at once), and the
+// person approving may choose another, which the push uses.
+func TestRequestPushCredential(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	var sec *secrets.Store
+	f := newFixture(t, func(c *agenttools.Config) {
+		sec = secrets.New(c.Store, secrets.Config{Key: bytes.Repeat([]byte{6}, secrets.KeySize)})
+		c.Ship = ship.NewNodes(ship.New(ship.Config{Secrets: sec, AllowPrivate: true}), c.Sessions, oneDir(ws))
+	})
+	srv := githttp.Serve(t, root, "alice", "right")
+	githttp.BareRepo(t, root, "repo.git")
+	for name, pass := range map[string]string{"stale": "wrong", "fresh": "right"} {
+		if _, err := sec.Set(f.ctx, f.alice.ID, "", name, secrets.NewSecret{Kind: secrets.KindGitHTTPS, Host: "example.com", Username: "alice", Value: pass}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	githttp.Git(t, ws, "init", "-q")
+	githttp.Commit(t, ws, "fix.go", "package fix\n")
+	remote := srv.URL + "/repo.git"
+
+	if a := f.call("child", "POST", "/api/v1/push", map[string]any{"remote_url": remote, "credential": "nope"}); a.status != 422 || !strings.Contains(string(a.raw), "nope") {
+		t.Fatalf("an unknown credential: %d %s", a.status, a.raw)
+	}
+	a := f.call("child", "POST", "/api/v1/push", map[string]any{"remote_url": remote, "branch": "feature", "credential": "stale"})
+	if a.status != 201 || !strings.Contains(a.body["detail"].(string), "credential stale") {
+		t.Fatalf("request_push naming a credential: %d %s", a.status, a.raw)
+	}
+	id := a.body["id"].(string)
+	if _, err := f.collab.AnswerApproval(f.ctx, f.alice.ID, f.sid, id, collab.Decision{Approve: true, Credential: "fresh"}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	p := f.call("child", "POST", "/api/v1/push/"+id+"?wait=30s", nil)
+	res, _ := p.body["result"].(map[string]any)
+	if p.status != 200 || res == nil || res["credential"] != "fresh" || res["status"] != "created" {
+		t.Fatalf("approved with the person's credential: %d %s", p.status, p.raw)
+	}
+
+	// Without the person's choice, the agent's is used (and here refused).
+	a = f.call("child", "POST", "/api/v1/push", map[string]any{"remote_url": remote, "branch": "other", "credential": "stale"})
+	id = a.body["id"].(string)
+	if _, err := f.collab.AnswerApproval(f.ctx, f.alice.ID, f.sid, id, collab.Decision{Approve: true}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.call("child", "POST", "/api/v1/push/"+id+"?wait=30s", nil); p.status != 422 || !strings.Contains(string(p.raw), "stale") {
+		t.Fatalf("approved with the agent's credential: %d %s", p.status, p.raw)
+	}
+
+	// A credential is only for a request the orchestrator carries out.
+	plain := f.call("child", "POST", "/api/v1/approvals", map[string]any{"action": "install a package"})
+	if _, err := f.collab.AnswerApproval(f.ctx, f.alice.ID, f.sid, plain.body["id"].(string), collab.Decision{Approve: true, Credential: "fresh"}, "alice"); orchestrator.ErrorField(err) != "credential" {
+		t.Fatalf("a credential chosen for a plain approval: %v", err)
+	}
+}
+
+// TestRequestPushUntrustedHost: a push to an SSH host whose key nobody
+// trusted yet says so in the inbox, and once approved fails telling the
+// person to trust the host in the Push dialog; nothing is pushed.
+func TestRequestPushUntrustedHost(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	var sec *secrets.Store
+	f := newFixture(t, func(c *agenttools.Config) {
+		sec = secrets.New(c.Store, secrets.Config{Key: bytes.Repeat([]byte{6}, secrets.KeySize)})
+		c.Ship = ship.NewNodes(ship.New(ship.Config{Secrets: sec, AllowPrivate: true}), c.Sessions, oneDir(ws))
+	})
+	key := gitssh.NewKey(t)
+	srv := gitssh.Serve(t, root, key.Signer.PublicKey())
+	server := githttp.BareRepo(t, root, "repo.git")
+	if _, err := sec.Set(f.ctx, f.alice.ID, "", "deploy", secrets.NewSecret{Kind: secrets.KindGitSSH, Host: "127.0.0.1", Value: key.Private}); err != nil {
+		t.Fatal(err)
+	}
+	githttp.Git(t, ws, "init", "-q")
+	githttp.Commit(t, ws, "fix.go", "package fix\n")
+
+	a := f.call("child", "POST", "/api/v1/push", map[string]any{"remote_url": srv.URL("repo.git"), "branch": "feature"})
+	if a.status != 201 || !strings.Contains(a.body["detail"].(string), "not trusted yet") || !strings.Contains(a.body["detail"].(string), "credential deploy") {
+		t.Fatalf("request_push to an untrusted host: %d %s", a.status, a.raw)
+	}
+	id := a.body["id"].(string)
+	if _, err := f.collab.AnswerApproval(f.ctx, f.alice.ID, f.sid, id, collab.Decision{Approve: true}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	p := f.call("child", "POST", "/api/v1/push/"+id+"?wait=30s", nil)
+	if p.status != 412 || !strings.Contains(string(p.raw), "Push dialog") || !strings.Contains(string(p.raw), "nothing was pushed") {
+		t.Fatalf("approved push to an untrusted host: %d %s", p.status, p.raw)
+	}
+	if out, err := exec.Command("git", "--git-dir", server, "rev-parse", "--verify", "-q", "refs/heads/feature").Output(); err == nil {
+		t.Fatalf("the branch landed at %s", out)
 	}
 }

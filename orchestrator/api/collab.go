@@ -52,6 +52,9 @@ func (s *Server) listApprovals(c echo.Context) (listBody[collab.Approval], error
 // AnswerApprovalRequest is the body of POST .../approvals/{approval}.
 type AnswerApprovalRequest struct {
 	Decision *string `json:"decision" jsonschema:"enum=approve,enum=deny,enum=always" jsonschema_description:"always: approve, and allow the request's kind for its node from now on"`
+	// Credential is the approver's choice of secret for a push or pull
+	// request the orchestrator does once approved.
+	Credential string `json:"credential,omitempty" jsonschema_description:"approving an agent's push or pull request: the name of your secret to use (an SSH key, an HTTPS credential, a forge token), over the one the agent named or the one for the remote's host"`
 }
 
 func (s *Server) answerApproval(c echo.Context) (collab.Approval, error) {
@@ -71,6 +74,7 @@ func (s *Server) answerApproval(c echo.Context) (collab.Approval, error) {
 	default:
 		return collab.Approval{}, orchestrator.FieldErrorf("decision", "field \"decision\" must be approve, deny or always, not %q", *req.Decision)
 	}
+	d.Credential = strings.TrimSpace(req.Credential)
 	u := user(c)
 	return s.collab.AnswerApproval(c.Request().Context(), u.ID, c.Param("id"), c.Param("approval"), d, u.Name)
 }

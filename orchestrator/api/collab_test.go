@@ -71,6 +71,20 @@ func TestApprovalsInbox(t *testing.T) {
 	if r := e.do("GET", base+"?status=pending", alice.key, ""); r.status != 200 || !strings.Contains(string(r.body), `"data":[]`) {
 		t.Fatalf("pending after the answers: %d %s", r.status, r.body)
 	}
+
+	// Approving a push the orchestrator does, the user chooses the
+	// credential; a plain request has none to choose.
+	a3, _, _ := e.collab.RequestApproval(ctx, s.ID, root.ID, collab.NewApproval{Action: "push", Kind: "push", Timeout: time.Minute, Payload: `{"branch":"b","credential":"agents-pick"}`})
+	a4, _, _ := e.collab.RequestApproval(ctx, s.ID, root.ID, collab.NewApproval{Action: "install make", Kind: "install", Timeout: time.Minute})
+	if r := e.do("POST", base+"/"+a4.ID, alice.key, `{"decision":"approve","credential":"deploy"}`); r.status != 422 || !strings.Contains(string(r.body), "credential") {
+		t.Fatalf("a credential for a plain request: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", base+"/"+a3.ID, alice.key, `{"decision":"approve","credential":"deploy"}`); r.status != 200 {
+		t.Fatalf("approve with a credential: %d %s", r.status, r.body)
+	}
+	if a, err := e.collab.GetApproval(ctx, s.ID, a3.ID); err != nil || a.Payload != `{"branch":"b","credential":"deploy"}` {
+		t.Fatalf("the push's payload after the answer: %q, %v", a.Payload, err)
+	}
 }
 
 // TestMemoriesAPI: the user lists every memory, one repository's, or a

@@ -190,6 +190,15 @@ func PushCommand(raw string, t Target, addrs []netip.Addr, home, refspec string,
 	return c
 }
 
+// ListCommand returns the command listing the branches and tags of raw
+// (`git ls-remote`, one "HASH<TAB>REF" line each) with PushCommand's rules
+// and auth's credential: what a push's remote has before it pushes.
+func ListCommand(raw string, t Target, addrs []netip.Addr, home string, auth Push) Command {
+	c, target := command(raw, t, addrs, home, &auth)
+	c.Args = append(c.Args, "ls-remote", "--refs", "--heads", "--tags", "--", target)
+	return c
+}
+
 // command is the part of a git command before its subcommand, and the URL
 // it connects to.
 func command(raw string, t Target, addrs []netip.Addr, home string, push *Push) (Command, string) {

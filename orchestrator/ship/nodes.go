@@ -46,6 +46,13 @@ type Plan struct {
 	// Commits are the newest commits it brings, "abc1234 subject", at most
 	// maxPlanCommits.
 	Commits []string `json:"commits"`
+	// Credential is the secret it would use: the one named, else the one
+	// for the remote's host ("": none fits yet).
+	Credential string `json:"credential,omitempty"`
+	// UntrustedHost is the host:port of an SSH remote whose key the user
+	// has not trusted yet: the push fails until they trust it in the
+	// Push dialog.
+	UntrustedHost string `json:"untrusted_host,omitempty"`
 }
 
 const maxPlanCommits = 20
@@ -111,8 +118,25 @@ func (n *Nodes) Plan(ctx context.Context, userID, sessionID, nodeID string, req 
 	if err := n.defaults(ctx, userID, sessionID, nodeID, &req); err != nil {
 		return Plan{}, err
 	}
-	if _, _, err := n.pusher.target(ctx, req.RemoteURL); err != nil {
+	t, _, err := n.pusher.target(ctx, req.RemoteURL)
+	if err != nil {
 		return Plan{}, err
+	}
+	// A credential named must exist and fit; without one, none may fit yet
+	// (the user adds it before approving).
+	cred, err := n.pusher.credential(ctx, PushRequest{UserID: userID, SessionID: sessionID, Credential: req.Credential}, t)
+	if err != nil && req.Credential != "" {
+		return Plan{}, err
+	}
+	untrusted := ""
+	if t.Scheme == "ssh" {
+		_, pinned, err := n.pusher.cfg.Secrets.HostKey(ctx, userID, hostPort(t))
+		if err != nil {
+			return Plan{}, err
+		}
+		if !pinned {
+			untrusted = hostPort(t)
+		}
 	}
 	dir, release, err := n.ws.Workspace(ctx, nodeID)
 	if err != nil {
@@ -131,7 +155,8 @@ func (n *Nodes) Plan(ctx context.Context, userID, sessionID, nodeID string, req 
 	if err != nil {
 		return Plan{}, orchestrator.FieldErrorf("ref", "%s does not name a commit in the workspace (are there commits?)", ref)
 	}
-	p := Plan{RemoteURL: redact(req.RemoteURL), Branch: req.Branch, Commit: h.String(), Commits: []string{}}
+	p := Plan{RemoteURL: redact(req.RemoteURL), Branch: req.Branch, Commit: h.String(), Commits: []string{},
+		Credential: cred.Name, UntrustedHost: untrusted}
 	iter, err := repo.Log(&git.LogOptions{From: *h})
 	if err != nil {
 		return Plan{}, fmt.Errorf("read commits: %w", err)

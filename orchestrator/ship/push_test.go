@@ -3,6 +3,8 @@ package ship_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,7 +106,8 @@ func TestPushHTTPS(t *testing.T) {
 	githttp.Git(t, e.ws, "reset", "-q", "--hard", first)
 	githttp.Commit(t, e.ws, "c.txt", "diverged\n")
 	_, err = e.push.Push(e.ctx, ship.PushRequest{UserID: e.uid, Dir: e.ws, RemoteURL: remote, Branch: "filepath/root"})
-	if orchestrator.ErrorCode(err) != orchestrator.EConflict || !strings.Contains(err.Error(), "non-fast-forward") {
+	if orchestrator.ErrorCode(err) != orchestrator.EConflict || !strings.Contains(err.Error(), "non-fast-forward") ||
+		!strings.Contains(err.Error(), second[:12]) || strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("non-fast-forward: %v", err)
 	}
 	if got := githttp.Git(t, server, "rev-parse", "refs/heads/filepath/root"); got != second {
@@ -194,5 +197,90 @@ func TestPushSSH(t *testing.T) {
 	}
 	if hk, _ = e.push.ProbeHostKey(e.ctx, e.uid, req.RemoteURL); hk.Pinned || !hk.PinnedOther {
 		t.Fatalf("probe after the key changed: %+v", hk)
+	}
+}
+
+// bulk commits n files of incompressible bytes (size each) in dir.
+func bulk(t *testing.T, dir string, n, size int) string {
+	t.Helper()
+	buf := make([]byte, size)
+	for i := range n {
+		if _, err := rand.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("blob-%03d.bin", i)), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	githttp.Git(t, dir, "add", "-A")
+	githttp.Git(t, dir, "commit", "-qm", "bulk")
+	return githttp.Git(t, dir, "rev-parse", "HEAD")
+}
+
+// TestPushSendsOnlyWhatTheRemoteLacks: a push sends the objects the
+// remote's branches do not reach, not the whole history again: a second
+// push of one more commit, and a node's first push of a branch made on top
+// of the remote's main, are small packs.
+func TestPushSendsOnlyWhatTheRemoteLacks(t *testing.T) {
+	e := newEnv(t)
+	srv := githttp.Serve(t, e.root, "alice", "pw")
+	githttp.BareRepo(t, e.root, "repo.git")
+	remote := srv.URL + "/repo.git"
+	e.set(t, "corp", secrets.NewSecret{Kind: secrets.KindGitHTTPS, Host: "127.0.0.1", Username: "alice", Value: "pw"})
+	push := func(branch string) int64 {
+		t.Helper()
+		before := srv.ReceivedBytes()
+		if _, err := e.push.Push(e.ctx, ship.PushRequest{UserID: e.uid, Dir: e.ws, RemoteURL: remote, Branch: branch}); err != nil {
+			t.Fatalf("push %s: %v", branch, err)
+		}
+		n := srv.ReceivedBytes() - before
+		t.Logf("push %s sent %d bytes", branch, n)
+		return n
+	}
+	const history = 64 * 16 << 10 // 1 MiB of incompressible files
+	bulk(t, e.ws, 64, 16<<10)
+	if n := push("main"); n < history {
+		t.Fatalf("the first push sent %d bytes, less than the history's %d: is the counter counting?", n, history)
+	}
+	githttp.Commit(t, e.ws, "a.txt", "one more line\n")
+	if n := push("filepath/node"); n > 16<<10 {
+		t.Fatalf("a new branch one commit past the remote's main sent %d bytes", n)
+	}
+	githttp.Commit(t, e.ws, "b.txt", "another line\n")
+	if n := push("filepath/node"); n > 16<<10 {
+		t.Fatalf("the second push of a branch sent %d bytes", n)
+	}
+}
+
+// TestPushBranchExists: pushing a new branch name that the remote already
+// has with other history (another clone's branch of that name) says the
+// branch exists, at which commit, and names a free one to push to instead;
+// it is not reported as a non-fast-forward of the workspace's own push.
+func TestPushBranchExists(t *testing.T) {
+	e := newEnv(t)
+	srv := githttp.Serve(t, e.root, "alice", "pw")
+	server := githttp.BareRepo(t, e.root, "repo.git")
+	remote := srv.URL + "/repo.git"
+	e.set(t, "corp", secrets.NewSecret{Kind: secrets.KindGitHTTPS, Host: "127.0.0.1", Username: "alice", Value: "pw"})
+
+	// Someone else's work under the default name, and its "-2".
+	other := t.TempDir()
+	githttp.Git(t, other, "init", "-q")
+	theirs := githttp.Commit(t, other, "theirs.txt", "not yours\n")
+	githttp.Git(t, other, "push", "-q", server, "HEAD:refs/heads/filepath/root", "HEAD:refs/heads/filepath/root-2")
+
+	githttp.Commit(t, e.ws, "a.txt", "one\n")
+	_, err := e.push.Push(e.ctx, ship.PushRequest{UserID: e.uid, Dir: e.ws, RemoteURL: remote, Branch: "filepath/root"})
+	msg := fmt.Sprint(err)
+	if orchestrator.ErrorCode(err) != orchestrator.EConflict || orchestrator.ErrorField(err) != "branch" ||
+		!strings.Contains(msg, "already exists") || !strings.Contains(msg, theirs[:12]) || !strings.Contains(msg, "filepath/root-3") ||
+		strings.Contains(msg, "non-fast-forward") {
+		t.Fatalf("a branch that exists: %v", err)
+	}
+	if got := githttp.Git(t, server, "rev-parse", "refs/heads/filepath/root"); got != theirs {
+		t.Fatalf("the refused push moved the branch to %s", got)
+	}
+	if _, err := e.push.Push(e.ctx, ship.PushRequest{UserID: e.uid, Dir: e.ws, RemoteURL: remote, Branch: "filepath/root-3"}); err != nil {
+		t.Fatalf("push to the name the error proposed: %v", err)
 	}
 }

@@ -5,6 +5,8 @@
 package githttp
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -60,6 +62,7 @@ type Server struct {
 	mu       sync.Mutex
 	user     string
 	password string
+	received int64 // bytes of git-receive-pack request bodies
 }
 
 // Serve serves root until the test ends: URL/NAME.git is root/NAME.git.
@@ -82,10 +85,44 @@ func Serve(t testing.TB, root, user, password string) *Server {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		if strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			r.Body = &countingBody{ReadCloser: r.Body, s: s}
+		}
+		if r.ContentLength < 0 || len(r.TransferEncoding) > 0 {
+			// git sends a pack past its http.postBuffer chunked; CGI
+			// wants the length, as a real server's front gives it.
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
+		}
 		backend.ServeHTTP(w, r)
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// ReceivedBytes is how many bytes pushes sent the server so far: the
+// bodies of its git-receive-pack requests (the commands and the packs).
+func (s *Server) ReceivedBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.received
+}
+
+type countingBody struct {
+	io.ReadCloser
+	s *Server
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.s.mu.Lock()
+	b.s.received += int64(n)
+	b.s.mu.Unlock()
+	return n, err
 }
 
 // SetPassword changes the password the server accepts (a rotation).

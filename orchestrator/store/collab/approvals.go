@@ -2,6 +2,7 @@ package collab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
@@ -76,7 +78,15 @@ type Decision struct {
 	// ScopedKind) for its node from now on (the node's config gets
 	// approvals[kind] = "allow").
 	Always bool
+	// Credential, approving a request the orchestrator carries out
+	// itself (one with a Payload: a push, a pull request), names the
+	// secret it uses: it is set as the payload's "credential", over the
+	// one the agent named or the default.
+	Credential string
 }
+
+// MaxCredentialName bounds Decision.Credential.
+const MaxCredentialName = 200
 
 type approvalRow struct {
 	ID         string
@@ -314,6 +324,31 @@ func (s *Store) WithdrawNodeApprovals(ctx context.Context, nodeID string) (int, 
 	return n, nil
 }
 
+// chooseCredential sets the credential the orchestrator uses for the
+// request a, one it carries out itself, to name.
+func chooseCredential(g *gorm.DB, a *Approval, name string) error {
+	if a.Payload == "" {
+		return orchestrator.FieldErrorf("credential", "approval %s is not a push or pull request: it has no credential to choose", a.ID)
+	}
+	if len(name) > MaxCredentialName || strings.TrimSpace(name) != name {
+		return orchestrator.FieldErrorf("credential", "%q is not a secret's name", name)
+	}
+	var payload map[string]any
+	if err := json.Unmarshal([]byte(a.Payload), &payload); err != nil {
+		return fmt.Errorf("approval %s: read payload: %w", a.ID, err)
+	}
+	payload["credential"] = name
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	a.Payload = string(b)
+	if err := g.Exec(`UPDATE approvals SET payload = ? WHERE id = ?`, a.Payload, a.ID).Error; err != nil {
+		return fmt.Errorf("answer approval: %w", err)
+	}
+	return nil
+}
+
 // answer answers one pending approval inside tx.
 func answer(tx *store.Tx, sessionID, id string, d Decision, by string) (Approval, error) {
 	g := tx.DB()
@@ -327,6 +362,11 @@ func answer(tx *store.Tx, sessionID, id string, d Decision, by string) (Approval
 	a := rows[0].approval()
 	if a.Status != protocol.ApprovalPending {
 		return a, orchestrator.Errorf(orchestrator.EConflict, "approval %s was already %s by %s", id, a.Status, a.AnsweredBy)
+	}
+	if d.Credential != "" && (d.Approve || d.Always) {
+		if err := chooseCredential(g, &a, d.Credential); err != nil {
+			return a, err
+		}
 	}
 	now := store.FromMillis(store.Millis(tx.Now()))
 	a.Status, a.AnsweredBy, a.AnsweredAt, a.Always = protocol.ApprovalDenied, by, &now, false
@@ -347,6 +387,9 @@ func answer(tx *store.Tx, sessionID, id string, d Decision, by string) (Approval
 		text = fmt.Sprintf("approved by %s, and %s is always allowed for %s from now on", by, ScopedKind(a.Kind, a.Scope), a.NodeName)
 	default:
 		text = fmt.Sprintf("%s by %s", a.Status, by)
+	}
+	if d.Credential != "" && a.Status == protocol.ApprovalApproved {
+		text += fmt.Sprintf(", with the credential %s", d.Credential)
 	}
 	rec := a.Record()
 	if err := tx.AppendJSON(a.NodeID, protocol.KindSystem, protocol.SystemData{Type: protocol.SystemApproval, Text: text, Approval: &rec}); err != nil {

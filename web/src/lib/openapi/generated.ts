@@ -22,6 +22,10 @@ export interface AnswerApprovalRequest {
 	 * always: approve, and allow the request's kind for its node from now on
 	 */
 	decision: 'approve' | 'deny' | 'always';
+	/**
+	 * approving an agent's push or pull request: the name of your secret to use (an SSH key, an HTTPS credential, a forge token), over the one the agent named or the one for the remote's host
+	 */
+	credential?: string;
 }
 
 export interface AppendBytesArgs {
