@@ -44,6 +44,52 @@ func (v *VFS) partialTrees(ctx context.Context, q querier, fk ForkInfo, lv []mle
 	return trees[0], trees[1], nil
 }
 
+// partialMergeTrees returns the three trees of fork fk's merge (its fork
+// point, the fork, the workspace it came from) restricted to what changed
+// on either side since the fork: the fork's own rows, and the origin's
+// changes, which its fork point's view records (migration 0013): the names
+// and inodes it saved (each changed or removed in the origin since), the
+// names those saved names are now (a rename keeps a name's id) and the
+// origin's names made since (an id above max_dentry). ok is false when the
+// fork point does not record them (a fork point compacted to its whole
+// view, or a whole copy of migration 0012): the caller reads the trees
+// whole.
+func (v *VFS) partialMergeTrees(ctx context.Context, q querier, fk ForkInfo) (sb, sc, sp treediff.Tree, ok bool, err error) {
+	lv, layered, err := v.Session(fk.ID).levels(ctx, q)
+	if err != nil || !layered {
+		return sb, sc, sp, false, err
+	}
+	var lazy int
+	var maxD int64
+	if err = q.QueryRowContext(ctx, `SELECT lazy, max_dentry FROM fs_fork WHERE ws=? AND kind='base'`, fk.Base).Scan(&lazy, &maxD); err != nil {
+		return sb, sc, sp, false, fmt.Errorf("merge: read fork point: %w", err)
+	}
+	if lazy != 1 {
+		return sb, sc, sp, false, nil
+	}
+	plv, _, err := v.Session(fk.Origin).levels(ctx, q)
+	if err != nil {
+		return sb, sc, sp, false, err
+	}
+	keys, inos, err := seeds(ctx, q, nil, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=?`, fk.ID, `SELECT ino FROM fs_inode WHERE session_id=? AND ino != 1`, fk.ID)
+	if err != nil {
+		return sb, sc, sp, false, err
+	}
+	keys, pinos, err := seeds(ctx, q, keys, `SELECT parent_ino, name FROM fs_fork_dentry WHERE ws=?1
+		UNION ALL SELECT d.parent_ino, d.name FROM fs_fork_dentry s JOIN fs_dentry d ON d.session_id=?2 AND d.id=s.orig_id WHERE s.ws=?1
+		UNION ALL SELECT parent_ino, name FROM fs_dentry WHERE id>?3 AND session_id=?2`, []any{fk.Base, fk.Origin, maxD},
+		`SELECT ino FROM fs_inode WHERE session_id=?1 AND ino != 1 UNION SELECT ino FROM fs_symlink WHERE session_id=?1`, fk.Base)
+	if err != nil {
+		return sb, sc, sp, false, err
+	}
+	sides := []*partialSide{{fs: v.Session(fk.Base), lv: lv[1:]}, {fs: v.Session(fk.ID), lv: lv}, {fs: v.Session(fk.Origin), lv: plv}}
+	trees, err := partial(ctx, q, sides, keys, append(inos, pinos...))
+	if err != nil {
+		return sb, sc, sp, false, err
+	}
+	return trees[0], trees[1], trees[2], true, nil
+}
+
 // seeds appends the keys and inodes two queries select to keys; an arg is
 // one argument or a []any of them.
 func seeds(ctx context.Context, q querier, keys []dkey, kq string, karg any, iq string, iarg any) ([]dkey, []int64, error) {
