@@ -77,7 +77,7 @@ func (v *VFS) partialMergeTrees(ctx context.Context, q querier, fk ForkInfo) (sb
 	}
 	keys, pinos, err := seeds(ctx, q, keys, `SELECT parent_ino, name FROM fs_fork_dentry WHERE ws=?1
 		UNION ALL SELECT d.parent_ino, d.name FROM fs_fork_dentry s JOIN fs_dentry d ON d.session_id=?2 AND d.id=s.orig_id WHERE s.ws=?1
-		UNION ALL SELECT parent_ino, name FROM fs_dentry WHERE id>?3 AND session_id=?2`, []any{fk.Base, fk.Origin, maxD},
+		UNION ALL SELECT parent_ino, name FROM fs_dentry WHERE id>?3 AND session_id||''=?2`, []any{fk.Base, fk.Origin, maxD},
 		`SELECT ino FROM fs_inode WHERE session_id=?1 AND ino != 1 UNION SELECT ino FROM fs_symlink WHERE session_id=?1`, fk.Base)
 	if err != nil {
 		return sb, sc, sp, false, err
@@ -177,20 +177,14 @@ func partial(ctx context.Context, q querier, sides []*partialSide, keys []dkey, 
 				if err := s.ancestors(ctx, q, k.parent); err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return nil, err
 				}
-				ino, err := entryIno(ctx, q, s.lv, k.parent, k.name)
-				if err != nil {
-					return nil, err
-				}
-				if ino == 0 {
-					continue
-				}
-				e, err := s.inode(ctx, q, ino)
+				e, err := s.entry(ctx, q, k)
 				if errors.Is(err, sql.ErrNoRows) {
 					continue
 				}
 				if err != nil {
 					return nil, err
 				}
+				ino := e.Ino
 				if err := s.ancestors(ctx, q, k.parent); err != nil {
 					return nil, err
 				}
@@ -230,22 +224,47 @@ func partial(ctx context.Context, q querier, sides []*partialSide, keys []dkey, 
 	return trees, nil
 }
 
+// entryCols are the columns of fs_inode a tree's entry holds.
+const entryCols = "i.ino, i.mode, i.size, i.data_gen, i.sha256, i.rdev"
+
 // inode reads inode ino (with its symlink target) into s.inodes.
 func (s *partialSide) inode(ctx context.Context, q querier, ino int64) (treediff.Entry, error) {
 	if e, ok := s.inodes[ino]; ok {
 		return e, nil
 	}
 	b := &sqlb{args: []any{ino}}
+	return s.scanEntry(ctx, q, q.QueryRowContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, ''), rdev FROM (`+
+		rowUnion(b, s.lv, "fs_inode", entryCols, "$.ino=?1")+`) AS u ORDER BY lvl LIMIT 1`, b.args...))
+}
+
+// entry reads the inode name k names into s.inodes, in one statement
+// (sql.ErrNoRows when k names none).
+func (s *partialSide) entry(ctx context.Context, q querier, k dkey) (treediff.Entry, error) {
+	ino, err := entryIno(ctx, q, s.lv, k.parent, k.name)
+	if err != nil {
+		return treediff.Entry{}, err
+	}
+	if ino == 0 {
+		return treediff.Entry{}, sql.ErrNoRows
+	}
+	return s.inode(ctx, q, ino)
+}
+
+// scanEntry scans an entry (sql.ErrNoRows for a tombstone), reads its
+// symlink target, and keeps it in s.inodes.
+func (s *partialSide) scanEntry(ctx context.Context, q querier, row *sql.Row) (treediff.Entry, error) {
 	var e treediff.Entry
-	err := q.QueryRowContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, ''), rdev FROM (`+
-		rowUnion(b, s.lv, "fs_inode", "i.ino, i.mode, i.size, i.data_gen, i.sha256, i.rdev", "$.ino=?1")+`) AS u ORDER BY lvl LIMIT 1`, b.args...).
-		Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Sha, &e.Rdev)
+	err := row.Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Sha, &e.Rdev)
 	if err == nil && e.Mode == 0 {
 		err = sql.ErrNoRows
 	}
 	if err != nil {
 		return e, err
 	}
+	if c, ok := s.inodes[e.Ino]; ok {
+		return c, nil
+	}
+	ino := e.Ino
 	if e.Mode&ModeType == ModeSymlink {
 		if e.Target, err = readlinkLayered(ctx, q, s.lv, ino); err != nil {
 			return e, fmt.Errorf("diff: symlink %d: %w", ino, err)
