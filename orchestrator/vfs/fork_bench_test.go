@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,6 +206,29 @@ func BenchmarkForkDiff100k(b *testing.B) {
 		}
 		return fk
 	}
+	// The baseline: what reading the changed files costs, the least a
+	// diff with text does (each changed path read in the fork and in
+	// the workspace, through the path API).
+	b.Run("baseline-read-200", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			fk := forkChanged(b)
+			c := f.v.Session(fk.ID)
+			b.StartTimer()
+			for i := range 100 {
+				p := fmt.Sprintf("/d%04d/f%03d.txt", (i/10)*97, i%10)
+				for _, fs := range []*FS{c, f.fs} {
+					_, r, err := fs.ReadFile(ctx, p)
+					if err == nil {
+						_, err = io.ReadAll(r)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+	})
 	for _, repeat := range []bool{false, true} {
 		name := "diff-first"
 		if repeat {
