@@ -119,6 +119,15 @@ func (a *Agent) Run(ctx context.Context, stdin io.Reader) error {
 		a.out.status(protocol.StateIdle, nil)
 	}
 	a.head = a.gitHead(ctx)
+	if a.cfg.StartMessage {
+		// The task and the start's report make one first turn, however
+		// late the report comes on stdin.
+		want := 1
+		if strings.TrimSpace(a.cfg.Task) != "" {
+			want = 2
+		}
+		a.inbox.waitLen(ctx, want)
+	}
 	for {
 		batch, ok := a.inbox.wait(ctx)
 		if !ok {

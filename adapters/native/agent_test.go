@@ -743,3 +743,36 @@ func TestStdinEndFinishesTheWork(t *testing.T) {
 		t.Fatalf("texts %q", texts)
 	}
 }
+
+// A start with FILEPATH_START_MESSAGE=1 (a continuation, a restart, a start
+// after health checks) reads its task and the start's report in one first
+// turn, even when the report reaches stdin after the agent is ready.
+func TestStartMessageJoinsTheTask(t *testing.T) {
+	f := fakellm.New()
+	defer f.Close()
+	f.SetModels(fakeModels)
+	f.Script(fakellm.Turn{Text: "Picking up from the summary."})
+	cfg := testConfig(f.URL, t.TempDir())
+	cfg.Task, cfg.StartMessage = "HANDOFF: finish the parser", true
+	h := startAgent(t, cfg)
+	// The report comes late: give an agent that does not wait the time to
+	// call its model with the task alone.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) && len(chatRequests(t, f)) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.message(protocol.FromSystem, "Health checks: go test passed.")
+	h.waitFor("the answer", 1, isType(protocol.TypeText))
+	reqs := chatRequests(t, f)
+	if len(reqs) != 1 {
+		t.Fatalf("%d model calls, want 1 with the task and the report", len(reqs))
+	}
+	var got []string
+	for _, m := range reqs[0].Messages[1:] {
+		got = append(got, m.Role+":"+content(m))
+	}
+	want := []string{"user:HANDOFF: finish the parser", "system:Health checks: go test passed."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("first request %q, want %q", got, want)
+	}
+}

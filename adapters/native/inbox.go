@@ -85,3 +85,21 @@ func (b *inbox) wait(ctx context.Context) (msgs []protocol.MessageInput, ok bool
 		}
 	}
 }
+
+// waitLen blocks until n messages wait, the inbox is closed, or ctx ends.
+func (b *inbox) waitLen(ctx context.Context, n int) {
+	for {
+		b.mu.Lock()
+		if len(b.msgs) >= n || b.closed {
+			b.mu.Unlock()
+			return
+		}
+		ch := b.changed
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+	}
+}

@@ -50,8 +50,13 @@ type Config struct {
 	Model     string // FILEPATH_MODEL
 	AgentType string // FILEPATH_AGENT_TYPE: shelley or pi
 	Task      string // FILEPATH_TASK: the first user message
-	ParentID  string // FILEPATH_PARENT_ID
-	Workspace string
+	// StartMessage (FILEPATH_START_MESSAGE=1): the first line on stdin is
+	// a system message about this start (the health checks, memories, the
+	// handoff summary); the first turn waits for it so that the model
+	// reads the task and it together.
+	StartMessage bool
+	ParentID     string // FILEPATH_PARENT_ID
+	Workspace    string
 
 	MaxSteps       int           // model calls per turn
 	BashTimeout    time.Duration // a command's default time limit
@@ -116,6 +121,7 @@ func parseConfig(args []string, getenv func(string) string, errw io.Writer) (Con
 	fs.StringVar(&c.AgentType, "agent-type", getenv("FILEPATH_AGENT_TYPE"), "persona: shelley or pi (FILEPATH_AGENT_TYPE)")
 	fs.StringVar(&c.Task, "task", getenv("FILEPATH_TASK"), "the first user message (FILEPATH_TASK)")
 	c.ParentID = getenv("FILEPATH_PARENT_ID")
+	c.StartMessage = getenv("FILEPATH_START_MESSAGE") == "1"
 	fs.StringVar(&c.Workspace, "workspace", "/workspace", "the workspace directory")
 	fs.IntVar(&c.MaxSteps, "max-steps", num("FILEPATH_MAX_STEPS", "50"), "model calls per turn (FILEPATH_MAX_STEPS)")
 	fs.DurationVar(&c.BashTimeout, "bash-timeout", dur("FILEPATH_BASH_TIMEOUT", "2m"), "default time limit of a command (FILEPATH_BASH_TIMEOUT)")

@@ -118,11 +118,17 @@ func (r *Runner) run(ctx context.Context, p *startPlan, script string, env map[s
 // workspace and hands each result to show as it ends (or one block saying
 // none was found). A failing check is a result; only ctx's end and show's
 // error stop it.
-func (r *Runner) runChecks(ctx context.Context, p *startPlan, show func(protocol.SystemData) error) error {
-	checks := p.sess.Checks
-	if len(checks) == 0 {
-		checks = DetectChecks(os.DirFS(p.dir))
+// checksOf is what runs before p's agent: the session's checks, or the
+// ones detected in its workspace.
+func checksOf(p *startPlan) []protocol.Check {
+	if len(p.sess.Checks) > 0 {
+		return p.sess.Checks
 	}
+	return DetectChecks(os.DirFS(p.dir))
+}
+
+func (r *Runner) runChecks(ctx context.Context, p *startPlan, show func(protocol.SystemData) error) error {
+	checks := checksOf(p)
 	if len(checks) == 0 {
 		return show(protocol.SystemData{Type: protocol.SystemCheck,
 			Text: "No health checks: none are set on the session and none were detected in /workspace (go.mod, package.json)"})

@@ -181,8 +181,8 @@ func TestHandoffContinuation(t *testing.T) {
 		}
 		at += i + len(w)
 	}
-	if env := rec.env(t, 1); env[EnvTask] != summary {
-		t.Fatalf("the continuation's %s = %q", EnvTask, env[EnvTask])
+	if env := rec.env(t, 1); env[EnvTask] != summary || env[EnvStartMessage] != "1" {
+		t.Fatalf("the continuation's %s = %q, %s = %q (want 1: its first stdin line is the report)", EnvTask, env[EnvTask], EnvStartMessage, env[EnvStartMessage])
 	}
 	n := e.node(root.ID)
 	if n.Status != protocol.StateRunning || !e.r.Running(root.ID) {

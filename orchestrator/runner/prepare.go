@@ -52,6 +52,11 @@ type startPlan struct {
 	id        string // the created container
 	cursor    string
 	cloned    bool // the workspace was cloned for this start: nothing to rescue
+	memories  []Memory
+	// startMessage: the agent's first stdin line will be a system message
+	// about this start (FILEPATH_START_MESSAGE=1), known before the
+	// container is created.
+	startMessage bool
 }
 
 // why names the agent session, for a person (a rescue commit's message).
@@ -188,7 +193,7 @@ func (r *Runner) prepare(ctx context.Context, p *startPlan) error {
 	if err != nil {
 		return err
 	}
-	rep.memories = r.memories(ctx, p)
+	rep.memories = p.memories
 	if len(rep.memories) > 0 {
 		d := protocol.SystemData{Type: protocol.SystemMemory, Text: fmt.Sprintf("%d memories given to the agent", len(rep.memories))}
 		if len(rep.memories) == 1 {
@@ -201,7 +206,11 @@ func (r *Runner) prepare(ctx context.Context, p *startPlan) error {
 			return err
 		}
 	}
-	if msg := rep.message(); msg != "" {
+	msg := rep.message()
+	if msg == "" && p.startMessage {
+		msg = "Nothing to report before this start." // the agent waits for a first message
+	}
+	if msg != "" {
 		// After the cursor's last input: the relay writes it to stdin
 		// before anything delivered to it, as it writes any input a crash
 		// caught between its append and its write.

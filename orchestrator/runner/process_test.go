@@ -157,6 +157,9 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	if env1[EnvTask] != "echo first job" {
 		t.Fatalf("first start: %s = %q", EnvTask, env1[EnvTask])
 	}
+	if _, ok := env1[EnvStartMessage]; ok {
+		t.Fatalf("first start without checks or memories: %s set; the agent would wait for a message that never comes", EnvStartMessage)
+	}
 	key1 := env1[EnvAPIKey]
 	if !authorized(key1) {
 		t.Fatal("the running container's token is refused")
@@ -182,8 +185,8 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	}
 	e.waitFor("the second job", func() bool { return count("second job") == 1 })
 	env2 := rec.env(t, 1)
-	if task, ok := env2[EnvTask]; !ok || task != "" {
-		t.Fatalf("restart: %s = %q (set %v), want empty", EnvTask, task, ok)
+	if task, ok := env2[EnvTask]; !ok || task != "" || env2[EnvStartMessage] != "1" {
+		t.Fatalf("restart: %s = %q (set %v), want empty; %s = %q, want 1", EnvTask, task, ok, EnvStartMessage, env2[EnvStartMessage])
 	}
 	key2 := env2[EnvAPIKey]
 	if key2 == "" || key2 == key1 || !authorized(key2) || authorized(key1) {
