@@ -61,6 +61,10 @@ type coded interface {
 	ErrorField() string
 }
 
+// RetryAfter is the Retry-After (seconds) of a 503: what is unavailable (a
+// locked database, the Docker engine) is usually back within it.
+const RetryAfter = "5"
+
 // ErrorCode returns the code of the first *Error (or coded error, such as a
 // containers.Error) in err's chain, EInternal for any other non-nil error, and
 // "" for nil.

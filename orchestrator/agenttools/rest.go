@@ -204,6 +204,10 @@ func list[T any](v []T) listBody[T] {
 // writeError answers err with its status and body as the user API does
 // (orchestrator.HTTPStatus and ErrorBodyOf).
 func writeError(w http.ResponseWriter, err error) {
+	err = store.Unavailable(err)
+	if orchestrator.ErrorCode(err) == orchestrator.EUnavailable {
+		w.Header().Set("Retry-After", orchestrator.RetryAfter)
+	}
 	writeJSON(w, orchestrator.HTTPStatus(err), orchestrator.ErrorBodyOf(err))
 }
 

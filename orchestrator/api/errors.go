@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
+	"github.com/filepath-dev/filepath/orchestrator/store"
 )
 
 // badRequest returns a 400-class error about field (may be ""): the shape of
@@ -62,8 +63,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 			return
 		}
 	}
+	err = store.Unavailable(err)
 	status := httpStatus(err)
 	detail := errorDetailOf(c, err)
+	if status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", orchestrator.RetryAfter)
+	}
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "err", err)
 	}

@@ -44,6 +44,7 @@ type testEnv struct {
 	stdout   *testkit.Buffer
 	login    string // the first-start login URL
 	runErr   chan error
+	dbPath   string // the store's database file
 }
 
 // publisherFunc adapts a function to store.Publisher.
@@ -58,6 +59,7 @@ type envOpts struct {
 	now       func() time.Time // the store's clock
 	files     vfs.Config       // the session filesystem's limits
 	secrets   []byte           // the store's secrets key
+	busy      time.Duration    // the store's busy timeout (0: its default)
 }
 
 func newEnv(t testing.TB, o envOpts) *testEnv {
@@ -69,7 +71,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 		pub = o.publisher(h)
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub, Now: o.now})
+	st, err := store.Open(ctx, store.Config{Path: filepath.Join(dir, "filepath.db"), Publisher: pub, Now: o.now, BusyTimeout: o.busy})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -112,7 +114,7 @@ func newEnv(t testing.TB, o envOpts) *testEnv {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	e := &testEnv{t: t, srv: srv, st: st, users: users, sessions: ss, collab: cs, secrets: sec, audit: aud, hub: h, files: files, base: srv.URL(), stdout: out, runErr: make(chan error, 1)}
+	e := &testEnv{t: t, srv: srv, st: st, users: users, sessions: ss, collab: cs, secrets: sec, audit: aud, hub: h, files: files, base: srv.URL(), stdout: out, runErr: make(chan error, 1), dbPath: filepath.Join(dir, "filepath.db")}
 	go func() { e.runErr <- srv.Run(ctx) }()
 	t.Cleanup(func() {
 		srv.Close()

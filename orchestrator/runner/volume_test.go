@@ -45,8 +45,7 @@ func (v *volumeRecorder) RemoveVolume(ctx context.Context, name string) error {
 func TestStateVolumePerNode(t *testing.T) {
 	rec := &volumeRecorder{}
 	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
-	root := e.startRoot("echo ready")
-	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	root := e.startedRoot("ready")
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +104,7 @@ func (s *imageSwap) Create(ctx context.Context, spec containers.Spec) (string, e
 func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 	rec := &imageSwap{}
 	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
-	root := e.startRoot("echo ready")
-	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	root := e.startedRoot("ready")
 	amp, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "amp", AgentType: "amp", ParentID: &root.ID, Task: "echo amp ready"})
 	if err != nil {
 		t.Fatal(err)

@@ -398,6 +398,18 @@ func FromMillisPtr(v *int64) *time.Time {
 	return &t
 }
 
+// Unavailable turns an error of a database another program holds locked
+// (SQLITE_BUSY or SQLITE_LOCKED past the busy timeout: a backup, an
+// sqlite3 shell in a transaction) into EUnavailable, which says so and is
+// worth retrying; any other error is returned as it is.
+func Unavailable(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+		return orchestrator.Errorf(orchestrator.EUnavailable, "the database is locked by another program (a backup, or an sqlite3 shell in a transaction): nothing was written; try again in a few seconds")
+	}
+	return err
+}
+
 // IsConstraint reports whether err is a constraint violation of the given
 // SQLite extended code (e.g. sqlite3.ErrConstraintUnique), or the same
 // violation reported by PostgreSQL (its SQLSTATE).
