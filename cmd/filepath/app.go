@@ -123,7 +123,11 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	if err != nil {
 		return a, err
 	}
-	a.fsys = vfs.New(a.st.SQL(), vfs.Config{MaxFileSize: cfg.FileMax, SessionQuota: cfg.SessionQuota, ReadDB: readDB, Notifier: coal, Logger: log})
+	dbDir := data // where the workspaces' bytes are: statfs's free space
+	if cfg.DatabaseURL != "" {
+		dbDir = ""
+	}
+	a.fsys = vfs.New(a.st.SQL(), vfs.Config{MaxFileSize: cfg.FileMax, SessionQuota: cfg.SessionQuota, ReadDB: readDB, Notifier: coal, Logger: log, DataDir: dbDir})
 	if _, err := a.fsys.PurgeOrphans(ctx); err != nil {
 		return a, fmt.Errorf("purge orphaned files: %w", err)
 	}

@@ -313,6 +313,11 @@ func (r settlingReader) ExecContext(ctx context.Context, q string, args ...any) 
 	return r.reader.ExecContext(ctx, q, args...)
 }
 
+func (r settlingReader) beginRead(ctx context.Context) (*readTx, error) {
+	r.v.settleAll(ctx)
+	return r.reader.beginRead(ctx)
+}
+
 func (r settlingReader) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
 	r.v.settleAll(ctx)
 	return r.reader.BeginTx(ctx, opts)

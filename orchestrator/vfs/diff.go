@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/filepath-dev/filepath/orchestrator/vfs/textdiff"
@@ -174,11 +173,11 @@ func (v *VFS) Diff(ctx context.Context, ws string, opt DiffOptions) (ForkDiff, e
 	if err != nil {
 		return ForkDiff{}, err
 	}
-	tx, err := v.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := v.r.beginRead(ctx)
 	if err != nil {
 		return ForkDiff{}, fmt.Errorf("diff: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only
+	defer tx.done(ctx)
 	var base, cur treediff.Tree
 	if lv, layered, err := v.Session(fk.ID).levels(ctx, tx); err != nil {
 		return ForkDiff{}, err

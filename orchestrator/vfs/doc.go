@@ -190,8 +190,23 @@
 // every name of each inode found there (hard links, moves), the
 // directories above them and the whole subtree of a directory that is
 // another inode at its key on the two sides; so its cost follows the
-// changes, not the files. Merge reads the three trees whole through their
-// levels (nothing is copied). A diff lists by path: added, deleted, changed (type, mode, symlink target or content;
+// changes, not the files. Merge reads the same way the three trees (the
+// fork point, the fork, the origin), from the fork's own rows and the
+// origin's changes since the fork, which its fork point's view records
+// (the names and inodes it saved, what the saved names are now, the
+// origin's names made since): O(changes) on both sides. A fork point
+// compacted to its whole view (a fork of a fork) no longer tells the
+// origin's changes apart: its merge reads the trees whole. Both read
+// through cached prepared statements (a read transaction on the read
+// pool for Diff).
+//
+// Statfs reports the workspace: its size the session quota, its free
+// space what is left of it (at most what the data directory's disk has
+// free, Config.DataDir), its inodes in use a fork's through its fork point
+// (the fork point's count, kept once, plus the fork's new inodes, less its
+// tombstones).
+//
+// A diff lists by path: added, deleted, changed (type, mode, symlink target or content;
 // content is compared by data_gen first and by sha256 only when that
 // differs), with a unified text diff for changed text files. A path that
 // names another inode than at the fork point counts as changed only when

@@ -253,6 +253,7 @@ func (v *VFS) forget(ids ...string) {
 		delete(v.sessions, id)
 		v.chains.Delete(id)
 		v.layers.Delete(id)
+		v.counts.Delete(id)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,8 +28,15 @@ import (
 // ../store/migrations/postgres.
 func openTestDB(tb testing.TB, dir string) (w, r *sql.DB) {
 	tb.Helper()
+	return openTestDBFrom(tb, dir, 0, nil)
+}
+
+// openTestDBFrom is openTestDB where seed writes the database when every
+// migration below version before is applied (migrateTestDB).
+func openTestDBFrom(tb testing.TB, dir string, before int, seed func(w *sql.DB)) (w, r *sql.DB) {
+	tb.Helper()
 	if testkit.OnPostgres() {
-		return openTestPostgres(tb, dir)
+		return openTestPostgres(tb, dir, before, seed)
 	}
 	path := filepath.Join(dir, "filepath.db")
 	dsn := func(ro bool) string {
@@ -50,20 +58,7 @@ func openTestDB(tb testing.TB, dir string) (w, r *sql.DB) {
 		tb.Fatal(err)
 	}
 	w.SetMaxOpenConns(1)
-	files, err := filepath.Glob("../store/migrations/*.sql")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no migrations found: %v", err)
-	}
-	sort.Strings(files)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := w.Exec(string(b)); err != nil {
-			tb.Fatalf("apply %s: %v", f, err)
-		}
-	}
+	migrateTestDB(tb, w, "../store/migrations", before, func() { seed(w) })
 	r, err = sql.Open("sqlite3", dsn(true))
 	if err != nil {
 		tb.Fatal(err)
@@ -72,9 +67,35 @@ func openTestDB(tb testing.TB, dir string) (w, r *sql.DB) {
 	return w, r
 }
 
+// migrateTestDB applies the migrations in dir to w, in order; with before
+// > 0 it calls seed once every migration below that version is applied
+// (an older binary's database, with its data), then applies the rest.
+func migrateTestDB(tb testing.TB, w *sql.DB, dir string, before int, seed func()) {
+	tb.Helper()
+	files, err := filepath.Glob(dir + "/*.sql")
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no migrations found: %v", err)
+	}
+	sort.Strings(files)
+	seeded := before <= 0
+	for _, f := range files {
+		if v, _ := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0]); !seeded && v >= before {
+			seed()
+			seeded = true
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := w.Exec(string(b)); err != nil {
+			tb.Fatalf("apply %s: %v", f, err)
+		}
+	}
+}
+
 // openTestPostgres is openTestDB on PostgreSQL: one write connection and a
 // read pool, as the store opens them (pgsql.Open).
-func openTestPostgres(tb testing.TB, dir string) (w, r *sql.DB) {
+func openTestPostgres(tb testing.TB, dir string, before int, seed func(w *sql.DB)) (w, r *sql.DB) {
 	tb.Helper()
 	ctx := context.Background()
 	url := testkit.PostgresURLFor(tb, dir)
@@ -87,20 +108,7 @@ func openTestPostgres(tb testing.TB, dir string) (w, r *sql.DB) {
 		tb.Fatal(err)
 	}
 	if n == 0 {
-		files, err := filepath.Glob("../store/migrations/postgres/*.sql")
-		if err != nil || len(files) == 0 {
-			tb.Fatalf("no migrations found: %v", err)
-		}
-		sort.Strings(files)
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if _, err := w.Exec(string(b)); err != nil {
-				tb.Fatalf("apply %s: %v", f, err)
-			}
-		}
+		migrateTestDB(tb, w, "../store/migrations/postgres", before, func() { seed(w) })
 	}
 	r, err = pgsql.Open(ctx, url, 4, true)
 	if err != nil {

@@ -203,22 +203,79 @@ func (fs *FS) readlink(ctx context.Context, q querier, ino int64) (string, error
 	return t, nil
 }
 
-// Statfs reports the quota as the filesystem size.
+// Statfs reports the workspace as a filesystem: its size is the session
+// quota, its free space what is left of it (never more than the data
+// directory's filesystem has free, when Config.DataDir is set), its files
+// the inodes the workspace has (a fork's through its levels).
 func (fs *FS) Statfs(ctx context.Context) (Statfs, error) {
 	if _, err := fs.init(ctx); err != nil {
 		return Statfs{}, err
 	}
-	var used, files int64
-	if err := fs.v.r.QueryRowContext(ctx, `SELECT used_bytes, (SELECT COUNT(*) FROM fs_inode WHERE session_id=?) FROM fs_meta WHERE session_id=?`, fs.sid, fs.sid).Scan(&used, &files); err != nil {
+	var used int64
+	if err := fs.v.r.QueryRowContext(ctx, `SELECT used_bytes FROM fs_meta WHERE session_id=?`, fs.sid).Scan(&used); err != nil {
+		return Statfs{}, fmt.Errorf("statfs: %w", err)
+	}
+	files, err := fs.inodeCount(ctx, fs.v.rq)
+	if err != nil {
 		return Statfs{}, fmt.Errorf("statfs: %w", err)
 	}
 	const bs = 4096
 	quota := fs.v.cfg.SessionQuota
 	free := max(quota-used, 0)
+	if d := fs.v.cfg.DataDir; d != "" {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(d, &st); err == nil {
+			free = min(free, int64(st.Bavail)*st.Bsize)
+		}
+	}
 	return Statfs{
 		Bsize: bs, Blocks: uint64(quota / bs), Bfree: uint64(free / bs), Bavail: uint64(free / bs),
-		Files: uint64(DefaultMaxInodes), Ffree: uint64(max(DefaultMaxInodes-files, 0)), NameLen: paths.MaxNameLen,
+		Files: uint64(max(DefaultMaxInodes, files)), Ffree: uint64(max(DefaultMaxInodes-files, 0)), NameLen: paths.MaxNameLen,
 	}, nil
+}
+
+// inodeCount returns how many inodes the workspace has. A layered fork's
+// count is its fork point's (counted once: a fork point never changes)
+// plus its own new inodes, less the tombstones over its fork point's: so
+// it costs the fork's changes, not its files.
+func (fs *FS) inodeCount(ctx context.Context, q querier) (int64, error) {
+	lv, layered, err := fs.levels(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if !layered {
+		err = q.QueryRowContext(ctx, `SELECT COUNT(*) FROM fs_inode WHERE session_id=? AND mode != 0`, fs.sid).Scan(&n)
+		return n, err
+	}
+	base, err := fs.v.viewCount(ctx, q, lv[1:])
+	if err != nil {
+		return 0, err
+	}
+	// each own row: a new inode (+1), a tombstone over one below (-1), a
+	// copy-up (0)
+	b := &sqlb{args: []any{fs.sid}}
+	below := `(SELECT mode FROM (` + rowUnion(b, lv[1:], "fs_inode", "i.mode", "$.ino=o.ino") + `) AS u ORDER BY lvl LIMIT 1)`
+	err = q.QueryRowContext(ctx, `SELECT COALESCE(SUM(CASE WHEN o.mode != 0 AND COALESCE(`+below+`, 0) = 0 THEN 1
+		WHEN o.mode = 0 AND COALESCE(`+below+`, 0) != 0 THEN -1 ELSE 0 END), 0) FROM fs_inode o WHERE o.session_id=?1`, b.args...).Scan(&n)
+	return base + n, err
+}
+
+// viewCount returns how many inodes levels lv (a fork point's view) have,
+// counted once per fork point.
+func (v *VFS) viewCount(ctx context.Context, q querier, lv []mlevel) (int64, error) {
+	key := lv[0].ws
+	if c, ok := v.counts.Load(key); ok {
+		return c.(int64), nil
+	}
+	b := &sqlb{pg: v.pg}
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+firstBy(b.pg, "ino", "ino, mode", rowUnion(b, lv, "fs_inode", "i.ino, i.mode", "1=1"))+`) AS c WHERE mode != 0`, b.args...).Scan(&n)
+	if err != nil {
+		return 0, err
+	}
+	v.counts.Store(key, n)
+	return n, nil
 }
 
 // PathOf returns a path of ino (its first name when it has hard links).

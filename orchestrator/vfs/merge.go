@@ -46,24 +46,7 @@ func (v *VFS) Merge(ctx context.Context, ws string, opt MergeOptions) (MergeResu
 	err = v.tx(ctx, func(tx *txn) error {
 		res = MergeResult{Fork: fk, Applied: []treediff.FileChange{}, Conflicts: []treediff.Conflict{}}
 		evs = evs[:0]
-		sb, sc, sp, err := v.mergeSnapshots(ctx, tx, fk)
-		if err != nil {
-			return err
-		}
-		same := v.sameIn(ctx, tx, fk)
-		dc, err := changes(same, sb, treediff.Fork, sc)
-		if err != nil {
-			return err
-		}
-		dp, err := changes(same, sb, treediff.Parent, sp)
-		if err != nil {
-			return err
-		}
-		// Hard links: the names of one fork inode become names of one
-		// parent inode. An inode from before the fork that the parent still
-		// names is that inode (plan.Old): the fork's names link to it, and
-		// its bytes become the fork's when only the fork changed them.
-		plan, err := treediff.Merge(sb, sc, sp, dc, dp, same)
+		plan, sc, err := v.mergePlan(ctx, tx, fk, false)
 		if err != nil {
 			return err
 		}
@@ -246,9 +229,51 @@ func (fs *FS) mergeOne(ctx context.Context, tx *txn, cfs *FS, cs int, c treediff
 	return ino, nil
 }
 
-// mergeSnapshots reads the three trees a merge compares, whole (a layered
-// fork's and its fork point's through their levels: nothing is copied).
-func (v *VFS) mergeSnapshots(ctx context.Context, tx *txn, fk ForkInfo) (sb, sc, sp treediff.Tree, err error) {
+// mergePlan reads the trees of fork fk's merge in q and plans it; whole:
+// read the trees whole even where the fork point records the origin's
+// changes (tests compare the two).
+func (v *VFS) mergePlan(ctx context.Context, q querier, fk ForkInfo, whole bool) (treediff.Plan, treediff.Tree, error) {
+	var sb, sc, sp treediff.Tree
+	var err error
+	if whole {
+		sb, sc, sp, err = v.wholeTrees(ctx, q, fk)
+	} else {
+		sb, sc, sp, err = v.mergeSnapshots(ctx, q, fk)
+	}
+	if err != nil {
+		return treediff.Plan{}, sc, err
+	}
+	same := v.sameIn(ctx, q, fk)
+	dc, err := changes(same, sb, treediff.Fork, sc)
+	if err != nil {
+		return treediff.Plan{}, sc, err
+	}
+	dp, err := changes(same, sb, treediff.Parent, sp)
+	if err != nil {
+		return treediff.Plan{}, sc, err
+	}
+	// Hard links: the names of one fork inode become names of one
+	// parent inode. An inode from before the fork that the parent still
+	// names is that inode (plan.Old): the fork's names link to it, and
+	// its bytes become the fork's when only the fork changed them.
+	plan, err := treediff.Merge(sb, sc, sp, dc, dp, same)
+	return plan, sc, err
+}
+
+// mergeSnapshots reads the three trees a merge compares: only what either
+// side changed since the fork (partialMergeTrees), or, where the fork point
+// does not record the origin's changes, whole (a layered fork's and its
+// fork point's through their levels: nothing is copied).
+func (v *VFS) mergeSnapshots(ctx context.Context, q querier, fk ForkInfo) (sb, sc, sp treediff.Tree, err error) {
+	var ok bool
+	if sb, sc, sp, ok, err = v.partialMergeTrees(ctx, q, fk); ok || err != nil {
+		return
+	}
+	return v.wholeTrees(ctx, q, fk)
+}
+
+// wholeTrees reads the three trees of fork fk's merge whole.
+func (v *VFS) wholeTrees(ctx context.Context, tx querier, fk ForkInfo) (sb, sc, sp treediff.Tree, err error) {
 	if sb, err = v.wsSnapshot(ctx, tx, fk.Base); err != nil {
 		return
 	}

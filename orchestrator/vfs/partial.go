@@ -44,6 +44,52 @@ func (v *VFS) partialTrees(ctx context.Context, q querier, fk ForkInfo, lv []mle
 	return trees[0], trees[1], nil
 }
 
+// partialMergeTrees returns the three trees of fork fk's merge (its fork
+// point, the fork, the workspace it came from) restricted to what changed
+// on either side since the fork: the fork's own rows, and the origin's
+// changes, which its fork point's view records (migration 0013): the names
+// and inodes it saved (each changed or removed in the origin since), the
+// names those saved names are now (a rename keeps a name's id) and the
+// origin's names made since (an id above max_dentry). ok is false when the
+// fork point does not record them (a fork point compacted to its whole
+// view, or a whole copy of migration 0012): the caller reads the trees
+// whole.
+func (v *VFS) partialMergeTrees(ctx context.Context, q querier, fk ForkInfo) (sb, sc, sp treediff.Tree, ok bool, err error) {
+	lv, layered, err := v.Session(fk.ID).levels(ctx, q)
+	if err != nil || !layered {
+		return sb, sc, sp, false, err
+	}
+	var lazy int
+	var maxD int64
+	if err = q.QueryRowContext(ctx, `SELECT lazy, max_dentry FROM fs_fork WHERE ws=? AND kind='base'`, fk.Base).Scan(&lazy, &maxD); err != nil {
+		return sb, sc, sp, false, fmt.Errorf("merge: read fork point: %w", err)
+	}
+	if lazy != 1 {
+		return sb, sc, sp, false, nil
+	}
+	plv, _, err := v.Session(fk.Origin).levels(ctx, q)
+	if err != nil {
+		return sb, sc, sp, false, err
+	}
+	keys, inos, err := seeds(ctx, q, nil, `SELECT parent_ino, name FROM fs_dentry WHERE session_id=?`, fk.ID, `SELECT ino FROM fs_inode WHERE session_id=? AND ino != 1`, fk.ID)
+	if err != nil {
+		return sb, sc, sp, false, err
+	}
+	keys, pinos, err := seeds(ctx, q, keys, `SELECT parent_ino, name FROM fs_fork_dentry WHERE ws=?1
+		UNION ALL SELECT d.parent_ino, d.name FROM fs_fork_dentry s JOIN fs_dentry d ON d.session_id=?2 AND d.id=s.orig_id WHERE s.ws=?1
+		UNION ALL SELECT parent_ino, name FROM fs_dentry WHERE id>?3 AND session_id||''=?2`, []any{fk.Base, fk.Origin, maxD},
+		`SELECT ino FROM fs_inode WHERE session_id=?1 AND ino != 1 UNION SELECT ino FROM fs_symlink WHERE session_id=?1`, fk.Base)
+	if err != nil {
+		return sb, sc, sp, false, err
+	}
+	sides := []*partialSide{{fs: v.Session(fk.Base), lv: lv[1:]}, {fs: v.Session(fk.ID), lv: lv}, {fs: v.Session(fk.Origin), lv: plv}}
+	trees, err := partial(ctx, q, sides, keys, append(inos, pinos...))
+	if err != nil {
+		return sb, sc, sp, false, err
+	}
+	return trees[0], trees[1], trees[2], true, nil
+}
+
 // seeds appends the keys and inodes two queries select to keys; an arg is
 // one argument or a []any of them.
 func seeds(ctx context.Context, q querier, keys []dkey, kq string, karg any, iq string, iarg any) ([]dkey, []int64, error) {
@@ -131,20 +177,14 @@ func partial(ctx context.Context, q querier, sides []*partialSide, keys []dkey, 
 				if err := s.ancestors(ctx, q, k.parent); err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return nil, err
 				}
-				ino, err := entryIno(ctx, q, s.lv, k.parent, k.name)
-				if err != nil {
-					return nil, err
-				}
-				if ino == 0 {
-					continue
-				}
-				e, err := s.inode(ctx, q, ino)
+				e, err := s.entry(ctx, q, k)
 				if errors.Is(err, sql.ErrNoRows) {
 					continue
 				}
 				if err != nil {
 					return nil, err
 				}
+				ino := e.Ino
 				if err := s.ancestors(ctx, q, k.parent); err != nil {
 					return nil, err
 				}
@@ -184,22 +224,47 @@ func partial(ctx context.Context, q querier, sides []*partialSide, keys []dkey, 
 	return trees, nil
 }
 
+// entryCols are the columns of fs_inode a tree's entry holds.
+const entryCols = "i.ino, i.mode, i.size, i.data_gen, i.sha256, i.rdev"
+
 // inode reads inode ino (with its symlink target) into s.inodes.
 func (s *partialSide) inode(ctx context.Context, q querier, ino int64) (treediff.Entry, error) {
 	if e, ok := s.inodes[ino]; ok {
 		return e, nil
 	}
 	b := &sqlb{args: []any{ino}}
+	return s.scanEntry(ctx, q, q.QueryRowContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, ''), rdev FROM (`+
+		rowUnion(b, s.lv, "fs_inode", entryCols, "$.ino=?1")+`) AS u ORDER BY lvl LIMIT 1`, b.args...))
+}
+
+// entry reads the inode name k names into s.inodes, in one statement
+// (sql.ErrNoRows when k names none).
+func (s *partialSide) entry(ctx context.Context, q querier, k dkey) (treediff.Entry, error) {
+	ino, err := entryIno(ctx, q, s.lv, k.parent, k.name)
+	if err != nil {
+		return treediff.Entry{}, err
+	}
+	if ino == 0 {
+		return treediff.Entry{}, sql.ErrNoRows
+	}
+	return s.inode(ctx, q, ino)
+}
+
+// scanEntry scans an entry (sql.ErrNoRows for a tombstone), reads its
+// symlink target, and keeps it in s.inodes.
+func (s *partialSide) scanEntry(ctx context.Context, q querier, row *sql.Row) (treediff.Entry, error) {
 	var e treediff.Entry
-	err := q.QueryRowContext(ctx, `SELECT ino, mode, size, data_gen, COALESCE(sha256, ''), rdev FROM (`+
-		rowUnion(b, s.lv, "fs_inode", "i.ino, i.mode, i.size, i.data_gen, i.sha256, i.rdev", "$.ino=?1")+`) AS u ORDER BY lvl LIMIT 1`, b.args...).
-		Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Sha, &e.Rdev)
+	err := row.Scan(&e.Ino, &e.Mode, &e.Size, &e.Gen, &e.Sha, &e.Rdev)
 	if err == nil && e.Mode == 0 {
 		err = sql.ErrNoRows
 	}
 	if err != nil {
 		return e, err
 	}
+	if c, ok := s.inodes[e.Ino]; ok {
+		return c, nil
+	}
+	ino := e.Ino
 	if e.Mode&ModeType == ModeSymlink {
 		if e.Target, err = readlinkLayered(ctx, q, s.lv, ino); err != nil {
 			return e, fmt.Errorf("diff: symlink %d: %w", ino, err)

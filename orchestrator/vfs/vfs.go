@@ -44,6 +44,9 @@ type Config struct {
 	BatchOps   int
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// DataDir, when set, is the directory the database lives in: Statfs
+	// reports no more free space than its filesystem has.
+	DataDir string
 }
 
 // VFS is the session filesystem over one SQLite database.
@@ -63,6 +66,7 @@ type VFS struct {
 
 	chains sync.Map // workspace id -> []chainLevel: where a fork reads data (fork.go)
 	layers sync.Map // workspace id -> []mlevel: where it reads metadata (layers.go)
+	counts sync.Map // fork point id -> int64: the inodes of its view (Statfs)
 
 	// background compaction of fork points (compact.go); Close cancels
 	// and waits for it

@@ -284,6 +284,20 @@ func TestPOSIX(t *testing.T) {
 			if s.Bavail == 0 || s.Bavail > s.Blocks {
 				t.Fatalf("statfs bavail = %d of %d", s.Bavail, s.Blocks)
 			}
+			// the counts are the workspace's: two more files are two
+			// more inodes in use and their bytes fewer free blocks
+			mustWrite(t, filepath.Join(dir, "sf1"), strings.Repeat("x", 64<<10))
+			mustWrite(t, filepath.Join(dir, "sf2"), "y")
+			var s2 syscall.Statfs_t
+			if err := syscall.Statfs(dir, &s2); err != nil {
+				t.Fatal(err)
+			}
+			if used, used2 := s.Files-s.Ffree, s2.Files-s2.Ffree; used2 != used+2 {
+				t.Fatalf("statfs: %d inodes in use, then %d after two new files", used, used2)
+			}
+			if d := s.Bavail - s2.Bavail; d != 16 && d != 17 {
+				t.Fatalf("statfs: %d blocks free, then %d after 64 KiB more", s.Bavail, s2.Bavail)
+			}
 		}},
 		{"quota exceeded is ENOSPC", func(t *testing.T, dir string) {
 			f, err := os.Create(filepath.Join(dir, "big"))
