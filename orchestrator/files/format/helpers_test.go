@@ -193,10 +193,10 @@ func pdfOf(t testing.TB, texts ...string) []byte {
 func formPDF(t testing.TB) []byte {
 	t.Helper()
 	return createPDF(t, map[string]any{"paper": "A4P", "origin": "LowerLeft",
-		"fonts": map[string]any{"input": map[string]any{"name": "Helvetica", "size": 12}},
+		"fonts": map[string]any{"input": map[string]any{"name": "Helvetica", "size": 12}, "label": map[string]any{"name": "Helvetica", "size": 12}},
 		"pages": map[string]any{"1": map[string]any{"content": map[string]any{
 			"textfield": []any{map[string]any{"id": "name", "value": "", "pos": []int{100, 700}, "width": 200, "font": map[string]any{"name": "$input"}}},
-			"checkbox":  []any{map[string]any{"id": "agree", "value": false, "pos": []int{100, 650}, "font": map[string]any{"name": "$input"}, "label": map[string]any{"value": "I agree", "width": 60, "pos": "right", "gap": 5}}},
+			"checkbox":  []any{map[string]any{"id": "agree", "value": false, "pos": []int{100, 650}, "width": 12, "font": map[string]any{"name": "$input"}, "label": map[string]any{"value": "I agree", "width": 60, "pos": "right", "gap": 5}}},
 		}}}})
 }
 
@@ -251,4 +251,13 @@ func webpOf(t testing.TB, img image.Image) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+func mustStat(t testing.TB, f *fixture, p string) vfs.FileInfo {
+	t.Helper()
+	info, err := f.fs.Stat(f.ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
 }

@@ -281,12 +281,26 @@ func sheetError(p string, err error) error {
 
 func (w *wbook) bytes() ([]byte, error) {
 	if w.f == nil {
+		// an empty row is written as empty fields ("" alone in a file of
+		// one column): a blank line would be no row at all to a reader
 		var buf bytes.Buffer
 		cw := csv.NewWriter(&buf)
-		if err := cw.WriteAll(w.csv); err != nil {
-			return nil, err
+		cols := max(width(w.csv), 1)
+		for _, r := range w.csv {
+			if len(r) == 0 {
+				if cols == 1 {
+					cw.Flush()
+					buf.WriteString("\"\"\n")
+					continue
+				}
+				r = make([]string, cols)
+			}
+			if err := cw.Write(r); err != nil {
+				return nil, err
+			}
 		}
-		return buf.Bytes(), nil
+		cw.Flush()
+		return buf.Bytes(), cw.Error()
 	}
 	buf, err := w.f.WriteToBuffer()
 	if err != nil {
@@ -652,7 +666,10 @@ func (t *tier) readCell(ctx context.Context, src source, sheet, cell string) (Ce
 			cf.Bold, cf.Italic, cf.FontColor = st.Font.Bold, st.Font.Italic, st.Font.Color
 		}
 		if len(st.Fill.Color) > 0 {
-			cf.FillColor = st.Fill.Color[0]
+			cf.FillColor = "#" + strings.TrimPrefix(st.Fill.Color[0], "#")
+		}
+		if cf.FontColor != "" {
+			cf.FontColor = "#" + strings.TrimPrefix(cf.FontColor, "#")
 		}
 		if st.CustomNumFmt != nil {
 			cf.NumberFormat = *st.CustomNumFmt
