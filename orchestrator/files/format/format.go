@@ -28,8 +28,10 @@ const (
 	MaxSheetCells = 5_000_000
 	MaxReadCells  = 100_000
 	MaxWriteCells = 100_000
-	// MaxUnzip bounds the uncompressed size of an xlsx (a zip).
-	MaxUnzip = 1 << 30
+	// MaxUnzip bounds the uncompressed size of an xlsx (a zip), all of
+	// it parsed in memory (excelize would spill larger sheets to
+	// temporary files).
+	MaxUnzip = 256 << 20
 	// MaxPages bounds the pages of a PDF read; MaxTextPages the pages one
 	// text extraction returns; MaxText the text it returns.
 	MaxPages     = 5000

@@ -115,9 +115,10 @@ func fitSize(w, h, mw, mh int) (int, int) {
 	return max(1, w*mh/h), mh
 }
 
-// scale resamples img to w x h.
-func scale(img image.Image, w, h int, q draw.Interpolator) *image.NRGBA {
-	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+// scale resamples img to w x h (into RGBA: x/image/draw's fast paths
+// write only that; any other destination costs an allocation a pixel).
+func scale(img image.Image, w, h int, q draw.Interpolator) *image.RGBA {
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
 	q.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
 	return dst
 }

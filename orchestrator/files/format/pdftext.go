@@ -424,16 +424,18 @@ func parseToUnicode(b []byte) *toUnicode {
 				if ops[0].kind == tokStr && ops[1].kind == tokStr && hi >= lo && hi-lo < maxCMapEntries {
 					switch d := ops[2]; {
 					case d.kind == tokStr:
+						// by offset from lo, in 64 bits: hi may be the
+						// largest code, and the map is bounded
 						base := []rune(utf16be(d.s))
-						for c := lo; c <= hi && len(base) > 0; c++ {
+						for k := uint64(0); k <= uint64(hi-lo) && len(base) > 0 && len(tu.m) < maxCMapEntries; k++ {
 							r := append([]rune(nil), base...)
-							r[len(r)-1] += rune(c - lo)
-							tu.m[c] = string(r)
+							r[len(r)-1] += rune(k)
+							tu.m[lo+uint32(k)] = string(r)
 						}
 					case d.s == "array":
 						for k, e := range arr {
-							if c := lo + uint32(k); c <= hi && e.kind == tokStr {
-								tu.m[c] = utf16be(e.s)
+							if uint64(k) <= uint64(hi-lo) && e.kind == tokStr && len(tu.m) < maxCMapEntries {
+								tu.m[lo+uint32(k)] = utf16be(e.s)
 							}
 						}
 					}

@@ -35,9 +35,10 @@ type book struct {
 
 func isCSV(p string) bool { return strings.EqualFold(path.Ext(p), ".csv") }
 
-// openXLSX opens data with excelize within the bounds.
-func openXLSX(data []byte) (*excelize.File, error) {
-	return excelize.OpenReader(bytes.NewReader(data), excelize.Options{UnzipSizeLimit: MaxUnzip, UnzipXMLSizeLimit: 64 << 20})
+// openXLSX opens data with excelize, at most unzip bytes of it
+// uncompressed (MaxUnzip).
+func openXLSX(data []byte, unzip int64) (*excelize.File, error) {
+	return excelize.OpenReader(bytes.NewReader(data), excelize.Options{UnzipSizeLimit: unzip, UnzipXMLSizeLimit: unzip})
 }
 
 // parseCSV reads data as CSV: ragged rows allowed, quotes lenient.
@@ -61,23 +62,27 @@ func parseCSV(data []byte) ([][]string, error) {
 	}
 }
 
+// loadBook parses data, the content of file p (.csv: CSV; else xlsx, at
+// most unzip bytes uncompressed).
+func loadBook(p string, data []byte, unzip int64) (*book, error) {
+	if isCSV(p) {
+		rows, err := parseCSV(data)
+		if err != nil {
+			return nil, err
+		}
+		return &book{csv: true, names: []string{csvSheet}, rows: map[string][][]string{csvSheet: rows}}, nil
+	}
+	f, err := openXLSX(data, unzip)
+	if err != nil {
+		return nil, err
+	}
+	return &book{f: f, names: f.GetSheetList(), rows: map[string][][]string{}}, nil
+}
+
 // book returns the parsed spreadsheet of src, from the cache when current.
 func (t *tier) book(ctx context.Context, src source) (*book, error) {
 	v, err := t.s.Cache().Parsed(src.key, src.info.Gen, "sheet", func() (any, int64, error) {
-		b, err := guard(ctx, func() (*book, error) {
-			if isCSV(src.path) {
-				rows, err := parseCSV(src.data)
-				if err != nil {
-					return nil, err
-				}
-				return &book{csv: true, names: []string{csvSheet}, rows: map[string][][]string{csvSheet: rows}}, nil
-			}
-			f, err := openXLSX(src.data)
-			if err != nil {
-				return nil, err
-			}
-			return &book{f: f, names: f.GetSheetList(), rows: map[string][][]string{}}, nil
-		})
+		b, err := guard(ctx, func() (*book, error) { return loadBook(src.path, src.data, MaxUnzip) })
 		if err != nil {
 			return nil, 0, malformed(src.path, "spreadsheet (xlsx or csv)", err)
 		}

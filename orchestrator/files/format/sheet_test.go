@@ -92,7 +92,7 @@ func TestSheetRoundTrip(t *testing.T) {
 		t.Fatalf("sheets %+v", list)
 	}
 	// a second reader: the bytes as excelize reads them afresh
-	x, err := openXLSX(f.get(t, "/new.xlsx"))
+	x, err := openXLSX(f.get(t, "/new.xlsx"), MaxUnzip)
 	if err != nil {
 		t.Fatal(err)
 	}

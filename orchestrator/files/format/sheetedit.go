@@ -237,7 +237,7 @@ func (t *tier) sheetEdit(ctx context.Context, c files.Caller, id, ifMatch string
 			if w.csv, err = parseCSV(src.data); err != nil {
 				return Edited{}, malformed(src.path, "CSV file", err)
 			}
-		} else if w.f, err = openXLSX(src.data); err != nil {
+		} else if w.f, err = openXLSX(src.data, MaxUnzip); err != nil {
 			return Edited{}, malformed(src.path, "spreadsheet (xlsx)", err)
 		}
 	case create && orchestrator.ErrorCode(err) == orchestrator.ENotFound && ifMatch == "":
@@ -258,6 +258,9 @@ func (t *tier) sheetEdit(ctx context.Context, c files.Caller, id, ifMatch string
 		return Edited{}, err
 	}
 	data, err := guard(ctx, func() ([]byte, error) {
+		if w.f != nil {
+			defer w.f.Close()
+		}
 		if err := edit(w); err != nil {
 			return nil, err
 		}
