@@ -82,10 +82,7 @@ func TestDockerHardening(t *testing.T) {
 }
 
 func TestDockerErrors(t *testing.T) {
-	d := dockerRuntime(t)
-	if d == nil {
-		t.Skip("docker tests disabled")
-	}
+	d := requireDocker(t)
 	ctx := context.Background()
 	tests := []struct {
 		name     string
@@ -117,10 +114,7 @@ func TestDockerErrors(t *testing.T) {
 // TestDockerHasImage: the runner asks which agent images are on the
 // machine, to tell the spawn dialog which agents can run.
 func TestDockerHasImage(t *testing.T) {
-	d := dockerRuntime(t)
-	if d == nil {
-		return
-	}
+	d := requireDocker(t)
 	ctx := context.Background()
 	if ok, err := d.HasImage(ctx, testImage); err != nil || !ok {
 		t.Fatalf("HasImage(%s) = %v, %v", testImage, ok, err)

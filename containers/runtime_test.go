@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -84,15 +83,23 @@ func dockerRuntime(t testing.TB) *Docker {
 	return d
 }
 
-// dockerSession is the Docker runtime (the test is skipped where it is
-// disabled), a new session whose containers are removed when the test
-// ends, and a context of a minute.
-func dockerSession(t testing.TB) (*Docker, string, context.Context) {
+// requireDocker is the Docker runtime; the test is skipped where it is
+// disabled.
+func requireDocker(t testing.TB) *Docker {
 	t.Helper()
 	d := dockerRuntime(t)
 	if d == nil {
 		t.Skip("docker tests disabled")
 	}
+	return d
+}
+
+// dockerSession is the Docker runtime (the test is skipped where it is
+// disabled), a new session whose containers are removed when the test
+// ends, and a context of a minute.
+func dockerSession(t testing.TB) (*Docker, string, context.Context) {
+	t.Helper()
+	d := requireDocker(t)
 	session := "test-" + newID()
 	t.Cleanup(func() { cleanup(t, d, session) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -191,17 +198,11 @@ func logs(t *testing.T, ctx context.Context, rt Runtime, id string, opts LogOpti
 		t.Fatalf("logs: %v", err)
 	}
 	defer r.Close()
-	var out []LogLine
-	for {
-		l, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("logs next: %v", err)
-		}
-		out = append(out, l)
+	out, err := readAll(t, r)
+	if err != nil {
+		t.Fatalf("logs next: %v", err)
 	}
+	return out
 }
 
 // text returns the content of a text event line, or the raw line.
@@ -421,15 +422,12 @@ func testStdinResume(t *testing.T, h harness) {
 	if _, err := in.Write([]byte(`{"type":"signal","action":"stop"}` + "\n")); err != nil {
 		t.Fatal(err)
 	}
+	lines, err := readAll(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []string
-	for {
-		l, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, l := range lines {
 		if l.Time.Equal(cur.Time) && l.Ordinal <= cur.Ordinal {
 			continue
 		}

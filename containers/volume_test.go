@@ -52,10 +52,7 @@ func TestStateVolumeOutlivesTheContainer(t *testing.T) {
 }
 
 func TestStateVolumeNeedsAStateDir(t *testing.T) {
-	d := dockerRuntime(t)
-	if d == nil {
-		return
-	}
+	d := requireDocker(t)
 	ctx := context.Background()
 	vol := "filepath-test-state-" + newID()
 	t.Cleanup(func() { d.RemoveVolume(context.Background(), vol) })
@@ -184,10 +181,7 @@ func TestListVolumesAndVolumeInUse(t *testing.T) {
 // the volumes of that instance, so two orchestrators on one engine never see
 // each other's.
 func TestListVolumesOfOneInstance(t *testing.T) {
-	d := dockerRuntime(t)
-	if d == nil {
-		return
-	}
+	d := requireDocker(t)
 	ctx := context.Background()
 	other, err := NewDocker(ctx, DockerConfig{Instance: "containers-test-other-" + newID()})
 	if err != nil {

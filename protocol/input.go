@@ -42,6 +42,18 @@ type MessageInput struct {
 	// node's changes, selected in the UI's diff. Content quotes them (file,
 	// line range and lines) for agents that read only content.
 	Comment *DiffComment `json:"comment,omitempty"`
+	// Attachments are files the user attached in the chat: already in the
+	// node's workspace. Content names them (paths, sizes, types) for agents
+	// that read only content.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a file attached to a message, in the node's workspace.
+type Attachment struct {
+	// Path is the file's path below /workspace, with a leading slash.
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	MimeType  string `json:"mime_type,omitempty"`
 }
 
 // DiffComment names the lines of a file's diff a message comments on.

@@ -185,14 +185,6 @@ func TestContainerStopEndsWithinTheGrace(t *testing.T) {
 		at := time.Now()
 		c.send(protocol.SignalInput{Type: "signal", Action: "stop"})
 		code, evs := c.wait(false)
-		if took := time.Since(at); took > 5*time.Second {
-			t.Errorf("stop took %v", took)
-		}
-		if code != 0 {
-			t.Errorf("exit %d", code)
-		}
-		if s := doneSummary(t, evs); s != "stopped" {
-			t.Errorf("done %q", s)
-		}
+		wantStopped(t, at, 5*time.Second, code, evs)
 	})
 }

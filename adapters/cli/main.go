@@ -19,7 +19,9 @@
 // per node), FILEPATH_MODEL, FILEPATH_API_URL and FILEPATH_API_KEY (the
 // gateway and the node's token, for Claude Code and Codex; filepath's agent
 // tools as an MCP server for every CLI; the approvals inbox that answers
-// Claude Code's permission prompts and Codex's approval requests).
+// Claude Code's permission prompts and Codex's approval requests), and
+// FILEPATH_VENDOR_KEY: the name of the vendor key (Amp's, Cursor's) whose
+// value the adapter reads from the agent API and gives the CLI.
 package main
 
 import (
@@ -50,6 +52,10 @@ func Main(ctx context.Context, args, env []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		fmt.Fprintf(stderr, "filepath-cli-adapter: %v\n", err)
 		return 2
+	}
+	if cfg.Env, err = run.FetchVendorKey(ctx, cfg); err != nil {
+		fmt.Fprintf(stderr, "filepath-cli-adapter: %v\n", err)
+		return 1
 	}
 	state, err := run.OpenState(cfg.StateDir, cfg.Agent)
 	if err != nil {

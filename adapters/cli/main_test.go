@@ -169,24 +169,38 @@ func count(evs []protocol.Event, match func(protocol.Event) bool) int {
 	return n
 }
 
-func texts(evs []protocol.Event) []string {
+// fieldOf returns f of each event of type E in evs, in order.
+func fieldOf[E protocol.Event](evs []protocol.Event, f func(E) string) []string {
 	var out []string
 	for _, ev := range evs {
-		if t, ok := ev.(protocol.TextEvent); ok {
-			out = append(out, t.Content)
+		if e, ok := ev.(E); ok {
+			out = append(out, f(e))
 		}
 	}
 	return out
 }
 
+func texts(evs []protocol.Event) []string {
+	return fieldOf(evs, func(t protocol.TextEvent) string { return t.Content })
+}
+
 func commits(evs []protocol.Event) []string {
-	var out []string
-	for _, ev := range evs {
-		if c, ok := ev.(protocol.CommitEvent); ok {
-			out = append(out, c.Message)
-		}
+	return fieldOf(evs, func(c protocol.CommitEvent) string { return c.Message })
+}
+
+// wantStopped checks an adapter told to stop at the time given: it exited
+// 0 within limit, its last event a done that says "stopped".
+func wantStopped(t *testing.T, at time.Time, limit time.Duration, code int, evs []protocol.Event) {
+	t.Helper()
+	if took := time.Since(at); took > limit {
+		t.Errorf("stop took %v, want under %v", took, limit)
 	}
-	return out
+	if code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	if s := doneSummary(t, evs); s != "stopped" {
+		t.Errorf("done summary %q, want stopped", s)
+	}
 }
 
 func doneSummary(t *testing.T, evs []protocol.Event) string {
@@ -273,15 +287,7 @@ func TestStopDuringACommandEndsWithinTheGrace(t *testing.T) {
 			at := time.Now()
 			a.stop()
 			code, evs := a.wait()
-			if took := time.Since(at); took > 3*time.Second {
-				t.Errorf("stop took %v, want under 3 s", took)
-			}
-			if code != 0 {
-				t.Errorf("exit %d, want 0", code)
-			}
-			if s := doneSummary(t, evs); s != "stopped" {
-				t.Errorf("done summary %q, want stopped", s)
-			}
+			wantStopped(t, at, 3*time.Second, code, evs)
 			ended := count(evs, func(ev protocol.Event) bool {
 				c, ok := ev.(protocol.CommandEvent)
 				return ok && c.Status == protocol.StepError

@@ -183,6 +183,15 @@ func chatRequests(t *testing.T, f *fakellm.Server) []chatRequest {
 	return out
 }
 
+// toolNames returns the names of the tools req offers the model, in order.
+func toolNames(req chatRequest) []string {
+	var names []string
+	for _, s := range req.Tools {
+		names = append(names, s.Function.Name)
+	}
+	return names
+}
+
 func content(m message) string {
 	if m.Content == nil {
 		return ""
@@ -214,9 +223,9 @@ func run(t *testing.T, dir string, argv ...string) string {
 // committed in a fresh git repository.
 func goModule(t *testing.T, dir string) {
 	t.Helper()
-	writeTestFile(t, filepath.Join(dir, "go.mod"), "module calc\n\ngo 1.21\n")
-	writeTestFile(t, filepath.Join(dir, "calc.go"), "package calc\n\n// Abs returns the absolute value of n.\nfunc Abs(n int) int {\n\treturn n\n}\n")
-	writeTestFile(t, filepath.Join(dir, "calc_test.go"), "package calc\n\nimport \"testing\"\n\nfunc TestAbsPositive(t *testing.T) {\n\tif Abs(3) != 3 {\n\t\tt.Fatal(\"Abs(3) != 3\")\n\t}\n}\n")
+	testkit.WriteFile(t, filepath.Join(dir, "go.mod"), "module calc\n\ngo 1.21\n")
+	testkit.WriteFile(t, filepath.Join(dir, "calc.go"), "package calc\n\n// Abs returns the absolute value of n.\nfunc Abs(n int) int {\n\treturn n\n}\n")
+	testkit.WriteFile(t, filepath.Join(dir, "calc_test.go"), "package calc\n\nimport \"testing\"\n\nfunc TestAbsPositive(t *testing.T) {\n\tif Abs(3) != 3 {\n\t\tt.Fatal(\"Abs(3) != 3\")\n\t}\n}\n")
 	run(t, dir, "git", "init", "-q")
 	run(t, dir, "git", "add", "-A")
 	run(t, dir, "git", "commit", "-q", "-m", "initial")
@@ -261,10 +270,10 @@ func TestFixATest(t *testing.T) {
 	sameLines(t, transcriptOf(evs), testkit.Lines(t, "testdata/fix-a-test/events.txt"))
 
 	// The files, the commit and its event.
-	if got := readTestFile(t, filepath.Join(dir, "calc.go")); !strings.Contains(got, "if n < 0 {\n\t\treturn -n\n\t}") {
+	if got := testkit.ReadFile(t, filepath.Join(dir, "calc.go")); !strings.Contains(got, "if n < 0 {\n\t\treturn -n\n\t}") {
 		t.Fatalf("calc.go:\n%s", got)
 	}
-	if got := readTestFile(t, filepath.Join(dir, "calc_test.go")); !strings.Contains(got, "func TestAbsNegative") {
+	if got := testkit.ReadFile(t, filepath.Join(dir, "calc_test.go")); !strings.Contains(got, "func TestAbsNegative") {
 		t.Fatalf("calc_test.go:\n%s", got)
 	}
 	log := run(t, dir, "git", "log", "--format=%H %s")
@@ -480,7 +489,7 @@ func TestMessageDuringTurn(t *testing.T) {
 	h.waitFor("command start", 1, isType(protocol.TypeCommand))
 	h.message(protocol.FromUser, "also update the README")
 	testkit.Eventually(t, 5*time.Second, "the message to reach the inbox", func() bool { return h.a.inbox.len() == 1 })
-	writeTestFile(t, filepath.Join(dir, "go-on"), "")
+	testkit.WriteFile(t, filepath.Join(dir, "go-on"), "")
 	h.waitFor("done", 1, isType(protocol.TypeDone))
 	reqs := chatRequests(t, f)
 	if len(reqs) != 2 {
@@ -536,8 +545,8 @@ func TestRepeatedCallIsRefused(t *testing.T) {
 		fakellm.Turn{Text: "done reading"},
 	)
 	dir := t.TempDir()
-	writeTestFile(t, filepath.Join(dir, "a.txt"), "a\n")
-	writeTestFile(t, filepath.Join(dir, "b.txt"), "b\n")
+	testkit.WriteFile(t, filepath.Join(dir, "a.txt"), "a\n")
+	testkit.WriteFile(t, filepath.Join(dir, "b.txt"), "b\n")
 	cfg := testConfig(f.URL, dir)
 	cfg.Task = "read"
 	h := startAgent(t, cfg)
@@ -661,17 +670,14 @@ func TestPi(t *testing.T) {
 		fakellm.Turn{Text: "The needle is in hay.txt:2."},
 	)
 	dir := t.TempDir()
-	writeTestFile(t, filepath.Join(dir, "hay.txt"), "hay\nneedle\n")
+	testkit.WriteFile(t, filepath.Join(dir, "hay.txt"), "hay\nneedle\n")
 	cfg := testConfig(f.URL, dir)
 	cfg.AgentType = "pi"
 	cfg.Task = "where is the needle?"
 	h := startAgent(t, cfg)
 	evs := h.waitFor("done", 1, isType(protocol.TypeDone))
 	reqs := chatRequests(t, f)
-	var names []string
-	for _, s := range reqs[0].Tools {
-		names = append(names, s.Function.Name)
-	}
+	names := toolNames(reqs[0])
 	if strings.Join(names, ",") != "read_file,glob,grep,bash,git,spawn,list_children,read_child_messages,send_message,wait_for_children,memory_search,memory_list,memory_store" || !strings.Contains(content(reqs[0].Messages[0]), "You are Pi") {
 		t.Fatalf("tools %v, prompt %q", names, cut(content(reqs[0].Messages[0]), 80))
 	}

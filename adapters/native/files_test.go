@@ -16,9 +16,7 @@ import (
 func newTestWorkspace(t *testing.T, files map[string]string) *workspace {
 	t.Helper()
 	dir := t.TempDir()
-	for p, c := range files {
-		writeTestFile(t, filepath.Join(dir, p), c)
-	}
+	testkit.WriteFiles(t, dir, files)
 	ws, err := newWorkspace(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -26,29 +24,10 @@ func newTestWorkspace(t *testing.T, files map[string]string) *workspace {
 	return ws
 }
 
-func writeTestFile(t *testing.T, p, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readTestFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestResolve(t *testing.T) {
 	ws := newTestWorkspace(t, map[string]string{"src/a.go": "package a\n"})
 	outside := t.TempDir()
-	writeTestFile(t, filepath.Join(outside, "secret"), "s")
+	testkit.WriteFile(t, filepath.Join(outside, "secret"), "s")
 	if err := os.Symlink(outside, filepath.Join(ws.root, "escape")); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +150,7 @@ func TestEditFile(t *testing.T) {
 				}
 			}
 			_, out, err := ws.editFile("calc.go", tt.old, tt.new, tt.all)
-			got := readTestFile(t, filepath.Join(ws.root, "calc.go"))
+			got := testkit.ReadFile(t, filepath.Join(ws.root, "calc.go"))
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want %q", err, tt.err)
@@ -201,7 +180,7 @@ func TestEditFileChangedSinceRead(t *testing.T) {
 	}
 	// Someone else changes the file after the agent read it.
 	p := filepath.Join(ws.root, "a.txt")
-	writeTestFile(t, p, "hello world\n")
+	testkit.WriteFile(t, p, "hello world\n")
 	later := time.Now().Add(time.Minute)
 	os.Chtimes(p, later, later)
 	if _, _, err := ws.editFile("a.txt", "hello", "bye", false); err == nil || !strings.Contains(err.Error(), "changed since you read it") {
@@ -215,7 +194,7 @@ func TestEditFileChangedSinceRead(t *testing.T) {
 	if _, _, err := ws.editFile("a.txt", "world", "there", false); err != nil {
 		t.Fatal(err)
 	}
-	if got := readTestFile(t, p); got != "bye there\n" {
+	if got := testkit.ReadFile(t, p); got != "bye there\n" {
 		t.Fatalf("file %q", got)
 	}
 }
@@ -228,7 +207,7 @@ func TestWriteFile(t *testing.T) {
 	if err != nil || !strings.Contains(out, "created new/deep/file.txt (4 bytes, 2 lines)") {
 		t.Fatalf("create: %q, %v", out, err)
 	}
-	if got := readTestFile(t, filepath.Join(ws.root, "new/deep/file.txt")); got != "a\nb\n" {
+	if got := testkit.ReadFile(t, filepath.Join(ws.root, "new/deep/file.txt")); got != "a\nb\n" {
 		t.Fatalf("content %q", got)
 	}
 	if _, _, err := ws.writeFile("old.sh", "echo new\n"); err == nil || !strings.Contains(err.Error(), "read old.sh with read_file first") {

@@ -59,10 +59,7 @@ func TestServerTools(t *testing.T) {
 	h := startAgent(t, cfg)
 	evs := h.waitFor("done", 1, isType(protocol.TypeDone))
 	reqs := chatRequests(t, llm)
-	var names []string
-	for _, tl := range reqs[0].Tools {
-		names = append(names, tl.Function.Name)
-	}
+	names := toolNames(reqs[0])
 	if !slices.Contains(names, "file_read_text") || !slices.Contains(names, "file_replace_lines") || slices.Contains(names, "bad tool") ||
 		strings.Count(strings.Join(names, ","), "read_file") != 1 {
 		t.Fatalf("tools offered: %v", names)
@@ -96,10 +93,7 @@ func TestServerTools(t *testing.T) {
 	cfg2 := testConfig(api2.srv.URL, t.TempDir())
 	cfg2.AgentType, cfg2.Task = "pi", "look"
 	startAgent(t, cfg2).waitFor("done", 1, isType(protocol.TypeDone))
-	names = nil
-	for _, tl := range chatRequests(t, llm2)[0].Tools {
-		names = append(names, tl.Function.Name)
-	}
+	names = toolNames(chatRequests(t, llm2)[0])
 	if !slices.Contains(names, "file_read_text") || slices.Contains(names, "file_replace_lines") {
 		t.Fatalf("pi's tools: %v", names)
 	}

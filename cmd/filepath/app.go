@@ -277,7 +277,7 @@ func (a *app) newRunner(ctx context.Context, cfg serveConfig) error {
 	// Pushes from the host, in the workspaces the runner lends (issue 21).
 	a.ship = ship.NewNodes(ship.New(ship.Config{Secrets: a.secrets, AllowPrivate: cfg.GitAllowPrivate}), a.sessions, run)
 	// The agent tools (issue 13): REST under /api/v1/, MCP at /mcp.
-	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Ship: a.ship, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout, Files: a.files})
+	a.tools, err = agenttools.New(agenttools.Config{Store: st, Sessions: a.sessions, Collab: a.collab, Audit: a.audit, Hub: a.hub, Runner: run, Ship: a.ship, Logger: log, ApprovalTimeout: cfg.ApprovalTimeout, Files: a.files, VendorKey: run.VendorKey})
 	if err != nil {
 		return err
 	}

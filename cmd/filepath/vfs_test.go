@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/orchestrator/store"
-	"github.com/filepath-dev/filepath/orchestrator/store/identity"
-	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -25,15 +24,9 @@ func TestVFSExportImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
-	u, err := ident.CreateUser(ctx, "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "src"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := storetest.On(st)
+	u := e.User(t, "alice")
+	s := e.Session(t, u.ID, "src")
 	if _, _, err := v.Session(s.ID).WriteFile(ctx, "/src/main.go", []byte("package main\n"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +66,7 @@ func TestVFSExportImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ss = sessions.New(st, sessions.Config{})
-	got, err := ss.GetSession(ctx, u.ID, id)
+	got, err := storetest.On(st).Sessions.GetSession(ctx, u.ID, id)
 	if err != nil || got.Name != "copy" {
 		t.Fatalf("session %+v %v", got, err)
 	}

@@ -287,19 +287,11 @@ func (s *server) finish(sid string) {
 	}
 }
 
-type wireRecord struct {
-	Seq    int64           `json:"seq"`
-	Kind   string          `json:"kind"`
-	NodeID string          `json:"node_id"`
-	At     time.Time       `json:"at"`
-	Data   json.RawMessage `json:"data"`
-}
-
 // follow reads the session's stream like the browser does, from after,
 // reconnecting with after=<last seq> when the server drops it as too slow,
 // until on returns true. ready is closed once the first connection is up
 // (subscribed: every later record reaches it live).
-func (s *server) follow(ctx context.Context, sid string, after int64, ready chan<- struct{}, on func(wireRecord, time.Time) bool) (drops int, err error) {
+func (s *server) follow(ctx context.Context, sid string, after int64, ready chan<- struct{}, on func(protocol.Record, time.Time) bool) (drops int, err error) {
 	last := after
 	hdr := http.Header{"Authorization": {"Bearer " + s.key}}
 	for {
@@ -323,7 +315,7 @@ func (s *server) follow(ctx context.Context, sid string, after int64, ready chan
 				}
 				return drops, err
 			}
-			var r wireRecord
+			var r protocol.Record
 			if err := json.Unmarshal(msg, &r); err != nil {
 				c.CloseNow()
 				return drops, err
@@ -379,7 +371,7 @@ func (s *server) agentRun(n, perSec int, client bool) *run {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		drops, err := s.follow(ctx, sid, after, ready, func(rec wireRecord, now time.Time) bool {
+		drops, err := s.follow(ctx, sid, after, ready, func(rec protocol.Record, now time.Time) bool {
 			return rec.Kind == protocol.KindEvent && r.see(rec.Data, now)
 		})
 		r.drops = drops

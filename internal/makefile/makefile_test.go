@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/filepath-dev/filepath/internal/testkit"
 )
 
 // `make build` in a fresh clone (no web/node_modules) installs the UI's npm
@@ -22,19 +24,7 @@ func TestMakeBuildInstallsWebPackages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(name, body string) {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("Makefile", string(mk))
-	write("web/package.json", "{}")
-	write("web/package-lock.json", "{}")
+	testkit.WriteFiles(t, dir, map[string]string{"Makefile": string(mk), "web/package.json": "{}", "web/package-lock.json": "{}"})
 	dry := func(target string) string {
 		t.Helper()
 		cmd := exec.Command("make", "-n", target, "VERSION=test")
@@ -54,7 +44,7 @@ func TestMakeBuildInstallsWebPackages(t *testing.T) {
 		t.Fatalf("make web-test in a fresh clone does not install the packages:\n%s", out)
 	}
 	// Installed, and newer than the lock file: no reinstall.
-	write("web/node_modules/.package-lock.json", "{}")
+	testkit.WriteFile(t, filepath.Join(dir, "web/node_modules/.package-lock.json"), "{}")
 	later := time.Now().Add(time.Minute)
 	os.Chtimes(filepath.Join(dir, "web/node_modules/.package-lock.json"), later, later)
 	if out := dry("build"); strings.Contains(out, "npm ci") || !strings.Contains(out, "npm run build") {

@@ -33,15 +33,7 @@ func GitRepo(t testing.TB, files map[string]string) string {
 	t.Helper()
 	work, served := t.TempDir(), t.TempDir()
 	Git(t, work, "init", "-q")
-	for name, content := range files {
-		p := filepath.Join(work, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	WriteFiles(t, work, files)
 	Git(t, work, "add", "-A")
 	Git(t, work, "commit", "-q", "-m", "initial")
 	Git(t, served, "clone", "-q", "--bare", work, "repo.git")

@@ -211,3 +211,20 @@ func TestGitRepo(t *testing.T) {
 		t.Fatalf("dir/b.txt: %q %v", b, err)
 	}
 }
+
+// TestWriteFiles: the files are written below dir, their directories made;
+// ReadFile reads one back, and a missing one fails the test naming it.
+func TestWriteFiles(t *testing.T) {
+	dir := t.TempDir()
+	WriteFiles(t, dir, map[string]string{"a.txt": "A\n", "dir/deeper/b.txt": "B\n"})
+	if got := ReadFile(t, filepath.Join(dir, "dir", "deeper", "b.txt")); got != "B\n" {
+		t.Fatalf("dir/deeper/b.txt: %q", got)
+	}
+	if got := ReadFile(t, filepath.Join(dir, "a.txt")); got != "A\n" {
+		t.Fatalf("a.txt: %q", got)
+	}
+	missing := filepath.Join(dir, "missing")
+	if msg := failure(t, func(tb testing.TB) { ReadFile(tb, missing) }); !strings.Contains(msg, "read "+missing) {
+		t.Fatalf("reading a missing file failed with %q", msg)
+	}
+}

@@ -24,6 +24,25 @@ type agent struct {
 	out *containers.LogReader
 }
 
+// dockerFixture is newFixture for a test with containers: the byo-echo
+// image required, a Docker runtime of the tests' own instance with cfg
+// (closed when the test ends) and a context that ends within the time
+// given.
+func dockerFixture(t *testing.T, cfg containers.DockerConfig, within time.Duration) (*fixture, context.Context, *containers.Docker) {
+	t.Helper()
+	testkit.RequireImage(t, byoEcho)
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	t.Cleanup(cancel)
+	cfg.Instance = "agentapi-test"
+	d, err := containers.NewDocker(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return f, ctx, d
+}
+
 func startAgent(t *testing.T, ctx context.Context, d *containers.Docker, session, nodeID string, env map[string]string) *agent {
 	t.Helper()
 	ws := t.TempDir()
@@ -76,15 +95,7 @@ func (a *agent) run(cmd string) string {
 // sees it as its node; another node's token and a user key are refused;
 // after Close its connections are refused.
 func TestContainerListener(t *testing.T) {
-	testkit.RequireImage(t, byoEcho)
-	f := newFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	d, err := containers.NewDocker(ctx, containers.DockerConfig{Network: "none", Instance: "agentapi-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	f, ctx, d := dockerFixture(t, containers.DockerConfig{Network: "none"}, 2*time.Minute)
 	s := f.server(t, Config{Netns: d})
 	if s.URL() != "http://127.0.0.1:7428" {
 		t.Fatalf("URL %q", s.URL())

@@ -66,15 +66,7 @@ func (loopbackResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.
 // when denied; nothing reaches out around the proxy; every connection is
 // audited; without a proxy nothing leaves the container.
 func TestContainerEgress(t *testing.T) {
-	testkit.RequireImage(t, byoEcho)
-	f := newFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	d, err := containers.NewDocker(ctx, containers.DockerConfig{Instance: "agentapi-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	f, ctx, d := dockerFixture(t, containers.DockerConfig{}, 3*time.Minute)
 
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "plain:"+r.Host) }))
 	defer plain.Close()
@@ -175,15 +167,7 @@ func TestContainerEgress(t *testing.T) {
 // network reaches nothing: the listener refuses proxy requests, and the
 // container has no route.
 func TestContainerNoEgress(t *testing.T) {
-	testkit.RequireImage(t, byoEcho)
-	f := newFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	d, err := containers.NewDocker(ctx, containers.DockerConfig{Instance: "agentapi-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	f, ctx, d := dockerFixture(t, containers.DockerConfig{}, 2*time.Minute)
 	s := f.server(t, Config{Netns: d})
 	if s.ProxyURL(f.keyA) != "" {
 		t.Fatalf("a proxy URL without a proxy: %q", s.ProxyURL(f.keyA))

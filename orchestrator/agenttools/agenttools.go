@@ -83,6 +83,9 @@ type Config struct {
 	MaxBody int64 // bytes of a request body (DefaultMaxBody)
 	// Files serves the file tools (nil: none are offered).
 	Files *files.Service
+	// VendorKey answers a node's adapter the key of the vendor its agent
+	// runs on (GET /api/v1/vendor-key; nil: ENotFound).
+	VendorKey func(ctx context.Context, sessionID, nodeID string) (name, value string, err error)
 }
 
 // Server is the agent tools. Mount REST and MCP on the agent-facing API and

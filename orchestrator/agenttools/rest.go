@@ -41,6 +41,7 @@ func (s *Server) REST() http.Handler {
 			writeJSON(w, status, v)
 		})
 	}
+	handle("GET /api/v1/vendor-key", s.vendorKey)
 	handle("GET /api/v1/self", func(w http.ResponseWriter, r *http.Request, c orchestrator.Caller) (int, any, error) {
 		v, err := audited(s, r.Context(), c, "self", nil, func() (Self, error) { return s.Self(r.Context(), c) }, nil)
 		return http.StatusOK, v, err

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/changes"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/protocol"
@@ -38,13 +39,7 @@ func hostGit(t testing.TB, dir string, args ...string) string {
 
 func writeHost(t testing.TB, dir, p, content string) {
 	t.Helper()
-	full := filepath.Join(dir, p)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, p), content)
 }
 
 // copyIn copies host directory dir (a repository, .git included) into the

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"maps"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/api"
 )
 
@@ -76,11 +76,7 @@ func TestCommittedOpenAPIIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
+	if got := testkit.ReadFile(t, "openapi.json"); got != string(want) {
 		t.Fatal("orchestrator/api/openapi.json is stale: run `make gen` (go generate ./orchestrator/api/...) and commit the result")
 	}
 }
@@ -90,10 +86,7 @@ func TestCommittedOpenAPIIsCurrent(t *testing.T) {
 func TestServedOpenAPIIsCommitted(t *testing.T) {
 	e, a := newAlice(t)
 	r := e.do("GET", "/api/v1/openapi.json", a.key, "")
-	committed, err := os.ReadFile("openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	committed := []byte(testkit.ReadFile(t, "openapi.json"))
 	var served, want any
 	for b, v := range map[*[]byte]*any{&r.body: &served, &committed: &want} {
 		dec := json.NewDecoder(bytes.NewReader(*b))

@@ -63,14 +63,22 @@ func (f *fakeRunner) DeleteSession(ctx context.Context, u, s string) error {
 
 var _ api.Runner = (*fakeRunner)(nil)
 
+// stoppedNode serves the API with a fakeRunner on which no agent runs yet
+// (set r.running[n.ID]) and returns alice and her session's root node n.
+func stoppedNode(t *testing.T) (e *testEnv, r *fakeRunner, a account, n sessions.Node) {
+	t.Helper()
+	r = &fakeRunner{running: map[string]bool{}}
+	e = newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
+	a = e.account("alice")
+	_, n = e.session(a)
+	return e, r, a, n
+}
+
 // TestStatusRunningNeedsARunningAgent: PATCH cannot mark a node whose agent
 // does not run as running or thinking (invariant 6); other statuses can be set.
 func TestStatusRunningNeedsARunningAgent(t *testing.T) {
-	r := &fakeRunner{running: map[string]bool{}}
-	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
-	a := e.account("alice")
-	s, n := e.session(a)
-	p := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID
+	e, r, a, n := stoppedNode(t)
+	p := "/api/v1/sessions/" + n.SessionID + "/nodes/" + n.ID
 	for _, status := range []string{"running", "thinking"} {
 		rep := e.do("PATCH", p, a.key, `{"status":"`+status+`"}`)
 		if rep.status != 409 || !contains(rep.body, "is not running") {
@@ -160,11 +168,8 @@ func contains(b []byte, s string) bool {
 // API only; other config changes, and the same paths, go through; stopped,
 // the node takes new paths (mounted at its next start).
 func TestAllowedPathsOfARunningNode(t *testing.T) {
-	r := &fakeRunner{running: map[string]bool{}}
-	e := newEnv(t, envOpts{cfg: func(c *api.Config) { c.Runner = r }})
-	a := e.account("alice")
-	s, n := e.session(a)
-	p := "/api/v1/sessions/" + s.ID + "/nodes/" + n.ID
+	e, r, a, n := stoppedNode(t)
+	p := "/api/v1/sessions/" + n.SessionID + "/nodes/" + n.ID
 	if rep := e.do("PATCH", p, a.key, `{"config":{"allowed_paths":["/src","/secret"]}}`); rep.status != 200 {
 		t.Fatalf("PATCH a stopped node: %d %s", rep.status, rep.body)
 	}

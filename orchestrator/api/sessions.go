@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -447,8 +449,14 @@ func (s *Server) listMessages(c echo.Context) (RecordPage, error) {
 
 // MessageRequest is the body of POST .../messages: a message from the user.
 type MessageRequest struct {
-	Content *string `json:"content"`
+	Content *string `json:"content,omitempty" jsonschema_description:"the message; required unless files are attached"`
+	// Attachments are paths of files in the node's workspace (uploaded
+	// first, e.g. to /uploads) that the message hands the agent.
+	Attachments []string `json:"attachments,omitempty" jsonschema:"maxItems=20" jsonschema_description:"paths in the node's workspace of files to hand the agent (upload them first); the message tells the agent their paths, sizes and types"`
 }
+
+// maxAttachments bounds the files one message hands an agent.
+const maxAttachments = 20
 
 func (s *Server) postMessage(c echo.Context) (protocol.Record, error) {
 	if p := principal(c); p.NodeID != "" {
@@ -461,10 +469,92 @@ func (s *Server) postMessage(c echo.Context) (protocol.Record, error) {
 	if err := decodeJSON(c, &req); err != nil {
 		return protocol.Record{}, err
 	}
-	if req.Content == nil || strings.TrimSpace(*req.Content) == "" {
-		return protocol.Record{}, orchestrator.FieldErrorf("content", "field \"content\" is required and must not be empty")
+	content := ""
+	if req.Content != nil {
+		content = *req.Content
 	}
-	return s.deliver(c, protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromUser, Content: *req.Content})
+	if strings.TrimSpace(content) == "" && len(req.Attachments) == 0 {
+		return protocol.Record{}, orchestrator.FieldErrorf("content", "field \"content\" is required and must not be empty (or attach a file)")
+	}
+	in := protocol.MessageInput{Type: protocol.TypeMessage, From: protocol.FromUser, Content: content}
+	if len(req.Attachments) > 0 {
+		atts, err := s.attachments(c, req.Attachments)
+		if err != nil {
+			return protocol.Record{}, err
+		}
+		in.Attachments = atts
+		in.Content = attachmentText(content, atts)
+	}
+	return s.deliver(c, in)
+}
+
+// attachments checks that each path is a regular file of the node's
+// workspace and gives its size and detected type.
+func (s *Server) attachments(c echo.Context, paths []string) ([]protocol.Attachment, error) {
+	if len(paths) > maxAttachments {
+		return nil, orchestrator.FieldErrorf("attachments", "at most %d files can be attached to one message, not %d", maxAttachments, len(paths))
+	}
+	fs, err := s.filesOf(c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]protocol.Attachment, 0, len(paths))
+	seen := map[string]bool{}
+	for _, p := range paths {
+		clean := "/" + strings.Trim(path.Clean("/"+strings.TrimPrefix(p, "/workspace")), "/")
+		if seen[clean] {
+			continue
+		}
+		seen[clean] = true
+		d, err := fs.Info(c.Request().Context(), clean)
+		if err != nil {
+			if orchestrator.ErrorCode(err) == orchestrator.ENotFound {
+				return nil, orchestrator.FieldErrorf("attachments", "attachment %s is not in the node's workspace (upload it first)", clean)
+			}
+			return nil, err
+		}
+		if d.IsDir || d.Type != "file" {
+			return nil, orchestrator.FieldErrorf("attachments", "attachment %s is a %s, not a file", clean, d.Type)
+		}
+		out = append(out, protocol.Attachment{Path: clean, SizeBytes: d.Size, MimeType: d.MimeType})
+	}
+	return out, nil
+}
+
+// attachmentText is what an agent that reads only content gets: the
+// user's words, then the files with their paths in /workspace.
+func attachmentText(content string, atts []protocol.Attachment) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(content, "\n"))
+	if b.Len() > 0 {
+		b.WriteString("\n\n")
+	}
+	if len(atts) == 1 {
+		b.WriteString("Attached file (in your workspace):")
+	} else {
+		b.WriteString("Attached files (in your workspace):")
+	}
+	for _, a := range atts {
+		fmt.Fprintf(&b, "\n- /workspace%s (%s", a.Path, humanSize(a.SizeBytes))
+		if a.MimeType != "" {
+			b.WriteString(", " + a.MimeType)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// humanSize writes n bytes as a person reads it: 980 B, 12.4 KB, 3.1 MB.
+func humanSize(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f KB", float64(n)/1000)
+	case n < 1000*1000*1000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
 }
 
 // SignalRequest is the body of POST .../signal.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/filepath-dev/filepath/internal/testkit"
-	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/workspace"
@@ -35,15 +34,7 @@ func newEnv(t testing.TB) *env {
 	testkit.RequireFUSE(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	st := storetest.New(t)
-	u, err := st.Users.CreateUser(ctx, "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := st.Sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "changes"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _, s := storetest.NewSession(t)
 	rdb, err := st.St.ReadDB().DB()
 	if err != nil {
 		t.Fatal(err)
@@ -77,13 +68,7 @@ func (e *env) git(args ...string) string {
 
 func (e *env) write(p, content string) {
 	e.t.Helper()
-	full := filepath.Join(e.dir, p)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
+	testkit.WriteFile(e.t, filepath.Join(e.dir, p), content)
 }
 
 func (e *env) target() Target { return Target{SessionID: e.sid, Workspace: e.sid} }

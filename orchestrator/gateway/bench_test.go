@@ -149,12 +149,7 @@ func benchStreams(b *testing.B, gap time.Duration) {
 func BenchmarkMeteringExact(b *testing.B) {
 	e := newEnv(b, envOpts{})
 	e.up.Fallback(func(r fakellm.Request) fakellm.Turn {
-		var req struct {
-			N int `json:"n"`
-		}
-		_ = r.JSON(&req)
-		u := want(req.N)
-		return fakellm.Turn{Text: "a b c", Usage: u}
+		return fakellm.Turn{Text: "a b c", Usage: want(numberOf(r))}
 	})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100}}
 	paths := []string{"/openrouter/v1/chat/completions", "/anthropic/v1/messages", "/openai/v1/responses"}

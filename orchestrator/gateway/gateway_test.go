@@ -676,11 +676,8 @@ func ptr[T any](v T) *T { return &v }
 func TestConcurrentMeteringExact(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.up.Fallback(func(r fakellm.Request) fakellm.Turn {
-		var b struct {
-			N int `json:"n"`
-		}
-		_ = r.JSON(&b)
-		return fakellm.Turn{Text: "a b", Usage: fakellm.Usage{Input: b.N, Output: 2 * b.N, CacheRead: 1}}
+		n := numberOf(r)
+		return fakellm.Turn{Text: "a b", Usage: fakellm.Usage{Input: n, Output: 2 * n, CacheRead: 1}}
 	})
 	const n = 60
 	var wg sync.WaitGroup
@@ -829,4 +826,14 @@ func TestWriteError(t *testing.T) {
 			t.Fatalf("%s: message %q", tt.path, msg)
 		}
 	}
+}
+
+// numberOf is the "n" of a request's JSON body, where the tests number their
+// requests (0 without one).
+func numberOf(r fakellm.Request) int {
+	var body struct {
+		N int `json:"n"`
+	}
+	_ = r.JSON(&body)
+	return body.N
 }

@@ -9,20 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
+	"github.com/filepath-dev/filepath/internal/testkit"
+)
 
 // TestRestat: a worktree copied elsewhere (new inode numbers and change
 // times) is clean for git without a refresh once its index has the copy's
@@ -37,14 +26,14 @@ func TestRestat(t *testing.T) {
 	}{
 		{name: "v2 sha1", init: []string{"init", "-q"}, version: "2"},
 		{name: "v3 with extended flags", init: []string{"init", "-q"}, version: "3", extra: func(t *testing.T, dir string) {
-			git(t, dir, "update-index", "--skip-worktree", "dir/b.go")
+			testkit.Git(t, dir, "update-index", "--skip-worktree", "dir/b.go")
 		}},
 		{name: "v4 prefix-compressed", init: []string{"init", "-q"}, version: "4"},
 		{name: "sha256", init: []string{"init", "-q", "--object-format=sha256"}, version: "2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := t.TempDir()
-			git(t, src, tt.init...)
+			testkit.Git(t, src, tt.init...)
 			old := time.Now().Add(-time.Hour)
 			for _, f := range []string{"a.txt", "dir/b.go", "dir/deeper/with a long name to make the padding vary.md", "x"} {
 				p := filepath.Join(src, f)
@@ -53,12 +42,12 @@ func TestRestat(t *testing.T) {
 				os.Chtimes(p, old, old)
 			}
 			os.Symlink("a.txt", filepath.Join(src, "link"))
-			git(t, src, "add", "-A")
-			git(t, src, "commit", "-qm", "one")
+			testkit.Git(t, src, "add", "-A")
+			testkit.Git(t, src, "commit", "-qm", "one")
 			if tt.extra != nil {
 				tt.extra(t, src)
 			}
-			git(t, src, "update-index", "--index-version", tt.version)
+			testkit.Git(t, src, "update-index", "--index-version", tt.version)
 			dst := filepath.Join(t.TempDir(), "copy")
 			if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
 				t.Fatalf("cp: %v %s", err, out)
@@ -103,7 +92,7 @@ func TestRestat(t *testing.T) {
 			if got := diffFiles(); got != "x" {
 				t.Fatalf("git diff-files after the restat lists %q, want only x (left as it was)", got)
 			}
-			git(t, dst, "fsck", "--no-dangling", "--no-progress")
+			testkit.Git(t, dst, "fsck", "--no-dangling", "--no-progress")
 			broken := bytes.Clone(nb)
 			broken[len(broken)-1] ^= 1
 			if _, _, err := Restat(broken, func(string) (Stat, bool) { return Stat{}, false }); err == nil {

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -41,13 +42,8 @@ func TestPublishDelivers(t *testing.T) {
 			for r := range s.C() {
 				got = append(got, r.seq)
 			}
-			if len(got) != len(tt.want) {
+			if !slices.Equal(got, tt.want) {
 				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-			for i := range got {
-				if got[i] != tt.want[i] {
-					t.Fatalf("got %v, want %v", got, tt.want)
-				}
 			}
 			if err := s.Err(); err != nil {
 				t.Fatalf("Err after Close = %v, want nil", err)

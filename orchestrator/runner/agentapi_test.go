@@ -38,7 +38,7 @@ func (e *env) run(nodeID, cmd string) string {
 	e.t.Helper()
 	done := func() []protocol.CommandEvent {
 		var out []protocol.CommandEvent
-		for _, ev := range commandEvents(e.t, e.records(nodeID)) {
+		for _, ev := range commandEvents(e.records(nodeID)) {
 			if ev.Cmd == cmd && ev.Status != "start" {
 				out = append(out, ev)
 			}

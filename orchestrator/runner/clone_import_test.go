@@ -73,7 +73,7 @@ func TestCloneImportedGitClean(t *testing.T) {
 		t.Fatalf("start: %v", err)
 	}
 	e.waitFor("the agent's first text", func() bool { return hasText(e.records(n.ID), "cloned") })
-	cmds := commandEvents(t, e.records(n.ID))
+	cmds := commandEvents(e.records(n.ID))
 	if len(cmds) != 2 || cmds[1].Exit == nil || *cmds[1].Exit != 0 {
 		t.Fatalf("clone progress in the chat: %+v", cmds)
 	}

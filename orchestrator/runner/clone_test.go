@@ -32,16 +32,21 @@ func (e *env) sessionWithRepo(url string) (protocol.Session, sessions.Node) {
 	return s, n
 }
 
-func commandEvents(t *testing.T, recs []protocol.Record) []protocol.CommandEvent {
-	t.Helper()
-	var out []protocol.CommandEvent
+func commandEvents(recs []protocol.Record) []protocol.CommandEvent {
+	return decodedAs(recs, protocol.KindEvent, func(ev protocol.CommandEvent) bool { return ev.Type == protocol.TypeCommand })
+}
+
+// decodedAs returns the data of the records of kind that decode as T and
+// that keep accepts, in order.
+func decodedAs[T any](recs []protocol.Record, kind string, keep func(T) bool) []T {
+	var out []T
 	for _, r := range recs {
-		if r.Kind != protocol.KindEvent {
+		if r.Kind != kind {
 			continue
 		}
-		var ev protocol.CommandEvent
-		if err := json.Unmarshal(r.Data, &ev); err == nil && ev.Type == protocol.TypeCommand {
-			out = append(out, ev)
+		var v T
+		if json.Unmarshal(r.Data, &v) == nil && keep(v) {
+			out = append(out, v)
 		}
 	}
 	return out
@@ -72,7 +77,7 @@ func TestCloneBeforeAgentStarts(t *testing.T) {
 	if base, err := e.sessions.BaseCommit(e.ctx, s.ID); err != nil || base != strings.TrimSpace(string(head)) {
 		t.Fatalf("base commit %q (%v), want HEAD %s", base, err, head)
 	}
-	cmds := commandEvents(t, e.records(n.ID))
+	cmds := commandEvents(e.records(n.ID))
 	if len(cmds) != 2 || cmds[0].Status != protocol.StepStart || cmds[1].Status != protocol.StepDone ||
 		!strings.Contains(cmds[0].Cmd, "git clone "+url) || cmds[1].Exit == nil || *cmds[1].Exit != 0 {
 		t.Fatalf("clone progress in the chat: %+v", cmds)
@@ -103,7 +108,7 @@ func TestCloneFailureIsAClearNodeError(t *testing.T) {
 		t.Fatalf("node after a failed clone: status %s container %q running %v", got.Status, got.ContainerID, e.r.Running(n.ID))
 	}
 	recs := e.records(n.ID)
-	cmds := commandEvents(t, recs)
+	cmds := commandEvents(recs)
 	if len(cmds) != 2 || cmds[1].Status != protocol.StepError || cmds[1].Exit == nil || *cmds[1].Exit == 0 {
 		t.Fatalf("clone progress: %+v", cmds)
 	}
@@ -146,7 +151,7 @@ func TestCloneRefusesPrivateHosts(t *testing.T) {
 			if got := e.node(n.ID); got.Status != protocol.StateError || e.r.Running(n.ID) {
 				t.Fatalf("node after a refused clone: %s running %v", got.Status, e.r.Running(n.ID))
 			}
-			cmds := commandEvents(t, e.records(n.ID))
+			cmds := commandEvents(e.records(n.ID))
 			if len(cmds) != 2 || cmds[1].Status != protocol.StepError || cmds[1].Stderr == nil || !strings.Contains(*cmds[1].Stderr, "--git-allow-private") {
 				t.Fatalf("the chat does not show the refusal: %+v", cmds)
 			}

@@ -72,7 +72,7 @@ func TestHandoffContinuation(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(ws, "parse.go"), "package parse\n")
+	testkit.WriteFile(t, filepath.Join(ws, "parse.go"), "package parse\n")
 	testkit.Git(t, ws, "init", "-q")
 	testkit.Git(t, ws, "add", "-A")
 	testkit.Git(t, ws, "commit", "-q", "-m", "start")
@@ -114,7 +114,7 @@ func TestHandoffContinuation(t *testing.T) {
 	}
 
 	// The agent leaves work uncommitted, then hands off.
-	writeFile(t, filepath.Join(ws, "notes.txt"), "the parser handles lists; maps next\n")
+	testkit.WriteFile(t, filepath.Join(ws, "notes.txt"), "the parser handles lists; maps next\n")
 	const summary = "The parser is half done: lists work, maps are next"
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("handoff "+summary)); err != nil {
 		t.Fatal(err)

@@ -53,16 +53,6 @@ func (e *env) workspace(nodeID string) string {
 	return dir
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o666); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // systemBlocks returns the node's system records of type typ.
 func systemBlocks(t *testing.T, recs []protocol.Record, typ string) []protocol.SystemData {
 	t.Helper()
@@ -85,14 +75,8 @@ func systemBlocks(t *testing.T, recs []protocol.Record, typ string) []protocol.S
 // systemInputs returns the contents of the node's system messages.
 func systemInputs(recs []protocol.Record) []string {
 	var out []string
-	for _, r := range recs {
-		if r.Kind != protocol.KindInput {
-			continue
-		}
-		var m protocol.MessageInput
-		if json.Unmarshal(r.Data, &m) == nil && m.From == protocol.FromSystem {
-			out = append(out, m.Content)
-		}
+	for _, m := range decodedAs(recs, protocol.KindInput, func(m protocol.MessageInput) bool { return m.From == protocol.FromSystem }) {
+		out = append(out, m.Content)
 	}
 	return out
 }
@@ -101,8 +85,8 @@ func systemInputs(recs []protocol.Record) []string {
 // commits it.
 func goRepo(t *testing.T, dir string) {
 	t.Helper()
-	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/h\n\ngo 1.21\n")
-	writeFile(t, filepath.Join(dir, "main.go"), "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Printf(\"%d\\n\", \"not a number\")\n}\n")
+	testkit.WriteFile(t, filepath.Join(dir, "go.mod"), "module example.com/h\n\ngo 1.21\n")
+	testkit.WriteFile(t, filepath.Join(dir, "main.go"), "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Printf(\"%d\\n\", \"not a number\")\n}\n")
 	testkit.Git(t, dir, "init", "-q")
 	testkit.Git(t, dir, "add", "-A")
 	testkit.Git(t, dir, "commit", "-q", "-m", "start")
@@ -120,7 +104,7 @@ func TestHealthChecksBeforeStart(t *testing.T) {
 	root := e.createRoot("echo started")
 	ws := e.workspace(root.ID)
 	goRepo(t, ws)
-	writeFile(t, filepath.Join(ws, "wip.go"), "package main\n\n// work in progress\n")
+	testkit.WriteFile(t, filepath.Join(ws, "wip.go"), "package main\n\n// work in progress\n")
 
 	if err := e.r.StartSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/filepath-dev/filepath/containers"
 	"github.com/filepath-dev/filepath/internal/testkit"
-	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
@@ -138,14 +137,7 @@ func TestProcessRestartLifecycle(t *testing.T) {
 	rec := &envRecorder{}
 	e := newProcessEnv(t, store.Config{}, sessions.NewSession{Name: "restarts"}, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
 	root := e.processRoot("echo first job")
-	authorized := func(key string) bool {
-		t.Helper()
-		p, err := e.users.AuthAPIKey(e.ctx, key)
-		if err != nil && orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
-			t.Fatal(err)
-		}
-		return err == nil && p.NodeID == root.ID
-	}
+	authorized := func(key string) bool { return e.authorizes(key, root.ID) }
 	count := func(text string) int { return e.textCount(root.ID, text) }
 
 	// First start: the task, a working token.

@@ -43,6 +43,11 @@ const (
 	// checks or memories): an agent that acts on FILEPATH_TASK at once can
 	// wait for it and read both together.
 	EnvStartMessage = "FILEPATH_START_MESSAGE"
+	// EnvVendorKey names the vendor key (e.g. AMP_API_KEY) an agent that
+	// runs on its vendor's service needs; its value is read from the agent
+	// API (GET /api/v1/vendor-key), never set in the container's
+	// configuration.
+	EnvVendorKey = "FILEPATH_VENDOR_KEY"
 )
 
 // ResumeMessage is the system message a restarted agent reads first on its

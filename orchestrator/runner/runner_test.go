@@ -61,15 +61,9 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.rt.Close() })
-	u, err := e.users.CreateUser(ctx, "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := e.sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "runner test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.uid, e.sid = u.ID, s.ID
+	se := storetest.On(e.st)
+	u := se.User(t, "alice")
+	e.uid, e.sid = u.ID, se.Session(t, u.ID, "runner test").ID
 	t.Cleanup(func() { // containers outlive runners: remove them
 		ctx := context.Background()
 		infos, _ := e.rt.List(ctx, map[string]string{containers.LabelSession: e.sid})
@@ -111,6 +105,25 @@ func (e *env) startRoot(task string) sessions.Node {
 	}
 	e.root = n
 	return n
+}
+
+// startedRoot is startRoot with the task "echo <said>", once the root has
+// said it.
+func (e *env) startedRoot(said string) sessions.Node {
+	e.t.Helper()
+	root := e.startRoot("echo " + said)
+	e.waitFor(said, func() bool { return hasText(e.records(root.ID), said) })
+	return root
+}
+
+// authorizes reports whether key is a working API key of node nodeID.
+func (e *env) authorizes(key, nodeID string) bool {
+	e.t.Helper()
+	p, err := e.users.AuthAPIKey(e.ctx, key)
+	if err != nil && orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
+		e.t.Fatal(err)
+	}
+	return err == nil && p.NodeID == nodeID
 }
 
 func (e *env) records(nodeID string) []protocol.Record {
@@ -246,8 +259,7 @@ func msg(content string) protocol.MessageInput {
 
 func TestMessageRoundTrip(t *testing.T) {
 	e := newEnv(t, nil)
-	root := e.startRoot("echo started")
-	e.waitFor("started", func() bool { return hasText(e.records(root.ID), "started") })
+	root := e.startedRoot("started")
 	rec, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("echo pong"))
 	if err != nil {
 		t.Fatal(err)
@@ -476,8 +488,7 @@ func TestStopEscalatesToKill(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	e := newEnv(t, nil)
-	root := e.startRoot("echo ready")
-	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	root := e.startedRoot("ready")
 	sig := func(a string) {
 		t.Helper()
 		if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, protocol.SignalInput{Type: protocol.TypeSignal, Action: a}); err != nil {
@@ -513,19 +524,24 @@ func TestPauseResume(t *testing.T) {
 	if s := state(); s != containers.StateRunning {
 		t.Fatalf("state after resume = %s", s)
 	}
-	e.waitFor("alive", func() bool { return hasText(e.records(root.ID), "alive") })
+	// The agent reads the message and the resume after the thaw, and may
+	// answer the message before it says it runs again: wait for both.
+	statuses := func() []string {
+		var out []string
+		for _, r := range e.records(root.ID) {
+			var ev struct{ Type, State string }
+			json.Unmarshal(r.Data, &ev)
+			if r.Kind == protocol.KindEvent && ev.Type == protocol.TypeStatus {
+				out = append(out, ev.State)
+			}
+		}
+		return out
+	}
+	e.waitFor("alive, and a status after the pause's", func() bool { return hasText(e.records(root.ID), "alive") && len(statuses()) >= 2 })
 	if n := e.node(root.ID); n.Status == protocol.NodePaused {
 		t.Fatal("still paused after the resume")
 	}
-	var states []string
-	for _, r := range e.records(root.ID) {
-		var ev struct{ Type, State string }
-		json.Unmarshal(r.Data, &ev)
-		if r.Kind == protocol.KindEvent && ev.Type == protocol.TypeStatus {
-			states = append(states, ev.State)
-		}
-	}
-	if strings.Join(states, ",") != "idle,running" {
+	if states := statuses(); strings.Join(states, ",") != "idle,running" {
 		t.Fatalf("status events %v, want idle then running", states)
 	}
 }
@@ -536,8 +552,7 @@ func TestPauseResume(t *testing.T) {
 func TestRestartRecovery(t *testing.T) {
 	const n = 10000
 	e := newEnv(t, nil)
-	root := e.startRoot("echo ready")
-	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	root := e.startedRoot("ready")
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg(fmt.Sprintf("flood %d; sleep 300; flood %d", n/2, n/2))); err != nil {
 		t.Fatal(err)
 	}
@@ -582,8 +597,7 @@ func wantFloods(t *testing.T, texts []string, n int) {
 func TestReconcileGhost(t *testing.T) {
 	rec := &envRecorder{}
 	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
-	root := e.startRoot("echo ready")
-	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	root := e.startedRoot("ready")
 	key := rec.env(t, 0)[EnvAPIKey]
 	if _, err := e.users.AuthAPIKey(e.ctx, key); err != nil {
 		t.Fatalf("the running container's token: %v", err)
@@ -617,8 +631,7 @@ func TestReconcileGhost(t *testing.T) {
 // removes the container.
 func TestDeletedUnderRelay(t *testing.T) {
 	e := newEnv(t, nil)
-	root := e.startRoot("echo ready")
-	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	root := e.startedRoot("ready")
 	cid := e.node(root.ID).ContainerID
 	if err := e.sessions.DeleteSession(e.ctx, e.uid, e.sid); err != nil {
 		t.Fatal(err)
@@ -692,16 +705,8 @@ func TestStartAgainFreshStdin(t *testing.T) {
 func TestTokenDiesWithContainer(t *testing.T) {
 	rec := &envRecorder{}
 	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
-	root := e.startRoot("echo started")
-	e.waitFor("started", func() bool { return hasText(e.records(root.ID), "started") })
-	works := func(key string) bool {
-		t.Helper()
-		p, err := e.users.AuthAPIKey(e.ctx, key)
-		if err != nil && orchestrator.ErrorCode(err) != orchestrator.EUnauthorized {
-			t.Fatal(err)
-		}
-		return err == nil && p.NodeID == root.ID
-	}
+	root := e.startedRoot("started")
+	works := func(key string) bool { return e.authorizes(key, root.ID) }
 	key1 := rec.env(t, 0)[EnvAPIKey]
 	if !works(key1) {
 		t.Fatal("the running container's token is refused")

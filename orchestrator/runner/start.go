@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/filepath-dev/filepath/containers"
@@ -241,7 +240,12 @@ func (r *Runner) createContainer(ctx context.Context, p *startPlan, key string) 
 		}
 		env["NO_PROXY"], env["no_proxy"] = "127.0.0.1,localhost,::1", "127.0.0.1,localhost,::1"
 	}
-	maps.Copy(env, p.vendorEnv)
+	// A vendor key never goes in the container's configuration (docker
+	// inspect shows it): the container is told its name, and its adapter
+	// asks the agent API for the value (VendorKey) with its own token.
+	for name := range p.vendorEnv {
+		env[EnvVendorKey] = name
+	}
 	id, err := r.rt.Create(ctx, containers.Spec{
 		SessionID:            sess.ID,
 		NodeID:               node.ID,
@@ -420,6 +424,28 @@ func (r *Runner) AgentStatus(ctx context.Context, a orchestrator.Agent) (reason,
 		}
 	}
 	return "", ""
+}
+
+// VendorKey is the key of the vendor whose service node's agent runs on
+// (its name, e.g. AMP_API_KEY, and value), for the node's own adapter: a
+// secret of the session's owner, read when asked. ENotFound when the
+// node's agent needs none.
+func (r *Runner) VendorKey(ctx context.Context, sessionID, nodeID string) (name, value string, err error) {
+	node, err := r.sessions.NodeByID(ctx, nodeID)
+	if err != nil {
+		return "", "", err
+	}
+	if node.SessionID != sessionID {
+		return "", "", orchestrator.Errorf(orchestrator.ENotFound, "node %s not found", nodeID)
+	}
+	env, err := r.vendorKey(ctx, node)
+	if err != nil {
+		return "", "", err
+	}
+	for k, v := range env {
+		return k, v, nil
+	}
+	return "", "", orchestrator.Errorf(orchestrator.ENotFound, "the %s agent of node %s runs on no vendor's service: it needs no vendor key", node.AgentType, node.Name)
 }
 
 // vendorKey is the environment giving a catalog agent that runs on its

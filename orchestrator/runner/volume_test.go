@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/filepath-dev/filepath/containers"
+	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/store/secrets"
 	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
 	"github.com/filepath-dev/filepath/protocol"
@@ -44,8 +45,7 @@ func (v *volumeRecorder) RemoveVolume(ctx context.Context, name string) error {
 func TestStateVolumePerNode(t *testing.T) {
 	rec := &volumeRecorder{}
 	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
-	root := e.startRoot("echo ready")
-	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	root := e.startedRoot("ready")
 	if _, err := e.r.Deliver(e.ctx, e.sid, root.ID, msg("done")); err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +97,14 @@ func (s *imageSwap) Create(ctx context.Context, spec containers.Spec) (string, e
 
 // TestVendorKeyGoesToTheContainerOnly: an amp node of a session without
 // AMP_API_KEY does not start, its error naming the key (and not a
-// container made); with the key set as the user's it starts with the key
-// in its environment, and no record holds it; a key set on the session
+// container made); with the key set as the user's it starts, told the
+// key's name (its adapter reads the value from the agent API: VendorKey),
+// with the value nowhere in its configuration or a record; a key set on the session
 // overrides the user's at the next start.
 func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 	rec := &imageSwap{}
 	e := newEnv(t, func(c *Config) { rec.Runtime = c.Runtime; c.Runtime = rec })
-	root := e.startRoot("echo ready")
-	e.waitFor("ready", func() bool { return hasText(e.records(root.ID), "ready") })
+	root := e.startedRoot("ready")
 	amp, err := e.sessions.CreateNode(e.ctx, e.uid, e.sid, sessions.NewNode{Name: "amp", AgentType: "amp", ParentID: &root.ID, Task: "echo amp ready"})
 	if err != nil {
 		t.Fatal(err)
@@ -130,11 +130,28 @@ func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("amp ready", func() bool { return hasText(e.records(amp.ID), "amp ready") })
-	if env := rec.env(t, 1); env["AMP_API_KEY"] != key {
-		t.Fatalf("the amp container's AMP_API_KEY is %q", env["AMP_API_KEY"])
+	// The container is told the key's name; its value is read from the
+	// agent API (VendorKey), never put in the container's configuration.
+	env := rec.env(t, 1)
+	if env[EnvVendorKey] != "AMP_API_KEY" {
+		t.Fatalf("the amp container's %s is %q", EnvVendorKey, env[EnvVendorKey])
 	}
-	if env := rec.env(t, 0); env["AMP_API_KEY"] != "" {
-		t.Fatal("the root (not amp) got the key")
+	for k, v := range env {
+		if strings.Contains(v, key) {
+			t.Fatalf("the amp container's configuration holds the key in %s", k)
+		}
+	}
+	if name, v, err := e.r.VendorKey(e.ctx, e.sid, amp.ID); err != nil || name != "AMP_API_KEY" || v != key {
+		t.Fatalf("VendorKey(amp) = %q, %q, %v", name, v, err)
+	}
+	if env := rec.env(t, 0); env[EnvVendorKey] != "" {
+		t.Fatal("the root (not amp) was told of a key")
+	}
+	if _, _, err := e.r.VendorKey(e.ctx, e.sid, root.ID); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+		t.Fatalf("VendorKey(root) = %v, want ENotFound: its agent needs none", err)
+	}
+	if _, _, err := e.r.VendorKey(e.ctx, "another-session", amp.ID); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+		t.Fatalf("VendorKey of a node named with another session = %v, want ENotFound", err)
 	}
 	const sessionKey = "sgamp_session-KEY-88"
 	if _, err := e.secrets.Set(e.ctx, e.uid, e.sid, "AMP_API_KEY", secrets.NewSecret{Value: sessionKey}); err != nil {
@@ -148,8 +165,8 @@ func TestVendorKeyGoesToTheContainerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("amp2 ready", func() bool { return hasText(e.records(amp2.ID), "amp2 ready") })
-	if env := rec.env(t, 2); env["AMP_API_KEY"] != sessionKey {
-		t.Fatalf("with the session's own key set, the next amp container's AMP_API_KEY is %q", env["AMP_API_KEY"])
+	if _, v, err := e.r.VendorKey(e.ctx, e.sid, amp2.ID); err != nil || v != sessionKey {
+		t.Fatalf("with the session's own key set, the amp node's key is %q (%v)", v, err)
 	}
 	recs, _ := e.st.Records(e.ctx, e.sid, 0, 10000, "")
 	for _, r := range recs {

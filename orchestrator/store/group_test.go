@@ -138,9 +138,7 @@ func TestAppendGroupCommit(t *testing.T) {
 // the log and the group commit go on (no lock or lead left held).
 func TestAppendPanicIsItsError(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, _, s := storetest.NewSession(t)
 	_, err := e.St.AppendWith(ctx, s.ID, []protocol.Record{ev("x")}, func(*store.Tx, []protocol.Record) error { panic("boom") })
 	if err == nil {
 		t.Fatal("an append whose callback panicked succeeded")

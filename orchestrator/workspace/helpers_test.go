@@ -8,8 +8,7 @@ import (
 
 	"github.com/filepath-dev/filepath/internal/testkit"
 	"github.com/filepath-dev/filepath/orchestrator/store"
-	"github.com/filepath-dev/filepath/orchestrator/store/identity"
-	"github.com/filepath-dev/filepath/orchestrator/store/sessions"
+	"github.com/filepath-dev/filepath/orchestrator/store/storetest"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 )
 
@@ -40,16 +39,9 @@ func newEnv(tb testing.TB, cfg vfs.Config) *env {
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}
-	ident, ss := identity.New(st), sessions.New(st, sessions.Config{})
 	tb.Cleanup(func() { st.Close() })
-	u, err := ident.CreateUser(ctx, "alice", false)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s, err := ss.CreateSession(ctx, u.ID, sessions.NewSession{Name: "workspace test"})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	e := storetest.On(st)
+	s := e.Session(tb, e.User(tb, "alice").ID, "workspace test")
 	return openEnv(tb, st, s.ID, dir, cfg)
 }
 

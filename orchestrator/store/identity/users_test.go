@@ -38,8 +38,7 @@ func TestUsers(t *testing.T) {
 
 func TestLoginToken(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
+	e, u := storetest.NewUser(t)
 	tok, err := e.Users.CreateLoginToken(ctx, u.ID, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -73,8 +72,7 @@ func TestLoginToken(t *testing.T) {
 
 func TestWebSession(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
+	e, u := storetest.NewUser(t)
 	c, err := e.Users.CreateWebSession(ctx, u.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +112,7 @@ func TestWebSession(t *testing.T) {
 
 func TestAPIKeys(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
+	e, u := storetest.NewUser(t)
 	key, k, err := e.Users.CreateAPIKey(ctx, u.ID, "laptop")
 	if err != nil {
 		t.Fatal(err)
@@ -189,8 +186,7 @@ func TestAPIKeys(t *testing.T) {
 // alongside, keeps working.
 func TestAPIKeyExpiry(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
+	e, u := storetest.NewUser(t)
 	forever, _, err := e.Users.CreateAPIKey(ctx, u.ID, "forever")
 	if err != nil {
 		t.Fatal(err)

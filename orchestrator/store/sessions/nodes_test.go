@@ -514,9 +514,7 @@ func TestMaxNodes(t *testing.T) {
 // next one.
 func TestSeveralTopLevelNodes(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	first := e.Node(t, u.ID, s.ID, nil, "first")
 	second := e.Node(t, u.ID, s.ID, nil, "second")
 	e.Node(t, u.ID, s.ID, &second, "kid")
@@ -547,9 +545,7 @@ func TestSeveralTopLevelNodes(t *testing.T) {
 // once resumed; paused is never set as a status.
 func TestPausedNode(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	root := e.Node(t, u.ID, s.ID, nil, "root")
 	kid := e.Node(t, u.ID, s.ID, &root, "kid")
 	if _, err := e.Sessions.PatchNode(ctx, s.ID, kid.ID, sessions.NodePatch{Status: storetest.Ptr(protocol.StateDone)}); err != nil {
@@ -589,9 +585,7 @@ func TestPausedNode(t *testing.T) {
 // TestNodeWorkspace: a node says whether it works on a fork.
 func TestNodeWorkspace(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
-	s := e.Session(t, u.ID, "s")
+	e, u, s := storetest.NewSession(t)
 	root := e.Node(t, u.ID, s.ID, nil, "root")
 	fork, err := e.Sessions.CreateNode(ctx, u.ID, s.ID, sessions.NewNode{Name: "f", AgentType: "pi", ParentID: &root.ID, Workspace: protocol.WorkspaceFork})
 	if err != nil {

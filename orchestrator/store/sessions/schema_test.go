@@ -16,8 +16,7 @@ import (
 // OpenAPI document describe what the API really sends.
 func TestJSONMatchesProtocol(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
+	e, u := storetest.NewUser(t)
 	repo := "https://example.com/r.git"
 	sess, err := e.Sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "s", GitRepoURL: &repo, Checks: []protocol.Check{{Command: "go vet ./..."}, {Command: "make", Timeout: 30}}})
 	if err != nil {

@@ -16,8 +16,7 @@ import (
 
 func TestSessionCRUD(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
+	e, u := storetest.NewUser(t)
 
 	s, err := e.Sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "  demo  ", GitRepoURL: storetest.Ptr("https://github.com/a/b.git")})
 	if err != nil {
@@ -63,8 +62,7 @@ func TestSessionCRUD(t *testing.T) {
 
 func TestSessionValidation(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
+	e, u := storetest.NewUser(t)
 	tests := []struct {
 		name  string
 		in    sessions.NewSession
@@ -108,8 +106,7 @@ func TestSessionValidation(t *testing.T) {
 // trimmed, in order, with their time limits; no checks is an empty list.
 func TestSessionChecks(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
+	e, u := storetest.NewUser(t)
 	other := e.User(t, "bob")
 	s, err := e.Sessions.CreateSession(ctx, u.ID, sessions.NewSession{Name: "s", Checks: []protocol.Check{{Command: " go vet ./... "}, {Command: "make test", Timeout: 60}}})
 	if err != nil {
@@ -179,8 +176,7 @@ func TestScopedToUser(t *testing.T) {
 
 func TestDeleteSessionCascades(t *testing.T) {
 	ctx := context.Background()
-	e := storetest.New(t)
-	u := e.User(t, "alice")
+	e, u := storetest.NewUser(t)
 	keep := e.Session(t, u.ID, "keep")
 	keepRoot := e.Node(t, u.ID, keep.ID, nil, "root")
 	s := e.Session(t, u.ID, "doomed")

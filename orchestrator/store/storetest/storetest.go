@@ -86,6 +86,14 @@ func UsePostgres(t testing.TB, cfg *store.Config) {
 	}
 }
 
+// On returns an Env over st, a store the test opened itself (its Pub,
+// Clock and Path are unset): for its User, Session and Node.
+func On(st *store.Store) *Env {
+	e := &Env{}
+	e.Use(st, Options{})
+	return e
+}
+
 // Use sets e's noun packages to those of st, with o's limits.
 func (e *Env) Use(st *store.Store, o Options) {
 	e.St = st
@@ -105,12 +113,18 @@ func (e *Env) User(t testing.TB, name string) identity.User {
 	return u
 }
 
+// NewUser returns a new Env with one user, alice.
+func NewUser(t testing.TB) (*Env, identity.User) {
+	t.Helper()
+	e := New(t)
+	return e, e.User(t, "alice")
+}
+
 // NewSession returns a new Env with one user, alice, and her session "s":
 // the start of most store tests.
 func NewSession(t testing.TB) (*Env, identity.User, protocol.Session) {
 	t.Helper()
-	e := New(t)
-	u := e.User(t, "alice")
+	e, u := NewUser(t)
 	return e, u, e.Session(t, u.ID, "s")
 }
 

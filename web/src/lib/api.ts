@@ -60,13 +60,13 @@ export function onUnauthorized(fn: ((err: ApiError) => void) | undefined) {
 	unauthorized = fn;
 }
 
-const base = '/api/v1';
+export const base = '/api/v1';
 
-async function toError(res: Response): Promise<ApiError> {
-	let code = 'http_' + res.status;
-	let message = `${res.status} ${res.statusText || 'request failed'}`.trim();
+/** errorFromBody turns an error answer's status and text into an ApiError. */
+export function errorFromBody(status: number, statusText: string, text: string): ApiError {
+	let code = 'http_' + status;
+	let message = `${status} ${statusText || 'request failed'}`.trim();
 	let field: string | undefined;
-	const text = await res.text().catch(() => '');
 	try {
 		const body = JSON.parse(text);
 		if (body && typeof body.error === 'object' && body.error) {
@@ -77,7 +77,12 @@ async function toError(res: Response): Promise<ApiError> {
 	} catch {
 		if (text && text.length < 300) message = `${message}: ${text.trim()}`;
 	}
-	return new ApiError(res.status, code, message, field);
+	return new ApiError(status, code, message, field);
+}
+
+async function toError(res: Response): Promise<ApiError> {
+	const text = await res.text().catch(() => '');
+	return errorFromBody(res.status, res.statusText, text);
 }
 
 type Opts = {
@@ -162,8 +167,9 @@ export const api = {
 		request<AgentNode>(`${s(id)}/nodes`, { method: 'POST', body }),
 	messages: (id: string, node: string, after = 0, limit = 500) =>
 		request<RecordPage>(`${n(id, node)}/messages?after=${after}&limit=${limit}`),
-	sendMessage: (id: string, node: string, content: string) =>
-		request<LogRecord>(`${n(id, node)}/messages`, { method: 'POST', body: { content } }),
+	/** sendMessage sends content, handing the agent the files at attachments (paths in the node's workspace). */
+	sendMessage: (id: string, node: string, content: string, attachments?: string[]) =>
+		request<LogRecord>(`${n(id, node)}/messages`, { method: 'POST', body: attachments?.length ? { content, attachments } : { content } }),
 	signal: (id: string, node: string, action: SignalRequest['action']) =>
 		request<LogRecord>(`${n(id, node)}/signal`, { method: 'POST', body: { action } }),
 	deleteNode: (id: string, node: string) => request<void>(n(id, node), { method: 'DELETE' }),

@@ -1,8 +1,11 @@
 // Session VFS calls (session-vfs.md, orchestrator/vfs/http.go), built on the one fetch wrapper in
 // api.ts, plus the small path helpers and the file-record feed the Files tab uses.
 import { request } from './api';
+import { sendWithProgress } from './upload';
 import type { FileRecord, LogRecord } from './protocol';
-import type { FileInfo, FileInfoList, FsFile as FileAnswer } from './openapi/generated';
+import type { FileDetail, FileInfo, FileInfoList, FsFile as FileAnswer } from './openapi/generated';
+
+export type { FileDetail };
 
 export type { FileRecord };
 
@@ -30,6 +33,17 @@ export function fsURL(sessionId: string, path: string, nodeId?: string): string 
 /** downloadURL is a same-origin address that downloads the raw bytes (cookie auth). */
 export function downloadURL(sessionId: string, path: string, nodeId?: string): string {
 	return `/api/v1${fsURL(sessionId, path, nodeId)}?download=true`;
+}
+
+/** thumbnailURL is a same-origin address of an image file's thumbnail (at most size pixels a side). */
+export function thumbnailURL(sessionId: string, path: string, nodeId?: string, size = 256): string {
+	const ws = nodeId ? `/sessions/${enc(sessionId)}/nodes/${enc(nodeId)}` : `/sessions/${enc(sessionId)}`;
+	return `/api/v1${ws}/fs/_/thumbnail?${new URLSearchParams({ path, size: String(size) })}`;
+}
+
+/** isImageName: a name an image viewer would open (the thumbnail route decides from the content). */
+export function isImageName(name: string): boolean {
+	return /\.(png|jpe?g|gif|webp|bmp)$/i.test(name);
 }
 
 export function splitPath(path: string): string[] {
@@ -147,7 +161,13 @@ export interface FsClient {
 	mkdir(path: string): Promise<FsEntry>;
 	/** save replaces a file's text; ifMatch is the hash it was read at (412 if it changed). */
 	save(path: string, content: string, ifMatch?: string): Promise<FsEntry>;
-	upload(path: string, data: Blob | ArrayBuffer | Uint8Array): Promise<FsFile>;
+	/** upload creates path (and its parents) with data's bytes, reporting the bytes sent. */
+	upload(path: string, data: Blob | ArrayBuffer | Uint8Array, onprogress?: (sent: number, total: number) => void): Promise<FsFile>;
+	/** info is a file's metadata with its detected MIME type, source and writer. */
+	info(path: string): Promise<FileDetail>;
+	/** tool calls a file tool's route (POST .../fs/_/{route}) with its JSON arguments. */
+	tool<T>(route: string, args: Record<string, unknown>): Promise<T>;
+	thumbnailURL(path: string, size?: number): string;
 	remove(path: string, recursive?: boolean): Promise<void>;
 	/** move renames or moves src to dst (dst must not exist; its parents are created). */
 	move(src: string, dst: string): Promise<FsEntry>;
@@ -173,7 +193,11 @@ export function fsClient(sessionId: string, nodeId?: string): FsClient {
 				body: { content, encoding: 'text' },
 				headers: ifMatch ? { 'If-Match': `"${ifMatch}"` } : undefined
 			}),
-		upload: (path, data) => request<FsFile>(u(path), { method: 'POST', raw: data }),
+		upload: (path, data, onprogress) =>
+			sendWithProgress<FsFile>(u(path), data as XMLHttpRequestBodyInit, { 'Content-Type': 'application/octet-stream' }, { onprogress }),
+		info: (path) => request<FileDetail>(`${u('/')}/_/info`, { method: 'POST', body: { id: path } }),
+		tool: <T>(route: string, args: Record<string, unknown>) => request<T>(`${u('/')}/_/${route}`, { method: 'POST', body: args }),
+		thumbnailURL: (path, size = 256) => thumbnailURL(sessionId, path, nodeId, size),
 		remove: (path, recursive = false) =>
 			request<void>(u(path) + (recursive ? '?recursive=true' : ''), { method: 'DELETE' }),
 		move: (src, dst) =>

@@ -774,7 +774,190 @@ export interface MergeResult {
 }
 
 export interface MessageRequest {
-	content: string;
+	/**
+	 * the message; required unless files are attached
+	 */
+	content?: string;
+	/**
+	 * paths in the node's workspace of files to hand the agent (upload them first); the message tells the agent their paths, sizes and types
+	 *
+	 * @maxItems 20
+	 */
+	attachments?:
+		| []
+		| [string]
+		| [string, string]
+		| [string, string, string]
+		| [string, string, string, string]
+		| [string, string, string, string, string]
+		| [string, string, string, string, string, string]
+		| [string, string, string, string, string, string, string]
+		| [string, string, string, string, string, string, string, string]
+		| [string, string, string, string, string, string, string, string, string]
+		| [string, string, string, string, string, string, string, string, string, string]
+		| [string, string, string, string, string, string, string, string, string, string, string]
+		| [
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string
+		  ]
+		| [
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string
+		  ]
+		| [
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string
+		  ]
+		| [
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string
+		  ]
+		| [
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string
+		  ]
+		| [
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string
+		  ]
+		| [
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string
+		  ]
+		| [
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string
+		  ]
+		| [
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string,
+				string
+		  ];
 }
 
 export interface Model {

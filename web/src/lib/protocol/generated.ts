@@ -132,6 +132,11 @@ export interface MessageInput {
 		section?: 'uncommitted' | 'committed';
 		base?: string;
 	};
+	attachments?: {
+		path: string;
+		size_bytes: number;
+		mime_type?: string;
+	}[];
 }
 /**
  * Asks the agent to stop, pause or resume.

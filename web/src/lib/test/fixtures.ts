@@ -46,6 +46,9 @@ export function err(nodeId: string, data: Record<string, unknown>, s = ++seq): L
 export function sys(nodeId: string, data: Record<string, unknown>, s = ++seq): LogRecord {
 	return { seq: s, kind: 'system', node_id: nodeId, at: '2026-01-01T00:00:00Z', data } as unknown as LogRecord;
 }
+export function fileRec(nodeId: string, data: Record<string, unknown>, s = ++seq): LogRecord {
+	return { seq: s, kind: 'file', node_id: nodeId, at: '2026-01-01T00:00:00Z', data } as unknown as LogRecord;
+}
 export function nodeRec(op: string, n: AgentNode, s = ++seq, ids?: string[]): LogRecord {
 	return { seq: s, kind: 'node', node_id: '', at: '2026-01-01T00:00:00Z', data: { op, node: n, ids } } as unknown as LogRecord;
 }

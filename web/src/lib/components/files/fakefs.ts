@@ -12,6 +12,10 @@ export class FakeFS {
 	calls: Call[] = [];
 	/** fail makes the next matching request answer an error instead. */
 	failures: { method: string; path: string; status: number; code: string; message: string }[] = [];
+	/** mimes are the detected types file_info answers (by path; text/plain otherwise). */
+	mimes = new Map<string, string>();
+	/** tools answer POST /_/{route} (the format tier) with the body given the arguments. */
+	tools = new Map<string, (args: Record<string, unknown>) => unknown>();
 
 	constructor(
 		files: Record<string, string | { content?: string; dir?: boolean; readonly?: boolean; base64?: boolean; special?: string; device?: string }> = {}
@@ -76,6 +80,45 @@ export class FakeFS {
 	install() {
 		const fn = vi.fn(async (input: string, init: RequestInit = {}) => this.handle(input, init));
 		vi.stubGlobal('fetch', fn);
+		// Uploads go through XMLHttpRequest (for their progress): the same handler answers them,
+		// after reporting the whole body as sent in two steps.
+		const fake = this;
+		class FakeXHR {
+			method = 'GET';
+			url = '';
+			headers: Record<string, string> = {};
+			status = 0;
+			statusText = '';
+			responseText = '';
+			withCredentials = false;
+			upload: { onprogress: ((e: { lengthComputable: boolean; loaded: number; total: number }) => void) | null } = { onprogress: null };
+			onload: (() => void) | null = null;
+			onerror: (() => void) | null = null;
+			onabort: (() => void) | null = null;
+			open(method: string, url: string) {
+				this.method = method;
+				this.url = url;
+			}
+			setRequestHeader(k: string, v: string) {
+				if (k !== 'Accept') this.headers[k] = v;
+			}
+			abort() {
+				this.onabort?.();
+			}
+			send(body: unknown) {
+				const total = body instanceof Blob ? body.size : 0;
+				void (async () => {
+					this.upload.onprogress?.({ lengthComputable: true, loaded: Math.floor(total / 2), total });
+					this.upload.onprogress?.({ lengthComputable: true, loaded: total, total });
+					const res = await fake.handle(this.url, { method: this.method, headers: this.headers, body: body as BodyInit });
+					this.status = res.status;
+					this.statusText = res.statusText;
+					this.responseText = await res.text();
+					this.onload?.();
+				})();
+			}
+		}
+		vi.stubGlobal('XMLHttpRequest', FakeXHR);
 		return fn;
 	}
 
@@ -99,6 +142,16 @@ export class FakeFS {
 			if (!this.nodes.has(q)) return err(404, 'not_found', `${q} not found`);
 			return json(200, this.info(q));
 		}
+		if (method === 'POST' && p === '/_/info') {
+			const q = (body as { id: string }).id;
+			if (!this.nodes.has(q)) return err(404, 'not_found', `${q} not found`);
+			const n = this.nodes.get(q)!;
+			return json(200, { id: q, ...this.info(q), mime_type: n.dir ? undefined : (this.mimes.get(q) ?? 'text/plain; charset=utf-8'), source: 'upload' });
+		}
+		if (method === 'POST' && p.startsWith('/_/') && this.tools.has(p.slice(3))) {
+			return json(200, this.tools.get(p.slice(3))!(body as Record<string, unknown>));
+		}
+		if (method === 'POST' && p.startsWith('/_/') && !['/_/move', '/_/copy', '/_/stat'].includes(p)) return err(404, 'not_found', `no tool ${p.slice(3)}`);
 		if (method === 'POST' && (p === '/_/move' || p === '/_/copy')) {
 			const { src_path: src, dst_path: dst } = body as { src_path: string; dst_path: string };
 			if (!this.nodes.has(src)) return err(404, 'not_found', `${src} not found`);
@@ -127,7 +180,9 @@ export class FakeFS {
 			}
 			case 'POST': {
 				if (n) return err(409, 'conflict', `${p} already exists`);
-				if (!this.nodes.get(parent(p))?.dir) return err(404, 'not_found', `${parent(p)} not found`);
+				// as the server: missing parents are created
+				if (this.nodes.has(parent(p)) && !this.nodes.get(parent(p))?.dir) return err(409, 'conflict', `${parent(p)} is not a directory`);
+				this.mkdirAll(parent(p));
 				if (headers['Content-Type'] === 'application/octet-stream') {
 					const b = body as Blob;
 					this.put(p, await b.text());

@@ -129,15 +129,71 @@ describe('FilesPanel', () => {
 		expect(screen.queryByRole('button', { name: /^Save/ })).toBeNull();
 	});
 
-	it('shows binary files as size, type and a download link', async () => {
-		setup(new FakeFS({ '/logo.png': { content: 'iVBORw0KGgoAAAA=', base64: true } }));
-		await fireEvent.click(await screen.findByRole('button', { name: /^logo.png/ }));
+	it('shows binary files as size, the type detected from the content and a download link', async () => {
+		const fs = new FakeFS({ '/logo.dat': { content: 'AAECAwQFBgcICQoL', base64: true } });
+		fs.mimes.set('/logo.dat', 'application/octet-stream');
+		setup(fs);
+		await fireEvent.click(await screen.findByRole('button', { name: /^logo.dat/ }));
 		const info = await screen.findByTestId('binary-info');
-		expect(info.textContent).toContain('PNG image');
+		await waitFor(() => expect(info.textContent).toContain('application/octet-stream'));
 		expect(info.textContent).toContain('12 B');
+		expect(screen.getByTestId('mime').textContent).toBe('application/octet-stream');
 		const a = within(info).getByRole('link', { name: /Download/ });
-		expect(a.getAttribute('href')).toBe('/api/v1/sessions/s1/fs/logo.png?download=true');
-		expect(screen.queryByLabelText('Contents of logo.png')).toBeNull();
+		expect(a.getAttribute('href')).toBe('/api/v1/sessions/s1/fs/logo.dat?download=true');
+		expect(screen.queryByLabelText('Contents of logo.dat')).toBeNull();
+	});
+
+	it('previews by the detected type, not the name: an image, a PDF, a spreadsheet', async () => {
+		const fs = new FakeFS({
+			'/shot.txt': { content: 'iVBORw0KGgoAAAA=', base64: true },
+			'/report.pdf': { content: 'JVBERi0=', base64: true },
+			'/sales.xlsx': { content: 'UEsDBA==', base64: true }
+		});
+		fs.mimes.set('/shot.txt', 'image/png');
+		fs.mimes.set('/report.pdf', 'application/pdf');
+		fs.mimes.set('/sales.xlsx', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
+		fs.tools.set('pdf_info', () => ({ id: '/report.pdf', pages: 3, title: 'Q3 report', page_sizes: [] }));
+		fs.tools.set('pdf_extract_text', (a) => ({ id: a.id, total_pages: 3, pages: [{ page: 1, text: 'Revenue grew 12%' }] }));
+		fs.tools.set('spreadsheet_get_sheet_summary', (a) => ({
+			id: a.id,
+			sheet: (a.sheet as string) ?? 'Sales',
+			sheets: ['Sales', 'Costs'],
+			rows: 40,
+			cols: 2,
+			headers: ['region', 'total'],
+			first_rows: a.sheet === 'Costs' ? [['rent', '900']] : [['north', '120'], ['south', '80']]
+		}));
+		setup(fs);
+
+		await fireEvent.click(await screen.findByRole('button', { name: /^shot.txt/ }));
+		const img = (await screen.findByRole('img', { name: 'shot.txt' })) as HTMLImageElement;
+		expect(img.getAttribute('src')).toBe('/api/v1/sessions/s1/fs/_/thumbnail?path=%2Fshot.txt&size=1024');
+
+		await fireEvent.click(screen.getByRole('button', { name: /^report.pdf/ }));
+		await waitFor(() => expect(screen.getByTestId('file-preview').textContent).toContain('3 pages'));
+		expect(screen.getByTestId('file-preview').textContent).toContain('Q3 report');
+		expect(screen.getByTestId('pdf-text').textContent).toBe('Revenue grew 12%');
+
+		await fireEvent.click(screen.getByRole('button', { name: /^sales.xlsx/ }));
+		const table = await screen.findByRole('table', { name: 'Sheet Sales' });
+		const cells = () => Array.from(screen.getByRole('table').querySelectorAll('tbody tr')).map((tr) => Array.from(tr.children).map((c) => c.textContent));
+		expect(Array.from(table.querySelectorAll('thead th')).map((th) => th.textContent)).toEqual(['', 'region', 'total']);
+		expect(cells()).toEqual([['2', 'north', '120'], ['3', 'south', '80']]);
+		expect(screen.getByTestId('file-preview').textContent).toContain('40 rows × 2 columns');
+		await fireEvent.click(screen.getByRole('tab', { name: 'Costs' }));
+		await screen.findByRole('table', { name: 'Sheet Costs' });
+		expect(cells()).toEqual([['2', 'rent', '900']]);
+		expect(fs.callsOf('POST', '/_/spreadsheet_get_sheet_summary').at(-1)!.body).toMatchObject({ id: '/sales.xlsx', sheet: 'Costs' });
+	});
+
+	it('says why there is no preview when the server cannot read the file', async () => {
+		const fs = new FakeFS({ '/bad.pdf': { content: 'AAAA', base64: true } });
+		fs.mimes.set('/bad.pdf', 'application/pdf');
+		fs.failures.push({ method: 'POST', path: '/_/pdf_info', status: 422, code: 'invalid', message: 'bad.pdf is not a readable PDF: no xref table' });
+		setup(fs);
+		await fireEvent.click(await screen.findByRole('button', { name: /^bad.pdf/ }));
+		await waitFor(() => expect(screen.getByRole('alert').textContent).toContain('No preview of bad.pdf: bad.pdf is not a readable PDF: no xref table'));
+		expect(within(screen.getByTestId('file-preview')).getByRole('link', { name: /Download/ })).toBeTruthy();
 	});
 
 	it('creates a folder and a file, validating names and showing API errors', async () => {
@@ -211,6 +267,37 @@ describe('FilesPanel', () => {
 		expect(screen.getByRole('alert').textContent!.trim()).toBe('Could not upload big.bin: file exceeds the 50 MiB per-file limit');
 		await fireEvent.click(screen.getByRole('button', { name: 'Dismiss' }));
 		expect(screen.queryByRole('alert')).toBeNull();
+	});
+
+	it('uploads a folder with everything in it, with one progress row for the batch', async () => {
+		const fs = new FakeFS({});
+		let release!: () => void;
+		const gate = new Promise<void>((r) => (release = r));
+		const handle = fs.handle.bind(fs);
+		fs.handle = async (input, init) => {
+			if (init.method === 'POST') await gate; // the uploads wait; the listing does not
+			return handle(input, init);
+		};
+		setup(fs);
+		await screen.findByText('The workspace is empty.');
+		const input = screen.getByTestId('upload-folder-input') as HTMLInputElement;
+		const mk = (body: string, rel: string) => {
+			const f = new File([body], rel.split('/').pop()!);
+			Object.defineProperty(f, 'webkitRelativePath', { value: rel });
+			return f;
+		};
+		const files = [mk('a', 'site/index.html'), mk('bb', 'site/css/main.css'), mk('ccc', 'site/img/x.svg')];
+		Object.defineProperty(input, 'files', { value: files, configurable: true });
+		await fireEvent.change(input);
+		const row = await screen.findByRole('status');
+		// every byte sent, no answer yet: the bar is full, no file is done
+		await waitFor(() => expect(row.textContent).toMatch(/Uploading 0 of 3 files · 6 B of 6 B/));
+		expect(screen.getByRole('progressbar', { name: 'Upload progress' }).getAttribute('aria-valuenow')).toBe('100');
+		release();
+		await waitFor(() => expect(names()).toEqual(['site/']));
+		expect(screen.queryByRole('status')).toBeNull();
+		expect(fs.nodes.get('/site/css/main.css')!.content).toBe('bb');
+		expect(fs.nodes.get('/site/img/x.svg')!.content).toBe('ccc');
 	});
 
 	it('uploads files dropped onto the panel', async () => {

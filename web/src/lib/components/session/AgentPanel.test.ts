@@ -56,7 +56,7 @@ describe('AgentPanel', () => {
 		const area = screen.getByLabelText('Message');
 		await fireEvent.input(area, { target: { value: 'go' } });
 		await fireEvent.keyDown(area, { key: 'Enter' });
-		expect(onsend).toHaveBeenCalledWith('b', 'go');
+		expect(onsend).toHaveBeenCalledWith('b', 'go', []);
 	});
 
 	it('the Log toggle shows stderr, or a readable error', async () => {
@@ -223,7 +223,7 @@ describe('AgentPanel', () => {
 		const area = screen.getByLabelText('Message');
 		await fireEvent.input(area, { target: { value: 'are you there?' } });
 		await fireEvent.keyDown(area, { key: 'Enter' });
-		expect(onsend).toHaveBeenCalledWith('s', 'are you there?');
+		expect(onsend).toHaveBeenCalledWith('s', 'are you there?', []);
 		await fireEvent.click(within(screen.getByTestId('paused-note')).getByRole('button', { name: 'Resume it now' }));
 		expect(onresume).toHaveBeenCalledWith('s');
 	});

@@ -3,7 +3,7 @@ import { tick } from 'svelte';
 import { describe, expect, it, vi } from 'vitest';
 import ChatView from './ChatView.svelte';
 import { toItems } from './chatItems';
-import { ev, input, err, sys } from '$lib/test/fixtures';
+import { ev, input, err, sys, fileRec } from '$lib/test/fixtures';
 import type { LogRecord } from '$lib/types';
 import { injectStyles } from '$lib/test/css';
 
@@ -266,5 +266,47 @@ describe('ChatView', () => {
 		await fireEvent.click(screen.getByRole('button', { name: 'Show earlier (50 more)' }));
 		expect(container.querySelectorAll('.list > .item')).toHaveLength(650);
 		expect(screen.queryByRole('button', { name: /show earlier/i })).toBeNull();
+	});
+
+	it("shows a user's attachments as chips without the list filepath adds for the agent, and the agent's files as cards", async () => {
+		const recs = [
+			input('n', {
+				type: 'message',
+				from: 'user',
+				content: 'Sum column B\n\nAttached file (in your workspace):\n- /workspace/uploads/sales.xlsx (6.1 KB, application/vnd.openxmlformats-officedocument.spreadsheetml.sheet)',
+				attachments: [{ path: '/uploads/sales.xlsx', size_bytes: 6100, mime_type: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' }]
+			}),
+			ev('n', { type: 'text', content: 'Reading it.' }),
+			fileRec('n', { op: 'created', path: '/out/sum.csv', size: 10 }),
+			fileRec('n', { op: 'modified', path: '/out/sum.csv', size: 12 }),
+			fileRec('n', { op: 'created', path: '/.git/objects/ab/cdef', size: 80 }),
+			fileRec('n', { op: 'modified', path: '/uploads/sales.xlsx', size: 6200 }),
+			fileRec('n', { op: 'created', path: '/plot.png', size: 2048 }),
+			fileRec('n', { op: 'deleted', path: '/tmp.txt', size: 0 })
+		];
+		render(ChatView, { records: recs, fileURL: (p: string) => '/dl' + p, thumbURL: (p: string) => '/thumb' + p });
+		const user = document.querySelector('[data-kind="user"]') as HTMLElement;
+		expect(user.textContent).toContain('Sum column B');
+		expect(user.textContent).not.toContain('Attached file');
+		const chip = screen.getByTestId('attached-file');
+		expect(chip.textContent).toContain('sales.xlsx');
+		expect(chip.querySelector('a')?.getAttribute('href')).toBe('/dl/uploads/sales.xlsx');
+
+		const cards = screen.getAllByTestId('file-card');
+		expect(cards.map((c) => c.querySelector('.name')?.textContent)).toEqual(['sum.csv', 'sales.xlsx', 'plot.png', 'tmp.txt']);
+		expect(cards[0].textContent).toContain('new · 12 B'); // created, then changed: new, at its last size
+		expect(cards[1].textContent).toContain('/uploads · changed');
+		expect(cards[1].querySelector('a')?.getAttribute('href')).toBe('/dl/uploads/sales.xlsx');
+		expect(cards[2].querySelector('img')?.getAttribute('src')).toBe('/thumb/plot.png');
+		expect(cards[3].querySelector('a')).toBeNull(); // deleted: nothing to download
+		expect(document.body.textContent).not.toContain('cdef'); // git's own files are not cards
+	});
+
+	it('a long run of files shows six cards and the rest on request', async () => {
+		const recs = Array.from({ length: 9 }, (_, i) => fileRec('n', { op: 'created', path: `/gen/f${i}.txt`, size: i }));
+		render(ChatView, { records: recs });
+		expect(screen.getAllByTestId('file-card')).toHaveLength(6);
+		await fireEvent.click(screen.getByRole('button', { name: 'and 3 more files' }));
+		expect(screen.getAllByTestId('file-card')).toHaveLength(9);
 	});
 });

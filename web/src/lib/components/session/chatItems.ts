@@ -19,8 +19,15 @@ import type { MessageInput } from '$lib/protocol/generated';
 /** DiffComment is what a user's message comments on: lines of a file in the node's changes. */
 export type DiffComment = NonNullable<MessageInput['comment']>;
 
+/** Attachment is a file the user attached to a message (in the node's workspace). */
+export type Attachment = NonNullable<MessageInput['attachments']>[number];
+
+/** ChatFile is a file the agent created, changed or deleted, as its last record says. */
+export type ChatFile = { path: string; op: 'created' | 'modified' | 'deleted'; size: number };
+
 export type ChatItem =
-	| { kind: 'user'; key: number; content: string; comment?: DiffComment }
+	| { kind: 'user'; key: number; content: string; comment?: DiffComment; attachments?: Attachment[] }
+	| { kind: 'files'; key: number; files: ChatFile[] }
 	| { kind: 'note'; key: number; from: string; content: string }
 	| { kind: 'text'; key: number; content: string }
 	| { kind: 'tool'; key: number; ev: ToolEvent }
@@ -51,6 +58,17 @@ function lastText(items: ChatItem[]): { content: string } | undefined {
 	return undefined;
 }
 
+/** hiddenFile: files the chat does not show as cards (git's own, installed dependencies, caches). */
+export function hiddenFile(path: string): boolean {
+	return /(^|\/)(\.git|node_modules|\.cache|__pycache__|\.venv)(\/|$)/.test(path);
+}
+
+/** ownWords is a message's content without the list of attached files filepath adds for the agent. */
+export function ownWords(content: string): string {
+	const at = content.search(/(^|\n\n)Attached files? \(in your workspace\):/);
+	return at < 0 ? content : content.slice(0, at);
+}
+
 export function toItems(records: readonly LogRecord[]): ChatItem[] {
 	const items: ChatItem[] = [];
 	const openTools = new Map<string, number>();
@@ -79,11 +97,35 @@ export function toItems(records: readonly LogRecord[]): ChatItem[] {
 		if (r.kind === 'input') {
 			const d = r.data;
 			if (d.type === 'message') {
-				if (d.from === 'user') items.push(d.comment ? { kind: 'user', key, content: d.content, comment: d.comment } : { kind: 'user', key, content: d.content });
+				if (d.from === 'user') {
+					const it: ChatItem = { kind: 'user', key, content: d.content };
+					if (d.comment) it.comment = d.comment;
+					if (d.attachments?.length) {
+						it.attachments = d.attachments;
+						it.content = ownWords(d.content);
+					}
+					items.push(it);
+				}
 				else items.push({ kind: 'note', key, from: d.from, content: d.content });
 			} else if (d.type === 'signal') {
 				items.push({ kind: 'note', key, from: 'signal', content: d.action });
 			}
+			continue;
+		}
+		if (r.kind === 'file') {
+			const f = r.data;
+			if (!f?.path || hiddenFile(f.path)) continue;
+			const last = items[items.length - 1];
+			const group = last?.kind === 'files' ? last : undefined;
+			const entry: ChatFile = { path: f.path, op: f.op, size: f.size };
+			if (!group) {
+				items.push({ kind: 'files', key, files: [entry] });
+				continue;
+			}
+			const at = group.files.findIndex((x) => x.path === f.path);
+			if (at < 0) group.files.push(entry);
+			// a file made and changed in one go stays "created"
+			else group.files[at] = { ...entry, op: group.files[at].op === 'created' && f.op === 'modified' ? 'created' : f.op };
 			continue;
 		}
 		if (r.kind === 'error') {

@@ -119,7 +119,7 @@ describe('session page', () => {
 		const area = screen.getByLabelText('Message');
 		await fireEvent.input(area, { target: { value: 'hello' } });
 		await fireEvent.keyDown(area, { key: 'Enter' });
-		await vi.waitFor(() => expect(fake.sendMessage).toHaveBeenCalledWith('s1', 'root', 'hello'));
+		await vi.waitFor(() => expect(fake.sendMessage).toHaveBeenCalledWith('s1', 'root', 'hello', []));
 	});
 
 	it('shows the agent named in ?node= after a reload, and keeps the shown agent in the address', async () => {
