@@ -11,17 +11,18 @@ import (
 // Error codes. HTTPStatus maps each to one HTTP status, for the user API
 // and the agent API alike; nothing else does.
 const (
-	EInvalid             = "invalid"               // 400 / 422: a field or argument is wrong
-	ENotFound            = "not_found"             // 404
-	EConflict            = "conflict"              // 409: exists already, not empty, wrong state
-	ETooLarge            = "too_large"             // 413: a size limit
-	EForbidden           = "forbidden"             // 403: readonly, outside allowed paths
-	EPreconditionFailed  = "precondition_failed"   // 412: If-Match did not match
-	EInsufficientStorage = "insufficient_storage"  // 507: a quota
-	ERangeNotSatisfiable = "range_not_satisfiable" // 416: a byte range past the end of a file
-	EUnauthorized        = "unauthorized"          // 401
-	EUnavailable         = "unavailable"           // 503: a dependency (Docker, FUSE) is missing
-	EInternal            = "internal"              // 500: a bug or an I/O failure
+	EInvalid             = "invalid"                // 400 / 422: a field or argument is wrong
+	ENotFound            = "not_found"              // 404
+	EConflict            = "conflict"               // 409: exists already, not empty, wrong state
+	ETooLarge            = "too_large"              // 413: a size limit
+	EForbidden           = "forbidden"              // 403: readonly, outside allowed paths
+	EPreconditionFailed  = "precondition_failed"    // 412: If-Match did not match
+	EInsufficientStorage = "insufficient_storage"   // 507: a quota
+	ERangeNotSatisfiable = "range_not_satisfiable"  // 416: a byte range past the end of a file
+	EUnsupportedMedia    = "unsupported_media_type" // 415: a file of a type the operation does not read
+	EUnauthorized        = "unauthorized"           // 401
+	EUnavailable         = "unavailable"            // 503: a dependency (Docker, FUSE) is missing
+	EInternal            = "internal"               // 500: a bug or an I/O failure
 	// EMethodNotAllowed is the HTTP edges' own: the route exists, but not
 	// with the request's method.
 	EMethodNotAllowed = "method_not_allowed" // 405
@@ -30,7 +31,7 @@ const (
 // ErrorCodes returns every error code above.
 func ErrorCodes() []string {
 	return []string{EInvalid, ENotFound, EConflict, ETooLarge, EForbidden, EPreconditionFailed,
-		EInsufficientStorage, ERangeNotSatisfiable, EUnauthorized, EUnavailable, EInternal, EMethodNotAllowed}
+		EInsufficientStorage, ERangeNotSatisfiable, EUnsupportedMedia, EUnauthorized, EUnavailable, EInternal, EMethodNotAllowed}
 }
 
 // Error is an error with a code, a message a user can act on, and optionally

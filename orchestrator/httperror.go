@@ -51,6 +51,8 @@ func HTTPStatus(err error) int {
 		return http.StatusInsufficientStorage
 	case ERangeNotSatisfiable:
 		return http.StatusRequestedRangeNotSatisfiable
+	case EUnsupportedMedia:
+		return http.StatusUnsupportedMediaType
 	case EUnauthorized:
 		return http.StatusUnauthorized
 	case EUnavailable:

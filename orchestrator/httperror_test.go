@@ -65,6 +65,7 @@ func TestErrorStatusOnBothAPIs(t *testing.T) {
 		orchestrator.EPreconditionFailed:  http.StatusPreconditionFailed,
 		orchestrator.EInsufficientStorage: http.StatusInsufficientStorage,
 		orchestrator.ERangeNotSatisfiable: http.StatusRequestedRangeNotSatisfiable,
+		orchestrator.EUnsupportedMedia:    http.StatusUnsupportedMediaType,
 		orchestrator.EUnauthorized:        http.StatusUnauthorized,
 		orchestrator.EUnavailable:         http.StatusServiceUnavailable,
 		orchestrator.EInternal:            http.StatusInternalServerError,

@@ -21,6 +21,7 @@ import (
 	"github.com/filepath-dev/filepath/orchestrator/api"
 	"github.com/filepath-dev/filepath/orchestrator/egress"
 	"github.com/filepath-dev/filepath/orchestrator/files"
+	"github.com/filepath-dev/filepath/orchestrator/files/format"
 	"github.com/filepath-dev/filepath/orchestrator/gateway"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/runner"
@@ -138,6 +139,9 @@ func newApp(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Lo
 	}
 	if a.files, err = files.New(files.Config{VFS: a.fsys, Recorder: api.FileAudit(a.audit), CacheBytes: cacheBytes,
 		DownloadAllowPrivate: cfg.GitAllowPrivate, Logger: log}); err != nil {
+		return a, err
+	}
+	if err := format.Register(a.files); err != nil {
 		return a, err
 	}
 

@@ -38,9 +38,10 @@ func TestImportArrows(t *testing.T) {
 		// The model catalogue is a leaf the gateway and the API share (its
 		// test checks the agent catalog's defaults against it).
 		"orchestrator/models": {"orchestrator/models", "=orchestrator"},
-		// The file tiers and tools work on the session filesystem and know
-		// nothing of the store or of the APIs that serve them.
-		"orchestrator/files": {"orchestrator/files", "orchestrator/vfs", "orchestrator/gitnet", "=orchestrator", "protocol", "internal/pgsql"},
+		// The file tiers and tools (the format tier, orchestrator/files/format,
+		// among them) work on the session filesystem and know nothing of the
+		// store or of the APIs that serve them.
+		"orchestrator/files/...": {"orchestrator/files", "orchestrator/vfs", "orchestrator/gitnet", "=orchestrator", "protocol", "internal/pgsql"},
 		// The shared test kit: no package of this module, so that the
 		// tests of every layer above may use it.
 		"internal/testkit/...": {"internal/testkit"},

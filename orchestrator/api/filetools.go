@@ -12,10 +12,12 @@ import (
 	"path"
 	"strings"
 
+	"github.com/invopop/jsonschema"
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator"
 	"github.com/filepath-dev/filepath/orchestrator/files"
+	"github.com/filepath-dev/filepath/orchestrator/files/format"
 	"github.com/filepath-dev/filepath/orchestrator/store/audit"
 	"github.com/filepath-dev/filepath/orchestrator/vfs"
 	"github.com/filepath-dev/filepath/orchestrator/vfs/paths"
@@ -55,10 +57,15 @@ func filesRoutes() []route {
 		// the session's quota bounds the files; a part, the per-file limit
 		bodyLimit: func(s *Server) int64 { return s.cfg.Files.Config().SessionQuota + 1<<20 }}
 	nodeUpload := upload
+	thumbDoc := opDoc{summary: "A thumbnail of an image (PNG, JPEG, GIF, WebP) fitted into size x size pixels: image/jpeg, or image/png when it has transparency; ETag from the file's hash and the size (If-None-Match → 304); 415 for a file that is not an image, 422 for a broken one or one over 50 megapixels", status: 200, query: thumbnailQuery{}, respRaw: true, notModified: true}
+	nodeThumbDoc := thumbDoc
+	nodeThumbDoc.summary = "The node's workspace (its fork, or the session's): " + thumbDoc.summary
 	nodeUpload.summary = "The node's workspace (its fork, or the session's): " + upload.summary
 	return []route{
 		op(http.MethodPost, "/sessions/:id/fs/_/upload", (*Server).fsUpload, upload),
 		op(http.MethodPost, "/sessions/:id/nodes/:node/fs/_/upload", (*Server).fsUpload, nodeUpload),
+		{http.MethodGet, "/sessions/:id/fs/_/thumbnail", (*Server).fsThumbnail, thumbDoc},
+		{http.MethodGet, "/sessions/:id/nodes/:node/fs/_/thumbnail", (*Server).fsThumbnail, nodeThumbDoc},
 		op(http.MethodGet, "/sessions/:id/kv", (*Server).kvList, opDoc{summary: "The session's key-value store: its keys (without values), optionally those with a prefix", status: 200, query: kvListQuery{}}),
 		op(http.MethodGet, "/sessions/:id/kv/*", (*Server).kvGet, opDoc{summary: "A value of the session's key-value store (the path is the key, slashes and all)", status: 200}),
 		op(http.MethodPut, "/sessions/:id/kv/*", (*Server).kvPut, opDoc{summary: "Store a JSON value under a key (the path)", status: 200, req: KVPutRequest{}}),
@@ -127,6 +134,51 @@ func toolHandler(name string) func(*Server, echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, out)
 	}
+}
+
+// thumbnailQuery is the query of GET .../fs/_/thumbnail.
+type thumbnailQuery struct {
+	Path string `query:"path" jsonschema_description:"the image's path in the workspace"`
+	Size int64  `query:"size" jsonschema_description:"the square the thumbnail fits in, in pixels (default 256, 16 to 1024); never enlarged"`
+}
+
+func (thumbnailQuery) JSONSchemaExtend(s *jsonschema.Schema) {
+	bound(s, "size", 16, format.MaxThumbnail, format.DefaultThumbnail)
+}
+
+// fsThumbnail answers a thumbnail of an image, from the files cache when
+// the file has not changed since one was made.
+func (s *Server) fsThumbnail(c echo.Context) error {
+	var q thumbnailQuery
+	if err := bindQuery(c, &q); err != nil {
+		return err
+	}
+	p, err := files.CleanID("path", q.Path)
+	if err != nil {
+		return err
+	}
+	fc, err := s.fileCaller(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	hdr := c.Response().Header()
+	// revalidated on every use (the file may change), cheaply: the hash
+	hdr.Set("Cache-Control", "private, no-cache")
+	if inm := c.Request().Header.Get("If-None-Match"); inm != "" {
+		if info, err := fc.FS.Stat(ctx, p); err == nil && !info.IsDir && strings.TrimPrefix(strings.TrimSpace(inm), "W/") == format.ThumbnailETag(info.Hash, int(q.Size)) {
+			hdr.Set("ETag", format.ThumbnailETag(info.Hash, int(q.Size)))
+			return c.NoContent(http.StatusNotModified)
+		}
+	}
+	th, err := files.Do(s.files, ctx, fc, "thumbnail", map[string]any{"path": p, "size": q.Size}, func() (format.Thumb, error) {
+		return format.Thumbnail(ctx, s.files, fc.FS, p, int(q.Size))
+	})
+	if err != nil {
+		return err
+	}
+	hdr.Set("ETag", th.ETag)
+	return c.Blob(http.StatusOK, th.ContentType, th.Data)
 }
 
 // uploadQuery is the query of POST .../fs/_/upload.

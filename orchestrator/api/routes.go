@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/filepath-dev/filepath/orchestrator/files"
+	"github.com/filepath-dev/filepath/orchestrator/files/format"
 )
 
 // apiPrefix is where every JSON route lives.
@@ -99,7 +100,7 @@ func apiRoutes() []route {
 
 // allRoutes is every /api/v1 route a server may serve.
 func allRoutes() []route {
-	return slices.Concat(apiRoutes(), collabRoutes(), secretRoutes(), shipRoutes(), fileRoutes(), forkRoutes(), changesRoutes(), filesRoutes(), fileToolRoutes(files.Builtins()))
+	return slices.Concat(apiRoutes(), collabRoutes(), secretRoutes(), shipRoutes(), fileRoutes(), forkRoutes(), changesRoutes(), filesRoutes(), fileToolRoutes(slices.Concat(files.Builtins(), format.Definitions())))
 }
 
 // routeList is every /api/v1 route this server serves: apiRoutes, and the

@@ -80,12 +80,39 @@ var ownerCalls = map[string]ownerCall{
 	"POST /api/v1/sessions/:id/fs/_/read_bytes":    {body: `{"id":"/src/a.txt","offset":0,"length":3}`, status: 200},
 	"POST /api/v1/sessions/:id/fs/_/write_bytes":   {body: `{"id":"/src/a.txt","offset":0,"data":"SA=="}`, status: 200},
 	"POST /api/v1/sessions/:id/fs/_/append_bytes":  {body: `{"id":"/src/a.txt","data":"IQ=="}`, status: 200},
-	"GET /api/v1/sessions/:id/kv":                  {status: 200},
-	"GET /api/v1/sessions/:id/kv/*":                {star: "k", status: 404}, // no such key (TestKVUserAPI sets real ones)
-	"PUT /api/v1/sessions/:id/kv/*":                {star: "k", body: `{"value":{"n":1}}`, status: 200},
-	"DELETE /api/v1/sessions/:id/kv/*":             {star: "k", status: 200},
-	"GET /api/v1/sessions/:id/audit":               {status: 200},
-	"GET /api/v1/admin/files/cache":                {status: 403}, // admins only (TestFileCacheStats is one)
+	// the format tier on a text file (TestFormatRoutes and orchestrator/files/format use real ones)
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_list_sheets":       {body: `{"id":"/src/a.txt"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_get_sheet_summary": {body: `{"id":"/src/a.txt"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_read_range":        {body: `{"id":"/src/a.txt","range":"A1:B2"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_read_cell":         {body: `{"id":"/src/a.txt","cell":"A1"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_write_range":       {body: `{"id":"/src/t.csv","start_cell":"A1","data":[["a",1]]}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_write_cell":        {body: `{"id":"/src/t.csv","cell":"B2","value":"x"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_add_sheet":         {body: `{"id":"/src/t.xlsx","name":"Two"}`, status: 200},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_delete_sheet":      {body: `{"id":"/src/a.txt","name":"Two"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_insert_rows":       {body: `{"id":"/src/a.txt","after_row":1,"count":1}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_delete_rows":       {body: `{"id":"/src/a.txt","start_row":1,"count":1}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_set_format":        {body: `{"id":"/src/a.txt","range":"A1","format":{"bold":true}}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/spreadsheet_auto_filter":       {body: `{"id":"/src/a.txt","range":"A1:B2"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/pdf_info":                      {body: `{"id":"/src/a.txt"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/pdf_extract_text":              {body: `{"id":"/src/a.txt"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/pdf_add_page":                  {body: `{"id":"/src/a.txt"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/pdf_delete_page":               {body: `{"id":"/src/a.txt","page":1}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/pdf_merge":                     {body: `{"ids":["/src/a.txt","/src/a.txt"],"output":"/m.pdf"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/pdf_split_pages":               {body: `{"id":"/src/a.txt","ranges":["1"]}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/pdf_get_form_fields":           {body: `{"id":"/src/a.txt"}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/pdf_fill_form":                 {body: `{"id":"/src/a.txt","fields":{"a":"b"}}`, status: 422},
+	"POST /api/v1/sessions/:id/fs/_/image_info":                    {body: `{"id":"/src/a.txt"}`, status: 415},
+	"POST /api/v1/sessions/:id/fs/_/image_resize":                  {body: `{"id":"/src/a.txt","width":10,"height":10}`, status: 415},
+	"POST /api/v1/sessions/:id/fs/_/image_crop":                    {body: `{"id":"/src/a.txt","left":0,"top":0,"width":1,"height":1}`, status: 415},
+	"POST /api/v1/sessions/:id/fs/_/image_rotate":                  {body: `{"id":"/src/a.txt","degrees":90}`, status: 415},
+	"POST /api/v1/sessions/:id/fs/_/image_convert":                 {body: `{"id":"/src/a.txt","format":"png"}`, status: 415},
+	"GET /api/v1/sessions/:id/fs/_/thumbnail":                      {status: 422}, // no path (TestFormatRoutes asks for real ones)
+	"GET /api/v1/sessions/:id/kv":                                  {status: 200},
+	"GET /api/v1/sessions/:id/kv/*":                                {star: "k", status: 404}, // no such key (TestKVUserAPI sets real ones)
+	"PUT /api/v1/sessions/:id/kv/*":                                {star: "k", body: `{"value":{"n":1}}`, status: 200},
+	"DELETE /api/v1/sessions/:id/kv/*":                             {star: "k", status: 200},
+	"GET /api/v1/sessions/:id/audit":                               {status: 200},
+	"GET /api/v1/admin/files/cache":                                {status: 403}, // admins only (TestFileCacheStats is one)
 
 	"GET /api/v1/sessions/:id/approvals":            {status: 200},
 	"POST /api/v1/sessions/:id/approvals/:approval": {body: `{"decision":"approve"}`, status: 404}, // no such approval (TestApprovalsInbox answers real ones)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/filepath-dev/filepath/orchestrator/changes"
 	"github.com/filepath-dev/filepath/orchestrator/files"
+	"github.com/filepath-dev/filepath/orchestrator/files/format"
 	"github.com/filepath-dev/filepath/orchestrator/gitnet"
 	"github.com/filepath-dev/filepath/orchestrator/hub"
 	"github.com/filepath-dev/filepath/orchestrator/models"
@@ -259,6 +260,9 @@ func New(cfg Config) (*Server, error) {
 		var err error
 		if s.files, err = files.New(files.Config{VFS: cfg.Files, Recorder: FileAudit(cfg.Audit), Logger: cfg.Logger,
 			DownloadAllowPrivate: cfg.GitAllowPrivate, Resolver: cfg.Resolver}); err != nil {
+			return nil, err
+		}
+		if err := format.Register(s.files); err != nil {
 			return nil, err
 		}
 	}

@@ -76,6 +76,19 @@ func (s *Service) content(ctx context.Context, fs *vfs.FS, p string) (vfs.FileIn
 	}
 }
 
+// Content returns the whole of file p with its info (hash, inode,
+// generation), from the cache when its generation is the one kept: for
+// the format tools, which parse it (Cache.Parsed under the same key,
+// CacheKey{fs.SessionID(), info.Ino}). The bytes are shared: never
+// change them.
+func (s *Service) Content(ctx context.Context, fs *vfs.FS, p string) (vfs.FileInfo, []byte, error) {
+	return s.content(ctx, fs, p)
+}
+
+// Changed is the PreconditionError of file p, whose hash is now cur: an
+// edit based on an older read.
+func Changed(p, cur string) error { return changed(p, cur) }
+
 // text is content that must be text: UTF-8 without NUL bytes.
 func (s *Service) text(ctx context.Context, fs *vfs.FS, p string) (vfs.FileInfo, []byte, *lineIndex, error) {
 	info, data, err := s.content(ctx, fs, p)

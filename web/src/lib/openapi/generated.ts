@@ -91,10 +91,83 @@ export interface ToolCall {
 	seq?: number;
 }
 
+export interface AutoFilterArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name (omitted: the first sheet; a CSV file has one)
+	 */
+	sheet?: string;
+	/**
+	 * the range with its header row, e.g. A1:F200
+	 */
+	range: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
 export interface Base {
 	kind: 'clone' | 'fork' | 'ref' | 'none';
 	ref?: string;
 	commit?: string;
+}
+
+export interface CellArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name (omitted: the first sheet; a CSV file has one)
+	 */
+	sheet?: string;
+	/**
+	 * the cell, e.g. B7
+	 */
+	cell: string;
+}
+
+export interface CellFormat {
+	bold?: boolean;
+	italic?: boolean;
+	/**
+	 * #RRGGBB
+	 */
+	font_color?: string;
+	/**
+	 * #RRGGBB background
+	 */
+	fill_color?: string;
+	/**
+	 * an Excel number format, e.g. $#,##0.00 or 0% or yyyy-mm-dd
+	 */
+	number_format?: string;
+	align?: 'left' | 'center' | 'right';
+	/**
+	 * the width of the range's columns (characters, at most 255)
+	 */
+	column_width?: number;
+}
+
+export interface CellRead {
+	id: string;
+	sheet: string;
+	cell: string;
+	/**
+	 * the formatted value (a formula's last computed value)
+	 */
+	value: string;
+	/**
+	 * empty, string, number, bool, date, formula, error
+	 */
+	type: string;
+	formula?: string;
+	format?: CellFormat;
+	hash: string;
 }
 
 export interface Changes {
@@ -170,6 +243,22 @@ export interface CommentRequest {
 	body: string;
 }
 
+export interface ConvertArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	format: 'png' | 'jpeg' | 'webp';
+	/**
+	 * the new file (default: the same name with the format's extension)
+	 */
+	output?: string;
+	/**
+	 * JPEG quality 1-100 (default 85); WebP is lossless
+	 */
+	quality?: number;
+}
+
 export interface CreateNodeRequest {
 	/**
 	 * absent: a generated adjective-number name
@@ -219,6 +308,25 @@ export interface CreateSessionRequest {
 	checks?: Check[];
 }
 
+export interface CropArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	left: number;
+	top: number;
+	width: number;
+	height: number;
+	/**
+	 * write the result here (default: in place)
+	 */
+	output?: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
 export interface DeleteLinesArgs {
 	/**
 	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
@@ -236,6 +344,42 @@ export interface DeleteLinesArgs {
 	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
 	 */
 	if_match?: string;
+}
+
+export interface DeleteRowsArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name (omitted: the first sheet; a CSV file has one)
+	 */
+	sheet?: string;
+	/**
+	 * the first row to delete (1-based)
+	 */
+	start_row: number;
+	/**
+	 * how many rows (at most 10000)
+	 */
+	count: number;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface Edited {
+	ok: boolean;
+	/**
+	 * the file written
+	 */
+	id: string;
+	size: number;
+	/**
+	 * the new sha256: if_match of the next edit
+	 */
+	hash: string;
 }
 
 export interface ErrorBody {
@@ -434,6 +578,26 @@ export interface ForkInfo {
 	created_at: string;
 }
 
+export interface FormField {
+	name: string;
+	id: string;
+	/**
+	 * text, date, checkbox, radio, combobox, listbox
+	 */
+	type: string;
+	value: string;
+	default?: string;
+	options?: string[];
+	pages: number[];
+	locked?: boolean;
+}
+
+export interface FormFields {
+	id: string;
+	fields: FormField[];
+	hash: string;
+}
+
 export interface GrepFile {
 	path: string;
 	matches: GrepMatch[];
@@ -469,6 +633,26 @@ export interface HostKey {
 	pinned_other?: boolean;
 }
 
+export interface ImageInfo {
+	id: string;
+	/**
+	 * png, jpeg, gif or webp
+	 */
+	format: string;
+	width: number;
+	height: number;
+	megapixels: number;
+	/**
+	 * rgba, rgb, gray, paletted, cmyk, ycbcr
+	 */
+	color_model: string;
+	/**
+	 * bytes
+	 */
+	size: number;
+	hash: string;
+}
+
 export interface InsertLinesArgs {
 	/**
 	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
@@ -482,6 +666,29 @@ export interface InsertLinesArgs {
 	 * the lines to insert
 	 */
 	content: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface InsertRowsArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name (omitted: the first sheet; a CSV file has one)
+	 */
+	sheet?: string;
+	/**
+	 * insert after this row (0: at the top)
+	 */
+	after_row: number;
+	/**
+	 * how many empty rows (at most 10000)
+	 */
+	count: number;
 	/**
 	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
 	 */
@@ -847,6 +1054,147 @@ export interface NodePush {
 	trust_host_key?: string;
 }
 
+export interface PDFAddPageArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * insert the blank page after this page (0 or omitted: at the end)
+	 */
+	after_page?: number;
+	/**
+	 * paper size: A4, A3, A5, Letter, Legal, ... (omitted: the size of the page it follows)
+	 */
+	size?: string;
+	landscape?: boolean;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface PDFDeletePageArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the page to delete (1-based)
+	 */
+	page: number;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface PDFFillArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * values by field name (or id): text for a text field or date, true/false for a checkbox, an option for a radio group, combo or list box
+	 */
+	fields: {
+		[k: string]: unknown | undefined;
+	};
+	/**
+	 * write the filled PDF here (default: fill it in place)
+	 */
+	output?: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface PDFInfo {
+	id: string;
+	pages: number;
+	/**
+	 * each page's width and height in points (1/72 inch), in order
+	 */
+	page_sizes: PageDim[];
+	title?: string;
+	author?: string;
+	subject?: string;
+	creator?: string;
+	producer?: string;
+	version: string;
+	/**
+	 * it has fillable form fields (pdf_get_form_fields lists them)
+	 */
+	has_form: boolean;
+	encrypted: boolean;
+	/**
+	 * the file's sha256: pass it as if_match to an edit
+	 */
+	hash: string;
+}
+
+export interface PageDim {
+	width: number;
+	height: number;
+}
+
+export interface PDFMergeArgs {
+	/**
+	 * the PDFs to merge, in order (at most 50)
+	 */
+	ids: string[];
+	/**
+	 * the path of the merged PDF (replaced if it exists)
+	 */
+	output: string;
+}
+
+export interface PDFSplitArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * page ranges, one file each: "1-3", "4", "5-" (at most 100)
+	 */
+	ranges: string[];
+	/**
+	 * where the parts go (default: beside the file), named <name>_<range>.pdf
+	 */
+	output_dir?: string;
+}
+
+export interface PDFText {
+	id: string;
+	total_pages: number;
+	pages: PageText[];
+	/**
+	 * the text was cut at the size limit (512 KiB per call) or the page limit (200): ask for the pages after the last one returned
+	 */
+	truncated?: boolean;
+	hash: string;
+}
+
+export interface PageText {
+	/**
+	 * 1-based
+	 */
+	page: number;
+	text: string;
+}
+
+export interface PDFTextArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the pages to read (1-based); omit for every page (at most 200 per call)
+	 */
+	pages?: number[];
+}
+
 export interface PatchNodeRequest {
 	name?: string | null;
 	/**
@@ -894,6 +1242,20 @@ export interface PushResult {
 	remote?: string;
 }
 
+export interface RangeRead {
+	id: string;
+	sheet: string;
+	/**
+	 * the range read, clipped to the sheet's data
+	 */
+	range: string;
+	/**
+	 * rows of cells (formatted values; empty cells are "")
+	 */
+	values: string[][];
+	hash: string;
+}
+
 export interface ReadBytesArgs {
 	/**
 	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
@@ -907,6 +1269,21 @@ export interface ReadBytesArgs {
 	 * how many bytes (at most 1048576)
 	 */
 	length: number;
+}
+
+export interface ReadRangeArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name (omitted: the first sheet; a CSV file has one)
+	 */
+	sheet?: string;
+	/**
+	 * an A1 range: A1:D50, B7, A:C (whole columns) or 2:5 (whole rows); at most 100000 cells of data
+	 */
+	range: string;
 }
 
 export interface ReadTextArgs {
@@ -946,6 +1323,52 @@ export interface ReplaceLinesArgs {
 	 * replacement text (its lines; empty deletes the range)
 	 */
 	content: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface ResizeArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the width in pixels (0: from height, keeping the aspect)
+	 */
+	width: number;
+	/**
+	 * the height in pixels (0: from width, keeping the aspect)
+	 */
+	height: number;
+	/**
+	 * cover: fill the box, cropping the overflow (default); contain: fit inside it, keeping the aspect; fill: stretch to it
+	 */
+	fit?: 'cover' | 'contain' | 'fill';
+	/**
+	 * write the result here (default: in place)
+	 */
+	output?: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface RotateArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * clockwise: 90, 180 or 270
+	 */
+	degrees: number;
+	/**
+	 * write the result here (default: in place)
+	 */
+	output?: string;
 	/**
 	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
 	 */
@@ -1003,6 +1426,26 @@ export interface SessionList {
 	data: Session[];
 }
 
+export interface SetFormatArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name (omitted: the first sheet; a CSV file has one)
+	 */
+	sheet?: string;
+	/**
+	 * an A1 range such as E2:E50
+	 */
+	range: string;
+	format: CellFormat;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
 export interface SetSecretRequest {
 	/**
 	 * the secret (an SSH key: its PEM or OpenSSH text); write-only: never answered
@@ -1022,8 +1465,70 @@ export interface SetSecretRequest {
 	username?: string;
 }
 
+export interface SheetInfo {
+	name: string;
+	rows: number;
+	cols: number;
+}
+
+export interface SheetList {
+	id: string;
+	sheets: SheetInfo[];
+	hash: string;
+}
+
+export interface SheetNameArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name
+	 */
+	name: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface SheetSummary {
+	id: string;
+	sheet: string;
+	/**
+	 * every sheet of the workbook, in order
+	 */
+	sheets: string[];
+	/**
+	 * the rows with data, the header row included
+	 */
+	rows: number;
+	cols: number;
+	/**
+	 * row 1, padded to cols
+	 */
+	headers: string[];
+	/**
+	 * rows 2 to 1+sample_rows, each padded to cols
+	 */
+	first_rows: string[][];
+	/**
+	 * the last sample_rows rows not in first_rows
+	 */
+	last_rows: string[][];
+	/**
+	 * the row number (1-based) of last_rows[0] (0: none)
+	 */
+	last_rows_start: number;
+	hash: string;
+}
+
 export interface SignalRequest {
 	action: 'stop' | 'pause' | 'resume';
+}
+
+export interface SplitResult {
+	files: Edited[];
 }
 
 export interface StatRequest {
@@ -1044,6 +1549,21 @@ export interface StoredMemory {
 
 export interface StoredMemoryList {
 	data: StoredMemory[];
+}
+
+export interface SummaryArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name (omitted: the first sheet; a CSV file has one)
+	 */
+	sheet?: string;
+	/**
+	 * rows to show from the top and from the bottom (default 5, at most 100)
+	 */
+	sample_rows?: number;
 }
 
 export interface TextEdit {
@@ -1105,6 +1625,39 @@ export interface WriteBytesArgs {
 	if_match?: string;
 }
 
+export interface WriteCellArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name (omitted: the first sheet; a CSV file has one)
+	 */
+	sheet?: string;
+	/**
+	 * the cell, e.g. B7
+	 */
+	cell: string;
+	/**
+	 * a string, number, true/false or null
+	 */
+	value?: {
+		[k: string]: unknown | undefined;
+	};
+	/**
+	 * a formula such as SUM(A1:A9) (xlsx; = optional); replaces value
+	 */
+	formula?: string;
+	format?: CellFormat;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+/**
+ * the cell's format (xlsx)
+ */
+
 export interface WriteFileRequest {
 	/**
 	 * the file's content; absent in a PUT that only sets is_readonly
@@ -1119,6 +1672,29 @@ export interface WriteFileRequest {
 	 * POST only: create a directory
 	 */
 	is_directory?: boolean;
+}
+
+export interface WriteRangeArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the sheet's name (omitted: the first sheet; a CSV file has one)
+	 */
+	sheet?: string;
+	/**
+	 * the top-left cell the data goes to, e.g. A1
+	 */
+	start_cell: string;
+	/**
+	 * rows of values: strings, numbers, true/false, null (an empty cell); a string starting with = is a formula (xlsx)
+	 */
+	data: unknown[][];
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
 }
 
 export interface WriteTextArgs {
