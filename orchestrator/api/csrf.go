@@ -39,7 +39,7 @@ func (s *Server) checkCSRF(c echo.Context) error {
 	}
 	// A form can post multipart/form-data across sites without a
 	// preflight: the upload route takes it on the origin check above alone.
-	if mt == echo.MIMEMultipartForm && c.Path() == apiPrefix+"/sessions/:id/fs/_/upload" {
+	if mt == echo.MIMEMultipartForm && (c.Path() == apiPrefix+"/sessions/:id/fs/_/upload" || c.Path() == apiPrefix+"/sessions/:id/nodes/:node/fs/_/upload") {
 		return nil
 	}
 	if ct == "" {
@@ -56,7 +56,8 @@ func isUploadRoute(c echo.Context) bool {
 		return false
 	}
 	switch c.Path() {
-	case apiPrefix + "/sessions/:id/fs", apiPrefix + "/sessions/:id/fs/", apiPrefix + "/sessions/:id/fs/*":
+	case apiPrefix + "/sessions/:id/fs", apiPrefix + "/sessions/:id/fs/", apiPrefix + "/sessions/:id/fs/*",
+		apiPrefix + "/sessions/:id/nodes/:node/fs", apiPrefix + "/sessions/:id/nodes/:node/fs/", apiPrefix + "/sessions/:id/nodes/:node/fs/*":
 		return true
 	}
 	return false
