@@ -387,15 +387,16 @@ func sweepExpired(ctx context.Context, st *identity.Store, interval time.Duratio
 }
 
 // logAppender appends the session filesystem's coalesced changes to the
-// session log as `file` records.
+// session log as `file` records, each in the chat of the node that wrote
+// it (none for a person's).
 type logAppender struct{ st *store.Store }
 
-func (a logAppender) Append(ctx context.Context, sessionID, kind string, data any) error {
+func (a logAppender) Append(ctx context.Context, sessionID, nodeID, kind string, data any) error {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return err
 	}
-	_, err = a.st.Append(ctx, sessionID, protocol.Record{Kind: kind, Data: b})
+	_, err = a.st.Append(ctx, sessionID, protocol.Record{NodeID: nodeID, Kind: kind, Data: b})
 	return err
 }
 

@@ -17,8 +17,11 @@ var _ Notifier = (*events.Coalescer)(nil)
 // channel.
 type chanAppender chan string
 
-func (a chanAppender) Append(ctx context.Context, sid, kind string, data any) error {
+func (a chanAppender) Append(ctx context.Context, sid, node, kind string, data any) error {
 	b, _ := json.Marshal(data)
+	if node != "" {
+		sid += "@" + node
+	}
 	a <- sid + " " + kind + " " + string(b)
 	return nil
 }
@@ -54,5 +57,33 @@ func TestCoalescerRun(t *testing.T) {
 	case more := <-app:
 		t.Fatalf("a second record %q", more)
 	default:
+	}
+}
+
+// TestCoalescerNamesTheWriter: a change made through a node's view is
+// reported with that node (the record goes in its chat); the session's own
+// view (a person) names none; the last writer in a window wins.
+func TestCoalescerNamesTheWriter(t *testing.T) {
+	app := make(chanAppender, 16)
+	clk := testkit.NewClock(time.Unix(1000, 0))
+	c := events.NewCoalescer(app, 20*time.Millisecond, clk.Now, nil)
+	f := newFixture(t, Config{Notifier: c})
+	ctx := context.Background()
+	agent, err := f.fs.ForNode("n1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := agent.WriteFile(ctx, "/out.csv", []byte("a,b\n"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.fs.WriteFile(ctx, "/notes.md", []byte("# hi\n"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	c.Flush(ctx, false)
+	got := []string{testkit.Recv(t, app, 5*time.Second, "the agent's record"), testkit.Recv(t, app, 5*time.Second, "the person's record")}
+	want := []string{f.sid + `@n1 file {"op":"created","path":"/out.csv","size":4}`, f.sid + ` file {"op":"created","path":"/notes.md","size":5}`}
+	if got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("records %q, want %q", got, want)
 	}
 }

@@ -147,7 +147,7 @@ type recorder struct {
 	evs []string
 }
 
-func (r *recorder) FileChanged(sid, op, path string, size int64) {
+func (r *recorder) FileChanged(sid, node, op, path string, size int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evs = append(r.evs, op+" "+path)

@@ -12,9 +12,10 @@ import (
 
 // Notifier receives every change made through either API, after its
 // commit, with a FileChange op (protocol.FileCreated, FileModified,
-// FileDeleted). events.Coalescer implements it.
+// FileDeleted), and the node whose view made it ("": the session's, a
+// person's). events.Coalescer implements it.
 type Notifier interface {
-	FileChanged(sessionID, op, path string, size int64)
+	FileChanged(sessionID, nodeID, op, path string, size int64)
 }
 
 // event is a change to report after commit. Its path is resolved inside the
@@ -68,5 +69,5 @@ func (fs *FS) notify(ev event) {
 		cut := strings.LastIndexByte(ev.path[:paths.MaxPathLen+1], '/')
 		ev.op, ev.path, ev.size = protocol.FileModified, ev.path[:max(cut, 1)], 0
 	}
-	fs.v.cfg.Notifier.FileChanged(fs.sid, ev.op, ev.path, ev.size)
+	fs.v.cfg.Notifier.FileChanged(fs.sid, fs.nodeID, ev.op, ev.path, ev.size)
 }

@@ -13,7 +13,9 @@ import (
 // Appender durably records a file change in the session log (the store's
 // Append satisfies it through a small adapter).
 type Appender interface {
-	Append(ctx context.Context, sessionID, kind string, data any) error
+	// Append writes one record of the session log; nodeID is the node
+	// whose agent made the change ("": a person, or filepath).
+	Append(ctx context.Context, sessionID, nodeID, kind string, data any) error
 }
 
 // FileEvent is the data of a "file" log record, defined once in protocol.
@@ -41,6 +43,7 @@ type pendingChange struct {
 	startOp string // the first op seen in this window
 	op      string // the net op so far ("" means nothing to report)
 	size    int64
+	node    string // the last writer's node ("" : a person, or unknown)
 }
 
 // NewCoalescer returns a Coalescer with the given window (<= 0: 200 ms) and
@@ -59,7 +62,7 @@ func NewCoalescer(out Appender, window time.Duration, now func() time.Time, log 
 }
 
 // FileChanged records a change; it never blocks on the Appender.
-func (c *Coalescer) FileChanged(sessionID, op, path string, size int64) {
+func (c *Coalescer) FileChanged(sessionID, nodeID, op, path string, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.pending[sessionID]
@@ -70,10 +73,10 @@ func (c *Coalescer) FileChanged(sessionID, op, path string, size int64) {
 	p := m[path]
 	if p == nil {
 		c.seq++
-		m[path] = &pendingChange{first: c.now(), seq: c.seq, startOp: op, op: op, size: size}
+		m[path] = &pendingChange{first: c.now(), seq: c.seq, startOp: op, op: op, size: size, node: nodeID}
 		return
 	}
-	p.size = size
+	p.size, p.node = size, nodeID
 	p.op = merge(p.startOp, p.op, op)
 }
 
@@ -105,9 +108,10 @@ func merge(start, cur, next string) string {
 func (c *Coalescer) Flush(ctx context.Context, force bool) {
 	now := c.now()
 	type rec struct {
-		sid string
-		seq int
-		ev  FileEvent
+		sid  string
+		node string
+		seq  int
+		ev   FileEvent
 	}
 	var due []rec
 	c.mu.Lock()
@@ -118,7 +122,7 @@ func (c *Coalescer) Flush(ctx context.Context, force bool) {
 			}
 			delete(m, path)
 			if p.op != "" {
-				due = append(due, rec{sid, p.seq, FileEvent{Op: p.op, Path: path, Size: p.size}})
+				due = append(due, rec{sid, p.node, p.seq, FileEvent{Op: p.op, Path: path, Size: p.size}})
 			}
 		}
 		if len(m) == 0 {
@@ -128,7 +132,7 @@ func (c *Coalescer) Flush(ctx context.Context, force bool) {
 	c.mu.Unlock()
 	sort.Slice(due, func(i, j int) bool { return due[i].seq < due[j].seq })
 	for _, r := range due {
-		if err := c.out.Append(ctx, r.sid, "file", r.ev); err != nil {
+		if err := c.out.Append(ctx, r.sid, r.node, "file", r.ev); err != nil {
 			c.log.WarnContext(ctx, "append file event", "session_id", r.sid, "path", r.ev.Path, "err", err)
 		}
 	}

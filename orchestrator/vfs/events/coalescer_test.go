@@ -13,8 +13,11 @@ import (
 // recorder records each appended record as "sid kind json".
 type recorder struct{ testkit.Recorder[string] }
 
-func (r *recorder) Append(ctx context.Context, sid, kind string, data any) error {
+func (r *recorder) Append(ctx context.Context, sid, node, kind string, data any) error {
 	b, _ := json.Marshal(data)
+	if node != "" {
+		sid += "@" + node
+	}
 	r.Publish(sid + " " + kind + " " + string(b))
 	return nil
 }
@@ -40,7 +43,7 @@ func TestCoalescer(t *testing.T) {
 			clk := testkit.NewClock(time.Unix(1000, 0))
 			c := NewCoalescer(app, 200*time.Millisecond, clk.Now, nil)
 			for i, x := range tc.changes {
-				c.FileChanged("s", x.op, x.path, int64(i+1))
+				c.FileChanged("s", "", x.op, x.path, int64(i+1))
 			}
 			c.Flush(context.Background(), false)
 			if recs := app.All(); len(recs) != 0 {
