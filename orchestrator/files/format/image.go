@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -186,6 +187,15 @@ type (
 		Output  string `json:"output,omitempty" jsonschema_description:"write the result here (default: in place)"`
 		IfMatch
 	}
+	CompositeArgs struct {
+		FileID
+		Overlay string  `json:"overlay" jsonschema_description:"the image laid over it (its path in the workspace); its transparency is kept"`
+		Left    int     `json:"left,omitempty" jsonschema_description:"where the overlay's top-left corner goes, in pixels from the left (may be negative: the overlay is clipped)"`
+		Top     int     `json:"top,omitempty" jsonschema_description:"... and from the top"`
+		Opacity float64 `json:"opacity,omitempty" jsonschema_description:"the overlay's opacity, 0 to 1 (default 1)"`
+		Output  string  `json:"output,omitempty" jsonschema_description:"write the result here (default: in place)"`
+		IfMatch
+	}
 	ConvertArgs struct {
 		FileID
 		Format  string `json:"format" jsonschema:"enum=png,enum=jpeg,enum=webp"`
@@ -315,6 +325,21 @@ func resize(img image.Image, w, h int, fit string) (image.Image, error) {
 	return nil, orchestrator.FieldErrorf("fit", "fit is cover, contain or fill, not %q", fit)
 }
 
+// composite is base with top drawn over it at (left, top), top's alpha
+// scaled by opacity (0 < opacity <= 1).
+func composite(base, top image.Image, left, topY int, opacity float64) image.Image {
+	b := base.Bounds()
+	dst := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(dst, dst.Bounds(), base, b.Min, draw.Src)
+	r := image.Rect(left, topY, left+top.Bounds().Dx(), topY+top.Bounds().Dy())
+	var mask image.Image
+	if opacity < 1 {
+		mask = image.NewUniform(color.Alpha{A: uint8(opacity*255 + 0.5)})
+	}
+	draw.DrawMask(dst, r, top, top.Bounds().Min, mask, image.Point{}, draw.Over)
+	return dst
+}
+
 // rotate turns img clockwise by deg (90, 180, 270).
 func rotate(img image.Image, deg int) (image.Image, error) {
 	deg = ((deg % 360) + 360) % 360
@@ -387,6 +412,23 @@ func (t *tier) imageTools() []files.Tool {
 					return rotate(img, in.Degrees)
 				})
 			}).WithRoute("image_rotate"),
+		files.Define("image_composite", "Lay one image (overlay) over another at left, top, with an opacity; the overlay's transparency is kept and what falls outside is clipped. In place or into output. With if_match, only if the file still has that hash.", false,
+			func(ctx context.Context, c files.Caller, in CompositeArgs) (Edited, error) {
+				if in.Opacity < 0 || in.Opacity > 1 {
+					return Edited{}, orchestrator.FieldErrorf("opacity", "opacity is 0 to 1, not %g", in.Opacity)
+				}
+				ov, err := t.read(ctx, c, "overlay", in.Overlay)
+				if err != nil {
+					return Edited{}, err
+				}
+				top, err := t.decode(ctx, ov)
+				if err != nil {
+					return Edited{}, err
+				}
+				return t.imageEdit(ctx, c, in.ID, in.Output, in.IfMatch.IfMatch, 0, "", func(img image.Image) (image.Image, error) {
+					return composite(img, top.img, in.Left, in.Top, cmp.Or(in.Opacity, 1)), nil
+				})
+			}).WithRoute("image_composite"),
 		files.Define("image_convert", "Convert an image to PNG, JPEG or WebP (lossless) as a new file: output, or the same name with the format's extension (its source is derived).", false,
 			func(ctx context.Context, c files.Caller, in ConvertArgs) (Edited, error) {
 				f := strings.ToLower(in.Format)

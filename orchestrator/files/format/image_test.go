@@ -180,3 +180,49 @@ func sameColor(a, b color.Color) bool {
 	r2, g2, b2, a2 := b.RGBA()
 	return r1 == r2 && g1 == g2 && b1 == b2 && a1 == a2
 }
+
+// TestImageComposite: an overlay lands at its place, its transparent
+// pixels leave the base as it was, an opacity mixes it, what falls outside
+// is clipped, and a bad opacity or a missing overlay is refused by name.
+func TestImageComposite(t *testing.T) {
+	f := newFixture(t, 0)
+	base := image.NewNRGBA(image.Rect(0, 0, 40, 30))
+	for i := range base.Pix {
+		base.Pix[i] = 255 // white
+	}
+	logo := image.NewNRGBA(image.Rect(0, 0, 10, 10))
+	for y := range 10 {
+		for x := range 10 {
+			if x < 5 {
+				logo.Set(x, y, color.NRGBA{R: 255, A: 255}) // red half; the right half stays transparent
+			}
+		}
+	}
+	f.put(t, "/base.png", pngOf(t, base))
+	f.put(t, "/logo.png", pngOf(t, logo))
+	f.must(t, "image_composite", map[string]any{"id": "/base.png", "overlay": "/logo.png", "left": 35, "top": 5, "output": "/out.png"}, nil)
+	img, _ := decodeImage(t, f.get(t, "/out.png"))
+	red, white := color.NRGBA{R: 255, A: 255}, color.NRGBA{R: 255, G: 255, B: 255, A: 255}
+	for _, c := range []struct {
+		x, y int
+		want color.Color
+	}{{35, 5, red}, {39, 14, red}, {34, 5, white}, {35, 15, white}, {0, 0, white}} {
+		if got := img.At(c.x, c.y); !sameColor(got, c.want) {
+			t.Errorf("(%d,%d) = %v, want %v", c.x, c.y, got, c.want)
+		}
+	}
+	if img.Bounds().Dx() != 40 || img.Bounds().Dy() != 30 {
+		t.Fatalf("the result is %v, want the base's 40x30 (the overlay clipped)", img.Bounds())
+	}
+	f.must(t, "image_composite", map[string]any{"id": "/base.png", "overlay": "/logo.png", "opacity": 0.5, "output": "/half.png"}, nil)
+	img, _ = decodeImage(t, f.get(t, "/half.png"))
+	if r, g, _, _ := img.At(0, 0).RGBA(); r>>8 != 255 || g>>8 < 120 || g>>8 > 135 {
+		t.Fatalf("half-opaque red over white = %v, want pink", img.At(0, 0))
+	}
+	if err := f.call(t, "image_composite", map[string]any{"id": "/base.png", "overlay": "/logo.png", "opacity": 1.5}, nil); orchestrator.ErrorCode(err) != orchestrator.EInvalid || !strings.Contains(orchestrator.ErrorMessage(err), "opacity") {
+		t.Fatalf("opacity 1.5: %v", err)
+	}
+	if err := f.call(t, "image_composite", map[string]any{"id": "/base.png", "overlay": "/nope.png"}, nil); orchestrator.ErrorCode(err) != orchestrator.ENotFound {
+		t.Fatalf("a missing overlay: %v", err)
+	}
+}

@@ -243,6 +243,37 @@ export interface CommentRequest {
 	body: string;
 }
 
+export interface CompositeArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the image laid over it (its path in the workspace); its transparency is kept
+	 */
+	overlay: string;
+	/**
+	 * where the overlay's top-left corner goes, in pixels from the left (may be negative: the overlay is clipped)
+	 */
+	left?: number;
+	/**
+	 * ... and from the top
+	 */
+	top?: number;
+	/**
+	 * the overlay's opacity, 0 to 1 (default 1)
+	 */
+	opacity?: number;
+	/**
+	 * write the result here (default: in place)
+	 */
+	output?: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
 export interface ConvertArgs {
 	/**
 	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
