@@ -2,12 +2,14 @@ package format
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,15 +220,36 @@ func (d *pdfDoc) pageText(p int) (pageTextResult, error) {
 	if err != nil {
 		return pageTextResult{}, err
 	}
-	text, cut := pageText(content, d.fonts(p), MaxText)
+	rd := d.resources(p)
+	text, cut := pageTextWith(content, d.fontsOf(rd), MaxText, d.forms(rd, 0), 0)
 	res := pageTextResult{strings.ToValidUTF8(text, ""), cut}
 	d.texts[p] = res
 	return res, nil
 }
 
-// fonts returns the decoders of page p's fonts that have a ToUnicode map
-// (the others are shown as WinAnsi).
-func (d *pdfDoc) fonts(p int) map[string]decoder {
+// rgbHex is a #RRGGBB colour.
+var rgbHex = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
+
+// pdfPage reads the PDF id for an edit of its page (which must exist) and
+// where the result goes.
+func (t *tier) pdfPage(ctx context.Context, c files.Caller, id, out string, page int) (src source, dst string, derived bool, err error) {
+	src, err = t.read(ctx, c, "id", id)
+	if err != nil {
+		return source{}, "", false, err
+	}
+	d, err := t.doc(ctx, src)
+	if err != nil {
+		return source{}, "", false, err
+	}
+	if err := pageArg("page", page, d.info.Pages); err != nil {
+		return source{}, "", false, err
+	}
+	dst, derived, err = output("output", out, src.path)
+	return src, dst, derived, err
+}
+
+// resources is page p's resource dictionary (its own, else inherited).
+func (d *pdfDoc) resources(p int) types.Dict {
 	pd, _, inh, err := d.ctx.PageDict(p, false)
 	if err != nil {
 		return nil
@@ -238,6 +261,55 @@ func (d *pdfDoc) fonts(p int) map[string]decoder {
 	if res == nil && inh != nil {
 		res = inh.Resources
 	}
+	return res
+}
+
+// maxFormDepth bounds form XObjects drawn inside form XObjects.
+const maxFormDepth = 4
+
+// forms finds the content and fonts of the form XObjects of res (a stamp
+// such as pdf_add_text's is one), for the text of a page that draws them.
+func (d *pdfDoc) forms(res types.Dict, depth int) formsFunc {
+	return func(name string) ([]byte, map[string]decoder, formsFunc, bool) {
+		if res == nil || depth >= maxFormDepth {
+			return nil, nil, nil, false
+		}
+		xo, ok := res.Find("XObject")
+		if !ok {
+			return nil, nil, nil, false
+		}
+		xd, err := d.ctx.DereferenceDict(xo)
+		if err != nil || xd == nil {
+			return nil, nil, nil, false
+		}
+		o, ok := xd.Find(name)
+		if !ok {
+			return nil, nil, nil, false
+		}
+		sd, _, err := d.ctx.DereferenceStreamDict(o)
+		if err != nil || sd == nil {
+			return nil, nil, nil, false
+		}
+		if st := sd.Dict.NameEntry("Subtype"); st == nil || *st != "Form" {
+			return nil, nil, nil, false
+		}
+		if sd.Decode() != nil || len(sd.Content) > 16<<20 {
+			return nil, nil, nil, false
+		}
+		var fres types.Dict
+		if ro, ok := sd.Dict.Find("Resources"); ok {
+			fres, _ = d.ctx.DereferenceDict(ro)
+		}
+		if fres == nil {
+			fres = res // a form without resources uses its page's
+		}
+		return sd.Content, d.fontsOf(fres), d.forms(fres, depth+1), true
+	}
+}
+
+// fontsOf returns the decoders of the fonts of res that have a ToUnicode
+// map (the others are shown as WinAnsi).
+func (d *pdfDoc) fontsOf(res types.Dict) map[string]decoder {
 	if res == nil {
 		return nil
 	}
@@ -330,6 +402,27 @@ type (
 		AfterPage int    `json:"after_page,omitempty" jsonschema_description:"insert the blank page after this page (0 or omitted: at the end)"`
 		Size      string `json:"size,omitempty" jsonschema_description:"paper size: A4, A3, A5, Letter, Legal, ... (omitted: the size of the page it follows)"`
 		Landscape bool   `json:"landscape,omitempty"`
+		IfMatch
+	}
+	PDFAddTextArgs struct {
+		FileID
+		Page   int     `json:"page" jsonschema_description:"the page (1-based)"`
+		Text   string  `json:"text" jsonschema_description:"the text (lines split at \\n; at most 4096 bytes)"`
+		X      float64 `json:"x,omitempty" jsonschema_description:"the text's left edge, in points (1/72 inch) from the page's left"`
+		Y      float64 `json:"y,omitempty" jsonschema_description:"its bottom edge, in points from the page's bottom"`
+		Size   int     `json:"size,omitempty" jsonschema_description:"font size in points (default 12, at most 200)"`
+		Color  string  `json:"color,omitempty" jsonschema_description:"#RRGGBB (default #000000)"`
+		Output string  `json:"output,omitempty" jsonschema_description:"write the result here (default: in place)"`
+		IfMatch
+	}
+	PDFAddImageArgs struct {
+		FileID
+		Page   int     `json:"page" jsonschema_description:"the page (1-based)"`
+		Image  string  `json:"image" jsonschema_description:"the image (PNG, JPEG, WebP, GIF) to place: its path in the workspace"`
+		X      float64 `json:"x,omitempty" jsonschema_description:"the image's left edge, in points from the page's left"`
+		Y      float64 `json:"y,omitempty" jsonschema_description:"its bottom edge, in points from the page's bottom"`
+		Width  float64 `json:"width,omitempty" jsonschema_description:"its width in points (the height keeps the aspect; default: one point per pixel)"`
+		Output string  `json:"output,omitempty" jsonschema_description:"write the result here (default: in place)"`
 		IfMatch
 	}
 	PDFDeletePageArgs struct {
@@ -445,6 +538,62 @@ func (t *tier) pdfTools() []files.Tool {
 					return api.InsertPages(rs, w, []string{strconv.Itoa(after)}, false, pc, conf)
 				})
 			}).WithRoute("pdf_add_page"),
+		files.Define("pdf_add_text", "Write text on a page of a PDF at x, y (points from the bottom-left), in Helvetica of a size and colour. In place or into output. With if_match, only if the file still has that hash.", false,
+			func(ctx context.Context, c files.Caller, in PDFAddTextArgs) (Edited, error) {
+				switch {
+				case strings.TrimSpace(in.Text) == "":
+					return Edited{}, orchestrator.FieldErrorf("text", "text is required")
+				case len(in.Text) > 4096:
+					return Edited{}, orchestrator.FieldErrorf("text", "text is over 4096 bytes")
+				case in.Size < 0 || in.Size > 200:
+					return Edited{}, orchestrator.FieldErrorf("size", "size is 1 to 200 points")
+				case in.Color != "" && !rgbHex.MatchString(in.Color):
+					return Edited{}, orchestrator.FieldErrorf("color", "color is #RRGGBB, not %q", in.Color)
+				}
+				src, dst, derived, err := t.pdfPage(ctx, c, in.ID, in.Output, in.Page)
+				if err != nil {
+					return Edited{}, err
+				}
+				desc := fmt.Sprintf("position:bl, offset:%g %g, scalefactor:1 abs, rotation:0, fontname:Helvetica, points:%d, fillcolor:%s, opacity:1",
+					in.X, in.Y, cmpOr(in.Size, 12), cmp.Or(in.Color, "#000000"))
+				return t.pdfEdit(ctx, c, src, dst, derived, in.IfMatch.IfMatch, func(rs io.ReadSeeker, w io.Writer, conf *model.Configuration) error {
+					wm, err := api.TextWatermark(in.Text, desc, true, false, types.POINTS)
+					if err != nil {
+						return orchestrator.FieldErrorf("text", "the text cannot be placed: %v", err)
+					}
+					return api.AddWatermarks(rs, w, []string{strconv.Itoa(in.Page)}, wm, conf)
+				})
+			}).WithRoute("pdf_add_text"),
+		files.Define("pdf_add_image", "Place an image on a page of a PDF at x, y (points from the bottom-left), width points wide. In place or into output. With if_match, only if the file still has that hash.", false,
+			func(ctx context.Context, c files.Caller, in PDFAddImageArgs) (Edited, error) {
+				if in.Width < 0 {
+					return Edited{}, orchestrator.FieldErrorf("width", "width is positive")
+				}
+				img, err := t.read(ctx, c, "image", in.Image)
+				if err != nil {
+					return Edited{}, err
+				}
+				cfg, _, err := imageHeader(img.path, img.data)
+				if err != nil {
+					return Edited{}, err
+				}
+				src, dst, derived, err := t.pdfPage(ctx, c, in.ID, in.Output, in.Page)
+				if err != nil {
+					return Edited{}, err
+				}
+				scale := 1.0
+				if in.Width > 0 && cfg.Width > 0 {
+					scale = in.Width / float64(cfg.Width)
+				}
+				desc := fmt.Sprintf("position:bl, offset:%g %g, scalefactor:%g abs, rotation:0, opacity:1", in.X, in.Y, scale)
+				return t.pdfEdit(ctx, c, src, dst, derived, in.IfMatch.IfMatch, func(rs io.ReadSeeker, w io.Writer, conf *model.Configuration) error {
+					wm, err := api.ImageWatermarkForReader(bytes.NewReader(img.data), desc, true, false, types.POINTS)
+					if err != nil {
+						return orchestrator.FieldErrorf("image", "%s cannot be placed: %v", img.path, err)
+					}
+					return api.AddWatermarks(rs, w, []string{strconv.Itoa(in.Page)}, wm, conf)
+				})
+			}).WithRoute("pdf_add_image"),
 		files.Define("pdf_delete_page", "Delete a page of a PDF (not its only page). With if_match, only if the file still has that hash.", false,
 			func(ctx context.Context, c files.Caller, in PDFDeletePageArgs) (Edited, error) {
 				src, err := t.read(ctx, c, "id", in.ID)

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -137,5 +138,60 @@ func TestPDFForm(t *testing.T) {
 	err := f.call(t, "pdf_fill_form", map[string]any{"id": "/form.pdf", "fields": map[string]any{"nope": "x"}}, nil)
 	if orchestrator.ErrorCode(err) != orchestrator.EInvalid || !strings.Contains(err.Error(), "no field \"nope\"") {
 		t.Fatalf("unknown field: %v", err)
+	}
+}
+
+// TestPDFAddTextAndImage: text written on a page is read back from that
+// page only (the stamp is a form XObject the extraction follows); an image
+// placed on a page adds an image XObject there and keeps the page count;
+// bad arguments are refused by name and leave the file as it was.
+func TestPDFAddTextAndImage(t *testing.T) {
+	f := newFixture(t, 0)
+	f.put(t, "/r.pdf", pdfOf(t, "page one", "page two"))
+	var e Edited
+	f.must(t, "pdf_add_text", map[string]any{"id": "/r.pdf", "page": 2, "text": "APPROVED by Alice", "x": 72, "y": 700, "size": 18, "color": "#c00000"}, &e)
+	var text PDFText
+	f.must(t, "pdf_extract_text", map[string]any{"id": "/r.pdf"}, &text)
+	if len(text.Pages) != 2 || !strings.Contains(text.Pages[1].Text, "APPROVED by Alice") || !strings.Contains(text.Pages[1].Text, "page two") ||
+		strings.Contains(text.Pages[0].Text, "APPROVED") {
+		t.Fatalf("after add_text: %+v", text)
+	}
+
+	f.put(t, "/logo.png", pngOf(t, gradient(50, 20, false)))
+	before := f.get(t, "/r.pdf")
+	f.must(t, "pdf_add_image", map[string]any{"id": "/r.pdf", "page": 1, "image": "/logo.png", "x": 36, "y": 36, "width": 100, "output": "/signed.pdf"}, &e)
+	var info PDFInfo
+	f.must(t, "pdf_info", map[string]any{"id": "/signed.pdf"}, &info)
+	if info.Pages != 2 {
+		t.Fatalf("after add_image: %+v", info)
+	}
+	if n := bytes.Count(f.get(t, "/signed.pdf"), []byte("/Subtype/Image")) + bytes.Count(f.get(t, "/signed.pdf"), []byte("/Subtype /Image")); n == 0 {
+		t.Fatal("no image XObject in the PDF after add_image")
+	}
+	if m, err := f.fs.MetaOf(f.ctx, mustStat(t, f, "/signed.pdf")); err != nil || m.Source != "derived" {
+		t.Fatalf("the output's source: %+v %v", m, err)
+	}
+
+	for _, c := range []struct {
+		tool  string
+		args  map[string]any
+		field string
+	}{
+		{"pdf_add_text", map[string]any{"id": "/r.pdf", "page": 3, "text": "x"}, "page"},
+		{"pdf_add_text", map[string]any{"id": "/r.pdf", "page": 1, "text": " "}, "text"},
+		{"pdf_add_text", map[string]any{"id": "/r.pdf", "page": 1, "text": "x", "color": "red"}, "color"},
+		{"pdf_add_image", map[string]any{"id": "/r.pdf", "page": 1, "image": "/nope.png"}, "image"},
+		{"pdf_add_image", map[string]any{"id": "/r.pdf", "page": 1, "image": "/r.pdf"}, ""},
+	} {
+		err := f.call(t, c.tool, c.args, nil)
+		if code := orchestrator.ErrorCode(err); code != orchestrator.EInvalid && code != orchestrator.ENotFound && code != orchestrator.EUnsupportedMedia {
+			t.Errorf("%s %v: %v, want a refusal", c.tool, c.args, err)
+		}
+		if c.field != "" && c.field != "image" && orchestrator.ErrorField(err) != c.field {
+			t.Errorf("%s %v: field %q, want %q (%v)", c.tool, c.args, orchestrator.ErrorField(err), c.field, err)
+		}
+	}
+	if after := f.get(t, "/r.pdf"); !bytes.Equal(after, before) {
+		t.Fatal("a refused edit changed the file")
 	}
 }

@@ -228,6 +228,16 @@ type decoder func(s string) string
 // it was cut); fonts decodes the strings of a font by its resource name
 // (nil, or a name it lacks: WinAnsi).
 func pageText(content []byte, fonts map[string]decoder, max int) (string, bool) {
+	return pageTextWith(content, fonts, max, nil, 0)
+}
+
+// formsFunc finds a form XObject by its resource name: its content, its
+// fonts and its own forms (ok false: none, or not a form).
+type formsFunc func(name string) (content []byte, fonts map[string]decoder, forms formsFunc, ok bool)
+
+// pageTextWith is pageText that also reads the text of the form XObjects
+// the content draws (Do), through forms (nil: none), depth levels deep.
+func pageTextWith(content []byte, fonts map[string]decoder, max int, forms formsFunc, depth int) (string, bool) {
 	l := &contentLexer{b: content}
 	var out strings.Builder
 	var ops []token // the operands since the last operator
@@ -319,6 +329,20 @@ func pageText(content []byte, fonts map[string]decoder, max int) (string, bool) 
 			}
 		case "ID":
 			l.skipInlineImage()
+		case "Do":
+			if f := last(1); f.kind == tokName && forms != nil && depth < maxFormDepth {
+				if c, fo, sub, ok := forms(f.s); ok {
+					t, cut := pageTextWith(c, fo, max-out.Len(), sub, depth+1)
+					if t != "" {
+						newline()
+						out.WriteString(t)
+						lineHasText = !strings.HasSuffix(t, "\n")
+					}
+					if cut {
+						return out.String(), true
+					}
+				}
+			}
 		}
 		ops = ops[:0]
 	}

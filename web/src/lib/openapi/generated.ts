@@ -1085,6 +1085,41 @@ export interface NodePush {
 	trust_host_key?: string;
 }
 
+export interface PDFAddImageArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the page (1-based)
+	 */
+	page: number;
+	/**
+	 * the image (PNG, JPEG, WebP, GIF) to place: its path in the workspace
+	 */
+	image: string;
+	/**
+	 * the image's left edge, in points from the page's left
+	 */
+	x?: number;
+	/**
+	 * its bottom edge, in points from the page's bottom
+	 */
+	y?: number;
+	/**
+	 * its width in points (the height keeps the aspect; default: one point per pixel)
+	 */
+	width?: number;
+	/**
+	 * write the result here (default: in place)
+	 */
+	output?: string;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
 export interface PDFAddPageArgs {
 	/**
 	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
@@ -1099,6 +1134,45 @@ export interface PDFAddPageArgs {
 	 */
 	size?: string;
 	landscape?: boolean;
+	/**
+	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
+	 */
+	if_match?: string;
+}
+
+export interface PDFAddTextArgs {
+	/**
+	 * the file's path in the workspace, e.g. /notes/a.md (/workspace/notes/a.md and notes/a.md work too)
+	 */
+	id: string;
+	/**
+	 * the page (1-based)
+	 */
+	page: number;
+	/**
+	 * the text (lines split at \n; at most 4096 bytes)
+	 */
+	text: string;
+	/**
+	 * the text's left edge, in points (1/72 inch) from the page's left
+	 */
+	x?: number;
+	/**
+	 * its bottom edge, in points from the page's bottom
+	 */
+	y?: number;
+	/**
+	 * font size in points (default 12, at most 200)
+	 */
+	size?: number;
+	/**
+	 * #RRGGBB (default #000000)
+	 */
+	color?: string;
+	/**
+	 * write the result here (default: in place)
+	 */
+	output?: string;
 	/**
 	 * the hash the file must have (from the read you based the edit on); if it changed since, nothing is written and the error gives the current hash
 	 */
