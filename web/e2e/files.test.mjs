@@ -77,7 +77,8 @@ test('a spreadsheet attached in the chat, summed by a native agent, downloaded f
 	// spreadsheet tool) finds the sum in B5 of the same file.
 	const card = chat('files').getByTestId('file-card').filter({ hasText: 'sales.xlsx' });
 	await card.waitFor({ timeout: T });
-	assert.match(await card.textContent(), /\/uploads · changed/);
+	assert.match(await card.textContent(), /changed · Excel workbook · [\d.]+ KB/);
+	assert.match(await card.textContent(), /in \/uploads/);
 	const href = await card.getByRole('link', { name: 'Download sales.xlsx' }).getAttribute('href');
 	const dl = await page.request.get(new URL(href, server.base).href);
 	assert.equal(dl.status(), 200);

@@ -121,7 +121,9 @@ const TYPES: Record<string, string> = {
 	class: 'Java class', jar: 'Java archive', pyc: 'Python bytecode', db: 'database',
 	sqlite: 'SQLite database', mp3: 'MP3 audio', wav: 'WAV audio', ogg: 'Ogg audio',
 	mp4: 'MP4 video', webm: 'WebM video', mov: 'QuickTime video', ttf: 'TrueType font',
-	otf: 'OpenType font', woff: 'WOFF font', woff2: 'WOFF2 font'
+	otf: 'OpenType font', woff: 'WOFF font', woff2: 'WOFF2 font', xlsx: 'Excel workbook', xls: 'Excel workbook',
+	ods: 'spreadsheet', csv: 'CSV table', tsv: 'TSV table', docx: 'Word document', pptx: 'PowerPoint deck',
+	md: 'Markdown', txt: 'text', json: 'JSON', html: 'HTML page'
 };
 
 /** fileType names a binary file's type from its extension ("binary file" when unknown). */

@@ -294,8 +294,10 @@ describe('ChatView', () => {
 
 		const cards = screen.getAllByTestId('file-card');
 		expect(cards.map((c) => c.querySelector('.name')?.textContent)).toEqual(['sum.csv', 'sales.xlsx', 'plot.png', 'tmp.txt']);
-		expect(cards[0].textContent).toContain('new · 12 B'); // created, then changed: new, at its last size
-		expect(cards[1].textContent).toContain('/uploads · changed');
+		expect(cards[0].textContent).toContain('new · CSV table · 12 B'); // created, then changed: new, at its last size
+		expect(cards[0].textContent).toContain('in /out');
+		expect(cards[1].textContent).toContain('changed · Excel workbook');
+		expect(cards[1].textContent).toContain('in /uploads');
 		expect(cards[1].querySelector('a')?.getAttribute('href')).toBe('/dl/uploads/sales.xlsx');
 		expect(cards[2].querySelector('img')?.getAttribute('src')).toBe('/thumb/plot.png');
 		expect(cards[3].querySelector('a')).toBeNull(); // deleted: nothing to download
