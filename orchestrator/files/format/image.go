@@ -166,8 +166,8 @@ func formatOf(p, fallback string) string {
 type (
 	ResizeArgs struct {
 		FileID
-		Width  int    `json:"width" jsonschema_description:"the width in pixels (0: from height, keeping the aspect)"`
-		Height int    `json:"height" jsonschema_description:"the height in pixels (0: from width, keeping the aspect)"`
+		Width  int    `json:"width,omitempty" jsonschema_description:"the width in pixels (0 or omitted: from height, keeping the aspect)"`
+		Height int    `json:"height,omitempty" jsonschema_description:"the height in pixels (0 or omitted: from width, keeping the aspect)"`
 		Fit    string `json:"fit,omitempty" jsonschema:"enum=cover,enum=contain,enum=fill" jsonschema_description:"cover: fill the box, cropping the overflow (default); contain: fit inside it, keeping the aspect; fill: stretch to it"`
 		Output string `json:"output,omitempty" jsonschema_description:"write the result here (default: in place)"`
 		IfMatch

@@ -1440,13 +1440,13 @@ export interface ResizeArgs {
 	 */
 	id: string;
 	/**
-	 * the width in pixels (0: from height, keeping the aspect)
+	 * the width in pixels (0 or omitted: from height, keeping the aspect)
 	 */
-	width: number;
+	width?: number;
 	/**
-	 * the height in pixels (0: from width, keeping the aspect)
+	 * the height in pixels (0 or omitted: from width, keeping the aspect)
 	 */
-	height: number;
+	height?: number;
 	/**
 	 * cover: fill the box, cropping the overflow (default); contain: fit inside it, keeping the aspect; fill: stretch to it
 	 */
