@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -274,7 +275,28 @@ func (d *Docker) ensureSandbox(ctx context.Context, id string) error {
 	if err != nil || sb == "" || fresh {
 		return err
 	}
-	err = d.cli.ContainerStart(ctx, sb, container.StartOptions{})
+	for attempt := 0; ; attempt++ {
+		err = d.cli.ContainerStart(ctx, sb, container.StartOptions{})
+		// A sandbox killed a moment ago (its container exited: stopSandbox)
+		// can still be on its way down: the engine then refuses to start it
+		// ("cannot start a stopped process"). Wait until it is down, and
+		// start it again.
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "cannot start a stopped process") {
+			break
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resC, errC := d.cli.ContainerWait(wctx, sb, container.WaitConditionNotRunning)
+		select {
+		case <-resC:
+		case <-errC:
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return d.wrap("start the network sandbox of", id, ctx.Err())
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+		}
+	}
 	if cerrdefs.IsNotFound(err) {
 		return errorf(CodeUnavailable, "start container %.12s: its network sandbox %.12s is gone (removed from outside filepath)", id, sb)
 	}
