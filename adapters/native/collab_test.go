@@ -282,8 +282,10 @@ func TestCollabTools(t *testing.T) {
 	}
 
 	// A message from the parent names it.
-	h.send(protocol.MessageInput{Type: "message", From: "parent", Content: "status?", FromNode: &protocol.NodeRef{ID: "p", Name: "lead"}})
+	// The answer is scripted before the message is sent: the agent may
+	// call its model at once.
 	llm.Script(fakellm.Turn{Text: "fine"})
+	h.send(protocol.MessageInput{Type: "message", From: "parent", Content: "status?", FromNode: &protocol.NodeRef{ID: "p", Name: "lead"}})
 	h.waitFor("second done", 2, isType(protocol.TypeDone))
 	reqsLLM := chatRequests(t, llm)
 	msgs := reqsLLM[len(reqsLLM)-1].Messages
