@@ -232,20 +232,20 @@ var rgbHex = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
 
 // pdfPage reads the PDF id for an edit of its page (which must exist) and
 // where the result goes.
-func (t *tier) pdfPage(ctx context.Context, c files.Caller, id, out string, page int) (src source, dst string, derived bool, err error) {
+func (t *tier) pdfPage(ctx context.Context, c files.Caller, id, out string, page int) (src source, dst string, derived bool, pages int, err error) {
 	src, err = t.read(ctx, c, "id", id)
 	if err != nil {
-		return source{}, "", false, err
+		return source{}, "", false, 0, err
 	}
 	d, err := t.doc(ctx, src)
 	if err != nil {
-		return source{}, "", false, err
+		return source{}, "", false, 0, err
 	}
 	if err := pageArg("page", page, d.info.Pages); err != nil {
-		return source{}, "", false, err
+		return source{}, "", false, 0, err
 	}
 	dst, derived, err = output("output", out, src.path)
-	return src, dst, derived, err
+	return src, dst, derived, d.info.Pages, err
 }
 
 // resources is page p's resource dictionary (its own, else inherited).
@@ -550,7 +550,7 @@ func (t *tier) pdfTools() []files.Tool {
 				case in.Color != "" && !rgbHex.MatchString(in.Color):
 					return Edited{}, orchestrator.FieldErrorf("color", "color is #RRGGBB, not %q", in.Color)
 				}
-				src, dst, derived, err := t.pdfPage(ctx, c, in.ID, in.Output, in.Page)
+				src, dst, derived, _, err := t.pdfPage(ctx, c, in.ID, in.Output, in.Page)
 				if err != nil {
 					return Edited{}, err
 				}
@@ -577,7 +577,7 @@ func (t *tier) pdfTools() []files.Tool {
 				if err != nil {
 					return Edited{}, err
 				}
-				src, dst, derived, err := t.pdfPage(ctx, c, in.ID, in.Output, in.Page)
+				src, dst, derived, _, err := t.pdfPage(ctx, c, in.ID, in.Output, in.Page)
 				if err != nil {
 					return Edited{}, err
 				}
@@ -596,18 +596,11 @@ func (t *tier) pdfTools() []files.Tool {
 			}).WithRoute("pdf_add_image"),
 		files.Define("pdf_delete_page", "Delete a page of a PDF (not its only page). With if_match, only if the file still has that hash.", false,
 			func(ctx context.Context, c files.Caller, in PDFDeletePageArgs) (Edited, error) {
-				src, err := t.read(ctx, c, "id", in.ID)
+				src, _, _, pages, err := t.pdfPage(ctx, c, in.ID, "", in.Page)
 				if err != nil {
 					return Edited{}, err
 				}
-				d, err := t.doc(ctx, src)
-				if err != nil {
-					return Edited{}, err
-				}
-				if err := pageArg("page", in.Page, d.info.Pages); err != nil {
-					return Edited{}, err
-				}
-				if d.info.Pages == 1 {
+				if pages == 1 {
 					return Edited{}, orchestrator.FieldErrorf("page", "%s has one page: delete the file instead", src.path)
 				}
 				return t.pdfEdit(ctx, c, src, src.path, false, in.IfMatch.IfMatch, func(rs io.ReadSeeker, w io.Writer, conf *model.Configuration) error {
